@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: MIT
+# hpu: build everything, run it in the emulated machine, test it.
+#
+#   make          build QEMU with the device, firmware, module, runtime, tests
+#   make run      boot the emulated machine, load the driver, print hpu-smi
+#   make test     host unit tests + in-guest suites; last line "N passed, M failed"
+#   make bench    every benchmark (make bench-<name> for one), in the guest
+#   make install  module through DKMS, firmware, runtime (on a real host)
+
+BUILD := $(CURDIR)/build
+HPU_CACHE_DIR ?= /var/cache/hpu
+export HPU_CACHE_DIR
+
+# Deferred (=): evaluated in recipes, after `setup` has installed the kernel.
+KVER = $(shell scripts/guest-kernel.sh)
+KDIR = /lib/modules/$(KVER)/build
+
+FW_VERSION := 1.0.0
+FW_IMAGE := $(BUILD)/firmware/hpu/hpu-fw.bin
+MKFW := $(BUILD)/firmware-stub/hpu-mkfw
+KSFT_DIR := $(BUILD)/kselftest
+
+HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP
+INCLUDES := -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \
+	-Iuserspace/include $(shell pkg-config --cflags libdrm 2>/dev/null)
+
+HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/host/test_*.c))
+GUEST_TESTS := $(patsubst tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildcard tests/guest/*_test.c))
+BENCHES := $(patsubst tests/bench/bench_%.c,%,$(wildcard tests/bench/bench_*.c))
+BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
+
+.PHONY: all setup qemu firmware module userspace host-tests guest-tests run test bench \
+	install clean $(addprefix bench-,$(BENCHES))
+
+all: qemu firmware module userspace host-tests guest-tests
+
+setup:
+	@scripts/setup-host.sh
+
+qemu: setup
+	@scripts/build-qemu.sh $(BUILD)/qemu-system-x86_64
+
+firmware: $(FW_IMAGE)
+
+$(MKFW): firmware-stub/hpu_mkfw.c firmware-stub/include/hpu_fw_if.h | setup
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) -Ifirmware-stub/include $< -lz -o $@
+
+$(FW_IMAGE): $(MKFW) firmware-stub/hpu_fw_payload.txt
+	@mkdir -p $(@D)
+	$(MKFW) -V $(FW_VERSION) -p firmware-stub/hpu_fw_payload.txt -o $@
+
+module: setup
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+userspace: setup
+	$(MAKE) -C userspace O=$(BUILD)/userspace
+
+host-tests: $(HOST_TESTS)
+
+# Each host test links the sources it covers; see tests/host/sources.mk.
+include tests/host/sources.mk
+
+.SECONDEXPANSION:
+$(BUILD)/tests/host/%: tests/host/%.c $$(HOST_TEST_SRCS_$$*) | setup userspace
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $(INCLUDES) $< $(HOST_TEST_SRCS_$*) $(HOST_TEST_LIBS_$*) -o $@
+
+# kselftest_harness.h ships only inside the kernel source tarball.
+$(KSFT_DIR)/kselftest_harness.h: | setup
+	@mkdir -p $(@D)
+	tar -xJf /usr/src/linux-source-6.1.tar.xz -C $(@D) --strip-components=4 \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+		linux-source-6.1/tools/testing/selftests/kselftest.h
+
+guest-tests: $(GUEST_TESTS) $(BENCH_BINS)
+
+# In-guest suites and benchmarks run against the driver and link libhpu.
+$(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h $(KSFT_DIR)/kselftest_harness.h \
+		| userspace
+	$(guest-link)
+
+$(BUILD)/tests/bench/%: tests/bench/%.c | userspace
+	$(guest-link)
+
+define guest-link
+@mkdir -p $(@D)
+$(CC) $(HOST_CFLAGS) -Wno-unused-parameter $(INCLUDES) -I$(KSFT_DIR) $< \
+	-L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib -lhpu \
+	$(shell pkg-config --libs libdrm 2>/dev/null) -o $@
+endef
+
+run: all
+	tests/guest/run-guest.sh -- tests/guest/show-smi.sh
+
+test: all
+	tests/run-tests.sh
+
+bench: all
+	tests/run-bench.sh $(BENCHES)
+
+$(addprefix bench-,$(BENCHES)): bench-%: all
+	tests/run-bench.sh $*
+
+install: module firmware userspace
+	scripts/install.sh
+
+-include $(wildcard $(BUILD)/tests/*/*.d)
+
+clean:
+	rm -rf $(BUILD)
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds qemu-system-x86_64 7.2 from Debian's source package with the hpu device
+# compiled in, and caches the binary outside the clone.  The cache key is the
+# Debian QEMU version plus a hash of qemu-device/, the shared headers the model
+# includes and this script, so an unchanged tree never rebuilds QEMU.
+# Usage: build-qemu.sh <output-symlink>
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: build-qemu.sh <output-symlink>}
+cache=${HPU_CACHE_DIR:-/var/cache/hpu}
+
+qver=$(apt-cache showsrc qemu | awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
+[ -n "$qver" ] || { echo "build-qemu: no qemu source package (deb-src missing?)" >&2; exit 1; }
+key=$(cd "$top" && { find qemu-device firmware-stub/include -type f -print0 | sort -z | xargs -0 sha256sum;
+	sha256sum scripts/build-qemu.sh; } | sha256sum | cut -c1-16)
+dest="$cache/qemu-${qver//[:+~]/_}-$key"
+
+if [ ! -x "$dest/qemu-system-x86_64" ]; then
+	echo "build-qemu: building QEMU $qver with the hpu device (cache key $key)"
+	mkdir -p "$cache/dl"
+	dsc=$(ls "$cache"/dl/qemu_*.dsc 2>/dev/null | grep -F "_${qver#*:}.dsc" || true)
+	if [ -z "$dsc" ]; then
+		(cd "$cache/dl" && apt-get source -q --download-only "qemu=$qver")
+		dsc=$(ls "$cache"/dl/qemu_*.dsc | grep -F "_${qver#*:}.dsc")
+	fi
+	# Same source and build paths every time, so ccache hits across keys.
+	src="$cache/work/qemu"
+	bld="$cache/work/build"
+	rm -rf "$src"
+	mkdir -p "$cache/work"
+	dpkg-source -q -x "$dsc" "$src" >/dev/null
+
+	# The dfsg tarball has no edk2 blobs; never try to unpack them.
+	sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' "$src/meson.build"
+
+	# Our device: sources, shared headers, meson and Kconfig hooks.
+	mkdir -p "$src/hw/misc/hpu"
+	cp "$top"/qemu-device/core/*.[ch] "$top"/qemu-device/qemu/* "$top"/qemu-device/include/*.h \
+		"$top"/firmware-stub/include/*.h "$src/hw/misc/hpu/"
+	echo "subdir('hpu')" >> "$src/hw/misc/meson.build"
+	echo "source hpu/Kconfig" >> "$src/hw/misc/Kconfig"
+	cp "$top/qemu-device/hpu-devices.mak" "$src/configs/devices/x86_64-softmmu/hpu.mak"
+
+	export CCACHE_BASEDIR="$cache/work" CCACHE_DIR="$cache/ccache"
+	rm -rf "$bld"
+	mkdir -p "$bld"
+	(cd "$bld" && "$src/configure" --target-list=x86_64-softmmu \
+		--cc="ccache gcc" --cxx="ccache g++" \
+		--without-default-devices --with-devices-x86_64=hpu \
+		--enable-virtfs --enable-tcg --disable-docs --disable-install-blobs \
+		--disable-tools --disable-guest-agent --disable-gtk --disable-sdl \
+		--disable-vnc --disable-opengl --disable-spice --disable-curses \
+		--disable-capstone --disable-slirp --disable-werror \
+		--disable-user --enable-system >/dev/null)
+	ninja -C "$bld" qemu-system-x86_64 >"$cache/work/ninja.log" 2>&1 ||
+		{ tail -n 40 "$cache/work/ninja.log" >&2; exit 1; }
+	mkdir -p "$dest.tmp"
+	cp "$bld/qemu-system-x86_64" "$dest.tmp/"
+	rm -rf "$dest"
+	mv "$dest.tmp" "$dest"
+fi
+mkdir -p "$(dirname "$out")"
+ln -sfn "$dest/qemu-system-x86_64" "$out"

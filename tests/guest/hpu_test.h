@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the in-guest suites: find the device, (re)load the
+ * module, read sysfs, and look for kernel-log lines written after a mark.
+ * The guest launcher (run-guest.sh) exports HPU_TOP and the HPU_EXPECT_*
+ * values it gave the device.
+ */
+#ifndef HPU_TEST_H
+#define HPU_TEST_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hpu_regs.h"
+
+#define HPU_SYSFS_PCI "/sys/bus/pci/devices"
+#define HPU_SYSFS_DRIVER "/sys/bus/pci/drivers/hpu"
+
+static inline const char *hpu_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v) {
+		fprintf(stderr, "hpu_test: %s not set (run through tests/guest/run-guest.sh)\n", name);
+		exit(1);
+	}
+	return v;
+}
+
+static inline unsigned long long hpu_env_ull(const char *name)
+{
+	return strtoull(hpu_env(name), NULL, 0);
+}
+
+/* Reads a whole small file into buf (NUL-terminated, trailing newline cut). */
+static inline int hpu_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+static inline int hpu_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* The PCI address (e.g. 0000:00:04.0) of the first hpu device, or -ENODEV. */
+static inline int hpu_find_bdf(char *bdf, size_t len)
+{
+	DIR *d = opendir(HPU_SYSFS_PCI);
+	struct dirent *e;
+	char path[512], v[32], dev[32];
+	int ret = -ENODEV;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/vendor", e->d_name);
+		if (hpu_read_file(path, v, sizeof(v)))
+			continue;
+		snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/device", e->d_name);
+		if (hpu_read_file(path, dev, sizeof(dev)))
+			continue;
+		if (strtoul(v, NULL, 16) == HPU_PCI_VENDOR_ID &&
+		    strtoul(dev, NULL, 16) == HPU_PCI_DEVICE_ID) {
+			snprintf(bdf, len, "%s", e->d_name);
+			ret = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+/* Reads sysfs attribute `attr` of the device into buf. */
+static inline int hpu_read_attr(const char *bdf, const char *attr, char *buf, size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/%s", bdf, attr);
+	return hpu_read_file(path, buf, len);
+}
+
+/* True when the hpu driver is bound to the device. */
+static inline int hpu_is_bound(const char *bdf)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), HPU_SYSFS_DRIVER "/%s", bdf);
+	return access(path, F_OK) == 0;
+}
+
+/* The device's render (or accel) node path, or -ENOENT when it has none. */
+static inline int hpu_node_path(const char *bdf, char *out, size_t len)
+{
+	static const char *const dirs[] = { "drm", "accel" };
+	char path[512];
+	struct dirent *e;
+	unsigned int i;
+	DIR *d;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/%s", bdf, dirs[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((e = readdir(d))) {
+			if (!strncmp(e->d_name, "renderD", 7) || !strncmp(e->d_name, "accel", 5)) {
+				snprintf(out, len, "/dev/%s/%s", i ? "accel" : "dri", e->d_name);
+				closedir(d);
+				return 0;
+			}
+		}
+		closedir(d);
+	}
+	return -ENOENT;
+}
+
+static inline int hpu_open_node(const char *bdf)
+{
+	char node[256];
+	int err = hpu_node_path(bdf, node, sizeof(node));
+
+	if (err)
+		return err;
+	err = open(node, O_RDWR | O_CLOEXEC);
+	return err < 0 ? -errno : err;
+}
+
+/* Unloads hpu (waiting for users to go), 0 if it was not loaded. */
+static inline int hpu_unload(void)
+{
+	if (syscall(SYS_delete_module, "hpu", 0) == 0 || errno == ENOENT)
+		return 0;
+	return -errno;
+}
+
+/* Loads build's kernel/hpu.ko with module parameters `params` ("" for none). */
+static inline int hpu_load(const char *params)
+{
+	char path[512];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/kernel/hpu.ko", hpu_env("HPU_TOP"));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0);
+	ret = ret ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static inline int hpu_reload(const char *params)
+{
+	int err = hpu_unload();
+
+	return err ? err : hpu_load(params);
+}
+
+/* Writes a unique mark into the kernel log; hpu_log_since() searches after it. */
+static inline int hpu_log_mark(char *mark, size_t len)
+{
+	static unsigned int seq;
+
+	snprintf(mark, len, "hpu-test mark %d.%u", getpid(), ++seq);
+	return hpu_write_file("/dev/kmsg", mark);
+}
+
+/*
+ * Counts kernel-log lines after `mark` matching the extended regex `re`.
+ * Returns the count, or -errno.
+ */
+static inline int hpu_log_count(const char *mark, const char *re)
+{
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *buf, *p, *line;
+	regex_t rx;
+	int n, count = 0;
+
+	if (size <= 0 || regcomp(&rx, re, REG_EXTENDED | REG_NOSUB))
+		return -EINVAL;
+	buf = malloc(size + 1);
+	if (!buf) {
+		regfree(&rx);
+		return -ENOMEM;
+	}
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size);
+	if (n < 0) {
+		count = -errno;
+		goto out;
+	}
+	buf[n] = 0;
+	p = NULL;
+	for (line = strstr(buf, mark); line; line = strstr(line + 1, mark))
+		p = line;
+	if (!p) {
+		count = -ENOENT;
+		goto out;
+	}
+	for (line = strtok(p, "\n"), line = strtok(NULL, "\n"); line; line = strtok(NULL, "\n"))
+		count += regexec(&rx, line, 0, NULL, 0) == 0;
+out:
+	free(buf);
+	regfree(&rx);
+	return count;
+}
+
+#endif /* HPU_TEST_H */

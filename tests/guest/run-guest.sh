@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Boots the test guest under TCG with the hpu device and runs a command in it.
+#
+#   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] -- COMMAND [ARGS...]
+#
+# The guest runs Debian's kernel with the host's root filesystem mounted
+# read-only over 9p, so COMMAND (a path on the host) runs with the host's
+# userland, as root, in this repository's top directory.  OUTDIR (default
+# build/guest-run) is shared writable and appears in the guest as $HPU_OUT;
+# after the run it holds `rc` (COMMAND's exit status) and `dmesg.txt`.
+# Exits with COMMAND's status, 124 on timeout, 125 if the guest died, and
+# 126 if the guest kernel log has a warning, BUG or oops.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+timeout=600
+out=$top/build/guest-run
+devopts=
+while getopts "t:o:d:" opt; do
+	case $opt in
+	t) timeout=$OPTARG ;;
+	o) out=$OPTARG ;;
+	d) devopts=,$OPTARG ;;
+	*) sed -n '3,12p' "$0" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { sed -n '3,12p' "$0" >&2; exit 2; }
+
+kver=$("$top/scripts/guest-kernel.sh")
+qemu=$top/build/qemu-system-x86_64
+initrd=$top/build/guest/initramfs-$kver.cpio.gz
+[ -x "$qemu" ] || { echo "run-guest: $qemu missing (make qemu)" >&2; exit 2; }
+if [ ! -f "$initrd" ] || [ "$top/tests/guest/init" -nt "$initrd" ] ||
+	[ "$top/tests/guest/mkinitramfs.sh" -nt "$initrd" ]; then
+	mkdir -p "$(dirname "$initrd")"
+	"$top/tests/guest/mkinitramfs.sh" "$kver" "$initrd"
+fi
+
+# The device as the guest sees it; tests read these back through the driver.
+hbm_size=$((32 << 30)) num_dma=8 num_mme=2 num_tpc=8 boot_delay_ms=100
+
+rm -rf "$out"
+mkdir -p "$out"
+{
+	echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	echo "export HOME=/root HPU_TOP='$top' HPU_OUT=/tmp/hpu-out HPU_KVER='$kver'"
+	echo "export HPU_EXPECT_HBM_SIZE=$hbm_size HPU_EXPECT_NUM_DMA=$num_dma"
+	echo "export HPU_EXPECT_NUM_MME=$num_mme HPU_EXPECT_NUM_TPC=$num_tpc"
+	echo "export HPU_BOOT_DELAY_MS=$boot_delay_ms"
+	echo "cd '$top' || exit 1"
+	printf 'exec'
+	printf " %q" "$@"
+	echo
+} >"$out/cmd.sh"
+
+status=0
+timeout --foreground -k 10 "$timeout" "$qemu" \
+	-nodefaults -no-user-config -no-reboot -display none \
+	-machine pc,accel=tcg -cpu max -smp 2 -m 2G \
+	-L /usr/share/qemu -L /usr/share/seabios \
+	-serial mon:stdio \
+	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" \
+	-append "console=ttyS0 rdinit=/init panic=-1 quiet firmware_class.path=$top/build/firmware" \
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+	-fsdev local,id=hpuout,path="$out",security_model=none,multidevs=remap \
+	-device virtio-9p-pci,fsdev=hpuout,mount_tag=hpuout \
+	-device "hpu,hbm-size=$hbm_size,num-dma=$num_dma,num-mme=$num_mme,num-tpc=$num_tpc,boot-delay-ms=$boot_delay_ms$devopts" \
+	</dev/null || status=$?
+
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+	echo "run-guest: timed out after ${timeout}s" >&2
+	exit 124
+fi
+if [ ! -f "$out/rc" ]; then
+	echo "run-guest: the guest stopped before the command finished (qemu status $status)" >&2
+	exit 125
+fi
+if grep -nE 'WARNING:|BUG:|Oops|Call Trace|general protection fault|Kernel panic' "$out/dmesg.txt" >&2; then
+	echo "run-guest: the guest kernel log has the problems above ($out/dmesg.txt)" >&2
+	exit 126
+fi
+exit "$(cat "$out/rc")"

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Runs in the guest (through run-guest.sh): loads the driver, runs every
+# kselftest suite in build/tests/guest, and leaves one TAP file per suite in
+# $HPU_OUT.  Exits non-zero if anything failed.
+set -u
+echo "# guest uptime at first test: $(cut -d' ' -f1 /proc/uptime) s"
+modprobe drm || exit 1
+insmod "$HPU_TOP/kernel/hpu.ko" || exit 1
+
+status=0
+for t in "$HPU_TOP"/build/tests/guest/*_test; do
+	name=$(basename "$t")
+	echo "# suite $name"
+	"$t" >"$HPU_OUT/$name.tap" 2>&1 || status=1
+	cat "$HPU_OUT/$name.tap"
+done
+exit $status

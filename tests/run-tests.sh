@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make test`: the host unit tests, then one guest boot running every in-guest
+# suite.  Gathers the TAP of both, prints "N passed, M failed" last, and exits
+# non-zero on any failure, a guest kernel warning/oops, or a timeout.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+res=$top/build/test-results
+rm -rf "$res"
+mkdir -p "$res"
+problems=()
+
+for t in "$top"/build/tests/host/test_*; do
+	name=$(basename "$t")
+	echo "# host suite $name"
+	(cd "$top" && "$t") >"$res/host-$name.tap" 2>&1 || problems+=("host suite $name exited non-zero")
+	cat "$res/host-$name.tap"
+done
+
+start=$(date +%s.%N)
+"$top/tests/guest/run-guest.sh" -t 1200 -o "$top/build/guest-run" -- tests/guest/run-suites.sh
+rc=$?
+end=$(date +%s.%N)
+case $rc in
+0) ;;
+124) problems+=("guest timed out") ;;
+125) problems+=("guest died before the suites finished") ;;
+126) problems+=("guest kernel log has a warning, BUG or oops") ;;
+*) problems+=("guest suites exited $rc") ;;
+esac
+for f in "$top"/build/guest-run/*.tap; do
+	[ -e "$f" ] && cp "$f" "$res/guest-$(basename "$f")"
+done
+awk -v s="$start" -v e="$end" 'BEGIN { printf "# guest run: %.1f s wall\n", e - s }'
+
+# Top-level TAP results only: subtests in kselftest output are indented.
+pass=$(cat "$res"/*.tap 2>/dev/null | grep -cE '^ok [0-9]+' || true)
+fail=$(cat "$res"/*.tap 2>/dev/null | grep -cE '^not ok [0-9]+' || true)
+skip=$(cat "$res"/*.tap 2>/dev/null | grep -cE '^ok [0-9]+.*# SKIP' || true)
+# A skipped test proved nothing: count it as a failure.
+pass=$((pass - skip))
+fail=$((fail + skip))
+for p in "${problems[@]}"; do echo "# problem: $p"; done
+fail=$((fail + ${#problems[@]}))
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
