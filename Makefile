@@ -19,9 +19,11 @@ FW_VERSION := 1.0.0
 FW_IMAGE := $(BUILD)/firmware/hpu/hpu-fw.bin
 MKFW := $(BUILD)/firmware-stub/hpu-mkfw
 KSFT_DIR := $(BUILD)/kselftest
+# The harness's macros compare mixed signs and leave fixtures unused.
+KSFT_CFLAGS := -Wno-sign-compare -Wno-unused-parameter
 
 HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP
-INCLUDES := -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \
+INCLUDES = -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \
 	-Iuserspace/include $(shell pkg-config --cflags libdrm 2>/dev/null)
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/host/test_*.c))
@@ -85,7 +87,7 @@ $(BUILD)/tests/bench/%: tests/bench/%.c | userspace
 
 define guest-link
 @mkdir -p $(@D)
-$(CC) $(HOST_CFLAGS) -Wno-unused-parameter $(INCLUDES) -I$(KSFT_DIR) $< \
+$(CC) $(HOST_CFLAGS) $(KSFT_CFLAGS) $(INCLUDES) -I$(KSFT_DIR) $< \
 	-L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib -lhpu \
 	$(shell pkg-config --libs libdrm 2>/dev/null) -o $@
 endef

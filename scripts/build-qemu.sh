@@ -16,6 +16,11 @@ key=$(cd "$top" && { find qemu-device firmware-stub/include -type f -print0 | so
 	sha256sum scripts/build-qemu.sh; } | sha256sum | cut -c1-16)
 dest="$cache/qemu-${qver//[:+~]/_}-$key"
 
+# One build at a time: concurrent builds share the work tree.
+mkdir -p "$cache"
+exec 9>"$cache/lock"
+flock 9
+
 if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	echo "build-qemu: building QEMU $qver with the hpu device (cache key $key)"
 	mkdir -p "$cache/dl"

@@ -67,12 +67,12 @@
 #define HPU_REG_NUM_DMA 0x210       /* DMA engines */
 #define HPU_REG_NUM_MME 0x214       /* matrix engines */
 #define HPU_REG_NUM_TPC 0x218       /* tensor processor cores */
-#define HPU_REG_CAPS 0x21c          /* HPU_CAP_* */
+#define HPU_REG_CAPS 0x21c          /* HPU_REG_CAPS_* */
 
-#define HPU_CAP_FP32 (1u << 0)
-#define HPU_CAP_BF16 (1u << 1)
-#define HPU_CAP_FP16 (1u << 2)
-#define HPU_CAP_FP8 (1u << 3)
+#define HPU_REG_CAPS_FP32 (1u << 0)
+#define HPU_REG_CAPS_BF16 (1u << 1)
+#define HPU_REG_CAPS_FP16 (1u << 2)
+#define HPU_REG_CAPS_FP8 (1u << 3)
 
 /* Interrupts: cause is write-1-to-clear; a set mask bit suppresses the MSI-X. */
 #define HPU_REG_IRQ_CAUSE 0x300

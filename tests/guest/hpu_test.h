@@ -94,8 +94,8 @@ static inline int hpu_find_bdf(char *bdf, size_t len)
 		if (hpu_read_file(path, dev, sizeof(dev)))
 			continue;
 		if (strtoul(v, NULL, 16) == HPU_PCI_VENDOR_ID &&
-		    strtoul(dev, NULL, 16) == HPU_PCI_DEVICE_ID) {
-			snprintf(bdf, len, "%s", e->d_name);
+		    strtoul(dev, NULL, 16) == HPU_PCI_DEVICE_ID && strlen(e->d_name) < len) {
+			strcpy(bdf, e->d_name);
 			ret = 0;
 			break;
 		}
@@ -150,7 +150,7 @@ static inline int hpu_node_path(const char *bdf, char *out, size_t len)
 
 static inline int hpu_open_node(const char *bdf)
 {
-	char node[256];
+	char node[512];
 	int err = hpu_node_path(bdf, node, sizeof(node));
 
 	if (err)

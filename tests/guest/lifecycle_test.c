@@ -73,7 +73,7 @@ TEST_F(lifecycle, reload_module)
 
 TEST_F(lifecycle, unbind_rebind)
 {
-	char node[256];
+	char node[512];
 
 	ASSERT_EQ(0, hpu_write_file(HPU_SYSFS_DRIVER "/unbind", self->bdf));
 	EXPECT_FALSE(hpu_is_bound(self->bdf));
@@ -172,7 +172,7 @@ static unsigned char *good_image(size_t *len, size_t extra)
 static void assert_probe_failed(struct __test_metadata *_metadata, const char *bdf,
 				const char *mark, const char *why)
 {
-	char node[256], mark2[64];
+	char node[512], mark2[64];
 
 	EXPECT_FALSE(hpu_is_bound(bdf));
 	EXPECT_EQ(-ENOENT, hpu_node_path(bdf, node, sizeof(node)));

@@ -12,7 +12,7 @@
 
 FIXTURE(rt) {
 	char bdf[64];
-	char node[256];
+	char node[512];
 	struct hpu_device *dev;
 };
 

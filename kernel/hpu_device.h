@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hpu: the per-device state shared by all parts of the driver.
+ */
+#ifndef HPU_DEVICE_H
+#define HPU_DEVICE_H
+
+#include <linux/completion.h>
+#include <linux/debugfs.h>
+#include <linux/io.h>
+#include <linux/pci.h>
+#include <linux/spinlock.h>
+#include <drm/drm_device.h>
+#include <drm/hpu_accel.h>
+
+/* One hpu PCI function. */
+struct hpu_device {
+	/*
+	 * Its refcount keeps this struct alive while a file is open, even
+	 * after the PCI device went away (see hpu_remove()).
+	 */
+	struct drm_device drm;
+	struct pci_dev *pdev;
+
+	/* BAR0.  Unmapped at unbind: nothing an open file reaches may use it. */
+	void __iomem *regs;
+
+	/*
+	 * Serializes read-modify-write cycles of HPU_REG_IRQ_MASK.  Taken with
+	 * interrupts off so that any context may (un)mask a source.
+	 */
+	spinlock_t irq_mask_lock;
+
+	/* Completed by the misc interrupt on HPU_IRQ_BOOT_DONE. */
+	struct completion boot_done;
+
+	/*
+	 * What DRM_IOCTL_HPU_INFO and sysfs report.  Written once in probe
+	 * before the device is published and read-only afterwards: no lock.
+	 */
+	struct drm_hpu_device_info info;
+
+	/* debugfs directory of this device and its "regs" file's registers. */
+	struct dentry *debugfs;
+	struct debugfs_regset32 regset;
+};
+
+static inline struct hpu_device *to_hpu_device(struct drm_device *drm)
+{
+	return container_of(drm, struct hpu_device, drm);
+}
+
+static inline struct device *hpu_dev(struct hpu_device *hdev)
+{
+	return &hdev->pdev->dev;
+}
+
+static inline u32 hpu_rreg(struct hpu_device *hdev, u32 reg)
+{
+	return readl(hdev->regs + reg);
+}
+
+static inline void hpu_wreg(struct hpu_device *hdev, u32 reg, u32 val)
+{
+	writel(val, hdev->regs + reg);
+}
+
+#endif /* HPU_DEVICE_H */

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpu: driver for the hpu AI accelerator PCI device.
+ *
+ * Module entry points, the PCI driver and the DRM device: probe brings the
+ * device up to running firmware and publishes it, remove takes it down.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/pci.h>
+#include <linux/string_helpers.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_ioctl.h>
+
+#include "hpu_compat.h"
+#include "hpu_debugfs.h"
+#include "hpu_device.h"
+#include "hpu_fw.h"
+#include "hpu_fw_if.h"
+#include "hpu_info.h"
+#include "hpu_ioctl.h"
+#include "hpu_irq.h"
+#include "hpu_regs.h"
+#include "hpu_sysfs.h"
+
+static char *fw_name = HPU_FW_DEFAULT_NAME;
+module_param(fw_name, charp, 0444);
+MODULE_PARM_DESC(fw_name, "Firmware image in the firmware search path");
+
+static unsigned int boot_timeout_ms = 2000;
+module_param(boot_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(boot_timeout_ms, "Time the device has to boot the firmware, in ms");
+
+static const struct drm_ioctl_desc hpu_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(HPU_INFO, hpu_ioctl_info, DRM_RENDER_ALLOW),
+};
+
+/*
+ * No GEM yet, so no mmap (DEFINE_DRM_ACCEL_FOPS maps through GEM from 6.6
+ * on), and no DRM events to poll or read.
+ */
+static const struct file_operations hpu_fops = {
+	.owner = THIS_MODULE,
+	.open = hpu_compat_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.compat_ioctl = drm_compat_ioctl,
+	.llseek = noop_llseek,
+};
+
+static const struct drm_driver hpu_drm_driver = {
+	.driver_features = HPU_DRIVER_FEATURES,
+	.fops = &hpu_fops,
+	.ioctls = hpu_ioctls,
+	.num_ioctls = ARRAY_SIZE(hpu_ioctls),
+	.name = DRM_HPU_DRIVER_NAME,
+	.desc = "hpu AI accelerator",
+	HPU_DRM_DRIVER_DATE
+	.major = DRM_HPU_ABI_MAJOR,
+	.minor = DRM_HPU_ABI_MINOR,
+};
+
+/* Map BAR0 and make sure an hpu answers behind it. */
+static int hpu_map_regs(struct hpu_device *hdev)
+{
+	struct pci_dev *pdev = hdev->pdev;
+	u32 id;
+	int ret;
+
+	ret = pcim_iomap_regions(pdev, BIT(HPU_BAR_REGS), DRM_HPU_DRIVER_NAME);
+	if (ret)
+		return dev_err_probe(&pdev->dev, ret, "cannot map registers\n");
+	hdev->regs = pcim_iomap_table(pdev)[HPU_BAR_REGS];
+
+	id = hpu_rreg(hdev, HPU_REG_ID);
+	if (id != HPU_ID_VALUE) {
+		dev_err(&pdev->dev, "unexpected ID register 0x%08x (expected 0x%08x)\n",
+			id, HPU_ID_VALUE);
+		return -ENODEV;
+	}
+
+	return 0;
+}
+
+static void hpu_log_ready(struct hpu_device *hdev)
+{
+	const struct drm_hpu_device_info *info = &hdev->info;
+	char hbm[16];
+
+	string_get_size(info->hbm_size, 1, STRING_UNITS_2, hbm, sizeof(hbm));
+	dev_info(hpu_dev(hdev),
+		 "firmware %u.%u.%u (interface %u.%u) ready: %s HBM, %u DMA, %u MME, %u TPC engines, node %s%d\n",
+		 HPU_FW_VERSION_MAJOR(info->fw_version),
+		 HPU_FW_VERSION_MINOR(info->fw_version),
+		 HPU_FW_VERSION_PATCH(info->fw_version),
+		 HPU_FW_IF_MAJOR(info->fw_if_version),
+		 HPU_FW_IF_MINOR(info->fw_if_version),
+		 hbm, info->num_dma_engines, info->num_mme_engines,
+		 info->num_tpc_engines,
+		 HPU_NODE_PREFIX, hpu_compat_minor(&hdev->drm)->index);
+}
+
+static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct hpu_device *hdev;
+	int ret;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return dev_err_probe(&pdev->dev, ret, "cannot enable device\n");
+
+	/* Freed with the last reference to the DRM device, not at unbind. */
+	hdev = devm_drm_dev_alloc(&pdev->dev, &hpu_drm_driver,
+				  struct hpu_device, drm);
+	if (IS_ERR(hdev))
+		return PTR_ERR(hdev);
+	hdev->pdev = pdev;
+	spin_lock_init(&hdev->irq_mask_lock);
+	init_completion(&hdev->boot_done);
+	pci_set_drvdata(pdev, hdev);
+
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		return dev_err_probe(&pdev->dev, ret, "no 64-bit DMA\n");
+
+	ret = hpu_map_regs(hdev);
+	if (ret)
+		return ret;
+
+	/* Start from IDLE whatever a previous driver instance left running. */
+	hpu_fw_reset(hdev);
+
+	ret = hpu_irq_init(hdev);
+	if (ret)
+		return ret;
+
+	ret = hpu_fw_boot(hdev, fw_name, READ_ONCE(boot_timeout_ms));
+	if (ret)
+		goto err_irq_fini;
+
+	hpu_info_init(hdev);
+
+	ret = drm_dev_register(&hdev->drm, 0);
+	if (ret) {
+		dev_err(&pdev->dev, "cannot register DRM device: %d\n", ret);
+		goto err_reset_device;
+	}
+
+	hpu_debugfs_init(hdev);
+	hpu_log_ready(hdev);
+	return 0;
+
+err_reset_device:
+	hpu_fw_reset(hdev);
+err_irq_fini:
+	hpu_irq_fini(hdev);
+	return ret;
+}
+
+/*
+ * Open files keep the DRM device, and with it struct hpu_device, alive;
+ * drm_dev_unplug() makes their ioctls fail with -ENODEV from now on and
+ * waits for those in flight, so the hardware can go.
+ */
+static void hpu_remove(struct pci_dev *pdev)
+{
+	struct hpu_device *hdev = pci_get_drvdata(pdev);
+
+	hpu_debugfs_fini(hdev);
+	drm_dev_unplug(&hdev->drm);
+	hpu_fw_reset(hdev);
+	hpu_irq_fini(hdev);
+}
+
+static const struct pci_device_id hpu_pci_ids[] = {
+	{ PCI_DEVICE(HPU_PCI_VENDOR_ID, HPU_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, hpu_pci_ids);
+
+static struct pci_driver hpu_pci_driver = {
+	.name = DRM_HPU_DRIVER_NAME,
+	.id_table = hpu_pci_ids,
+	.probe = hpu_probe,
+	.remove = hpu_remove,
+	.dev_groups = hpu_sysfs_groups,
+};
+
+static int __init hpu_init(void)
+{
+	int ret;
+
+	hpu_debugfs_register();
+
+	ret = pci_register_driver(&hpu_pci_driver);
+	if (ret)
+		hpu_debugfs_unregister();
+
+	return ret;
+}
+module_init(hpu_init);
+
+static void __exit hpu_exit(void)
+{
+	pci_unregister_driver(&hpu_pci_driver);
+	hpu_debugfs_unregister();
+}
+module_exit(hpu_exit);
+
+MODULE_DESCRIPTION("hpu AI accelerator driver");
+MODULE_LICENSE("GPL");
+MODULE_FIRMWARE(HPU_FW_DEFAULT_NAME);

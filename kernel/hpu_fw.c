@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpu firmware boot: load the image, hand it to the device, wait for the
+ * verdict.  The device validates the content; the driver only checks that
+ * the size can be transferred.
+ *
+ * Every failure logs exactly one "boot failed: ..." line (tests match them).
+ */
+#include <linux/completion.h>
+#include <linux/dma-mapping.h>
+#include <linux/firmware.h>
+#include <linux/jiffies.h>
+#include <linux/string.h>
+
+#include "hpu_device.h"
+#include "hpu_fw.h"
+#include "hpu_fw_if.h"
+#include "hpu_irq.h"
+#include "hpu_regs.h"
+
+static const char *hpu_fw_error_name(u32 code, char *buf, size_t len)
+{
+	static const char * const names[] = {
+		[HPU_FW_ERR_BAD_MAGIC] = "bad magic",
+		[HPU_FW_ERR_BAD_IF_VERSION] = "bad interface version",
+		[HPU_FW_ERR_BAD_SIZE] = "bad size",
+		[HPU_FW_ERR_BAD_CRC] = "bad CRC",
+		[HPU_FW_ERR_DMA] = "DMA error",
+		[HPU_FW_ERR_BAD_FLAGS] = "bad flags",
+	};
+
+	if (code < ARRAY_SIZE(names) && names[code])
+		return names[code];
+
+	snprintf(buf, len, "unknown error %u", code);
+	return buf;
+}
+
+/* Return the device to IDLE: stops running firmware, cancels a boot in flight. */
+void hpu_fw_reset(struct hpu_device *hdev)
+{
+	hpu_wreg(hdev, HPU_REG_RESET, HPU_RESET_KEY);
+}
+
+/* Start the boot of the image at @dma and wait for the device's verdict. */
+static int hpu_fw_handshake(struct hpu_device *hdev, const char *name,
+			    dma_addr_t dma, u32 size, unsigned int timeout_ms)
+{
+	struct device *dev = hpu_dev(hdev);
+	unsigned long left;
+	char reason[32];
+	u32 status;
+	int ret;
+
+	hpu_wreg(hdev, HPU_REG_BOOT_ADDR_LO, lower_32_bits(dma));
+	hpu_wreg(hdev, HPU_REG_BOOT_ADDR_HI, upper_32_bits(dma));
+	hpu_wreg(hdev, HPU_REG_BOOT_SIZE, size);
+
+	reinit_completion(&hdev->boot_done);
+	hpu_irq_enable(hdev, HPU_IRQ_BOOT_DONE);
+	hpu_wreg(hdev, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
+	left = wait_for_completion_timeout(&hdev->boot_done,
+					   msecs_to_jiffies(timeout_ms));
+	hpu_irq_disable(hdev, HPU_IRQ_BOOT_DONE);
+
+	if (!left) {
+		dev_err(dev, "boot failed: firmware %s did not boot within %u ms\n",
+			name, timeout_ms);
+		ret = -ETIMEDOUT;
+		goto err_reset_device;
+	}
+
+	status = hpu_rreg(hdev, HPU_REG_BOOT_STATUS);
+	if (status == HPU_FW_BOOT_READY)
+		return 0;
+
+	if (status == HPU_FW_BOOT_FAILED) {
+		u32 code = hpu_rreg(hdev, HPU_REG_BOOT_ERROR);
+
+		dev_err(dev, "boot failed: firmware %s rejected by device: %s\n",
+			name, hpu_fw_error_name(code, reason, sizeof(reason)));
+	} else {
+		dev_err(dev, "boot failed: firmware %s left device in boot status %u\n",
+			name, status);
+	}
+	ret = -EIO;
+
+err_reset_device:
+	/* Leave the device idle and healthy for the next probe. */
+	hpu_fw_reset(hdev);
+	return ret;
+}
+
+/*
+ * Boot firmware @name, giving the device @timeout_ms to start it.  On
+ * failure the device is reset and the reason logged.
+ */
+int hpu_fw_boot(struct hpu_device *hdev, const char *name,
+		unsigned int timeout_ms)
+{
+	struct device *dev = hpu_dev(hdev);
+	const struct firmware *fw;
+	dma_addr_t dma;
+	void *image;
+	int ret;
+
+	/* Direct: no usermode helper fallback and no second warning from the core. */
+	ret = request_firmware_direct(&fw, name, dev);
+	if (ret) {
+		dev_err(dev, "boot failed: firmware %s not found (error %d)\n",
+			name, ret);
+		return ret;
+	}
+
+	if (fw->size < HPU_FW_HEADER_SIZE || fw->size > HPU_FW_MAX_IMAGE_SIZE) {
+		dev_err(dev, "boot failed: firmware %s has invalid size %zu\n",
+			name, fw->size);
+		ret = -EINVAL;
+		goto out_release_firmware;
+	}
+
+	/* The device fetches the image into its boot SRAM during the boot. */
+	image = dma_alloc_coherent(dev, fw->size, &dma, GFP_KERNEL);
+	if (!image) {
+		ret = -ENOMEM;
+		goto out_release_firmware;
+	}
+	memcpy(image, fw->data, fw->size);
+
+	ret = hpu_fw_handshake(hdev, name, dma, fw->size, timeout_ms);
+
+	/* Safe: the boot either finished or was cancelled by a reset. */
+	dma_free_coherent(dev, fw->size, image, dma);
+out_release_firmware:
+	release_firmware(fw);
+	return ret;
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef HPU_FW_H
+#define HPU_FW_H
+
+struct hpu_device;
+
+int hpu_fw_boot(struct hpu_device *hdev, const char *name,
+		unsigned int timeout_ms);
+void hpu_fw_reset(struct hpu_device *hdev);
+
+#endif /* HPU_FW_H */

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef HPU_IOCTL_H
+#define HPU_IOCTL_H
+
+struct drm_device;
+struct drm_file;
+
+int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* HPU_IOCTL_H */

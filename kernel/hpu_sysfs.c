@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpu sysfs: read-only device description on the PCI device, one value per
+ * file.  The driver core adds these only after probe succeeded and removes
+ * them before remove, so every reader sees a booted device.
+ */
+#include <linux/device.h>
+#include <linux/kernel.h>
+#include <linux/sysfs.h>
+
+#include "hpu_device.h"
+#include "hpu_fw_if.h"
+#include "hpu_sysfs.h"
+
+static const struct drm_hpu_device_info *hpu_sysfs_info(struct device *dev)
+{
+	struct hpu_device *hdev = dev_get_drvdata(dev);
+
+	return &hdev->info;
+}
+
+static ssize_t fw_version_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	u32 v = hpu_sysfs_info(dev)->fw_version;
+
+	return sysfs_emit(buf, "%u.%u.%u\n", HPU_FW_VERSION_MAJOR(v),
+			  HPU_FW_VERSION_MINOR(v), HPU_FW_VERSION_PATCH(v));
+}
+static DEVICE_ATTR_RO(fw_version);
+
+static ssize_t fw_if_version_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	u32 v = hpu_sysfs_info(dev)->fw_if_version;
+
+	return sysfs_emit(buf, "%u.%u\n", HPU_FW_IF_MAJOR(v), HPU_FW_IF_MINOR(v));
+}
+static DEVICE_ATTR_RO(fw_if_version);
+
+static ssize_t hbm_size_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", hpu_sysfs_info(dev)->hbm_size);
+}
+static DEVICE_ATTR_RO(hbm_size);
+
+static ssize_t num_dma_engines_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_dma_engines);
+}
+static DEVICE_ATTR_RO(num_dma_engines);
+
+static ssize_t num_mme_engines_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_mme_engines);
+}
+static DEVICE_ATTR_RO(num_mme_engines);
+
+static ssize_t num_tpc_engines_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_tpc_engines);
+}
+static DEVICE_ATTR_RO(num_tpc_engines);
+
+static ssize_t hw_revision_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->hw_revision);
+}
+static DEVICE_ATTR_RO(hw_revision);
+
+static ssize_t capabilities_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "0x%llx\n", hpu_sysfs_info(dev)->capabilities);
+}
+static DEVICE_ATTR_RO(capabilities);
+
+static ssize_t status_show(struct device *dev,
+			   struct device_attribute *attr, char *buf)
+{
+	static const char * const names[] = {
+		[DRM_HPU_STATUS_READY] = "ready",
+		[DRM_HPU_STATUS_IN_RESET] = "in_reset",
+		[DRM_HPU_STATUS_MALFUNCTION] = "malfunction",
+	};
+	u32 status = hpu_sysfs_info(dev)->status;
+
+	if (status >= ARRAY_SIZE(names) || !names[status])
+		return sysfs_emit(buf, "unknown\n");
+
+	return sysfs_emit(buf, "%s\n", names[status]);
+}
+static DEVICE_ATTR_RO(status);
+
+static struct attribute *hpu_sysfs_attrs[] = {
+	&dev_attr_fw_version.attr,
+	&dev_attr_fw_if_version.attr,
+	&dev_attr_hbm_size.attr,
+	&dev_attr_num_dma_engines.attr,
+	&dev_attr_num_mme_engines.attr,
+	&dev_attr_num_tpc_engines.attr,
+	&dev_attr_hw_revision.attr,
+	&dev_attr_capabilities.attr,
+	&dev_attr_status.attr,
+	NULL
+};
+
+static const struct attribute_group hpu_sysfs_group = {
+	.attrs = hpu_sysfs_attrs,
+};
+
+const struct attribute_group *hpu_sysfs_groups[] = {
+	&hpu_sysfs_group,
+	NULL
+};

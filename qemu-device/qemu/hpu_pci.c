@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hpu PCI device: QEMU glue around the device core in hpu_dev_core.c.
+ *
+ * This file only adapts QEMU services (BAR0 MMIO, MSI-X, bus-master DMA, a
+ * virtual-clock timer for the deferred boot, reset and properties) to
+ * struct hpu_core_ops; all register semantics live in the core.
+ */
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+
+#include "hpu_dev_core.h"
+
+#define TYPE_HPU_PCI "hpu"
+
+struct hpu_pci {
+	PCIDevice parent_obj;
+	MemoryRegion regs;
+	QEMUTimer *boot_timer;
+	uint32_t boot_delay_ms;
+	struct hpu_core_config cfg; /* from properties, caps fixed at realize */
+	struct hpu_dev_core core;
+};
+
+DECLARE_INSTANCE_CHECKER(struct hpu_pci, HPU_PCI, TYPE_HPU_PCI)
+
+static int hpu_pci_dma_read(void *opaque, uint64_t bus_addr, void *buf, uint64_t len)
+{
+	struct hpu_pci *s = opaque;
+
+	/* Refuse up front: a disabled master would log a QEMU warning per word. */
+	if (!(pci_get_word(s->parent_obj.config + PCI_COMMAND) & PCI_COMMAND_MASTER))
+		return -EIO;
+	return pci_dma_read(&s->parent_obj, bus_addr, buf, len) == MEMTX_OK ? 0 : -EIO;
+}
+
+static void hpu_pci_irq_raise(void *opaque, unsigned int vector)
+{
+	struct hpu_pci *s = opaque;
+
+	/* msix_notify() itself latches the PBA bit while the vector is masked. */
+	msix_notify(&s->parent_obj, vector);
+}
+
+static void hpu_pci_schedule_boot(void *opaque)
+{
+	struct hpu_pci *s = opaque;
+
+	timer_mod(s->boot_timer, qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + s->boot_delay_ms);
+}
+
+static void hpu_pci_cancel_boot(void *opaque)
+{
+	struct hpu_pci *s = opaque;
+
+	timer_del(s->boot_timer);
+}
+
+static void hpu_pci_log_guest_error(void *opaque, const char *msg)
+{
+	qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n", TYPE_HPU_PCI, msg);
+}
+
+static const struct hpu_core_ops hpu_pci_core_ops = {
+	.dma_read = hpu_pci_dma_read,
+	.irq_raise = hpu_pci_irq_raise,
+	.schedule_boot = hpu_pci_schedule_boot,
+	.cancel_boot = hpu_pci_cancel_boot,
+	.log_guest_error = hpu_pci_log_guest_error,
+};
+
+static void hpu_pci_boot_timer(void *opaque)
+{
+	struct hpu_pci *s = opaque;
+
+	hpu_core_boot_run(&s->core);
+}
+
+static uint64_t hpu_pci_mmio_read(void *opaque, hwaddr addr, unsigned int size)
+{
+	struct hpu_pci *s = opaque;
+
+	return hpu_core_mmio_read(&s->core, addr, size);
+}
+
+static void hpu_pci_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned int size)
+{
+	struct hpu_pci *s = opaque;
+
+	hpu_core_mmio_write(&s->core, addr, val, size);
+}
+
+/* Every size and alignment reaches the core, which reports the bad ones. */
+static const MemoryRegionOps hpu_pci_mmio_ops = {
+	.read = hpu_pci_mmio_read,
+	.write = hpu_pci_mmio_write,
+	.endianness = DEVICE_LITTLE_ENDIAN,
+	.valid = {
+		.min_access_size = 1,
+		.max_access_size = 8,
+		.unaligned = true,
+	},
+	.impl = {
+		.min_access_size = 1,
+		.max_access_size = 8,
+		.unaligned = true,
+	},
+};
+
+static void hpu_pci_realize(PCIDevice *pdev, Error **errp)
+{
+	struct hpu_pci *s = HPU_PCI(pdev);
+	char why[128];
+	unsigned int v;
+
+	s->cfg.caps = HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16 | HPU_REG_CAPS_FP16 | HPU_REG_CAPS_FP8;
+	if (hpu_core_check_config(&s->cfg, why, sizeof(why))) {
+		error_setg(errp, "%s: %s", TYPE_HPU_PCI, why);
+		return;
+	}
+
+	pci_config_set_prog_interface(pdev->config, HPU_PCI_CLASS & 0xff);
+	memory_region_init_io(&s->regs, OBJECT(s), &hpu_pci_mmio_ops, s, "hpu-regs",
+			      HPU_BAR_REGS_SIZE);
+	pci_register_bar(pdev, HPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+
+	if (msix_init_exclusive_bar(pdev, HPU_MSIX_VECTORS, HPU_BAR_MSIX, errp))
+		return;
+	for (v = 0; v < HPU_MSIX_VECTORS; v++)
+		msix_vector_use(pdev, v);
+
+	s->boot_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, hpu_pci_boot_timer, s);
+	hpu_core_init(&s->core, &hpu_pci_core_ops, s, &s->cfg);
+}
+
+static void hpu_pci_exit(PCIDevice *pdev)
+{
+	struct hpu_pci *s = HPU_PCI(pdev);
+
+	timer_free(s->boot_timer);
+	msix_uninit_exclusive_bar(pdev);
+}
+
+static void hpu_pci_reset_hold(Object *obj)
+{
+	struct hpu_pci *s = HPU_PCI(obj);
+
+	hpu_core_reset(&s->core);
+}
+
+static Property hpu_pci_properties[] = {
+	DEFINE_PROP_SIZE("hbm-size", struct hpu_pci, cfg.hbm_size, 32 * GiB),
+	DEFINE_PROP_UINT32("num-dma", struct hpu_pci, cfg.num_dma, 8),
+	DEFINE_PROP_UINT32("num-mme", struct hpu_pci, cfg.num_mme, 2),
+	DEFINE_PROP_UINT32("num-tpc", struct hpu_pci, cfg.num_tpc, 8),
+	DEFINE_PROP_UINT32("boot-delay-ms", struct hpu_pci, boot_delay_ms, 20),
+	DEFINE_PROP_END_OF_LIST(),
+};
+
+static const struct {
+	const char *name;
+	const char *desc;
+} hpu_pci_property_docs[] = {
+	{ "hbm-size", "HBM size in bytes, a multiple of 2 MiB" },
+	{ "num-dma", "number of DMA engines" },
+	{ "num-mme", "number of matrix engines" },
+	{ "num-tpc", "number of tensor processor cores" },
+	{ "boot-delay-ms", "virtual time from BOOT_CTRL=START to boot completion" },
+};
+
+/* Boot SRAM contents and a pending boot timer are not worth migrating. */
+static const VMStateDescription hpu_pci_vmstate = {
+	.name = TYPE_HPU_PCI,
+	.unmigratable = 1,
+};
+
+static void hpu_pci_class_init(ObjectClass *klass, void *data)
+{
+	DeviceClass *dc = DEVICE_CLASS(klass);
+	ResettableClass *rc = RESETTABLE_CLASS(klass);
+	PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+	size_t i;
+
+	k->realize = hpu_pci_realize;
+	k->exit = hpu_pci_exit;
+	k->vendor_id = HPU_PCI_VENDOR_ID;
+	k->device_id = HPU_PCI_DEVICE_ID;
+	k->subsystem_vendor_id = HPU_PCI_SUBSYSTEM_VENDOR_ID;
+	k->subsystem_id = HPU_PCI_SUBSYSTEM_ID;
+	k->revision = HPU_PCI_REVISION;
+	k->class_id = HPU_PCI_CLASS >> 8; /* base class and subclass */
+	rc->phases.hold = hpu_pci_reset_hold;
+	dc->desc = "hpu AI accelerator";
+	dc->vmsd = &hpu_pci_vmstate;
+	set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+	device_class_set_props(dc, hpu_pci_properties);
+	for (i = 0; i < ARRAY_SIZE(hpu_pci_property_docs); i++)
+		object_class_property_set_description(klass, hpu_pci_property_docs[i].name,
+						      hpu_pci_property_docs[i].desc);
+}
+
+static const TypeInfo hpu_pci_info = {
+	.name = TYPE_HPU_PCI,
+	.parent = TYPE_PCI_DEVICE,
+	.instance_size = sizeof(struct hpu_pci),
+	.class_init = hpu_pci_class_init,
+	.interfaces = (InterfaceInfo[]) {
+		{ INTERFACE_CONVENTIONAL_PCI_DEVICE },
+		{ },
+	},
+};
+
+static void hpu_pci_register_types(void)
+{
+	type_register_static(&hpu_pci_info);
+}
+
+type_init(hpu_pci_register_types)

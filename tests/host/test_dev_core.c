@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of the hpu device core: drives it through register reads and
+ * writes, with a host buffer standing in for guest memory.  Prints TAP.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "hpu_dev_core.h"
+
+#define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define HPU_TEST_MEM_BASE 0x40000000ull
+#define HPU_TEST_MEM_SIZE (4u << 20)
+#define HPU_TEST_IMAGE_OFF 0x1000u
+#define HPU_TEST_IMAGE_ADDR (HPU_TEST_MEM_BASE + HPU_TEST_IMAGE_OFF)
+#define HPU_TEST_PAYLOAD_SIZE 4096u
+#define HPU_TEST_IMAGE_SIZE (HPU_FW_HEADER_SIZE + HPU_TEST_PAYLOAD_SIZE)
+#define HPU_TEST_FW_VERSION HPU_FW_VERSION(1, 2, 3)
+
+static const struct hpu_core_config hpu_test_cfg = {
+	.hbm_size = (32ull << 30) + (2u << 20), /* both halves of HBM_SIZE non-zero */
+	.num_dma = 8,
+	.num_mme = 2,
+	.num_tpc = 24,
+	.caps = HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16 | HPU_REG_CAPS_FP16 | HPU_REG_CAPS_FP8,
+};
+
+/* Registers that read zero unless BOOT_STATUS is READY. */
+static const uint32_t hpu_test_cap_regs[] = {
+	HPU_REG_FW_VERSION, HPU_REG_FW_IF_VERSION, HPU_REG_HBM_SIZE_LO, HPU_REG_HBM_SIZE_HI,
+	HPU_REG_NUM_DMA, HPU_REG_NUM_MME, HPU_REG_NUM_TPC, HPU_REG_CAPS,
+};
+
+struct hpu_test {
+	struct hpu_dev_core *core;
+	uint8_t *mem; /* guest memory at HPU_TEST_MEM_BASE */
+	unsigned int irqs;
+	unsigned int bad_vectors;
+	unsigned int boots_scheduled;
+	unsigned int boots_cancelled;
+	unsigned int dma_reads;
+	unsigned int logs;
+	unsigned int logs_seen; /* logs accounted for by hpu_test_expect_*() */
+	char last_log[256];
+	bool failed;
+};
+
+static int hpu_test_dma_read(void *opaque, uint64_t bus_addr, void *buf, uint64_t len)
+{
+	struct hpu_test *t = opaque;
+
+	t->dma_reads++;
+	if (bus_addr < HPU_TEST_MEM_BASE || len > HPU_TEST_MEM_SIZE ||
+	    bus_addr - HPU_TEST_MEM_BASE > HPU_TEST_MEM_SIZE - len)
+		return -EFAULT;
+	memcpy(buf, t->mem + (bus_addr - HPU_TEST_MEM_BASE), len);
+	return 0;
+}
+
+static void hpu_test_irq_raise(void *opaque, unsigned int vector)
+{
+	struct hpu_test *t = opaque;
+
+	t->irqs++;
+	if (vector != HPU_MSIX_VEC_MISC)
+		t->bad_vectors++;
+}
+
+static void hpu_test_schedule_boot(void *opaque)
+{
+	((struct hpu_test *)opaque)->boots_scheduled++;
+}
+
+static void hpu_test_cancel_boot(void *opaque)
+{
+	((struct hpu_test *)opaque)->boots_cancelled++;
+}
+
+static void hpu_test_log(void *opaque, const char *msg)
+{
+	struct hpu_test *t = opaque;
+
+	t->logs++;
+	snprintf(t->last_log, sizeof(t->last_log), "%s", msg);
+}
+
+static const struct hpu_core_ops hpu_test_ops = {
+	.dma_read = hpu_test_dma_read,
+	.irq_raise = hpu_test_irq_raise,
+	.schedule_boot = hpu_test_schedule_boot,
+	.cancel_boot = hpu_test_cancel_boot,
+	.log_guest_error = hpu_test_log,
+};
+
+static void hpu_check(struct hpu_test *t, bool ok, const char *what, int line)
+{
+	if (ok)
+		return;
+	printf("# line %d: check failed: %s\n", line, what);
+	t->failed = true;
+}
+
+static void hpu_check_eq(struct hpu_test *t, uint64_t got, uint64_t want, const char *what,
+			 int line)
+{
+	if (got == want)
+		return;
+	printf("# line %d: %s is 0x%" PRIx64 ", expected 0x%" PRIx64 "\n", line, what, got, want);
+	t->failed = true;
+}
+
+#define HPU_CHECK(t, cond) hpu_check(t, cond, #cond, __LINE__)
+#define HPU_CHECK_EQ(t, got, want) hpu_check_eq(t, got, want, #got, __LINE__)
+
+static uint32_t hpu_rd(struct hpu_test *t, uint32_t offset)
+{
+	return hpu_core_mmio_read(t->core, offset, 4);
+}
+
+static void hpu_wr(struct hpu_test *t, uint32_t offset, uint32_t value)
+{
+	hpu_core_mmio_write(t->core, offset, value, 4);
+}
+
+/* The last access was a guest error with this code: one log line, ERROR cause. */
+static void hpu_test_expect_error(struct hpu_test *t, uint32_t code, int line)
+{
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_ERR_CODE), code, "ERR_CODE", line);
+	hpu_check_eq(t, t->logs - t->logs_seen, 1, "new log lines", line);
+	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_ERROR, "ERROR cause set", line);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_ERROR);
+	t->logs_seen = t->logs;
+}
+
+/* No guest error since the last check. */
+static void hpu_test_expect_clean(struct hpu_test *t, int line)
+{
+	hpu_check_eq(t, t->logs - t->logs_seen, 0, "new log lines", line);
+	hpu_check(t, !(hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_ERROR), "no ERROR cause", line);
+}
+
+#define HPU_EXPECT_ERROR(t, code) hpu_test_expect_error(t, code, __LINE__)
+#define HPU_EXPECT_CLEAN(t) hpu_test_expect_clean(t, __LINE__)
+
+static void hpu_put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+#define HPU_HDR_OFF(field) offsetof(struct hpu_fw_header, field)
+
+/* CRC over the header up to the crc field, then the payload. */
+static void hpu_test_image_seal(uint8_t *img, uint32_t payload_size)
+{
+	uLong crc = crc32(0, img, HPU_FW_CRC_OFFSET);
+
+	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, payload_size);
+	hpu_put_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
+}
+
+/* Write a valid image at HPU_TEST_IMAGE_ADDR; returns it. */
+static uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
+{
+	uint8_t *img = t->mem + HPU_TEST_IMAGE_OFF;
+	uint32_t i;
+
+	memset(img, 0, HPU_FW_HEADER_SIZE);
+	hpu_put_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
+	hpu_put_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
+	hpu_put_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
+	hpu_put_le32(img + HPU_HDR_OFF(payload_size), payload_size);
+	hpu_put_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
+	memcpy(img + HPU_HDR_OFF(version_str), "hpu-fw 1.2.3", sizeof("hpu-fw 1.2.3"));
+	for (i = 0; i < payload_size; i++)
+		img[HPU_FW_HEADER_SIZE + i] = (uint8_t)(i * 7 + 3);
+	hpu_test_image_seal(img, payload_size);
+	return img;
+}
+
+static void hpu_test_boot_start(struct hpu_test *t, uint64_t addr, uint32_t size)
+{
+	hpu_wr(t, HPU_REG_BOOT_ADDR_LO, (uint32_t)addr);
+	hpu_wr(t, HPU_REG_BOOT_ADDR_HI, (uint32_t)(addr >> 32));
+	hpu_wr(t, HPU_REG_BOOT_SIZE, size);
+	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
+}
+
+/* START then run the deferred boot the way the glue's timer would. */
+static void hpu_test_boot(struct hpu_test *t, uint64_t addr, uint32_t size)
+{
+	unsigned int scheduled = t->boots_scheduled;
+
+	hpu_test_boot_start(t, addr, size);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_LOADING);
+	HPU_CHECK_EQ(t, t->boots_scheduled, scheduled + 1);
+	hpu_core_boot_run(t->core);
+}
+
+static void hpu_test_boot_good(struct hpu_test *t)
+{
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+}
+
+static void hpu_test_expect_caps_zero(struct hpu_test *t, int line)
+{
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_test_cap_regs); i++)
+		hpu_check_eq(t, hpu_rd(t, hpu_test_cap_regs[i]), 0, "capability register", line);
+}
+
+#define HPU_EXPECT_CAPS_ZERO(t) hpu_test_expect_caps_zero(t, __LINE__)
+
+static void hpu_test_expect_reset_state(struct hpu_test *t, int line)
+{
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_ID), HPU_ID_VALUE, "ID", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_REGS_VERSION), HPU_REGS_VERSION, "REGS_VERSION", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_HW_REV), HPU_HW_REVISION, "HW_REV", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_SCRATCH), 0, "SCRATCH", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE, "ERR_CODE", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE, "BOOT_STATUS", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE, "BOOT_ERROR", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), 0, "IRQ_CAUSE", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_IRQ_MASK), UINT32_MAX, "IRQ_MASK", line);
+	hpu_test_expect_caps_zero(t, line);
+}
+
+#define HPU_EXPECT_RESET_STATE(t) hpu_test_expect_reset_state(t, __LINE__)
+
+static void hpu_case_reset_values(struct hpu_test *t)
+{
+	HPU_EXPECT_RESET_STATE(t);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_scratch(struct hpu_test *t)
+{
+	static const uint32_t patterns[] = { 0xa5a5a5a5, 0x5a5a5a5a, 0, UINT32_MAX };
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(patterns); i++) {
+		hpu_wr(t, HPU_REG_SCRATCH, patterns[i]);
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_SCRATCH), patterns[i]);
+	}
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_read_only(struct hpu_test *t)
+{
+	static const uint32_t ro_regs[] = {
+		HPU_REG_ID, HPU_REG_REGS_VERSION, HPU_REG_HW_REV, HPU_REG_ERR_CODE,
+		HPU_REG_BOOT_STATUS, HPU_REG_BOOT_ERROR, HPU_REG_FW_VERSION, HPU_REG_FW_IF_VERSION,
+		HPU_REG_HBM_SIZE_LO, HPU_REG_HBM_SIZE_HI, HPU_REG_NUM_DMA, HPU_REG_NUM_MME,
+		HPU_REG_NUM_TPC, HPU_REG_CAPS,
+	};
+	size_t i;
+
+	hpu_test_boot_good(t);
+	for (i = 0; i < HPU_ARRAY_SIZE(ro_regs); i++) {
+		uint32_t before = hpu_rd(t, ro_regs[i]);
+
+		hpu_wr(t, ro_regs[i], ~before);
+		/* ERR_CODE itself now holds the error; everything else is unchanged. */
+		if (ro_regs[i] != HPU_REG_ERR_CODE)
+			HPU_CHECK_EQ(t, hpu_rd(t, ro_regs[i]), before);
+		HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
+	}
+}
+
+static void hpu_case_write_only_reads_zero(struct hpu_test *t)
+{
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_RESET), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_CTRL), 0);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_bad_access(struct hpu_test *t)
+{
+	static const struct {
+		uint64_t offset;
+		unsigned int size;
+	} bad[] = {
+		{ HPU_REG_SCRATCH, 1 },
+		{ HPU_REG_SCRATCH, 2 },
+		{ HPU_REG_SCRATCH, 8 },
+		{ HPU_REG_SCRATCH, 0 },
+		{ HPU_REG_SCRATCH + 1, 1 },
+		{ HPU_REG_SCRATCH + 2, 4 },
+		{ 0x018, 4 }, /* hole after ERR_CODE */
+		{ 0x220, 4 }, /* just past CAPS */
+		{ HPU_REG_IRQ_MASK + 4, 4 },
+		{ HPU_BAR_REGS_SIZE - 4, 4 },
+		{ HPU_BAR_REGS_SIZE, 4 },
+		{ UINT64_MAX - 3, 4 },
+	};
+	size_t i;
+
+	hpu_wr(t, HPU_REG_SCRATCH, 0x12345678);
+	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
+		HPU_CHECK_EQ(t, hpu_core_mmio_read(t->core, bad[i].offset, bad[i].size), 0);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+		hpu_core_mmio_write(t->core, bad[i].offset, 0xffffffffffffffffull, bad[i].size);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+	}
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_SCRATCH), 0x12345678);
+}
+
+static void hpu_case_boot_ready(struct hpu_test *t)
+{
+	hpu_wr(t, HPU_REG_IRQ_MASK, ~HPU_IRQ_BOOT_DONE);
+	hpu_test_boot_good(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_FW_VERSION), HPU_TEST_FW_VERSION);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_FW_IF_VERSION), HPU_FW_IF_VERSION);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_HBM_SIZE_LO), (uint32_t)hpu_test_cfg.hbm_size);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_HBM_SIZE_HI), hpu_test_cfg.hbm_size >> 32);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_DMA), hpu_test_cfg.num_dma);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_MME), hpu_test_cfg.num_mme);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_TPC), hpu_test_cfg.num_tpc);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_CAPS), hpu_test_cfg.caps);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_BOOT_DONE);
+	HPU_CHECK_EQ(t, t->irqs, 1);
+	HPU_CHECK_EQ(t, t->dma_reads, 1);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_boot_max_image(struct hpu_test *t)
+{
+	hpu_test_image_build(t, HPU_FW_MAX_IMAGE_SIZE - HPU_FW_HEADER_SIZE);
+	hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_FW_MAX_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+}
+
+/* The mailbox is latched at START: rewriting it while LOADING changes nothing. */
+static void hpu_case_boot_latches_mailbox(struct hpu_test *t)
+{
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	hpu_wr(t, HPU_REG_BOOT_ADDR_LO, 0);
+	hpu_wr(t, HPU_REG_BOOT_SIZE, 1);
+	hpu_core_boot_run(t->core);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_SIZE), 1);
+}
+
+static void hpu_case_boot_busy(struct hpu_test *t)
+{
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BOOT_BUSY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_LOADING);
+	HPU_CHECK_EQ(t, t->boots_scheduled, 1);
+
+	hpu_core_boot_run(t->core);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BOOT_BUSY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+	HPU_CHECK_EQ(t, t->boots_scheduled, 1);
+}
+
+static void hpu_case_boot_ctrl_bad_bits(struct hpu_test *t)
+{
+	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START | 0x80);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_CTRL);
+	hpu_wr(t, HPU_REG_BOOT_CTRL, 0);
+	HPU_EXPECT_CLEAN(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
+	HPU_CHECK_EQ(t, t->boots_scheduled, 0);
+}
+
+static void hpu_case_boot_retry_after_failure(struct hpu_test *t)
+{
+	uint8_t *img = hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+
+	img[HPU_FW_HEADER_SIZE] ^= 1;
+	hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_FAILED);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_BAD_CRC);
+
+	img[HPU_FW_HEADER_SIZE] ^= 1;
+	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE);
+	hpu_core_boot_run(t->core);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_TPC), hpu_test_cfg.num_tpc);
+}
+
+static void hpu_case_reset_key(struct hpu_test *t)
+{
+	hpu_wr(t, HPU_REG_SCRATCH, 0xcafe);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	hpu_test_boot_good(t);
+
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY ^ 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_RESET_KEY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_SCRATCH), 0xcafe);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	HPU_EXPECT_RESET_STATE(t);
+	HPU_CHECK_EQ(t, t->boots_cancelled, 0);
+}
+
+/* Both reset paths drop a pending boot, and a run that fires anyway is inert. */
+static void hpu_test_reset_while_loading(struct hpu_test *t, void (*reset)(struct hpu_test *t))
+{
+	unsigned int dma_reads;
+
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	reset(t);
+	HPU_CHECK_EQ(t, t->boots_cancelled, 1);
+	HPU_EXPECT_RESET_STATE(t);
+
+	dma_reads = t->dma_reads;
+	hpu_core_boot_run(t->core);
+	HPU_EXPECT_RESET_STATE(t);
+	HPU_CHECK_EQ(t, t->dma_reads, dma_reads);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+
+	hpu_test_boot_good(t);
+}
+
+static void hpu_test_reset_by_register(struct hpu_test *t)
+{
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+}
+
+static void hpu_test_reset_by_glue(struct hpu_test *t)
+{
+	hpu_core_reset(t->core);
+}
+
+static void hpu_case_register_reset_cancels_boot(struct hpu_test *t)
+{
+	hpu_test_reset_while_loading(t, hpu_test_reset_by_register);
+}
+
+static void hpu_case_device_reset_cancels_boot(struct hpu_test *t)
+{
+	hpu_test_reset_while_loading(t, hpu_test_reset_by_glue);
+}
+
+static void hpu_case_irq_masked_error(struct hpu_test *t)
+{
+	hpu_rd(t, 0x018);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_ERROR);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+
+	/* Unmasking a pending cause delivers it. */
+	hpu_wr(t, HPU_REG_IRQ_MASK, ~HPU_IRQ_ERROR);
+	HPU_CHECK_EQ(t, t->irqs, 1);
+	/* Unmasking again, or another bit with nothing pending, does not. */
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	HPU_CHECK_EQ(t, t->irqs, 1);
+
+	hpu_rd(t, 0x018);
+	HPU_CHECK_EQ(t, t->irqs, 2);
+	HPU_CHECK_EQ(t, t->bad_vectors, 0);
+}
+
+static void hpu_case_irq_masked_boot_done(struct hpu_test *t)
+{
+	hpu_wr(t, HPU_REG_IRQ_MASK, ~HPU_IRQ_ERROR);
+	hpu_test_boot_good(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_BOOT_DONE);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	HPU_CHECK_EQ(t, t->irqs, 1);
+	HPU_CHECK_EQ(t, t->bad_vectors, 0);
+}
+
+static void hpu_case_irq_cause_w1c(struct hpu_test *t)
+{
+	hpu_test_boot_good(t);
+	hpu_rd(t, 0x018);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_ALL);
+
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_ALL);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_BOOT_DONE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_ERROR);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), 0);
+
+	/* Nothing pending: unmasking raises nothing. */
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+}
+
+static void hpu_case_check_config(struct hpu_test *t)
+{
+	static const struct {
+		uint64_t hbm_size;
+		uint32_t num_dma, num_mme, num_tpc;
+	} bad[] = {
+		{ 0, 8, 2, 8 },
+		{ (32ull << 30) + 4096, 8, 2, 8 },
+		{ 32ull << 30, 0, 2, 8 },
+		{ 32ull << 30, 8, 0, 8 },
+		{ 32ull << 30, 8, 2, 0 },
+		{ 32ull << 30, 8, 2, HPU_CORE_MAX_ENGINES + 1 },
+	};
+	char err[128];
+	size_t i;
+
+	HPU_CHECK_EQ(t, hpu_core_check_config(&hpu_test_cfg, err, sizeof(err)), 0);
+	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
+		struct hpu_core_config cfg = hpu_test_cfg;
+
+		cfg.hbm_size = bad[i].hbm_size;
+		cfg.num_dma = bad[i].num_dma;
+		cfg.num_mme = bad[i].num_mme;
+		cfg.num_tpc = bad[i].num_tpc;
+		err[0] = '\0';
+		HPU_CHECK(t, hpu_core_check_config(&cfg, err, sizeof(err)) == -EINVAL);
+		HPU_CHECK(t, err[0] != '\0');
+	}
+}
+
+/*
+ * One defect per case: an XOR patch of the image at patch_at (resealing the
+ * CRC unless stale_crc), or a BOOT_SIZE/BOOT_ADDR that does not fit it.
+ */
+struct hpu_boot_defect {
+	const char *name;
+	uint32_t patch_at;
+	uint32_t patch;
+	bool stale_crc;
+	uint32_t boot_size; /* 0: the image size */
+	uint64_t boot_addr; /* 0: HPU_TEST_IMAGE_ADDR */
+	bool no_dma; /* the device must reject the transfer without issuing it */
+	uint32_t expect;
+};
+
+static const struct hpu_boot_defect hpu_boot_defects[] = {
+	{ "bad magic", HPU_HDR_OFF(magic), 1, .expect = HPU_FW_ERR_BAD_MAGIC },
+	{ "interface major mismatch", HPU_HDR_OFF(if_version), 3u << 16,
+	  .expect = HPU_FW_ERR_BAD_IF_VERSION },
+	{ "interface minor too new", HPU_HDR_OFF(if_version), 1,
+	  .expect = HPU_FW_ERR_BAD_IF_VERSION },
+	{ "bad header_size", HPU_HDR_OFF(header_size), 4, .expect = HPU_FW_ERR_BAD_SIZE },
+	{ "payload_size disagrees with BOOT_SIZE", HPU_HDR_OFF(payload_size), 1,
+	  .expect = HPU_FW_ERR_BAD_SIZE },
+	{ "BOOT_SIZE beyond the image", .boot_size = HPU_TEST_IMAGE_SIZE + 4,
+	  .expect = HPU_FW_ERR_BAD_SIZE },
+	{ "BOOT_SIZE smaller than a header", .boot_size = HPU_FW_HEADER_SIZE - 1, .no_dma = true,
+	  .expect = HPU_FW_ERR_BAD_SIZE },
+	{ "BOOT_SIZE larger than boot SRAM", .boot_size = HPU_FW_MAX_IMAGE_SIZE + 1,
+	  .no_dma = true, .expect = HPU_FW_ERR_BAD_SIZE },
+	{ "non-zero flags", HPU_HDR_OFF(flags), 1, .expect = HPU_FW_ERR_BAD_FLAGS },
+	{ "non-zero reserved", HPU_HDR_OFF(reserved), 1u << 31, .expect = HPU_FW_ERR_BAD_FLAGS },
+	{ "payload corrupted", HPU_FW_HEADER_SIZE + 100, 0x10, .stale_crc = true,
+	  .expect = HPU_FW_ERR_BAD_CRC },
+	{ "header corrupted", HPU_HDR_OFF(version_str), 0x20, .stale_crc = true,
+	  .expect = HPU_FW_ERR_BAD_CRC },
+	{ "crc field wrong", HPU_FW_CRC_OFFSET, 1, .stale_crc = true,
+	  .expect = HPU_FW_ERR_BAD_CRC },
+	{ "DMA outside guest memory", .boot_addr = HPU_TEST_MEM_BASE + HPU_TEST_MEM_SIZE,
+	  .expect = HPU_FW_ERR_DMA },
+	{ "DMA wraps the bus address space", .boot_addr = UINT64_MAX - 0xfff, .no_dma = true,
+	  .expect = HPU_FW_ERR_DMA },
+};
+
+static void hpu_test_boot_defect(struct hpu_test *t, const struct hpu_boot_defect *d)
+{
+	uint8_t *img = hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		img[d->patch_at + i] ^= (uint8_t)(d->patch >> (8 * i));
+	if (!d->stale_crc)
+		hpu_test_image_seal(img, HPU_TEST_PAYLOAD_SIZE);
+
+	hpu_wr(t, HPU_REG_IRQ_MASK, ~HPU_IRQ_BOOT_DONE);
+	hpu_test_boot(t, d->boot_addr ? d->boot_addr : HPU_TEST_IMAGE_ADDR,
+		      d->boot_size ? d->boot_size : HPU_TEST_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_FAILED);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), d->expect);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_BOOT_DONE);
+	HPU_CHECK_EQ(t, t->irqs, 1);
+	HPU_CHECK_EQ(t, t->dma_reads, d->no_dma ? 0 : 1);
+	HPU_EXPECT_CAPS_ZERO(t);
+	/* A bad image is reported in BOOT_ERROR and logged, not latched as register misuse. */
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE);
+	HPU_CHECK_EQ(t, t->logs, 1);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(struct hpu_test *t);
+} hpu_tests[] = {
+	{ "reset values", hpu_case_reset_values },
+	{ "scratch is read-write", hpu_case_scratch },
+	{ "read-only registers reject writes", hpu_case_read_only },
+	{ "write-only registers read zero", hpu_case_write_only_reads_zero },
+	{ "bad size, alignment and offset rejected", hpu_case_bad_access },
+	{ "good image boots READY with capabilities", hpu_case_boot_ready },
+	{ "image filling boot SRAM boots", hpu_case_boot_max_image },
+	{ "boot mailbox latched at START", hpu_case_boot_latches_mailbox },
+	{ "START while LOADING or READY is BOOT_BUSY", hpu_case_boot_busy },
+	{ "unknown BOOT_CTRL bits rejected", hpu_case_boot_ctrl_bad_bits },
+	{ "boot retry after FAILED", hpu_case_boot_retry_after_failure },
+	{ "RESET key and wrong key", hpu_case_reset_key },
+	{ "RESET while LOADING cancels the boot", hpu_case_register_reset_cancels_boot },
+	{ "device reset while LOADING cancels the boot", hpu_case_device_reset_cancels_boot },
+	{ "masked error cause raised on unmask", hpu_case_irq_masked_error },
+	{ "masked boot-done cause raised on unmask", hpu_case_irq_masked_boot_done },
+	{ "IRQ_CAUSE is write-1-to-clear", hpu_case_irq_cause_w1c },
+	{ "configuration checks", hpu_case_check_config },
+};
+
+static struct hpu_test *hpu_test_new(void)
+{
+	struct hpu_test *t = calloc(1, sizeof(*t));
+
+	if (!t || !(t->core = malloc(sizeof(*t->core))) ||
+	    !(t->mem = calloc(1, HPU_TEST_MEM_SIZE))) {
+		perror("test_dev_core");
+		exit(2);
+	}
+	hpu_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg);
+	return t;
+}
+
+static void hpu_test_free(struct hpu_test *t)
+{
+	free(t->mem);
+	free(t->core);
+	free(t);
+}
+
+/* Prints the TAP line of a finished test and frees it; returns whether it passed. */
+static bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name)
+{
+	bool ok = !t->failed;
+
+	if (!ok && t->logs)
+		printf("# last log: %s\n", t->last_log);
+	printf("%s %u - %s\n", ok ? "ok" : "not ok", n, name);
+	hpu_test_free(t);
+	return ok;
+}
+
+int main(void)
+{
+	unsigned int n = 0, failed = 0;
+	struct hpu_test *t;
+	char name[128];
+	size_t i;
+
+	printf("TAP version 13\n1..%zu\n",
+	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(hpu_boot_defects));
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_tests); i++) {
+		t = hpu_test_new();
+		hpu_tests[i].run(t);
+		failed += !hpu_tap_report(t, ++n, hpu_tests[i].name);
+	}
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_boot_defects); i++) {
+		t = hpu_test_new();
+		hpu_test_boot_defect(t, &hpu_boot_defects[i]);
+		snprintf(name, sizeof(name), "boot fails: %s", hpu_boot_defects[i].name);
+		failed += !hpu_tap_report(t, ++n, name);
+	}
+	return failed ? 1 : 0;
+}
