@@ -40,6 +40,8 @@ static const char *hpu_fw_error_name(u32 code, char *buf, size_t len)
 void hpu_fw_reset(struct hpu_device *hdev)
 {
 	hpu_wreg(hdev, HPU_REG_RESET, HPU_RESET_KEY);
+	/* Flush the posted write: callers free the image right after. */
+	hpu_rreg(hdev, HPU_REG_BOOT_STATUS);
 }
 
 /* Start the boot of the image at @dma and wait for the device's verdict. */

@@ -38,47 +38,21 @@ static ssize_t fw_if_version_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(fw_if_version);
 
-static ssize_t hbm_size_show(struct device *dev,
-			     struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%llu\n", hpu_sysfs_info(dev)->hbm_size);
-}
-static DEVICE_ATTR_RO(hbm_size);
+/* An attribute printing one field of the cached device info. */
+#define HPU_INFO_ATTR(name, fmt)						\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, fmt "\n", hpu_sysfs_info(dev)->name);	\
+}									\
+static DEVICE_ATTR_RO(name)
 
-static ssize_t num_dma_engines_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_dma_engines);
-}
-static DEVICE_ATTR_RO(num_dma_engines);
-
-static ssize_t num_mme_engines_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_mme_engines);
-}
-static DEVICE_ATTR_RO(num_mme_engines);
-
-static ssize_t num_tpc_engines_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->num_tpc_engines);
-}
-static DEVICE_ATTR_RO(num_tpc_engines);
-
-static ssize_t hw_revision_show(struct device *dev,
-				struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", hpu_sysfs_info(dev)->hw_revision);
-}
-static DEVICE_ATTR_RO(hw_revision);
-
-static ssize_t capabilities_show(struct device *dev,
-				 struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "0x%llx\n", hpu_sysfs_info(dev)->capabilities);
-}
-static DEVICE_ATTR_RO(capabilities);
+HPU_INFO_ATTR(hbm_size, "%llu");
+HPU_INFO_ATTR(num_dma_engines, "%u");
+HPU_INFO_ATTR(num_mme_engines, "%u");
+HPU_INFO_ATTR(num_tpc_engines, "%u");
+HPU_INFO_ATTR(hw_revision, "%u");
+HPU_INFO_ATTR(capabilities, "0x%llx");
 
 static ssize_t status_show(struct device *dev,
 			   struct device_attribute *attr, char *buf)

@@ -26,7 +26,8 @@ if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	mkdir -p "$cache/dl"
 	dsc=$(ls "$cache"/dl/qemu_*.dsc 2>/dev/null | grep -F "_${qver#*:}.dsc" || true)
 	if [ -z "$dsc" ]; then
-		(cd "$cache/dl" && apt-get source -q --download-only "qemu=$qver")
+		(cd "$cache/dl" && apt-get source -q --download-only "qemu=$qver" >"$cache/dl/log" 2>&1) ||
+			{ cat "$cache/dl/log" >&2; exit 1; }
 		dsc=$(ls "$cache"/dl/qemu_*.dsc | grep -F "_${qver#*:}.dsc")
 	fi
 	# Same source and build paths every time, so ccache hits across keys.
@@ -34,7 +35,9 @@ if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	bld="$cache/work/build"
 	rm -rf "$src"
 	mkdir -p "$cache/work"
-	dpkg-source -q -x "$dsc" "$src" >/dev/null
+	# Debian's signing keys are not in the keyring: dpkg-source says so and goes on.
+	dpkg-source -q -x "$dsc" "$src" >"$cache/work/unpack.log" 2>&1 ||
+		{ cat "$cache/work/unpack.log" >&2; exit 1; }
 
 	# The dfsg tarball has no edk2 blobs; never try to unpack them.
 	sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' "$src/meson.build"

@@ -30,7 +30,7 @@ struct hpu_core_config {
 	uint32_t num_dma;
 	uint32_t num_mme;
 	uint32_t num_tpc;
-	uint32_t caps; /* HPU_CAP_* */
+	uint32_t caps; /* HPU_REG_CAPS_* */
 };
 
 struct hpu_core_ops {

@@ -13,7 +13,7 @@
 #include "hpu_fw_if.h"
 #include "hpu_test.h"
 
-#define FW_TMP_DIR "/tmp/hpu-fw"
+#define FW_TMP_DIR "/run/hpu-fw" /* the guest's writable tmpfs */
 #define FW_PATH_PARAM "/sys/module/firmware_class/parameters/path"
 
 static int info_ok(int fd)
