@@ -3,6 +3,9 @@
  * libhpu and hpu-smi against the live device: discovery, open/close, info
  * equal to what the driver reports, errors with messages.
  */
+#include <stdarg.h>
+#include <sys/wait.h>
+
 #include <hpu/hpu.h>
 
 #include "kselftest_harness.h"
@@ -123,6 +126,77 @@ TEST_F(rt, open_twice)
 	self->dev = NULL;
 	EXPECT_EQ(0, hpu_device_get_info(dev2, &info));
 	hpu_device_close(dev2);
+}
+
+/* Runs hpu-smi with args; returns its exit status and its stdout in out. */
+static int smi(const char *args, char *out, size_t len)
+{
+	char cmd[512];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/build/userspace/bin/hpu-smi %s 2>/dev/null",
+		 hpu_env("HPU_TOP"), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (n + 1 < len && (st = fread(out + n, 1, len - 1 - n, p)) > 0)
+		n += st;
+	out[n] = 0;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Formats a line and checks hpu-smi's output has it. */
+static void __attribute__((format(printf, 3, 4)))
+expect_line(struct __test_metadata *_metadata, const char *out, const char *fmt, ...)
+{
+	char want[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("no '%s' in:\n%s", want, out);
+}
+
+/* hpu-smi shows the device with what the driver and PCI config space say. */
+TEST_F(rt, smi_lists_the_device)
+{
+	struct hpu_device_info info = { .size = sizeof(info) };
+	char out[8192];
+
+	ASSERT_EQ(0, hpu_device_get_info(self->dev, &info));
+	ASSERT_EQ(0, smi("", out, sizeof(out)));
+	expect_line(_metadata, out, "device 0:\n");
+	expect_line(_metadata, out, "  node:            %s\n", self->node);
+	expect_line(_metadata, out, "  pci address:     %s\n", self->bdf);
+	expect_line(_metadata, out, "  vendor:          1234 ");
+	expect_line(_metadata, out, "  device:          4850 ");
+	expect_line(_metadata, out, "  class:           1200 ");
+	expect_line(_metadata, out, "  msi-x:           8 vectors, enabled\n");
+	expect_line(_metadata, out, "  status:          ready\n");
+	expect_line(_metadata, out, "  firmware:        %u.%u.%u (interface %u.%u)\n",
+		    info.fw_version.major, info.fw_version.minor, info.fw_version.patch,
+		    info.fw_if_version.major, info.fw_if_version.minor);
+	expect_line(_metadata, out, "  hbm:             32 GiB (%llu bytes)\n",
+		    (unsigned long long)info.hbm_size);
+	expect_line(_metadata, out, "  engines:         dma %u, mme %u, tpc %u\n",
+		    info.num_dma_engines, info.num_mme_engines, info.num_tpc_engines);
+	expect_line(_metadata, out, "  capabilities:    fp32 bf16 fp16 fp8\n");
+}
+
+TEST_F(rt, smi_usage_errors)
+{
+	char out[8192];
+
+	EXPECT_EQ(0, smi("-d 0", out, sizeof(out)));
+	EXPECT_EQ(1, smi("-d 1", out, sizeof(out)));
+	EXPECT_EQ(2, smi("-x", out, sizeof(out)));
+	EXPECT_EQ(2, smi("-d zero", out, sizeof(out)));
+	EXPECT_EQ(0, smi("-h", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "usage: hpu-smi"));
 }
 
 TEST_HARNESS_MAIN
