@@ -7,7 +7,8 @@
 # read-only over 9p, so COMMAND (a path on the host) runs with the host's
 # userland, as root, in this repository's top directory.  OUTDIR (default
 # build/guest-run) is shared writable and appears in the guest as $HPU_OUT;
-# after the run it holds `rc` (COMMAND's exit status) and `dmesg.txt`.
+# after the run it holds `rc` (COMMAND's exit status), `dmesg.txt` and
+# `qemu.log` (the guest errors the device model logged).
 # Exits with COMMAND's status, 124 on timeout, 125 if the guest died, and
 # 126 if the guest kernel log has a warning, BUG or oops.
 set -euo pipefail
@@ -58,6 +59,7 @@ mkdir -p "$out"
 status=0
 timeout --foreground -k 10 "$timeout" "$qemu" \
 	-nodefaults -no-user-config -no-reboot -display none \
+	-d guest_errors -D "$out/qemu.log" \
 	-machine pc,accel=tcg -cpu max -smp 2 -m 2G \
 	-L /usr/share/qemu -L /usr/share/seabios \
 	-serial mon:stdio \
