@@ -18,24 +18,6 @@
 #include "hpu_irq.h"
 #include "hpu_regs.h"
 
-static const char *hpu_fw_error_name(u32 code, char *buf, size_t len)
-{
-	static const char * const names[] = {
-		[HPU_FW_ERR_BAD_MAGIC] = "bad magic",
-		[HPU_FW_ERR_BAD_IF_VERSION] = "bad interface version",
-		[HPU_FW_ERR_BAD_SIZE] = "bad size",
-		[HPU_FW_ERR_BAD_CRC] = "bad CRC",
-		[HPU_FW_ERR_DMA] = "DMA error",
-		[HPU_FW_ERR_BAD_FLAGS] = "bad flags",
-	};
-
-	if (code < ARRAY_SIZE(names) && names[code])
-		return names[code];
-
-	snprintf(buf, len, "unknown error %u", code);
-	return buf;
-}
-
 /* Return the device to IDLE: stops running firmware, cancels a boot in flight. */
 void hpu_fw_reset(struct hpu_device *hdev)
 {
@@ -78,9 +60,14 @@ static int hpu_fw_handshake(struct hpu_device *hdev, const char *name,
 
 	if (status == HPU_FW_BOOT_FAILED) {
 		u32 code = hpu_rreg(hdev, HPU_REG_BOOT_ERROR);
+		const char *why = hpu_fw_boot_error_name(code);
 
+		if (!why) {
+			snprintf(reason, sizeof(reason), "unknown error %u", code);
+			why = reason;
+		}
 		dev_err(dev, "boot failed: firmware %s rejected by device: %s\n",
-			name, hpu_fw_error_name(code, reason, sizeof(reason)));
+			name, why);
 	} else {
 		dev_err(dev, "boot failed: firmware %s left device in boot status %u\n",
 			name, status);

@@ -80,4 +80,20 @@ enum hpu_fw_boot_error {
 	HPU_FW_ERR_COUNT
 };
 
+/* How the device and the driver name a boot error in their logs; NULL if unknown. */
+static inline const char *hpu_fw_boot_error_name(uint32_t code)
+{
+	static const char *const names[HPU_FW_ERR_COUNT] = {
+		[HPU_FW_ERR_NONE] = "none",
+		[HPU_FW_ERR_BAD_MAGIC] = "bad magic",
+		[HPU_FW_ERR_BAD_IF_VERSION] = "bad interface version",
+		[HPU_FW_ERR_BAD_SIZE] = "bad size",
+		[HPU_FW_ERR_BAD_CRC] = "bad CRC",
+		[HPU_FW_ERR_DMA] = "DMA error",
+		[HPU_FW_ERR_BAD_FLAGS] = "bad flags",
+	};
+
+	return code < HPU_FW_ERR_COUNT ? names[code] : (const char *)0;
+}
+
 #endif /* HPU_FW_IF_H */

@@ -20,16 +20,6 @@ static const char *const hpu_boot_status_names[] = {
 	[HPU_FW_BOOT_FAILED] = "FAILED",
 };
 
-static const char *const hpu_boot_error_names[HPU_FW_ERR_COUNT] = {
-	[HPU_FW_ERR_NONE] = "none",
-	[HPU_FW_ERR_BAD_MAGIC] = "bad magic",
-	[HPU_FW_ERR_BAD_IF_VERSION] = "unsupported interface version",
-	[HPU_FW_ERR_BAD_SIZE] = "bad size",
-	[HPU_FW_ERR_BAD_CRC] = "bad CRC",
-	[HPU_FW_ERR_DMA] = "DMA read failed",
-	[HPU_FW_ERR_BAD_FLAGS] = "non-zero flags or reserved field",
-};
-
 /* Interrupt causes all share the misc vector. */
 static void hpu_irq_set(struct hpu_dev_core *core, uint32_t cause)
 {
@@ -233,7 +223,7 @@ void hpu_core_boot_run(struct hpu_dev_core *core)
 		hpu_boot_ready(core);
 	} else {
 		hpu_log(core, "firmware boot failed: %s (image 0x%" PRIx64 ", %" PRIu32 " bytes)",
-			hpu_boot_error_names[err], core->boot_addr, core->boot_size);
+			hpu_fw_boot_error_name(err), core->boot_addr, core->boot_size);
 		HPU_CORE_REG(core, BOOT_ERROR) = err;
 		HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
 	}
