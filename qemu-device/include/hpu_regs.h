@@ -12,8 +12,14 @@
 #ifndef HPU_REGS_H
 #define HPU_REGS_H
 
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#endif
+
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 0
+#define HPU_REGS_VERSION_MINOR 1
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -28,13 +34,15 @@
 #define HPU_PCI_REVISION 0x01
 #define HPU_PCI_CLASS 0x120000
 
-/* BARs: registers, MSI-X table and PBA. */
+/* BARs: registers, MSI-X table and PBA, the MMU region of HBM (1.1). */
 #define HPU_BAR_REGS 0
 #define HPU_BAR_REGS_SIZE 0x10000
 #define HPU_BAR_MSIX 2
+#define HPU_BAR_MMU 4 /* 64-bit BAR onto HBM [0, HPU_MMU_REGION_SIZE) */
 
 #define HPU_MSIX_VECTORS 8
-#define HPU_MSIX_VEC_MISC 0 /* boot completion and device errors */
+#define HPU_MSIX_VEC_MISC 0 /* boot completion, device errors, events */
+/* Vectors 1..7 are raised only by HPU_PKT_INTERRUPT packets (hpu_packets.h). */
 
 #define HPU_ID_VALUE 0x48505530u /* "HPU0" */
 #define HPU_HW_REVISION 1
@@ -80,7 +88,8 @@
 
 #define HPU_IRQ_BOOT_DONE (1u << 0) /* BOOT_STATUS became READY or FAILED */
 #define HPU_IRQ_ERROR (1u << 1)     /* a guest error was logged in ERR_CODE */
-#define HPU_IRQ_ALL (HPU_IRQ_BOOT_DONE | HPU_IRQ_ERROR)
+#define HPU_IRQ_EVENT (1u << 2)     /* the event queue got an entry (1.1) */
+#define HPU_IRQ_ALL (HPU_IRQ_BOOT_DONE | HPU_IRQ_ERROR | HPU_IRQ_EVENT)
 
 /* Guest errors reported in HPU_REG_ERR_CODE. */
 enum hpu_err_code {
@@ -90,6 +99,117 @@ enum hpu_err_code {
 	HPU_ERR_BOOT_BUSY = 3,     /* BOOT_CTRL written while a boot is in progress or done */
 	HPU_ERR_BAD_RESET_KEY = 4, /* RESET written with a value other than the key */
 	HPU_ERR_BAD_CTRL = 5,      /* unknown bit written to a control register */
+	HPU_ERR_BAD_QUEUE = 6,     /* queue or event ring programmed with a bad size or while active */
+};
+
+/*
+ * ---- Version 1.1: HBM, device MMU, hardware queues, event queue ----
+ *
+ * HBM is device memory of HBM_SIZE bytes, reached only by the engines and,
+ * for its first HPU_MMU_REGION_SIZE bytes, by the host through BAR4.  That
+ * region holds the MMU: the context table and every page table.  Buffers
+ * live above it.
+ */
+#define HPU_MMU_REGION_SIZE (64ull << 20)
+#define HPU_HBM_USER_BASE HPU_MMU_REGION_SIZE
+
+/*
+ * Context table at HBM offset 0: one u64 per ASID, HPU_PTE_PRESENT | the HBM
+ * offset of that context's root table.  ASID 0 is the driver's own.
+ */
+#define HPU_MMU_CTX_TABLE 0x0
+#define HPU_MMU_NUM_ASIDS 1024
+
+/*
+ * Device virtual addresses are 48 bits, translated per context through four
+ * levels of 512 u64 entries (level 0 is the root), 4 KiB pages; a level-2
+ * entry with HPU_PTE_HUGE maps 2 MiB.  Tables are 4 KiB, 4 KiB aligned, and
+ * must lie in the MMU region; anything else is a fault.
+ */
+#define HPU_MMU_VA_BITS 48
+#define HPU_MMU_LEVELS 4
+#define HPU_MMU_PAGE_SHIFT 12
+#define HPU_MMU_PAGE_SIZE (1ull << HPU_MMU_PAGE_SHIFT)
+#define HPU_MMU_HUGE_SHIFT 21
+#define HPU_MMU_HUGE_SIZE (1ull << HPU_MMU_HUGE_SHIFT)
+#define HPU_MMU_LEVEL_SHIFT(level) (39 - 9 * (level))
+#define HPU_MMU_INDEX(va, level) (((va) >> HPU_MMU_LEVEL_SHIFT(level)) & 511)
+
+#define HPU_PTE_PRESENT (1ull << 0)
+#define HPU_PTE_WRITE (1ull << 1) /* leaf: engines may write */
+#define HPU_PTE_HOST (1ull << 2)  /* leaf: address is a host bus address, not HBM */
+#define HPU_PTE_HUGE (1ull << 7)  /* level-2 leaf of 2 MiB */
+#define HPU_PTE_ADDR_MASK 0x000ffffffffff000ull
+
+/*
+ * Hardware queues.  Queue q's registers are at HPU_REG_Q(q, HPU_Q_*).  Its
+ * ring is an array of struct hpu_queue_desc in host memory; the driver
+ * writes descriptors and then PI, the device executes them in order on its
+ * own thread and advances CI as each job ends (completed or failed).
+ */
+#define HPU_NUM_QUEUES 4
+#define HPU_REG_QUEUE_BASE 0x1000
+#define HPU_REG_QUEUE_STRIDE 0x40
+#define HPU_REG_Q(q, reg) (HPU_REG_QUEUE_BASE + (q) * HPU_REG_QUEUE_STRIDE + (reg))
+
+#define HPU_Q_RING_LO 0x00   /* RW: bus address of the ring */
+#define HPU_Q_RING_HI 0x04
+#define HPU_Q_RING_SIZE 0x08 /* RW: entries, a power of two 2..4096; 0 disables */
+#define HPU_Q_PI 0x0c        /* RW: doorbell, producer index (free running) */
+#define HPU_Q_CI 0x10        /* RO: consumer index: jobs ended (free running) */
+#define HPU_Q_STATUS 0x14    /* RO: HPU_Q_STATUS_* */
+#define HPU_Q_CTRL 0x18      /* WO: HPU_Q_CTRL_* */
+
+#define HPU_Q_STATUS_BUSY (1u << 0)    /* a job is executing */
+#define HPU_Q_STATUS_WAITING (1u << 1) /* stalled on an HPU_PKT_WAIT */
+
+/* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
+#define HPU_Q_CTRL_RESET (1u << 0)
+
+struct hpu_queue_desc {
+	uint64_t cb_addr;     /* bus address of the command buffer (driver-owned copy) */
+	uint32_t cb_size;     /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE + kernel tail */
+	uint32_t priv_offset; /* privileged packets are legal only at or after this offset */
+	uint32_t asid;        /* context the job's addresses are translated in */
+	uint32_t flags;       /* none defined: must be 0 */
+	uint64_t tag;         /* reported in this job's events */
+};
+
+/*
+ * Event queue: a ring of struct hpu_event in host memory.  The device writes
+ * an entry at EQ_PI, advances it and raises HPU_IRQ_EVENT; the driver
+ * consumes up to EQ_CI.  When the ring is full the device drops the event
+ * and sets HPU_EQ_STATUS_OVERFLOW until the driver writes EQ_CI.
+ */
+#define HPU_REG_EQ_RING_LO 0x400
+#define HPU_REG_EQ_RING_HI 0x404
+#define HPU_REG_EQ_RING_SIZE 0x408 /* entries, a power of two 2..4096; 0 disables */
+#define HPU_REG_EQ_PI 0x40c        /* RO: events written (free running) */
+#define HPU_REG_EQ_CI 0x410        /* RW: events consumed (free running) */
+#define HPU_REG_EQ_STATUS 0x414    /* RO: HPU_EQ_STATUS_* */
+
+#define HPU_EQ_STATUS_OVERFLOW (1u << 0)
+
+/* A job failed; the rest of it, kernel tail included, was skipped. */
+enum hpu_event_type {
+	HPU_EVENT_MMU_FAULT = 1,       /* addr: the VA with no valid, permitted mapping */
+	HPU_EVENT_ILLEGAL_PACKET = 2,  /* addr: packet offset in the command buffer */
+	HPU_EVENT_PRIV_PACKET = 3,     /* addr: packet offset of a privileged packet before priv_offset */
+	HPU_EVENT_DMA_ERROR = 4,       /* addr: the bus address that failed */
+	HPU_EVENT_ABORTED = 5,         /* the queue was reset while the job ran */
+};
+
+/* Engines named in events: DMA engine n is HPU_ENGINE_DMA + n. */
+#define HPU_ENGINE_QMAN 0x000 /* the queue manager itself (fetch, decode) */
+#define HPU_ENGINE_DMA 0x100
+
+struct hpu_event {
+	uint32_t type;   /* enum hpu_event_type */
+	uint32_t queue;
+	uint32_t asid;
+	uint32_t engine; /* HPU_ENGINE_* */
+	uint64_t tag;    /* of the failed job */
+	uint64_t addr;
 };
 
 #endif /* HPU_REGS_H */

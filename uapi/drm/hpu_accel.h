@@ -26,16 +26,28 @@ extern "C" {
 /* DRM driver name and version (drmGetVersion()); minor grows with the ABI. */
 #define DRM_HPU_DRIVER_NAME "hpu"
 #define DRM_HPU_ABI_MAJOR 1
-#define DRM_HPU_ABI_MINOR 0
+#define DRM_HPU_ABI_MINOR 1
 #define DRM_HPU_ABI_VERSION ((DRM_HPU_ABI_MAJOR << 16) | DRM_HPU_ABI_MINOR)
 
 #define DRM_HPU_INFO 0x00
+#define DRM_HPU_GEM_CREATE 0x01 /* 1.1 */
+#define DRM_HPU_VM_MAP 0x02     /* 1.1 */
+#define DRM_HPU_VM_UNMAP 0x03   /* 1.1 */
+#define DRM_HPU_SUBMIT 0x04     /* 1.1 */
+#define DRM_HPU_WAIT 0x05       /* 1.1 */
 
 #define DRM_IOCTL_HPU_INFO DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_INFO, struct drm_hpu_info)
+#define DRM_IOCTL_HPU_GEM_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_GEM_CREATE, struct drm_hpu_gem_create)
+#define DRM_IOCTL_HPU_VM_MAP DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_VM_MAP, struct drm_hpu_vm_map)
+#define DRM_IOCTL_HPU_VM_UNMAP DRM_IOW(DRM_COMMAND_BASE + DRM_HPU_VM_UNMAP, struct drm_hpu_vm_unmap)
+#define DRM_IOCTL_HPU_SUBMIT DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_SUBMIT, struct drm_hpu_submit)
+#define DRM_IOCTL_HPU_WAIT DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_WAIT, struct drm_hpu_wait)
 
 /* What DRM_IOCTL_HPU_INFO returns at data_ptr. */
 enum drm_hpu_info_query {
 	DRM_HPU_INFO_DEVICE = 0, /* struct drm_hpu_device_info */
+	DRM_HPU_INFO_STATS = 1,  /* struct drm_hpu_stats (1.1) */
 };
 
 /* struct drm_hpu_info.flags: none defined yet. */
@@ -81,6 +93,110 @@ struct drm_hpu_device_info {
 	__u32 num_mme_engines;
 	__u32 num_tpc_engines;
 	__u32 pad;           /* written as 0 */
+	/* 1.1 */
+	__u32 num_queues;    /* hardware queues a job may be submitted to */
+	__u32 max_contexts;  /* open files the device can hold at once */
+};
+
+/* Smallest data_size DRM_HPU_INFO_STATS accepts. */
+#define DRM_HPU_STATS_SIZE_V1 88u
+
+/* Usage now: device-wide, and of the calling file's context. */
+struct drm_hpu_stats {
+	__u64 hbm_total;          /* bytes available for buffers */
+	__u64 hbm_used;           /* bytes allocated by all contexts */
+	__u64 ctx_hbm_used;       /* bytes allocated by this context */
+	__u64 ctx_host_pinned;    /* host bytes this context has pinned and mapped */
+	__u64 jobs_submitted;     /* device-wide, since the driver bound */
+	__u64 jobs_completed;
+	__u64 jobs_failed;
+	__u64 ctx_jobs_submitted; /* this context */
+	__u64 ctx_jobs_completed;
+	__u64 ctx_jobs_failed;
+	__u32 num_contexts;       /* open contexts */
+	__u32 pad;                /* written as 0 */
+};
+
+/*
+ * DRM_IOCTL_HPU_GEM_CREATE: allocate HBM.  size is rounded up to 4 KiB.
+ * Free with DRM_IOCTL_GEM_CLOSE.  Contents start zeroed.
+ */
+#define DRM_HPU_GEM_CONTIGUOUS (1u << 0) /* one physically contiguous range */
+#define DRM_HPU_GEM_FLAGS_ALL DRM_HPU_GEM_CONTIGUOUS
+
+struct drm_hpu_gem_create {
+	__u64 size;   /* in: bytes */
+	__u32 flags;  /* in: DRM_HPU_GEM_* */
+	__u32 handle; /* out */
+};
+
+/*
+ * DRM_IOCTL_HPU_VM_MAP: map a buffer (handle != 0) or pinned host memory
+ * (handle == 0, at user_ptr) into the file's device address space.
+ * Addresses, offsets and sizes are multiples of 4 KiB.  Without
+ * DRM_HPU_VM_MAP_FIXED, va is a hint: the driver picks a free range
+ * (the hint if it is free) and returns it.
+ */
+#define DRM_HPU_VM_MAP_READ (1u << 0)
+#define DRM_HPU_VM_MAP_WRITE (1u << 1)
+#define DRM_HPU_VM_MAP_FIXED (1u << 2) /* map exactly at va or fail with -EEXIST */
+#define DRM_HPU_VM_MAP_FLAGS_ALL (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE | DRM_HPU_VM_MAP_FIXED)
+
+struct drm_hpu_vm_map {
+	__u64 va;       /* in: hint or fixed address; out: the mapped address */
+	__u64 size;     /* in: bytes */
+	__u64 offset;   /* in: buffer: offset into it; host: must be 0 */
+	__u64 user_ptr; /* in: host: user address to pin; buffer: must be 0 */
+	__u32 handle;   /* in: GEM handle, or 0 for host memory */
+	__u32 flags;    /* in: DRM_HPU_VM_MAP_* (READ or WRITE at least) */
+};
+
+/* DRM_IOCTL_HPU_VM_UNMAP: remove the mapping that starts at va (host pages are unpinned). */
+struct drm_hpu_vm_unmap {
+	__u64 va;
+	__u32 flags; /* must be 0 */
+	__u32 pad;   /* must be 0 */
+};
+
+/*
+ * DRM_IOCTL_HPU_SUBMIT: queue jobs.  Each job is a command buffer of packets
+ * (drm/hpu_packets.h, unprivileged opcodes only) run on one hardware queue
+ * in submission order.  Every job gets the next sequence number of the file;
+ * seq returns the last one.  The jobs start after every in-syncobj signals;
+ * out_syncobj (if non-zero) is signalled when the last job ends.
+ */
+struct drm_hpu_job {
+	__u64 cb_ptr;  /* user address of the command buffer */
+	__u32 cb_size; /* bytes, a non-zero multiple of 8, at most HPU_CB_MAX_SIZE */
+	__u32 queue;   /* 0 .. num_queues - 1 */
+	__u32 flags;   /* must be 0 */
+	__u32 pad;     /* must be 0 */
+};
+
+#define DRM_HPU_SUBMIT_MAX_JOBS 64
+
+struct drm_hpu_submit {
+	__u64 jobs_ptr;         /* struct drm_hpu_job[num_jobs] */
+	__u32 num_jobs;         /* 1 .. DRM_HPU_SUBMIT_MAX_JOBS */
+	__u32 flags;            /* must be 0 */
+	__u64 in_syncobjs_ptr;  /* __u32 syncobj handles[num_in_syncobjs] */
+	__u32 num_in_syncobjs;
+	__u32 out_syncobj;      /* 0 or a syncobj handle */
+	__u64 seq;              /* out: sequence number of the last job */
+};
+
+/*
+ * DRM_IOCTL_HPU_WAIT: wait until job seq of this file has ended.  Returns 0
+ * with error = 0 if it completed, or a negative errno the job failed with
+ * (-EFAULT MMU fault, -EINVAL illegal packet, -EIO DMA error, -ECANCELED
+ * aborted, -ETIMEDOUT killed after the job timeout); -ETIME if timeout_ns
+ * passed first (0 polls).
+ */
+struct drm_hpu_wait {
+	__u64 seq;
+	__s64 timeout_ns; /* relative */
+	__u32 flags;      /* must be 0 */
+	__s32 error;      /* out */
 };
 
 #if defined(__cplusplus)

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * hpu command-buffer packets, shared by the runtime (which builds command
+ * buffers), the driver (which checks them) and the device model (which runs
+ * them).  Little-endian; every packet starts with a __u32 header and is a
+ * multiple of 8 bytes; packets follow each other with no gaps.
+ *
+ * Addresses in packets are device virtual addresses of the submitting
+ * context, translated by the device MMU, except in the privileged packets,
+ * which the driver alone appends after the user's packets.
+ *
+ * Version 1: bump HPU_PKT_VERSION only to add opcodes or flags.
+ */
+#ifndef HPU_PACKETS_H
+#define HPU_PACKETS_H
+
+#include <linux/types.h>
+
+#define HPU_PKT_VERSION 1
+
+/* A user command buffer is at most this long. */
+#define HPU_CB_MAX_SIZE (64u << 10)
+
+/* Header: opcode in bits 0-7, flags in bits 8-15, bits 16-31 zero. */
+#define HPU_PKT_HEADER(opcode, flags) ((__u32)(opcode) | ((__u32)(flags) << 8))
+#define HPU_PKT_OPCODE(header) ((header) & 0xff)
+#define HPU_PKT_FLAGS(header) (((header) >> 8) & 0xff)
+#define HPU_PKT_RESERVED(header) ((header) >> 16)
+
+enum hpu_pkt_opcode {
+	HPU_PKT_NOP = 0x00,
+	HPU_PKT_LIN_DMA = 0x01,
+	HPU_PKT_SIGNAL = 0x02,
+	HPU_PKT_WAIT = 0x03,
+	HPU_PKT_TIMESTAMP = 0x04,
+	/* Privileged: only in the driver's tail of a job. */
+	HPU_PKT_WRITE_COMPLETION = 0x80,
+	HPU_PKT_INTERRUPT = 0x81,
+};
+
+#define HPU_PKT_IS_PRIVILEGED(opcode) ((opcode) & 0x80)
+
+struct hpu_pkt_nop {
+	__u32 header;
+	__u32 pad; /* must be 0 */
+};
+
+/* LIN_DMA flags */
+#define HPU_PKT_LIN_DMA_MEMSET (1u << 0) /* fill dst with the low byte of src */
+
+/* Copy size bytes from src to dst (any alignment; ranges must not overlap). */
+struct hpu_pkt_lin_dma {
+	__u32 header;
+	__u32 pad; /* must be 0 */
+	__u64 src;
+	__u64 dst;
+	__u64 size;
+};
+
+/* Atomically add value to the __u32 at addr (a sync object in memory). */
+struct hpu_pkt_signal {
+	__u32 header;
+	__u32 value;
+	__u64 addr; /* 4-byte aligned */
+};
+
+/* Stall this queue until the __u32 at addr is >= value. */
+struct hpu_pkt_wait {
+	__u32 header;
+	__u32 value;
+	__u64 addr; /* 4-byte aligned */
+};
+
+/* Write the device clock, in ns, as a __u64 to addr, once earlier packets are done. */
+struct hpu_pkt_timestamp {
+	__u32 header;
+	__u32 pad; /* must be 0 */
+	__u64 addr; /* 8-byte aligned */
+};
+
+/* Privileged: write value to the bus address addr, bypassing the MMU. */
+struct hpu_pkt_write_completion {
+	__u32 header;
+	__u32 pad; /* must be 0 */
+	__u64 addr; /* 8-byte aligned */
+	__u64 value;
+};
+
+/* Privileged: raise MSI-X vector (1..HPU_MSIX_VECTORS-1). */
+struct hpu_pkt_interrupt {
+	__u32 header;
+	__u32 vector;
+};
+
+#endif /* HPU_PACKETS_H */
