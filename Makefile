@@ -64,7 +64,11 @@ host-tests: $(HOST_TESTS)
 include tests/host/sources.mk
 
 .SECONDEXPANSION:
-$(BUILD)/tests/host/%: tests/host/%.c $$(HOST_TEST_SRCS_$$*) | setup userspace
+# A test built from several sources gets one .d, so depend on every header.
+HOST_TEST_HEADERS := $(wildcard uapi/drm/*.h qemu-device/include/*.h qemu-device/core/*.h \
+	firmware-stub/include/*.h userspace/include/hpu/*.h tests/host/*.h)
+
+$(BUILD)/tests/host/%: tests/host/%.c $$(HOST_TEST_SRCS_$$*) $(HOST_TEST_HEADERS) | setup userspace
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $(INCLUDES) $< $(HOST_TEST_SRCS_$*) $(HOST_TEST_LIBS_$*) -o $@
 
@@ -87,7 +91,7 @@ $(BUILD)/tests/bench/%: tests/bench/%.c | userspace
 
 define guest-link
 @mkdir -p $(@D)
-$(CC) $(HOST_CFLAGS) $(KSFT_CFLAGS) $(INCLUDES) -I$(KSFT_DIR) $< \
+$(CC) $(HOST_CFLAGS) $(KSFT_CFLAGS) $(INCLUDES) -I$(KSFT_DIR) -Itests/guest $< \
 	-L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib -lhpu \
 	$(shell pkg-config --libs libdrm 2>/dev/null) -o $@
 endef

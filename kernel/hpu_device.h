@@ -5,6 +5,7 @@
 #ifndef HPU_DEVICE_H
 #define HPU_DEVICE_H
 
+#include <linux/atomic.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/io.h>
@@ -13,7 +14,31 @@
 #include <drm/drm_device.h>
 #include <drm/hpu_accel.h>
 
-/* One hpu PCI function. */
+#include "hpu_eq.h"
+#include "hpu_gem.h"
+#include "hpu_mmu.h"
+#include "hpu_queue.h"
+#include "hpu_regs.h"
+
+struct hpu_ctx;
+
+/* Device-wide job counters (jobs of SUBMIT, not the driver's own). */
+struct hpu_stats {
+	atomic64_t jobs_submitted;
+	atomic64_t jobs_completed;
+	atomic64_t jobs_failed;
+	atomic_t contexts;		/* open files */
+};
+
+/*
+ * One hpu PCI function.
+ *
+ * Lifetimes: hardware resources (BARs, interrupts, rings) go at unbind,
+ * after drm_dev_unplug() and a device reset; what open files still use
+ * (HBM and MMU allocators, ASIDs, schedulers) goes with the DRM device,
+ * when the last file is closed.  Paths that open files reach touch the
+ * hardware only inside drm_dev_enter().
+ */
 struct hpu_device {
 	/*
 	 * Its refcount keeps this struct alive while a file is open, even
@@ -24,6 +49,8 @@ struct hpu_device {
 
 	/* BAR0.  Unmapped at unbind: nothing an open file reaches may use it. */
 	void __iomem *regs;
+	/* BAR4: the MMU region of HBM.  Unmapped at unbind. */
+	void __iomem *mmu_bar;
 
 	/*
 	 * Serializes read-modify-write cycles of HPU_REG_IRQ_MASK.  Taken with
@@ -43,6 +70,14 @@ struct hpu_device {
 	/* debugfs directory of this device and its "regs" file's registers. */
 	struct dentry *debugfs;
 	struct debugfs_regset32 regset;
+
+	unsigned int job_timeout_ms;	/* set at probe */
+	struct hpu_mmu mmu;
+	struct hpu_hbm hbm;
+	struct hpu_queue queues[HPU_NUM_QUEUES];
+	struct hpu_eq eq;
+	struct hpu_ctx *kctx;		/* the driver's context, ASID 0 */
+	struct hpu_stats stats;
 };
 
 static inline struct hpu_device *to_hpu_device(struct drm_device *drm)

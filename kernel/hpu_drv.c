@@ -15,15 +15,22 @@
 #include <drm/drm_ioctl.h>
 
 #include "hpu_compat.h"
+#include "hpu_ctx.h"
 #include "hpu_debugfs.h"
 #include "hpu_device.h"
+#include "hpu_eq.h"
 #include "hpu_fw.h"
 #include "hpu_fw_if.h"
+#include "hpu_gem.h"
 #include "hpu_info.h"
 #include "hpu_ioctl.h"
 #include "hpu_irq.h"
+#include "hpu_job.h"
+#include "hpu_mmu.h"
+#include "hpu_queue.h"
 #include "hpu_regs.h"
 #include "hpu_sysfs.h"
+#include "hpu_vm.h"
 
 static char *fw_name = HPU_FW_DEFAULT_NAME;
 module_param(fw_name, charp, 0444);
@@ -33,13 +40,23 @@ static unsigned int boot_timeout_ms = 2000;
 module_param(boot_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(boot_timeout_ms, "Time the device has to boot the firmware, in ms");
 
+static unsigned int job_timeout_ms = 10000;
+module_param(job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Time a job may run before its queue is reset and it fails with -ETIMEDOUT, in ms");
+
 static const struct drm_ioctl_desc hpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(HPU_INFO, hpu_ioctl_info, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_GEM_CREATE, hpu_ioctl_gem_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_VM_MAP, hpu_ioctl_vm_map, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_VM_UNMAP, hpu_ioctl_vm_unmap, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_SUBMIT, hpu_ioctl_submit, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_WAIT, hpu_ioctl_wait, DRM_RENDER_ALLOW),
 };
 
 /*
- * No GEM yet, so no mmap (DEFINE_DRM_ACCEL_FOPS maps through GEM from 6.6
- * on), and no DRM events to poll or read.
+ * No mmap: buffers are HBM, which the CPU cannot reach (mmap() of the node
+ * fails with -ENODEV).  No DRM events to poll or read.
  */
 static const struct file_operations hpu_fops = {
 	.owner = THIS_MODULE,
@@ -51,7 +68,9 @@ static const struct file_operations hpu_fops = {
 };
 
 static const struct drm_driver hpu_drm_driver = {
-	.driver_features = HPU_DRIVER_FEATURES,
+	.driver_features = HPU_DRIVER_FEATURES | DRIVER_GEM | DRIVER_SYNCOBJ,
+	.open = hpu_ctx_open,
+	.postclose = hpu_ctx_postclose,
 	.fops = &hpu_fops,
 	.ioctls = hpu_ioctls,
 	.num_ioctls = ARRAY_SIZE(hpu_ioctls),
@@ -62,17 +81,25 @@ static const struct drm_driver hpu_drm_driver = {
 	.minor = DRM_HPU_ABI_MINOR,
 };
 
-/* Map BAR0 and make sure an hpu answers behind it. */
+/* Map BAR0 and BAR4 and make sure an hpu answers behind them. */
 static int hpu_map_regs(struct hpu_device *hdev)
 {
 	struct pci_dev *pdev = hdev->pdev;
 	u32 id;
 	int ret;
 
-	ret = pcim_iomap_regions(pdev, BIT(HPU_BAR_REGS), DRM_HPU_DRIVER_NAME);
+	if (pci_resource_len(pdev, HPU_BAR_MMU) < HPU_MMU_REGION_SIZE) {
+		dev_err(&pdev->dev, "BAR%d is %llu bytes, expected %llu\n",
+			HPU_BAR_MMU, (u64)pci_resource_len(pdev, HPU_BAR_MMU),
+			HPU_MMU_REGION_SIZE);
+		return -ENODEV;
+	}
+	ret = pcim_iomap_regions(pdev, BIT(HPU_BAR_REGS) | BIT(HPU_BAR_MMU),
+				 DRM_HPU_DRIVER_NAME);
 	if (ret)
 		return dev_err_probe(&pdev->dev, ret, "cannot map registers\n");
 	hdev->regs = pcim_iomap_table(pdev)[HPU_BAR_REGS];
+	hdev->mmu_bar = pcim_iomap_table(pdev)[HPU_BAR_MMU];
 
 	id = hpu_rreg(hdev, HPU_REG_ID);
 	if (id != HPU_ID_VALUE) {
@@ -102,6 +129,20 @@ static void hpu_log_ready(struct hpu_device *hdev)
 		 HPU_NODE_PREFIX, hpu_compat_minor(&hdev->drm)->index);
 }
 
+/* Stop the device: no job runs and the engine has let go of all memory. */
+static void hpu_hw_stop(struct hpu_device *hdev)
+{
+	hpu_fw_reset(hdev);
+	hpu_queues_quiesce(hdev);
+}
+
+/* Free what the stopped device reached by DMA.  Each part tolerates not having been set up. */
+static void hpu_hw_free(struct hpu_device *hdev)
+{
+	hpu_eq_fini(hdev);
+	hpu_queues_fini(hdev);
+}
+
 static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct hpu_device *hdev;
@@ -117,8 +158,10 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (IS_ERR(hdev))
 		return PTR_ERR(hdev);
 	hdev->pdev = pdev;
+	hdev->job_timeout_ms = max(READ_ONCE(job_timeout_ms), 1u);
 	spin_lock_init(&hdev->irq_mask_lock);
 	init_completion(&hdev->boot_done);
+	hpu_eq_early_init(hdev);
 	pci_set_drvdata(pdev, hdev);
 
 	pci_set_master(pdev);
@@ -143,18 +186,39 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 	hpu_info_init(hdev);
 
+	/* Allocators that open files use: they live as long as the DRM device. */
+	ret = hpu_mmu_init(hdev);
+	if (ret)
+		goto err_hw_fini;
+	ret = hpu_hbm_init(hdev);
+	if (ret)
+		goto err_hw_fini;
+
+	ret = hpu_queues_init(hdev);
+	if (ret)
+		goto err_hw_fini;
+	ret = hpu_eq_init(hdev);
+	if (ret)
+		goto err_hw_fini;
+	ret = hpu_ctx_kernel_init(hdev);
+	if (ret)
+		goto err_hw_fini;
+
 	ret = drm_dev_register(&hdev->drm, 0);
 	if (ret) {
 		dev_err(&pdev->dev, "cannot register DRM device: %d\n", ret);
-		goto err_reset_device;
+		goto err_kernel_ctx_fini;
 	}
 
 	hpu_debugfs_init(hdev);
 	hpu_log_ready(hdev);
 	return 0;
 
-err_reset_device:
-	hpu_fw_reset(hdev);
+err_kernel_ctx_fini:
+	hpu_ctx_kernel_fini(hdev);
+err_hw_fini:
+	hpu_hw_stop(hdev);
+	hpu_hw_free(hdev);
 err_irq_fini:
 	hpu_irq_fini(hdev);
 	return ret;
@@ -163,7 +227,12 @@ err_irq_fini:
 /*
  * Open files keep the DRM device, and with it struct hpu_device, alive;
  * drm_dev_unplug() makes their ioctls fail with -ENODEV from now on and
- * waits for those in flight, so the hardware can go.
+ * waits for every drm_dev_enter() section (hardware access, run_job, queue
+ * recovery), after which nothing touches the hardware any more.  The device
+ * reset stops every queue; the jobs still in a ring then fail with -ENODEV,
+ * and those not yet pushed fail the same way when the scheduler gets to
+ * them.  What open files use (allocators, schedulers, the driver's context)
+ * stays until the DRM device is released.
  */
 static void hpu_remove(struct pci_dev *pdev)
 {
@@ -171,7 +240,9 @@ static void hpu_remove(struct pci_dev *pdev)
 
 	hpu_debugfs_fini(hdev);
 	drm_dev_unplug(&hdev->drm);
-	hpu_fw_reset(hdev);
+	hpu_hw_stop(hdev);
+	hpu_queues_halt(hdev);
+	hpu_hw_free(hdev);
 	hpu_irq_fini(hdev);
 }
 

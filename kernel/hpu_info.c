@@ -56,4 +56,7 @@ void hpu_info_init(struct hpu_device *hdev)
 	info->num_mme_engines = hpu_rreg(hdev, HPU_REG_NUM_MME);
 	info->num_tpc_engines = hpu_rreg(hdev, HPU_REG_NUM_TPC);
 	info->pad = 0;
+	info->num_queues = HPU_NUM_QUEUES;
+	/* ASID 0 is the driver's own. */
+	info->max_contexts = HPU_MMU_NUM_ASIDS - 1;
 }

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hpu interrupts: MSI-X setup and the misc vector (boot done, device errors).
+ * hpu interrupts: MSI-X setup and the misc vector (boot done, device
+ * errors, events).  The queues' vectors are handled in hpu_queue.c.
  */
 #include <linux/interrupt.h>
 #include <linux/lockdep.h>
 #include <linux/pci.h>
 
 #include "hpu_device.h"
+#include "hpu_eq.h"
 #include "hpu_irq.h"
 #include "hpu_regs.h"
 
-/* Only the misc vector has a user so far; queues will add theirs. */
-#define HPU_IRQ_NUM_VECTORS (HPU_MSIX_VEC_MISC + 1)
+/* The misc vector, then one per hardware queue (requested in hpu_queue.c). */
+#define HPU_IRQ_NUM_VECTORS (HPU_MSIX_VEC_MISC + 1 + HPU_NUM_QUEUES)
 
 static const char *hpu_irq_err_name(u32 code)
 {
@@ -22,6 +24,7 @@ static const char *hpu_irq_err_name(u32 code)
 		[HPU_ERR_BOOT_BUSY] = "boot started while busy",
 		[HPU_ERR_BAD_RESET_KEY] = "bad reset key",
 		[HPU_ERR_BAD_CTRL] = "bad control bits",
+		[HPU_ERR_BAD_QUEUE] = "bad queue programming",
 	};
 
 	return code < ARRAY_SIZE(names) ? names[code] : "unknown";
@@ -46,6 +49,8 @@ static irqreturn_t hpu_irq_misc(int irq, void *arg)
 	}
 	if (cause & HPU_IRQ_BOOT_DONE)
 		complete(&hdev->boot_done);
+	if (cause & HPU_IRQ_EVENT)
+		hpu_eq_process(hdev);
 
 	return IRQ_HANDLED;
 }

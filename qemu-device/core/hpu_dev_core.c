@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hpu device core: BAR0 register file, firmware boot and interrupt causes.
+ * hpu device core: BAR0 register file, BAR4, firmware boot, interrupt causes
+ * and reset.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,9 +10,11 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "hpu_dev_core.h"
+#include "hpu_core_internal.h"
+#include "hpu_le.h"
 
-#define HPU_CORE_REG(core, reg) ((core)->regs[HPU_REG_##reg / 4])
+/* Registers of the device block (identity to interrupts). */
+#define HPU_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
 
 static const char *const hpu_boot_status_names[] = {
 	[HPU_FW_BOOT_IDLE] = "IDLE",
@@ -20,12 +23,27 @@ static const char *const hpu_boot_status_names[] = {
 	[HPU_FW_BOOT_FAILED] = "FAILED",
 };
 
+void hpu_core_lock(struct hpu_dev_core *core)
+{
+	pthread_mutex_lock(&core->lock);
+}
+
+void hpu_core_unlock(struct hpu_dev_core *core)
+{
+	bool raise = core->irq_pending;
+
+	core->irq_pending = false;
+	pthread_mutex_unlock(&core->lock);
+	if (raise)
+		core->ops->irq_raise(core->opaque, HPU_MSIX_VEC_MISC);
+}
+
 /* Interrupt causes all share the misc vector. */
-static void hpu_irq_set(struct hpu_dev_core *core, uint32_t cause)
+void hpu_irq_set(struct hpu_dev_core *core, uint32_t cause)
 {
 	HPU_CORE_REG(core, IRQ_CAUSE) |= cause;
 	if (cause & ~HPU_CORE_REG(core, IRQ_MASK))
-		core->ops->irq_raise(core->opaque, HPU_MSIX_VEC_MISC);
+		core->irq_pending = true;
 }
 
 static void hpu_vlog(struct hpu_dev_core *core, const char *fmt, va_list ap)
@@ -36,8 +54,7 @@ static void hpu_vlog(struct hpu_dev_core *core, const char *fmt, va_list ap)
 	core->ops->log_guest_error(core->opaque, msg);
 }
 
-static void __attribute__((format(printf, 2, 3)))
-hpu_log(struct hpu_dev_core *core, const char *fmt, ...)
+void hpu_log(struct hpu_dev_core *core, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -46,9 +63,7 @@ hpu_log(struct hpu_dev_core *core, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A guest programming error: logged, latched in ERR_CODE and signalled. */
-static void __attribute__((format(printf, 3, 4)))
-hpu_guest_error(struct hpu_dev_core *core, enum hpu_err_code code, const char *fmt, ...)
+void hpu_guest_error(struct hpu_dev_core *core, enum hpu_err_code code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -59,17 +74,21 @@ hpu_guest_error(struct hpu_dev_core *core, enum hpu_err_code code, const char *f
 	hpu_irq_set(core, HPU_IRQ_ERROR);
 }
 
-static void hpu_write_reset(struct hpu_dev_core *core, uint32_t value)
+static void hpu_reset(struct hpu_dev_core *core);
+
+static void hpu_write_reset(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+			    uint32_t value)
 {
 	if (value != HPU_RESET_KEY) {
 		hpu_guest_error(core, HPU_ERR_BAD_RESET_KEY,
 				"RESET written with 0x%08" PRIx32 ", not the reset key", value);
 		return;
 	}
-	hpu_core_reset(core);
+	hpu_reset(core);
 }
 
-static void hpu_write_boot_ctrl(struct hpu_dev_core *core, uint32_t value)
+static void hpu_write_boot_ctrl(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+				uint32_t value)
 {
 	uint32_t status = HPU_CORE_REG(core, BOOT_STATUS);
 
@@ -94,34 +113,26 @@ static void hpu_write_boot_ctrl(struct hpu_dev_core *core, uint32_t value)
 	core->ops->schedule_boot(core->opaque);
 }
 
-static void hpu_write_irq_cause(struct hpu_dev_core *core, uint32_t value)
+static void hpu_write_irq_cause(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+				uint32_t value)
 {
 	HPU_CORE_REG(core, IRQ_CAUSE) &= ~value;
 }
 
-static void hpu_write_irq_mask(struct hpu_dev_core *core, uint32_t value)
+static void hpu_write_irq_mask(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+			       uint32_t value)
 {
 	uint32_t unmasked = HPU_CORE_REG(core, IRQ_MASK) & ~value;
 
 	HPU_CORE_REG(core, IRQ_MASK) = value;
 	/* MSI-X is an edge: re-signal causes that were held back by the mask. */
 	if (HPU_CORE_REG(core, IRQ_CAUSE) & unmasked)
-		core->ops->irq_raise(core->opaque, HPU_MSIX_VEC_MISC);
+		core->irq_pending = true;
 }
 
-#define HPU_REG_R (1u << 0)
-#define HPU_REG_W (1u << 1)
+#define HPU_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn }
 
-struct hpu_reg_desc {
-	const char *name; /* NULL: hole in the map */
-	unsigned int access; /* HPU_REG_R | HPU_REG_W */
-	/* Side effects of a write; NULL just stores the value. */
-	void (*write)(struct hpu_dev_core *core, uint32_t value);
-};
-
-#define HPU_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, fn }
-
-static const struct hpu_reg_desc hpu_reg_descs[HPU_CORE_NR_REGS] = {
+static const struct hpu_reg_desc hpu_reg_descs[HPU_DEV_REG_WORDS] = {
 	HPU_REG_DESC(ID, HPU_REG_R, NULL),
 	HPU_REG_DESC(REGS_VERSION, HPU_REG_R, NULL),
 	HPU_REG_DESC(HW_REV, HPU_REG_R, NULL),
@@ -146,13 +157,23 @@ static const struct hpu_reg_desc hpu_reg_descs[HPU_CORE_NR_REGS] = {
 	HPU_REG_DESC(IRQ_MASK, HPU_REG_R | HPU_REG_W, hpu_write_irq_mask),
 };
 
-static uint32_t hpu_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+/* A group of identical register units: the device's own, the event queue, each queue. */
+struct hpu_reg_block {
+	uint32_t base;
+	uint32_t stride; /* bytes from one unit to the next */
+	unsigned int units;
+	const char *unit_name; /* names units "queue 2"; NULL when there is one */
+	const struct hpu_reg_desc *descs; /* stride / 4 of them */
+};
+
+static const struct hpu_reg_block hpu_reg_blocks[] = {
+	{ 0, HPU_DEV_REG_WORDS * 4, 1, NULL, hpu_reg_descs },
+	{ HPU_REG_EQ_RING_LO, HPU_EQ_REG_WORDS * 4, 1, NULL, hpu_eq_reg_descs },
+	{ HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue", hpu_qman_reg_descs },
+};
 
 /* Image fields are little-endian whatever the host is. */
-#define HPU_FW_FIELD(img, field) hpu_le32((img) + offsetof(struct hpu_fw_header, field))
+#define HPU_FW_FIELD(img, field) hpu_ld_le32((img) + offsetof(struct hpu_fw_header, field))
 
 static enum hpu_fw_boot_error hpu_fw_check(const uint8_t *img, uint32_t size)
 {
@@ -171,17 +192,15 @@ static enum hpu_fw_boot_error hpu_fw_check(const uint8_t *img, uint32_t size)
 		return HPU_FW_ERR_BAD_FLAGS;
 	crc = crc32(0, img, HPU_FW_CRC_OFFSET);
 	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, size - HPU_FW_HEADER_SIZE);
-	if (crc != hpu_le32(img + HPU_FW_CRC_OFFSET))
+	if (crc != hpu_ld_le32(img + HPU_FW_CRC_OFFSET))
 		return HPU_FW_ERR_BAD_CRC;
 	return HPU_FW_ERR_NONE;
 }
 
 /* Copy the image latched at START into boot SRAM. */
-static enum hpu_fw_boot_error hpu_boot_fetch(struct hpu_dev_core *core)
+static enum hpu_fw_boot_error hpu_boot_fetch(struct hpu_dev_core *core, uint64_t addr,
+					     uint32_t size)
 {
-	uint64_t addr = core->boot_addr;
-	uint32_t size = core->boot_size;
-
 	if (size < HPU_FW_HEADER_SIZE || size > HPU_FW_MAX_IMAGE_SIZE)
 		return HPU_FW_ERR_BAD_SIZE;
 	/* The transfer must not wrap around the top of the bus address space. */
@@ -210,15 +229,26 @@ static void hpu_boot_ready(struct hpu_dev_core *core)
 void hpu_core_boot_run(struct hpu_dev_core *core)
 {
 	enum hpu_fw_boot_error err;
+	uint64_t addr;
+	uint32_t size, gen;
 
+	hpu_core_lock(core);
 	/* A run scheduled before a reset finds the device no longer LOADING. */
 	if (HPU_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_LOADING)
-		return;
+		goto out;
 
-	err = hpu_boot_fetch(core);
+	/* Unlocked: the image may be fetched from the device's own BAR. */
+	addr = core->boot_addr;
+	size = core->boot_size;
+	gen = core->gen;
+	hpu_core_unlock(core);
+	err = hpu_boot_fetch(core, addr, size);
+	hpu_core_lock(core);
+	if (gen != core->gen)
+		goto out;
+
 	if (err == HPU_FW_ERR_NONE)
 		err = hpu_fw_check(core->boot_sram, core->boot_size);
-
 	if (err == HPU_FW_ERR_NONE) {
 		hpu_boot_ready(core);
 	} else {
@@ -228,59 +258,151 @@ void hpu_core_boot_run(struct hpu_dev_core *core)
 		HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
 	}
 	hpu_irq_set(core, HPU_IRQ_BOOT_DONE);
+out:
+	hpu_core_unlock(core);
 }
 
-/* The register an access targets, or NULL after reporting why there is none. */
-static const struct hpu_reg_desc *hpu_decode(struct hpu_dev_core *core, uint64_t offset,
-					     unsigned int size, const char *dir)
-{
+/* A decoded BAR0 access. */
+struct hpu_reg_ref {
+	const struct hpu_reg_block *block;
 	const struct hpu_reg_desc *desc;
+	unsigned int unit;
+};
+
+static const char *hpu_reg_name(const struct hpu_reg_ref *ref, char *buf, size_t len)
+{
+	if (!ref->block->unit_name)
+		return ref->desc->name;
+	snprintf(buf, len, "%s %u %s", ref->block->unit_name, ref->unit, ref->desc->name);
+	return buf;
+}
+
+/* The register an access targets; false after reporting why there is none. */
+static bool hpu_decode(struct hpu_dev_core *core, uint64_t offset, unsigned int size,
+		       const char *dir, struct hpu_reg_ref *ref)
+{
+	size_t i;
 
 	if (size != 4 || offset % 4) {
 		hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
 				"%u-byte %s at 0x%" PRIx64 ": only aligned 32-bit accesses",
 				size, dir, offset);
-		return NULL;
+		return false;
 	}
-	desc = offset / 4 < HPU_CORE_NR_REGS ? &hpu_reg_descs[offset / 4] : NULL;
-	if (!desc || !desc->name) {
-		hpu_guest_error(core, HPU_ERR_BAD_ACCESS, "%s at unmapped offset 0x%" PRIx64,
-				dir, offset);
-		return NULL;
+	for (i = 0; i < sizeof(hpu_reg_blocks) / sizeof(hpu_reg_blocks[0]); i++) {
+		const struct hpu_reg_block *block = &hpu_reg_blocks[i];
+		uint64_t rel = offset - block->base;
+
+		if (offset < block->base || rel >= (uint64_t)block->stride * block->units)
+			continue;
+		ref->block = block;
+		ref->unit = (unsigned int)(rel / block->stride);
+		ref->desc = &block->descs[rel % block->stride / 4];
+		if (ref->desc->name)
+			return true;
+		break;
 	}
-	return desc;
+	hpu_guest_error(core, HPU_ERR_BAD_ACCESS, "%s at unmapped offset 0x%" PRIx64, dir, offset);
+	return false;
 }
 
 uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
 {
-	const struct hpu_reg_desc *desc = hpu_decode(core, offset, size, "read");
+	struct hpu_reg_ref ref;
+	uint32_t value = 0;
 
+	hpu_core_lock(core);
 	/* Write-only registers read as zero. */
-	if (!desc || !(desc->access & HPU_REG_R))
-		return 0;
-	return core->regs[offset / 4];
+	if (hpu_decode(core, offset, size, "read", &ref) && (ref.desc->access & HPU_REG_R))
+		value = core->regs[offset / 4];
+	hpu_core_unlock(core);
+	return value;
+}
+
+static void hpu_mmio_write_locked(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+				  unsigned int size)
+{
+	struct hpu_reg_ref ref;
+	const char *why;
+	char name[32];
+
+	if (!hpu_decode(core, offset, size, "write", &ref))
+		return;
+	if (!(ref.desc->access & HPU_REG_W)) {
+		hpu_guest_error(core, HPU_ERR_READ_ONLY, "write of 0x%08" PRIx64 " to read-only %s",
+				value, hpu_reg_name(&ref, name, sizeof(name)));
+		return;
+	}
+	why = ref.desc->check ? ref.desc->check(core, ref.unit, (uint32_t)value) : NULL;
+	if (why)
+		hpu_guest_error(core, HPU_ERR_BAD_QUEUE,
+				"write of 0x%08" PRIx64 " to %s refused: %s", value,
+				hpu_reg_name(&ref, name, sizeof(name)), why);
+	else if (ref.desc->write)
+		ref.desc->write(core, ref.unit, (uint32_t)value);
+	else
+		core->regs[offset / 4] = (uint32_t)value;
 }
 
 void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size)
 {
-	const struct hpu_reg_desc *desc = hpu_decode(core, offset, size, "write");
-
-	if (!desc)
-		return;
-	if (!(desc->access & HPU_REG_W)) {
-		hpu_guest_error(core, HPU_ERR_READ_ONLY, "write of 0x%08" PRIx64 " to read-only %s",
-				value, desc->name);
-		return;
-	}
-	if (desc->write)
-		desc->write(core, (uint32_t)value);
-	else
-		core->regs[offset / 4] = (uint32_t)value;
+	hpu_core_lock(core);
+	hpu_mmio_write_locked(core, offset, value, size);
+	hpu_core_unlock(core);
 }
 
-void hpu_core_reset(struct hpu_dev_core *core)
+/* Whether a BAR4 access is one the MMU region takes, after reporting why not. */
+static bool hpu_mmu_bar_check(struct hpu_dev_core *core, uint64_t offset, unsigned int size,
+			      const char *dir)
 {
+	if ((size == 4 || size == 8) && !(offset % size) && offset < HPU_MMU_REGION_SIZE)
+		return true;
+	hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
+			"%u-byte BAR4 %s at 0x%" PRIx64 ": only aligned 4- and 8-byte accesses",
+			size, dir, offset);
+	return false;
+}
+
+uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+{
+	const uint8_t *p;
+	uint64_t value = 0, avail;
+
+	hpu_core_lock(core);
+	if (hpu_mmu_bar_check(core, offset, size, "read")) {
+		p = hpu_hbm_map(core->hbm, offset, false, &avail);
+		if (p)
+			value = size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p);
+	}
+	hpu_core_unlock(core);
+	return value;
+}
+
+void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+			unsigned int size)
+{
+	uint8_t *p;
+	uint64_t avail;
+
+	hpu_core_lock(core);
+	if (hpu_mmu_bar_check(core, offset, size, "write")) {
+		p = hpu_hbm_map(core->hbm, offset, true, &avail);
+		if (!p)
+			hpu_log(core, "host out of memory for HBM: BAR4 write dropped");
+		else if (size == 8)
+			hpu_st_le64(p, value);
+		else
+			hpu_st_le32(p, (uint32_t)value);
+	}
+	hpu_core_unlock(core);
+}
+
+/* Lock held. */
+static void hpu_reset(struct hpu_dev_core *core)
+{
+	struct hpu_hbm *old = core->hbm;
+
 	if (HPU_CORE_REG(core, BOOT_STATUS) == HPU_FW_BOOT_LOADING)
 		core->ops->cancel_boot(core->opaque);
 
@@ -293,6 +415,21 @@ void hpu_core_reset(struct hpu_dev_core *core)
 	HPU_CORE_REG(core, HW_REV) = HPU_HW_REVISION;
 	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_IDLE;
 	HPU_CORE_REG(core, IRQ_MASK) = UINT32_MAX;
+
+	/* Work in flight (a boot fetch, a job, an event write) sees this and lets go. */
+	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
+	core->eq_posting = false;
+	hpu_qman_reset(core);
+	core->hbm = hpu_hbm_new(core->cfg.hbm_size);
+	if (old)
+		hpu_qman_retire(core, old);
+}
+
+void hpu_core_reset(struct hpu_dev_core *core)
+{
+	hpu_core_lock(core);
+	hpu_reset(core);
+	hpu_core_unlock(core);
 }
 
 void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
@@ -302,7 +439,28 @@ void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, vo
 	core->ops = ops;
 	core->opaque = opaque;
 	core->cfg = *cfg;
+	pthread_mutex_init(&core->lock, NULL);
+	pthread_cond_init(&core->qman.work, NULL);
 	hpu_core_reset(core);
+}
+
+void hpu_core_destroy(struct hpu_dev_core *core)
+{
+	if (core->qman.retired)
+		hpu_hbm_put(core->qman.retired);
+	hpu_hbm_put(core->hbm);
+	pthread_cond_destroy(&core->qman.work);
+	pthread_mutex_destroy(&core->lock);
+}
+
+size_t hpu_core_hbm_chunks(struct hpu_dev_core *core)
+{
+	size_t n;
+
+	hpu_core_lock(core);
+	n = hpu_hbm_chunks(core->hbm);
+	hpu_core_unlock(core);
+	return n;
 }
 
 int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t err_len)
@@ -317,8 +475,10 @@ int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t e
 	};
 	size_t i;
 
-	if (!cfg->hbm_size || cfg->hbm_size % HPU_CORE_HBM_ALIGN) {
-		snprintf(err, err_len, "HBM size %" PRIu64 " is not a non-zero multiple of 2 MiB",
+	if (cfg->hbm_size < HPU_CORE_HBM_MIN || cfg->hbm_size > HPU_CORE_HBM_MAX ||
+	    cfg->hbm_size % HPU_CORE_HBM_ALIGN) {
+		snprintf(err, err_len,
+			 "HBM size %" PRIu64 " is not a multiple of 2 MiB from 66 MiB to 1 TiB",
 			 cfg->hbm_size);
 		return -EINVAL;
 	}

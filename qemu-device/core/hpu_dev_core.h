@@ -4,26 +4,40 @@
  * QEMU so the host unit tests can drive it directly.
  *
  * The embedder (the QEMU glue or a test) supplies DMA, interrupts, a deferred
- * boot and a guest-error log through struct hpu_core_ops.  The core never
- * trusts the guest: every bad access is logged and reported in ERR_CODE.
+ * boot, a clock and a guest-error log through struct hpu_core_ops, and runs
+ * the engine (hpu_core_engine_*) on a thread of its own.  The core never
+ * trusts the guest: every bad access is logged and reported in ERR_CODE or
+ * as an event.
+ *
+ * Threads: MMIO, BAR4, boot and reset calls may come from any thread, the
+ * engine runs on its own; the core serializes them on its lock, which it
+ * never holds across a call of ops->dma_read, dma_write or irq_raise (those
+ * may re-enter the device or take the embedder's lock).
  */
 #ifndef HPU_DEV_CORE_H
 #define HPU_DEV_CORE_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hpu_fw_if.h"
+#include "hpu_hbm.h"
+#include "hpu_qman.h"
 #include "hpu_regs.h"
 
-/* One word per 32-bit register up to the last one defined in hpu_regs.h. */
-#define HPU_CORE_NR_REGS (HPU_REG_IRQ_MASK / 4 + 1)
+/* One word per 32-bit register, up to the end of the last queue's block. */
+#define HPU_CORE_NR_REGS (HPU_REG_Q(HPU_NUM_QUEUES, 0) / 4)
 
 /* Upper bound on each engine count, so a mistyped property is caught. */
 #define HPU_CORE_MAX_ENGINES 64
 
 /* HBM is carved in 2 MiB pages, so its size must be a multiple of that. */
 #define HPU_CORE_HBM_ALIGN (2ull << 20)
+/* Beyond the MMU region there must be room for buffers; the top keeps the chunk table small. */
+#define HPU_CORE_HBM_MIN (HPU_MMU_REGION_SIZE + HPU_CORE_HBM_ALIGN)
+#define HPU_CORE_HBM_MAX (1ull << 40)
 
 struct hpu_core_config {
 	uint64_t hbm_size; /* bytes */
@@ -33,9 +47,12 @@ struct hpu_core_config {
 	uint32_t caps; /* HPU_REG_CAPS_* */
 };
 
+/* dma_read, dma_write, irq_raise and now_ns are also called from the engine's thread. */
 struct hpu_core_ops {
 	/* Read len bytes of guest memory at bus_addr; 0 or -errno. */
 	int (*dma_read)(void *opaque, uint64_t bus_addr, void *buf, uint64_t len);
+	/* Write len bytes of guest memory at bus_addr; 0 or -errno. */
+	int (*dma_write)(void *opaque, uint64_t bus_addr, const void *buf, uint64_t len);
 	/* Signal an MSI-X vector. */
 	void (*irq_raise)(void *opaque, unsigned int vector);
 	/* Call hpu_core_boot_run() later, outside the MMIO access. */
@@ -44,17 +61,26 @@ struct hpu_core_ops {
 	void (*cancel_boot)(void *opaque);
 	/* Report a guest programming error (one line, no newline). */
 	void (*log_guest_error)(void *opaque, const char *msg);
+	/* The device clock in ns, for TIMESTAMP packets. */
+	uint64_t (*now_ns)(void *opaque);
 };
 
 struct hpu_dev_core {
 	const struct hpu_core_ops *ops;
 	void *opaque;
 	struct hpu_core_config cfg;
+	pthread_mutex_t lock; /* guards everything below, see hpu_core_internal.h */
 	uint32_t regs[HPU_CORE_NR_REGS]; /* indexed by offset / 4 */
 	/* BOOT_ADDR and BOOT_SIZE latched at START: later writes cannot race the load. */
 	uint64_t boot_addr;
 	uint32_t boot_size;
 	uint8_t boot_sram[HPU_FW_MAX_IMAGE_SIZE];
+	/* Bumped by every reset: work begun before is abandoned.  The engine reads it unlocked. */
+	uint32_t gen;
+	bool irq_pending;     /* raise the misc vector once the lock is dropped */
+	struct hpu_hbm *hbm;
+	bool eq_posting;      /* the engine is writing an event entry */
+	struct hpu_qman qman;
 };
 
 /* 0 if cfg describes a device we can model, else -EINVAL with the reason in err. */
@@ -63,13 +89,36 @@ int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t e
 /* cfg must have passed hpu_core_check_config(); leaves the device reset. */
 void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
 		   const struct hpu_core_config *cfg);
+/* The engine must be stopped (and its thread joined) first. */
+void hpu_core_destroy(struct hpu_dev_core *core);
+/* A full reset: registers, queues, events, and HBM back to zeros. */
 void hpu_core_reset(struct hpu_dev_core *core);
 
+/* BAR0: the registers. */
 uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
 void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size);
 
+/* BAR4: HBM [0, HPU_MMU_REGION_SIZE), aligned 4- and 8-byte accesses. */
+uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
+void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+			unsigned int size);
+
 /* The deferred half of BOOT_CTRL=START: fetch, verify and start the image. */
 void hpu_core_boot_run(struct hpu_dev_core *core);
+
+/*
+ * The engine, for one thread: loop on hpu_core_engine_wait(), which blocks
+ * until some queue can make progress (false once stopped), then
+ * hpu_core_engine_run(), which runs jobs until none can.  A test may call
+ * hpu_core_engine_run() alone, synchronously.
+ */
+bool hpu_core_engine_wait(struct hpu_dev_core *core);
+void hpu_core_engine_run(struct hpu_dev_core *core);
+/* Ends the engine: the job running is abandoned at its next step, wait returns false. */
+void hpu_core_engine_stop(struct hpu_dev_core *core);
+
+/* Host chunks backing HBM now (it is allocated lazily). */
+size_t hpu_core_hbm_chunks(struct hpu_dev_core *core);
 
 #endif /* HPU_DEV_CORE_H */

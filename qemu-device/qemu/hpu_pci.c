@@ -2,13 +2,17 @@
 /*
  * hpu PCI device: QEMU glue around the device core in hpu_dev_core.c.
  *
- * This file only adapts QEMU services (BAR0 MMIO, MSI-X, bus-master DMA, a
- * virtual-clock timer for the deferred boot, reset and properties) to
- * struct hpu_core_ops; all register semantics live in the core.
+ * This file only adapts QEMU services (BAR0 and BAR4 MMIO, MSI-X, bus-master
+ * DMA, a virtual-clock timer for the deferred boot, a thread for the engine,
+ * reset and properties) to struct hpu_core_ops; all device semantics live in
+ * the core.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/rcu.h"
+#include "qemu/thread.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
 #include "qapi/error.h"
@@ -24,7 +28,9 @@
 struct hpu_pci {
 	PCIDevice parent_obj;
 	MemoryRegion regs;
+	MemoryRegion mmu;
 	QEMUTimer *boot_timer;
+	QemuThread engine;
 	uint32_t boot_delay_ms;
 	struct hpu_core_config cfg; /* from properties, caps fixed at realize */
 	struct hpu_dev_core core;
@@ -32,22 +38,43 @@ struct hpu_pci {
 
 DECLARE_INSTANCE_CHECKER(struct hpu_pci, HPU_PCI, TYPE_HPU_PCI)
 
+/* Refuse up front when bus mastering is off: QEMU would log a warning per word. */
+static bool hpu_pci_master(struct hpu_pci *s)
+{
+	return pci_get_word(s->parent_obj.config + PCI_COMMAND) & PCI_COMMAND_MASTER;
+}
+
+/* Called from the engine thread too: pci_dma_*() take the BQL themselves if they reach MMIO. */
 static int hpu_pci_dma_read(void *opaque, uint64_t bus_addr, void *buf, uint64_t len)
 {
 	struct hpu_pci *s = opaque;
 
-	/* Refuse up front: a disabled master would log a QEMU warning per word. */
-	if (!(pci_get_word(s->parent_obj.config + PCI_COMMAND) & PCI_COMMAND_MASTER))
+	if (!hpu_pci_master(s))
 		return -EIO;
 	return pci_dma_read(&s->parent_obj, bus_addr, buf, len) == MEMTX_OK ? 0 : -EIO;
+}
+
+static int hpu_pci_dma_write(void *opaque, uint64_t bus_addr, const void *buf, uint64_t len)
+{
+	struct hpu_pci *s = opaque;
+
+	if (!hpu_pci_master(s))
+		return -EIO;
+	return pci_dma_write(&s->parent_obj, bus_addr, buf, len) == MEMTX_OK ? 0 : -EIO;
 }
 
 static void hpu_pci_irq_raise(void *opaque, unsigned int vector)
 {
 	struct hpu_pci *s = opaque;
+	/* MMIO and timers arrive holding the BQL; the engine thread does not. */
+	bool locked = qemu_mutex_iothread_locked();
 
+	if (!locked)
+		qemu_mutex_lock_iothread();
 	/* msix_notify() itself latches the PBA bit while the vector is masked. */
 	msix_notify(&s->parent_obj, vector);
+	if (!locked)
+		qemu_mutex_unlock_iothread();
 }
 
 static void hpu_pci_schedule_boot(void *opaque)
@@ -69,12 +96,20 @@ static void hpu_pci_log_guest_error(void *opaque, const char *msg)
 	qemu_log_mask(LOG_GUEST_ERROR, "%s: %s\n", TYPE_HPU_PCI, msg);
 }
 
+/* Virtual time: it stops with the VM, like the boot delay. */
+static uint64_t hpu_pci_now_ns(void *opaque)
+{
+	return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
 static const struct hpu_core_ops hpu_pci_core_ops = {
 	.dma_read = hpu_pci_dma_read,
+	.dma_write = hpu_pci_dma_write,
 	.irq_raise = hpu_pci_irq_raise,
 	.schedule_boot = hpu_pci_schedule_boot,
 	.cancel_boot = hpu_pci_cancel_boot,
 	.log_guest_error = hpu_pci_log_guest_error,
+	.now_ns = hpu_pci_now_ns,
 };
 
 static void hpu_pci_boot_timer(void *opaque)
@@ -98,22 +133,54 @@ static void hpu_pci_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned
 	hpu_core_mmio_write(&s->core, addr, val, size);
 }
 
+static uint64_t hpu_pci_mmu_read(void *opaque, hwaddr addr, unsigned int size)
+{
+	struct hpu_pci *s = opaque;
+
+	return hpu_core_mmu_read(&s->core, addr, size);
+}
+
+static void hpu_pci_mmu_write(void *opaque, hwaddr addr, uint64_t val, unsigned int size)
+{
+	struct hpu_pci *s = opaque;
+
+	hpu_core_mmu_write(&s->core, addr, val, size);
+}
+
 /* Every size and alignment reaches the core, which reports the bad ones. */
-static const MemoryRegionOps hpu_pci_mmio_ops = {
-	.read = hpu_pci_mmio_read,
-	.write = hpu_pci_mmio_write,
-	.endianness = DEVICE_LITTLE_ENDIAN,
-	.valid = {
-		.min_access_size = 1,
-		.max_access_size = 8,
-		.unaligned = true,
-	},
-	.impl = {
-		.min_access_size = 1,
-		.max_access_size = 8,
-		.unaligned = true,
-	},
-};
+#define HPU_PCI_MMIO_OPS(rd, wr) {		\
+	.read = rd,				\
+	.write = wr,				\
+	.endianness = DEVICE_LITTLE_ENDIAN,	\
+	.valid = {				\
+		.min_access_size = 1,		\
+		.max_access_size = 8,		\
+		.unaligned = true,		\
+	},					\
+	.impl = {				\
+		.min_access_size = 1,		\
+		.max_access_size = 8,		\
+		.unaligned = true,		\
+	},					\
+}
+
+static const MemoryRegionOps hpu_pci_mmio_ops = HPU_PCI_MMIO_OPS(hpu_pci_mmio_read,
+								 hpu_pci_mmio_write);
+static const MemoryRegionOps hpu_pci_mmu_ops = HPU_PCI_MMIO_OPS(hpu_pci_mmu_read,
+								hpu_pci_mmu_write);
+
+/* The engine: runs jobs off the vCPU threads, without the BQL. */
+static void *hpu_pci_engine_thread(void *opaque)
+{
+	struct hpu_pci *s = opaque;
+
+	/* pci_dma_*() look up the memory map under RCU. */
+	rcu_register_thread();
+	while (hpu_core_engine_wait(&s->core))
+		hpu_core_engine_run(&s->core);
+	rcu_unregister_thread();
+	return NULL;
+}
 
 static void hpu_pci_realize(PCIDevice *pdev, Error **errp)
 {
@@ -127,24 +194,39 @@ static void hpu_pci_realize(PCIDevice *pdev, Error **errp)
 		return;
 	}
 
+	hpu_core_init(&s->core, &hpu_pci_core_ops, s, &s->cfg);
+
 	pci_config_set_prog_interface(pdev->config, HPU_PCI_CLASS & 0xff);
 	memory_region_init_io(&s->regs, OBJECT(s), &hpu_pci_mmio_ops, s, "hpu-regs",
 			      HPU_BAR_REGS_SIZE);
 	pci_register_bar(pdev, HPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+	memory_region_init_io(&s->mmu, OBJECT(s), &hpu_pci_mmu_ops, s, "hpu-mmu",
+			      HPU_MMU_REGION_SIZE);
+	pci_register_bar(pdev, HPU_BAR_MMU,
+			 PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->mmu);
 
-	if (msix_init_exclusive_bar(pdev, HPU_MSIX_VECTORS, HPU_BAR_MSIX, errp))
+	if (msix_init_exclusive_bar(pdev, HPU_MSIX_VECTORS, HPU_BAR_MSIX, errp)) {
+		hpu_core_destroy(&s->core);
 		return;
+	}
 	for (v = 0; v < HPU_MSIX_VECTORS; v++)
 		msix_vector_use(pdev, v);
 
 	s->boot_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, hpu_pci_boot_timer, s);
-	hpu_core_init(&s->core, &hpu_pci_core_ops, s, &s->cfg);
+	qemu_thread_create(&s->engine, "hpu-engine", hpu_pci_engine_thread, s,
+			   QEMU_THREAD_JOINABLE);
 }
 
 static void hpu_pci_exit(PCIDevice *pdev)
 {
 	struct hpu_pci *s = HPU_PCI(pdev);
 
+	hpu_core_engine_stop(&s->core);
+	/* The engine may be waiting for the BQL (an interrupt, DMA to MMIO) before it can stop. */
+	qemu_mutex_unlock_iothread();
+	qemu_thread_join(&s->engine);
+	qemu_mutex_lock_iothread();
+	hpu_core_destroy(&s->core);
 	timer_free(s->boot_timer);
 	msix_uninit_exclusive_bar(pdev);
 }
@@ -169,14 +251,14 @@ static const struct {
 	const char *name;
 	const char *desc;
 } hpu_pci_property_docs[] = {
-	{ "hbm-size", "HBM size in bytes, a multiple of 2 MiB" },
+	{ "hbm-size", "HBM size in bytes, a multiple of 2 MiB from 66 MiB to 1 TiB" },
 	{ "num-dma", "number of DMA engines" },
 	{ "num-mme", "number of matrix engines" },
 	{ "num-tpc", "number of tensor processor cores" },
 	{ "boot-delay-ms", "virtual time from BOOT_CTRL=START to boot completion" },
 };
 
-/* Boot SRAM contents and a pending boot timer are not worth migrating. */
+/* Boot SRAM, HBM, running jobs and a pending boot timer are not worth migrating. */
 static const VMStateDescription hpu_pci_vmstate = {
 	.name = TYPE_HPU_PCI,
 	.unmigratable = 1,

@@ -2,8 +2,7 @@
 # Runs in the guest (through run-guest.sh): loads the driver and runs the
 # named benchmarks from build/tests/bench; each prints BENCH lines.
 set -eu
-modprobe drm
-insmod "$HPU_TOP/kernel/hpu.ko"
+tests/guest/load-driver.sh
 for name in "$@"; do
 	"$HPU_TOP/build/tests/bench/bench_$name"
 done

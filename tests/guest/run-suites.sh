@@ -4,8 +4,7 @@
 # $HPU_OUT.  Exits non-zero if anything failed.
 set -u
 echo "# guest uptime at first test: $(cut -d' ' -f1 /proc/uptime) s"
-modprobe drm || exit 1
-insmod "$HPU_TOP/kernel/hpu.ko" || exit 1
+tests/guest/load-driver.sh || exit 1
 
 status=0
 for t in "$HPU_TOP"/build/tests/guest/*_test; do

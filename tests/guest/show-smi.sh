@@ -1,7 +1,6 @@
 #!/bin/sh
 # `make run` in the guest: load the driver the way a user would and show it.
 set -eu
-modprobe drm
-insmod "$HPU_TOP/kernel/hpu.ko"
+tests/guest/load-driver.sh
 dmesg | grep -E '\bhpu\b' || true
 "$HPU_TOP/build/userspace/bin/hpu-smi"

@@ -1,5 +1,13 @@
 # What each host unit test links, besides its own file (used by ../../Makefile).
-HOST_TEST_SRCS_test_dev_core := qemu-device/core/hpu_dev_core.c
-HOST_TEST_LIBS_test_dev_core := -lz
+# The device core includes "hpu_packets.h" flat, as in QEMU's tree: -Iuapi/drm (flags work here).
+HPU_DEV_TEST_SRCS := $(wildcard qemu-device/core/*.c) tests/host/hpu_dev_harness.c
+HPU_DEV_TEST_LIBS := -Iuapi/drm -lz -pthread
+HOST_TEST_SRCS_test_dev_core := $(HPU_DEV_TEST_SRCS)
+HOST_TEST_LIBS_test_dev_core := $(HPU_DEV_TEST_LIBS)
+HOST_TEST_SRCS_test_dev_queue := $(HPU_DEV_TEST_SRCS)
+HOST_TEST_LIBS_test_dev_queue := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib \
 	-lhpu -pthread -ldl
+HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/hpu_suballoc.c userspace/lib/hpu_cb.c \
+	userspace/lib/hpu_error.c
+HOST_TEST_LIBS_test_libhpu_internals := -pthread

@@ -1,217 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit test of the hpu device core: drives it through register reads and
- * writes, with a host buffer standing in for guest memory.  Prints TAP.
+ * Host unit test of the hpu device core's registers, boot and interrupts:
+ * drives it through register reads and writes, with a host buffer standing
+ * in for guest memory.  Prints TAP.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-#include "hpu_dev_core.h"
-
-#define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-#define HPU_TEST_MEM_BASE 0x40000000ull
-#define HPU_TEST_MEM_SIZE (4u << 20)
-#define HPU_TEST_IMAGE_OFF 0x1000u
-#define HPU_TEST_IMAGE_ADDR (HPU_TEST_MEM_BASE + HPU_TEST_IMAGE_OFF)
-#define HPU_TEST_PAYLOAD_SIZE 4096u
-#define HPU_TEST_IMAGE_SIZE (HPU_FW_HEADER_SIZE + HPU_TEST_PAYLOAD_SIZE)
-#define HPU_TEST_FW_VERSION HPU_FW_VERSION(1, 2, 3)
-
-static const struct hpu_core_config hpu_test_cfg = {
-	.hbm_size = (32ull << 30) + (2u << 20), /* both halves of HBM_SIZE non-zero */
-	.num_dma = 8,
-	.num_mme = 2,
-	.num_tpc = 24,
-	.caps = HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16 | HPU_REG_CAPS_FP16 | HPU_REG_CAPS_FP8,
-};
+#include "hpu_dev_harness.h"
 
 /* Registers that read zero unless BOOT_STATUS is READY. */
 static const uint32_t hpu_test_cap_regs[] = {
 	HPU_REG_FW_VERSION, HPU_REG_FW_IF_VERSION, HPU_REG_HBM_SIZE_LO, HPU_REG_HBM_SIZE_HI,
 	HPU_REG_NUM_DMA, HPU_REG_NUM_MME, HPU_REG_NUM_TPC, HPU_REG_CAPS,
 };
-
-struct hpu_test {
-	struct hpu_dev_core *core;
-	uint8_t *mem; /* guest memory at HPU_TEST_MEM_BASE */
-	unsigned int irqs;
-	unsigned int bad_vectors;
-	unsigned int boots_scheduled;
-	unsigned int boots_cancelled;
-	unsigned int dma_reads;
-	unsigned int logs;
-	unsigned int logs_seen; /* logs accounted for by hpu_test_expect_*() */
-	char last_log[256];
-	bool failed;
-};
-
-static int hpu_test_dma_read(void *opaque, uint64_t bus_addr, void *buf, uint64_t len)
-{
-	struct hpu_test *t = opaque;
-
-	t->dma_reads++;
-	if (bus_addr < HPU_TEST_MEM_BASE || len > HPU_TEST_MEM_SIZE ||
-	    bus_addr - HPU_TEST_MEM_BASE > HPU_TEST_MEM_SIZE - len)
-		return -EFAULT;
-	memcpy(buf, t->mem + (bus_addr - HPU_TEST_MEM_BASE), len);
-	return 0;
-}
-
-static void hpu_test_irq_raise(void *opaque, unsigned int vector)
-{
-	struct hpu_test *t = opaque;
-
-	t->irqs++;
-	if (vector != HPU_MSIX_VEC_MISC)
-		t->bad_vectors++;
-}
-
-static void hpu_test_schedule_boot(void *opaque)
-{
-	((struct hpu_test *)opaque)->boots_scheduled++;
-}
-
-static void hpu_test_cancel_boot(void *opaque)
-{
-	((struct hpu_test *)opaque)->boots_cancelled++;
-}
-
-static void hpu_test_log(void *opaque, const char *msg)
-{
-	struct hpu_test *t = opaque;
-
-	t->logs++;
-	snprintf(t->last_log, sizeof(t->last_log), "%s", msg);
-}
-
-static const struct hpu_core_ops hpu_test_ops = {
-	.dma_read = hpu_test_dma_read,
-	.irq_raise = hpu_test_irq_raise,
-	.schedule_boot = hpu_test_schedule_boot,
-	.cancel_boot = hpu_test_cancel_boot,
-	.log_guest_error = hpu_test_log,
-};
-
-static void hpu_check(struct hpu_test *t, bool ok, const char *what, int line)
-{
-	if (ok)
-		return;
-	printf("# line %d: check failed: %s\n", line, what);
-	t->failed = true;
-}
-
-static void hpu_check_eq(struct hpu_test *t, uint64_t got, uint64_t want, const char *what,
-			 int line)
-{
-	if (got == want)
-		return;
-	printf("# line %d: %s is 0x%" PRIx64 ", expected 0x%" PRIx64 "\n", line, what, got, want);
-	t->failed = true;
-}
-
-#define HPU_CHECK(t, cond) hpu_check(t, cond, #cond, __LINE__)
-#define HPU_CHECK_EQ(t, got, want) hpu_check_eq(t, got, want, #got, __LINE__)
-
-static uint32_t hpu_rd(struct hpu_test *t, uint32_t offset)
-{
-	return hpu_core_mmio_read(t->core, offset, 4);
-}
-
-static void hpu_wr(struct hpu_test *t, uint32_t offset, uint32_t value)
-{
-	hpu_core_mmio_write(t->core, offset, value, 4);
-}
-
-/* The last access was a guest error with this code: one log line, ERROR cause. */
-static void hpu_test_expect_error(struct hpu_test *t, uint32_t code, int line)
-{
-	hpu_check_eq(t, hpu_rd(t, HPU_REG_ERR_CODE), code, "ERR_CODE", line);
-	hpu_check_eq(t, t->logs - t->logs_seen, 1, "new log lines", line);
-	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_ERROR, "ERROR cause set", line);
-	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_ERROR);
-	t->logs_seen = t->logs;
-}
-
-/* No guest error since the last check. */
-static void hpu_test_expect_clean(struct hpu_test *t, int line)
-{
-	hpu_check_eq(t, t->logs - t->logs_seen, 0, "new log lines", line);
-	hpu_check(t, !(hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_ERROR), "no ERROR cause", line);
-}
-
-#define HPU_EXPECT_ERROR(t, code) hpu_test_expect_error(t, code, __LINE__)
-#define HPU_EXPECT_CLEAN(t) hpu_test_expect_clean(t, __LINE__)
-
-static void hpu_put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-#define HPU_HDR_OFF(field) offsetof(struct hpu_fw_header, field)
-
-/* CRC over the header up to the crc field, then the payload. */
-static void hpu_test_image_seal(uint8_t *img, uint32_t payload_size)
-{
-	uLong crc = crc32(0, img, HPU_FW_CRC_OFFSET);
-
-	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, payload_size);
-	hpu_put_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
-}
-
-/* Write a valid image at HPU_TEST_IMAGE_ADDR; returns it. */
-static uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
-{
-	uint8_t *img = t->mem + HPU_TEST_IMAGE_OFF;
-	uint32_t i;
-
-	memset(img, 0, HPU_FW_HEADER_SIZE);
-	hpu_put_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
-	hpu_put_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
-	hpu_put_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
-	hpu_put_le32(img + HPU_HDR_OFF(payload_size), payload_size);
-	hpu_put_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
-	memcpy(img + HPU_HDR_OFF(version_str), "hpu-fw 1.2.3", sizeof("hpu-fw 1.2.3"));
-	for (i = 0; i < payload_size; i++)
-		img[HPU_FW_HEADER_SIZE + i] = (uint8_t)(i * 7 + 3);
-	hpu_test_image_seal(img, payload_size);
-	return img;
-}
-
-static void hpu_test_boot_start(struct hpu_test *t, uint64_t addr, uint32_t size)
-{
-	hpu_wr(t, HPU_REG_BOOT_ADDR_LO, (uint32_t)addr);
-	hpu_wr(t, HPU_REG_BOOT_ADDR_HI, (uint32_t)(addr >> 32));
-	hpu_wr(t, HPU_REG_BOOT_SIZE, size);
-	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
-}
-
-/* START then run the deferred boot the way the glue's timer would. */
-static void hpu_test_boot(struct hpu_test *t, uint64_t addr, uint32_t size)
-{
-	unsigned int scheduled = t->boots_scheduled;
-
-	hpu_test_boot_start(t, addr, size);
-	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_LOADING);
-	HPU_CHECK_EQ(t, t->boots_scheduled, scheduled + 1);
-	hpu_core_boot_run(t->core);
-}
-
-static void hpu_test_boot_good(struct hpu_test *t)
-{
-	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
-	hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
-	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
-}
 
 static void hpu_test_expect_caps_zero(struct hpu_test *t, int line)
 {
@@ -516,6 +321,8 @@ static void hpu_case_check_config(struct hpu_test *t)
 		{ 32ull << 30, 8, 0, 8 },
 		{ 32ull << 30, 8, 2, 0 },
 		{ 32ull << 30, 8, 2, HPU_CORE_MAX_ENGINES + 1 },
+		{ HPU_MMU_REGION_SIZE, 8, 2, 8 }, /* no room for buffers */
+		{ HPU_CORE_HBM_MAX + HPU_CORE_HBM_ALIGN, 8, 2, 8 },
 	};
 	char err[128];
 	size_t i;
@@ -625,38 +432,6 @@ static const struct {
 	{ "IRQ_CAUSE is write-1-to-clear", hpu_case_irq_cause_w1c },
 	{ "configuration checks", hpu_case_check_config },
 };
-
-static struct hpu_test *hpu_test_new(void)
-{
-	struct hpu_test *t = calloc(1, sizeof(*t));
-
-	if (!t || !(t->core = malloc(sizeof(*t->core))) ||
-	    !(t->mem = calloc(1, HPU_TEST_MEM_SIZE))) {
-		perror("test_dev_core");
-		exit(2);
-	}
-	hpu_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg);
-	return t;
-}
-
-static void hpu_test_free(struct hpu_test *t)
-{
-	free(t->mem);
-	free(t->core);
-	free(t);
-}
-
-/* Prints the TAP line of a finished test and frees it; returns whether it passed. */
-static bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name)
-{
-	bool ok = !t->failed;
-
-	if (!ok && t->logs)
-		printf("# last log: %s\n", t->last_log);
-	printf("%s %u - %s\n", ok ? "ok" : "not ok", n, name);
-	hpu_test_free(t);
-	return ok;
-}
 
 int main(void)
 {

@@ -19,31 +19,7 @@
 
 #include <hpu/hpu.h>
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static bool test_failed;
-static const char *test_skip; /* set by a test that cannot run here */
-
-#define EXPECT(cond)                                                                       \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			printf("#   %s:%d: expected %s\n", __FILE__, __LINE__, #cond);       \
-			test_failed = true;                                                \
-		}                                                                          \
-	} while (0)
-
-/* want_len: how much of want must match; strlen(want) + 1 for the whole string. */
-#define EXPECT_STRN(got, want, want_len)                                                  \
-	do {                                                                               \
-		if (strncmp(got, want, want_len)) {                                        \
-			printf("#   %s:%d: got \"%s\", expected \"%s\"%s\n", __FILE__,       \
-			       __LINE__, got, want,                                        \
-			       (want_len) > strlen(want) ? "" : " at the start");          \
-			test_failed = true;                                                \
-		}                                                                          \
-	} while (0)
-#define EXPECT_STR(got, want) EXPECT_STRN(got, want, strlen(want) + 1)
-#define EXPECT_PREFIX(got, want) EXPECT_STRN(got, want, strlen(want))
+#include "test_libhpu_tap.h"
 
 static void test_version(void)
 {
@@ -147,48 +123,289 @@ static int get_info_null_dev(void)
 	return hpu_device_get_info(NULL, &out_info);
 }
 
-/* message: what hpu_last_error() starts with; clears_dev: the call must set *devp = NULL. */
+/* 0.2: each call checks its handle before anything else. */
+static struct hpu_device_stats out_stats = { .size = sizeof(out_stats) };
+static struct hpu_mem_stats out_mem_stats = { .size = sizeof(out_mem_stats) };
+static struct hpu_stream *out_stream;
+static struct hpu_event *out_event;
+static uint64_t out_devptr;
+static int64_t out_ns;
+static char buf[64];
+
+static int get_stats_null_dev(void)
+{
+	return hpu_device_get_stats(NULL, &out_stats);
+}
+
+static int synchronize_null_dev(void)
+{
+	return hpu_device_synchronize(NULL);
+}
+
+static int mem_alloc_null_dev(void)
+{
+	return hpu_mem_alloc(NULL, 1, &out_devptr);
+}
+
+static int mem_free_null_dev(void)
+{
+	return hpu_mem_free(NULL, 0x1000);
+}
+
+static int mem_empty_cache_null_dev(void)
+{
+	return hpu_mem_empty_cache(NULL);
+}
+
+static int mem_get_stats_null_dev(void)
+{
+	return hpu_mem_get_stats(NULL, &out_mem_stats);
+}
+
+static int host_alloc_null_dev(void)
+{
+	void *p;
+
+	return hpu_host_alloc(NULL, 1, &p);
+}
+
+static int host_free_null_dev(void)
+{
+	return hpu_host_free(NULL, buf);
+}
+
+static int host_register_null_dev(void)
+{
+	return hpu_host_register(NULL, buf, sizeof(buf));
+}
+
+static int host_unregister_null_dev(void)
+{
+	return hpu_host_unregister(NULL, buf);
+}
+
+static int host_device_pointer_null_dev(void)
+{
+	return hpu_host_get_device_pointer(NULL, buf, &out_devptr);
+}
+
+static int stream_create_null_dev(void)
+{
+	return hpu_stream_create(NULL, &out_stream);
+}
+
+static int stream_create_null_streamp(void)
+{
+	return hpu_stream_create(NULL, NULL);
+}
+
+static int stream_synchronize_null(void)
+{
+	return hpu_stream_synchronize(NULL);
+}
+
+static int stream_query_null(void)
+{
+	return hpu_stream_query(NULL);
+}
+
+static int h2d_async_null_stream(void)
+{
+	return hpu_memcpy_h2d_async(NULL, 0x1000, buf, sizeof(buf));
+}
+
+static int d2h_async_null_stream(void)
+{
+	return hpu_memcpy_d2h_async(NULL, buf, 0x1000, sizeof(buf));
+}
+
+static int d2d_async_null_stream(void)
+{
+	return hpu_memcpy_d2d_async(NULL, 0x1000, 0x2000, sizeof(buf));
+}
+
+static int memset_async_null_stream(void)
+{
+	return hpu_memset_async(NULL, 0x1000, 0, sizeof(buf));
+}
+
+static int h2d_null_dev(void)
+{
+	return hpu_memcpy_h2d(NULL, 0x1000, buf, sizeof(buf));
+}
+
+static int d2h_null_dev(void)
+{
+	return hpu_memcpy_d2h(NULL, buf, 0x1000, sizeof(buf));
+}
+
+static int d2d_null_dev(void)
+{
+	return hpu_memcpy_d2d(NULL, 0x1000, 0x2000, sizeof(buf));
+}
+
+static int memset_null_dev(void)
+{
+	return hpu_memset(NULL, 0x1000, 0, sizeof(buf));
+}
+
+static int event_create_null_dev(void)
+{
+	return hpu_event_create(NULL, &out_event);
+}
+
+static int event_create_null_eventp(void)
+{
+	return hpu_event_create(NULL, NULL);
+}
+
+static int event_record_null(void)
+{
+	return hpu_event_record(NULL, NULL);
+}
+
+static int event_synchronize_null(void)
+{
+	return hpu_event_synchronize(NULL);
+}
+
+static int event_query_null(void)
+{
+	return hpu_event_query(NULL);
+}
+
+static int event_elapsed_null(void)
+{
+	return hpu_event_elapsed_time(NULL, NULL, &out_ns);
+}
+
+static int stream_wait_event_null(void)
+{
+	return hpu_stream_wait_event(NULL, NULL);
+}
+
+/* The handle output a failing call must set to NULL. */
+enum clears { CLEARS_NONE, CLEARS_DEV, CLEARS_STREAM, CLEARS_EVENT };
+
+/* message: what hpu_last_error() starts with. */
 static const struct {
 	const char *name;
 	int (*call)(void);
 	int ret;
 	const char *message;
-	bool clears_dev;
+	enum clears clears;
 } failures[] = {
-	{ "hpu_device_count(NULL)", count_null, -EINVAL, "hpu_device_count: count is NULL", false },
+	{ "hpu_device_count(NULL)", count_null, -EINVAL,
+	  "hpu_device_count: count is NULL", CLEARS_NONE },
 	{ "hpu_device_list(NULL, 1, &n)", list_null_descs, -EINVAL,
-	  "hpu_device_list: descs is NULL but capacity is 1", false },
+	  "hpu_device_list: descs is NULL but capacity is 1", CLEARS_NONE },
 	{ "hpu_device_list(d, 1, NULL)", list_null_count, -EINVAL,
-	  "hpu_device_list: count is NULL", false },
+	  "hpu_device_list: count is NULL", CLEARS_NONE },
 	{ "hpu_device_open(0, NULL)", open_null_devp, -EINVAL, "hpu_device_open: devp is NULL",
-	  false },
+	  CLEARS_NONE },
 	{ "hpu_device_open_path(NULL, &dev)", open_path_null_path, -EINVAL,
-	  "hpu_device_open_path: path is NULL", true },
+	  "hpu_device_open_path: path is NULL", CLEARS_DEV },
 	{ "hpu_device_open_path(path, NULL)", open_path_null_devp, -EINVAL,
-	  "hpu_device_open_path: devp is NULL", false },
+	  "hpu_device_open_path: devp is NULL", CLEARS_NONE },
 	{ "hpu_device_open_path(missing node)", open_path_missing, -ENOENT,
 	  "hpu_device_open_path: cannot open /nonexistent/renderD128: No such file or directory",
-	  true },
+	  CLEARS_DEV },
 	{ "hpu_device_open_path(/dev/null)", open_path_not_drm, -ENODEV,
-	  "hpu_device_open_path: /dev/null is not a DRM device node", true },
+	  "hpu_device_open_path: /dev/null is not a DRM device node", CLEARS_DEV },
 	{ "hpu_device_open_path(too long)", open_path_too_long, -ENAMETOOLONG,
-	  "hpu_device_open_path: path longer than 127 bytes: aaaa", true },
+	  "hpu_device_open_path: path longer than 127 bytes: aaaa", CLEARS_DEV },
 	{ "hpu_device_get_info(NULL, &info)", get_info_null_dev, -EINVAL,
-	  "hpu_device_get_info: dev is NULL", false },
+	  "hpu_device_get_info: dev is NULL", CLEARS_NONE },
+	{ "hpu_device_get_stats(NULL, &stats)", get_stats_null_dev, -EINVAL,
+	  "hpu_device_get_stats: dev is NULL", CLEARS_NONE },
+	{ "hpu_device_synchronize(NULL)", synchronize_null_dev, -EINVAL,
+	  "hpu_device_synchronize: dev is NULL", CLEARS_NONE },
+	{ "hpu_mem_alloc(NULL, 1, &p)", mem_alloc_null_dev, -EINVAL, "hpu_mem_alloc: dev is NULL",
+	  CLEARS_NONE },
+	{ "hpu_mem_free(NULL, p)", mem_free_null_dev, -EINVAL,
+	  "hpu_mem_free: dev is NULL", CLEARS_NONE },
+	{ "hpu_mem_empty_cache(NULL)", mem_empty_cache_null_dev, -EINVAL,
+	  "hpu_mem_empty_cache: dev is NULL", CLEARS_NONE },
+	{ "hpu_mem_get_stats(NULL, &stats)", mem_get_stats_null_dev, -EINVAL,
+	  "hpu_mem_get_stats: dev is NULL", CLEARS_NONE },
+	{ "hpu_host_alloc(NULL, 1, &p)", host_alloc_null_dev, -EINVAL,
+	  "hpu_host_alloc: dev is NULL", CLEARS_NONE },
+	{ "hpu_host_free(NULL, p)", host_free_null_dev, -EINVAL, "hpu_host_free: dev is NULL",
+	  CLEARS_NONE },
+	{ "hpu_host_register(NULL, p, n)", host_register_null_dev, -EINVAL,
+	  "hpu_host_register: dev is NULL", CLEARS_NONE },
+	{ "hpu_host_unregister(NULL, p)", host_unregister_null_dev, -EINVAL,
+	  "hpu_host_unregister: dev is NULL", CLEARS_NONE },
+	{ "hpu_host_get_device_pointer(NULL, p, &d)", host_device_pointer_null_dev, -EINVAL,
+	  "hpu_host_get_device_pointer: dev is NULL", CLEARS_NONE },
+	{ "hpu_stream_create(NULL, &s)", stream_create_null_dev, -EINVAL,
+	  "hpu_stream_create: dev is NULL", CLEARS_STREAM },
+	{ "hpu_stream_create(NULL, NULL)", stream_create_null_streamp, -EINVAL,
+	  "hpu_stream_create: streamp is NULL", CLEARS_NONE },
+	{ "hpu_stream_synchronize(NULL)", stream_synchronize_null, -EINVAL,
+	  "hpu_stream_synchronize: stream is NULL", CLEARS_NONE },
+	{ "hpu_stream_query(NULL)", stream_query_null, -EINVAL,
+	  "hpu_stream_query: stream is NULL", CLEARS_NONE },
+	{ "hpu_memcpy_h2d_async(NULL, ...)", h2d_async_null_stream, -EINVAL,
+	  "hpu_memcpy_h2d_async: stream is NULL", CLEARS_NONE },
+	{ "hpu_memcpy_d2h_async(NULL, ...)", d2h_async_null_stream, -EINVAL,
+	  "hpu_memcpy_d2h_async: stream is NULL", CLEARS_NONE },
+	{ "hpu_memcpy_d2d_async(NULL, ...)", d2d_async_null_stream, -EINVAL,
+	  "hpu_memcpy_d2d_async: stream is NULL", CLEARS_NONE },
+	{ "hpu_memset_async(NULL, ...)", memset_async_null_stream, -EINVAL,
+	  "hpu_memset_async: stream is NULL", CLEARS_NONE },
+	{ "hpu_memcpy_h2d(NULL, ...)", h2d_null_dev, -EINVAL, "hpu_memcpy_h2d: dev is NULL",
+	  CLEARS_NONE },
+	{ "hpu_memcpy_d2h(NULL, ...)", d2h_null_dev, -EINVAL, "hpu_memcpy_d2h: dev is NULL",
+	  CLEARS_NONE },
+	{ "hpu_memcpy_d2d(NULL, ...)", d2d_null_dev, -EINVAL, "hpu_memcpy_d2d: dev is NULL",
+	  CLEARS_NONE },
+	{ "hpu_memset(NULL, ...)", memset_null_dev, -EINVAL,
+	  "hpu_memset: dev is NULL", CLEARS_NONE },
+	{ "hpu_event_create(NULL, &e)", event_create_null_dev, -EINVAL,
+	  "hpu_event_create: dev is NULL", CLEARS_EVENT },
+	{ "hpu_event_create(NULL, NULL)", event_create_null_eventp, -EINVAL,
+	  "hpu_event_create: eventp is NULL", CLEARS_NONE },
+	{ "hpu_event_record(NULL, NULL)", event_record_null, -EINVAL,
+	  "hpu_event_record: event is NULL", CLEARS_NONE },
+	{ "hpu_event_synchronize(NULL)", event_synchronize_null, -EINVAL,
+	  "hpu_event_synchronize: event is NULL", CLEARS_NONE },
+	{ "hpu_event_query(NULL)", event_query_null, -EINVAL, "hpu_event_query: event is NULL",
+	  CLEARS_NONE },
+	{ "hpu_event_elapsed_time(NULL, NULL, &ns)", event_elapsed_null, -EINVAL,
+	  "hpu_event_elapsed_time: start is NULL", CLEARS_NONE },
+	{ "hpu_stream_wait_event(NULL, NULL)", stream_wait_event_null, -EINVAL,
+	  "hpu_stream_wait_event: event is NULL", CLEARS_NONE },
 };
 
 static void test_failure(size_t i)
 {
 	out_dev = (struct hpu_device *)&out_dev;
+	out_stream = (struct hpu_stream *)&out_stream;
+	out_event = (struct hpu_event *)&out_event;
 	EXPECT(failures[i].call() == failures[i].ret);
 	EXPECT_PREFIX(hpu_last_error(), failures[i].message);
-	if (failures[i].clears_dev)
+	if (failures[i].clears == CLEARS_DEV)
 		EXPECT(out_dev == NULL);
+	if (failures[i].clears == CLEARS_STREAM)
+		EXPECT(out_stream == NULL);
+	if (failures[i].clears == CLEARS_EVENT)
+		EXPECT(out_event == NULL);
 }
 
+/* hpu_device_close(), hpu_stream_destroy() and hpu_event_destroy() */
 static void test_close_null(void)
 {
 	hpu_device_close(NULL);
+	hpu_stream_destroy(NULL);
+	hpu_event_destroy(NULL);
+}
+
+/* Like free(NULL), whatever the device argument. */
+static void test_free_null(void)
+{
+	EXPECT(hpu_mem_free(NULL, 0) == -EINVAL);
+	EXPECT(hpu_host_free(NULL, NULL) == 0);
 }
 
 struct thread_errors {
@@ -220,21 +437,66 @@ static void test_error_is_per_thread(void)
 }
 
 /* Naming each function makes the compiler check that the header declares it. */
-#define API(fn) { #fn, (void (*)(void))fn }
+#define API(node, fn) { #fn, node, (void (*)(void))fn }
 
 static const struct {
 	const char *name;
+	const char *node; /* version node it is exported under */
 	void (*fn)(void);
 } api[] = {
-	API(hpu_version),     API(hpu_last_error),       API(hpu_device_count),
-	API(hpu_device_list), API(hpu_device_open),      API(hpu_device_open_path),
-	API(hpu_device_close), API(hpu_device_get_info),
+	API("HPU_0.1", hpu_version),
+	API("HPU_0.1", hpu_last_error),
+	API("HPU_0.1", hpu_device_count),
+	API("HPU_0.1", hpu_device_list),
+	API("HPU_0.1", hpu_device_open),
+	API("HPU_0.1", hpu_device_open_path),
+	API("HPU_0.1", hpu_device_close),
+	API("HPU_0.1", hpu_device_get_info),
+	API("HPU_0.2", hpu_device_get_stats),
+	API("HPU_0.2", hpu_device_synchronize),
+	API("HPU_0.2", hpu_mem_alloc),
+	API("HPU_0.2", hpu_mem_free),
+	API("HPU_0.2", hpu_mem_empty_cache),
+	API("HPU_0.2", hpu_mem_get_stats),
+	API("HPU_0.2", hpu_host_alloc),
+	API("HPU_0.2", hpu_host_free),
+	API("HPU_0.2", hpu_host_register),
+	API("HPU_0.2", hpu_host_unregister),
+	API("HPU_0.2", hpu_host_get_device_pointer),
+	API("HPU_0.2", hpu_stream_create),
+	API("HPU_0.2", hpu_stream_destroy),
+	API("HPU_0.2", hpu_stream_synchronize),
+	API("HPU_0.2", hpu_stream_query),
+	API("HPU_0.2", hpu_stream_wait_event),
+	API("HPU_0.2", hpu_memcpy_h2d_async),
+	API("HPU_0.2", hpu_memcpy_d2h_async),
+	API("HPU_0.2", hpu_memcpy_d2d_async),
+	API("HPU_0.2", hpu_memset_async),
+	API("HPU_0.2", hpu_memcpy_h2d),
+	API("HPU_0.2", hpu_memcpy_d2h),
+	API("HPU_0.2", hpu_memcpy_d2d),
+	API("HPU_0.2", hpu_memset),
+	API("HPU_0.2", hpu_event_create),
+	API("HPU_0.2", hpu_event_destroy),
+	API("HPU_0.2", hpu_event_record),
+	API("HPU_0.2", hpu_event_synchronize),
+	API("HPU_0.2", hpu_event_query),
+	API("HPU_0.2", hpu_event_elapsed_time),
 };
 
-#define VERSION_NODE "HPU_0.1"
-#define SYMBOL_VERSION "@@" VERSION_NODE
+static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2" };
 
-/* nm lists every defined dynamic symbol: each must be API, under SYMBOL_VERSION. */
+static bool is_version_node(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(version_nodes); i++)
+		if (!strcmp(name, version_nodes[i]))
+			return true;
+	return false;
+}
+
+/* nm lists every defined dynamic symbol: each must be API, as name@@node of its node. */
 static void test_exports_are_the_api(void)
 {
 	bool found[ARRAY_SIZE(api)] = { false };
@@ -261,20 +523,19 @@ static void test_exports_are_the_api(void)
 
 		if (sscanf(line, "%*s %c %255s", &type, name) != 2)
 			continue;
-		/* The version node itself: "0000000000000000 A HPU_0.1". */
-		if (type == 'A' && !strcmp(name, VERSION_NODE))
+		/* The version nodes themselves: "0000000000000000 A HPU_0.1". */
+		if (type == 'A' && is_version_node(name))
 			continue;
-		at = strstr(name, SYMBOL_VERSION);
-		if (!at || at[strlen(SYMBOL_VERSION)]) {
-			printf("#   %s is not under %s\n", name, SYMBOL_VERSION);
-			test_failed = true;
-			continue;
-		}
-		*at = '\0';
+		at = strstr(name, "@@");
+		if (at)
+			*at = '\0';
 		for (i = 0; i < ARRAY_SIZE(api) && strcmp(api[i].name, name); i++)
 			;
 		if (i == ARRAY_SIZE(api)) {
 			printf("#   %s is exported but not API\n", name);
+			test_failed = true;
+		} else if (!at || strcmp(at + 2, api[i].node)) {
+			printf("#   %s is not under @@%s\n", name, api[i].node);
 			test_failed = true;
 		} else {
 			found[i] = true;
@@ -325,6 +586,33 @@ static const struct {
 	F(hpu_device_info, fw_if_version, 64, 6),
 	F(hpu_device_info, pci_bus_id, 70, HPU_PCI_BUS_ID_MAX),
 	F(hpu_device_info, path, 102, HPU_PATH_MAX),
+	F(hpu_device_info, num_queues, 232, 4),
+	F(hpu_device_info, max_contexts, 236, 4),
+	F(hpu_device_stats, size, 0, 4),
+	F(hpu_device_stats, num_contexts, 4, 4),
+	F(hpu_device_stats, hbm_total, 8, 8),
+	F(hpu_device_stats, hbm_used, 16, 8),
+	F(hpu_device_stats, ctx_hbm_used, 24, 8),
+	F(hpu_device_stats, ctx_host_pinned, 32, 8),
+	F(hpu_device_stats, jobs_submitted, 40, 8),
+	F(hpu_device_stats, jobs_completed, 48, 8),
+	F(hpu_device_stats, jobs_failed, 56, 8),
+	F(hpu_device_stats, ctx_jobs_submitted, 64, 8),
+	F(hpu_device_stats, ctx_jobs_completed, 72, 8),
+	F(hpu_device_stats, ctx_jobs_failed, 80, 8),
+	F(hpu_device_stats, ioctls, 88, 8),
+	F(hpu_mem_cache_stats, allocated, 0, 8),
+	F(hpu_mem_cache_stats, peak_allocated, 8, 8),
+	F(hpu_mem_cache_stats, reserved, 16, 8),
+	F(hpu_mem_cache_stats, pending, 24, 8),
+	F(hpu_mem_cache_stats, allocations, 32, 8),
+	F(hpu_mem_cache_stats, slabs, 40, 8),
+	F(hpu_mem_cache_stats, slabs_created, 48, 8),
+	F(hpu_mem_cache_stats, slabs_released, 56, 8),
+	F(hpu_mem_stats, size, 0, 4),
+	F(hpu_mem_stats, pad, 4, 4),
+	F(hpu_mem_stats, device, 8, 64),
+	F(hpu_mem_stats, host, 72, 64),
 };
 
 static void test_layout(void)
@@ -343,54 +631,38 @@ static void test_layout(void)
 	EXPECT(HPU_PCI_BUS_ID_MAX == 32 && HPU_PATH_MAX == 128);
 	EXPECT(sizeof(struct hpu_version) == 6);
 	EXPECT(sizeof(struct hpu_device_desc) == 160);
-	EXPECT(sizeof(struct hpu_device_info) == 232);
+	EXPECT(sizeof(struct hpu_device_info) == 240);
 	EXPECT(HPU_DEVICE_INFO_SIZE_V1 == 232);
+	EXPECT(sizeof(struct hpu_device_stats) == 96 && HPU_DEVICE_STATS_SIZE_V1 == 96);
+	EXPECT(sizeof(struct hpu_mem_cache_stats) == 64);
+	EXPECT(sizeof(struct hpu_mem_stats) == 136 && HPU_MEM_STATS_SIZE_V1 == 136);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} tests[] = {
+static const struct tap_test tests[] = {
 	{ "hpu_version() matches the header", test_version },
 	{ "discovery finds no device", test_discovery_finds_nothing },
 	{ "opening an absent index fails with -ENODEV", test_open_absent_index },
-	{ "hpu_device_close(NULL) is a no-op", test_close_null },
+	{ "closing or destroying NULL is a no-op", test_close_null },
+	{ "hpu_host_free(dev, NULL) is a no-op", test_free_null },
 	{ "hpu_last_error() is per thread", test_error_is_per_thread },
 	{ "libhpu exports exactly the API", test_exports_are_the_api },
 	{ "public struct layouts are frozen", test_layout },
 };
 
-static bool report(unsigned int n, const char *name)
-{
-	if (test_skip)
-		printf("ok %u - %s # SKIP %s\n", n, name, test_skip);
-	else
-		printf("%s %u - %s\n", test_failed ? "not ok" : "ok", n, name);
-	if (test_failed)
-		printf("#   last error: \"%s\"\n", hpu_last_error());
-	return !test_failed;
-}
-
 int main(void)
 {
-	unsigned int n = 0, failed = 0;
+	unsigned int n = 0, failed;
 	char name[128];
 	size_t i;
 
 	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(tests) + ARRAY_SIZE(failures));
-	for (i = 0; i < ARRAY_SIZE(tests); i++) {
-		test_failed = false;
-		test_skip = NULL;
-		tests[i].run();
-		failed += !report(++n, tests[i].name);
-	}
+	failed = tap_run(tests, ARRAY_SIZE(tests), &n);
 	for (i = 0; i < ARRAY_SIZE(failures); i++) {
-		test_failed = false;
-		test_skip = NULL;
+		tap_start();
 		test_failure(i);
 		snprintf(name, sizeof(name), "%s fails with %d", failures[i].name,
 			 failures[i].ret);
-		failed += !report(++n, name);
+		failed += !tap_report(++n, name);
 	}
 	return failed ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Device handles: opening, closing and querying a device. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,75 +17,13 @@ _Static_assert((int)HPU_DEVICE_STATUS_READY == (int)DRM_HPU_STATUS_READY &&
 _Static_assert(HPU_CAP_FP32 == DRM_HPU_CAP_FP32 && HPU_CAP_BF16 == DRM_HPU_CAP_BF16 &&
 		       HPU_CAP_FP16 == DRM_HPU_CAP_FP16 && HPU_CAP_FP8 == DRM_HPU_CAP_FP8,
 	       "capability bits differ from the ABI's");
-/* Until a field is added, the current size is the first version's. */
-_Static_assert(sizeof(struct hpu_device_info) == HPU_DEVICE_INFO_SIZE_V1,
-	       "struct hpu_device_info changed size");
-
-static int hpu_device_create(const char *path, struct hpu_device **devp)
-{
-	struct hpu_device *dev;
-	int ret;
-
-	dev = malloc(sizeof(*dev));
-	if (!dev)
-		return hpu_error_set(ENOMEM, "out of memory");
-	ret = hpu_node_open(path, dev);
-	if (ret) {
-		free(dev);
-		return ret;
-	}
-	*devp = dev;
-	return 0;
-}
-
-static int hpu_device_open_index(unsigned int index, struct hpu_device **devp)
-{
-	struct hpu_discovery found;
-	int ret;
-
-	ret = hpu_discover(&found);
-	if (ret)
-		return ret;
-	if (index < found.count)
-		ret = hpu_device_create(found.descs[index].path, devp);
-	else if (found.inaccessible)
-		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found, %u device nodes not accessible)",
-				    index, found.count, found.inaccessible);
-	else
-		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found)", index, found.count);
-	hpu_discovery_free(&found);
-	return ret;
-}
-
-int hpu_device_open(unsigned int index, struct hpu_device **devp)
-{
-	if (!devp)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
-	*devp = NULL;
-	return hpu_error_in(__func__, hpu_device_open_index(index, devp));
-}
-
-int hpu_device_open_path(const char *path, struct hpu_device **devp)
-{
-	int ret;
-
-	if (!devp)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
-	*devp = NULL;
-	if (!path)
-		ret = hpu_error_set(EINVAL, "path is NULL");
-	else
-		ret = hpu_device_create(path, devp);
-	return hpu_error_in(__func__, ret);
-}
-
-void hpu_device_close(struct hpu_device *dev)
-{
-	if (!dev)
-		return;
-	hpu_node_close(dev);
-	free(dev);
-}
+/* Fields are only appended: 0.2's start where 0.1's struct ended. */
+_Static_assert(offsetof(struct hpu_device_info, num_queues) == HPU_DEVICE_INFO_SIZE_V1,
+	       "struct hpu_device_info changed before its 0.1 end");
+_Static_assert(sizeof(struct hpu_device_stats) == HPU_DEVICE_STATS_SIZE_V1,
+	       "struct hpu_device_stats changed size");
+_Static_assert(sizeof(struct hpu_mem_stats) == HPU_MEM_STATS_SIZE_V1,
+	       "struct hpu_mem_stats changed size");
 
 static struct hpu_version hpu_version_of_fw(uint32_t v)
 {
@@ -132,31 +71,222 @@ static int hpu_device_query(struct hpu_device *dev, struct hpu_device_info *out)
 		.abi_version = hpu_version_of_interface(raw.abi_version),
 		.fw_version = hpu_version_of_fw(raw.fw_version),
 		.fw_if_version = hpu_version_of_interface(raw.fw_if_version),
+		.num_queues = raw.num_queues,
+		.max_contexts = raw.max_contexts,
 	};
 	memcpy(out->pci_bus_id, dev->desc.pci_bus_id, sizeof(out->pci_bus_id));
 	memcpy(out->path, dev->desc.path, sizeof(out->path));
 	return 0;
 }
 
+/* Everything but the node: command submission, memory, streams and events. */
+static int hpu_device_setup(struct hpu_device *dev)
+{
+	struct hpu_device_info info;
+	int ret;
+
+	ret = hpu_device_query(dev, &info);
+	if (ret)
+		return ret;
+	dev->abi_version = info.abi_version;
+	dev->num_queues = info.num_queues;
+	pthread_mutex_init(&dev->lock, NULL);
+	hpu_list_init(&dev->streams);
+	hpu_list_init(&dev->events);
+	ret = hpu_jobs_init(&dev->jobs, info.num_queues);
+	if (ret)
+		goto err_lock;
+	ret = hpu_mem_init(dev);
+	if (ret)
+		goto err_jobs;
+	ret = hpu_host_init(dev);
+	if (ret)
+		goto err_mem;
+	return 0;
+
+err_mem:
+	hpu_suballoc_destroy(dev->mem);
+err_jobs:
+	hpu_jobs_fini(&dev->jobs);
+err_lock:
+	pthread_mutex_destroy(&dev->lock);
+	return ret;
+}
+
+static int hpu_device_create(const char *path, struct hpu_device **devp)
+{
+	struct hpu_device *dev;
+	int ret;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return hpu_error_set(ENOMEM, "out of memory");
+	ret = hpu_node_open(path, dev);
+	if (ret) {
+		free(dev);
+		return ret;
+	}
+	ret = hpu_device_setup(dev);
+	if (ret) {
+		hpu_node_close(dev);
+		free(dev);
+		return ret;
+	}
+	*devp = dev;
+	return 0;
+}
+
+int hpu_device_check_submission(struct hpu_device *dev)
+{
+	if (dev->num_queues)
+		return 0;
+	return hpu_error_set(EOPNOTSUPP, "%s: the driver (ABI %u.%u) has no command submission",
+			     dev->desc.path, dev->abi_version.major, dev->abi_version.minor);
+}
+
+static int hpu_device_open_index(unsigned int index, struct hpu_device **devp)
+{
+	struct hpu_discovery found;
+	int ret;
+
+	ret = hpu_discover(&found);
+	if (ret)
+		return ret;
+	if (index < found.count)
+		ret = hpu_device_create(found.descs[index].path, devp);
+	else if (found.inaccessible)
+		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found, %u device nodes not accessible)",
+				    index, found.count, found.inaccessible);
+	else
+		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found)", index, found.count);
+	hpu_discovery_free(&found);
+	return ret;
+}
+
+int hpu_device_open(unsigned int index, struct hpu_device **devp)
+{
+	if (!devp)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
+	*devp = NULL;
+	return hpu_error_in(__func__, hpu_device_open_index(index, devp));
+}
+
+int hpu_device_open_path(const char *path, struct hpu_device **devp)
+{
+	int ret;
+
+	if (!devp)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
+	*devp = NULL;
+	if (!path)
+		ret = hpu_error_set(EINVAL, "path is NULL");
+	else
+		ret = hpu_device_create(path, devp);
+	return hpu_error_in(__func__, ret);
+}
+
+void hpu_device_close(struct hpu_device *dev)
+{
+	if (!dev)
+		return;
+	/* Slabs are unmapped only once no job can touch them. */
+	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
+	hpu_events_close(dev);
+	hpu_streams_close(dev);
+	hpu_suballoc_destroy(dev->mem);
+	hpu_host_fini(dev);
+	hpu_jobs_fini(&dev->jobs);
+	pthread_mutex_destroy(&dev->lock);
+	hpu_node_close(dev);
+	free(dev);
+}
+
+int hpu_sized_check(const struct hpu_device *dev, const void *out, const char *name,
+		    uint32_t min_size)
+{
+	uint32_t size;
+
+	if (!dev || !out)
+		return hpu_error_set(EINVAL, "%s is NULL", dev ? name : "dev");
+	memcpy(&size, out, sizeof(size));
+	if (size < min_size)
+		return hpu_error_set(EINVAL, "%s->size is %u, at least %u expected", name, size,
+				     min_size);
+	return 0;
+}
+
+void hpu_sized_out(void *out, void *known, uint32_t known_size)
+{
+	uint32_t out_size, size;
+
+	memcpy(&out_size, out, sizeof(out_size));
+	/* A caller built with a newer header passes more: zero what we do not know. */
+	size = out_size < known_size ? out_size : known_size;
+	memset((char *)out + size, 0, out_size - size);
+	memcpy(known, &size, sizeof(size));
+	memcpy(out, known, size);
+}
+
 int hpu_device_get_info(struct hpu_device *dev, struct hpu_device_info *info)
 {
 	struct hpu_device_info known;
-	uint32_t size;
 	int ret;
 
-	if (!dev || !info)
-		ret = hpu_error_set(EINVAL, "%s is NULL", dev ? "info" : "dev");
-	else if (info->size < HPU_DEVICE_INFO_SIZE_V1)
-		ret = hpu_error_set(EINVAL, "info->size is %u, at least %u expected", info->size,
-				    HPU_DEVICE_INFO_SIZE_V1);
-	else
+	ret = hpu_sized_check(dev, info, "info", HPU_DEVICE_INFO_SIZE_V1);
+	if (!ret)
 		ret = hpu_device_query(dev, &known);
 	if (ret)
 		return hpu_error_in(__func__, ret);
-	/* A caller built with a newer header passes more: zero what we do not know. */
-	size = info->size < sizeof(known) ? info->size : sizeof(known);
-	memset((char *)info + size, 0, info->size - size);
-	known.size = size;
-	memcpy(info, &known, size);
+	hpu_sized_out(info, &known, sizeof(known));
+	return 0;
+}
+
+static int hpu_device_query_stats(struct hpu_device *dev, struct hpu_device_stats *out)
+{
+	struct drm_hpu_stats raw = { 0 };
+	struct drm_hpu_info args = {
+		.data_ptr = (uintptr_t)&raw,
+		.data_size = sizeof(raw),
+		.query = DRM_HPU_INFO_STATS,
+	};
+	uint64_t ioctls = atomic_load(&dev->ioctls);
+	int ret;
+
+	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_INFO, &args);
+	if (ret)
+		return ret;
+	if (args.data_size < DRM_HPU_STATS_SIZE_V1)
+		return hpu_error_set(EPROTO, "%s: driver returned %u bytes of stats, expected %u",
+				     dev->desc.path, args.data_size, DRM_HPU_STATS_SIZE_V1);
+	*out = (struct hpu_device_stats){
+		.num_contexts = raw.num_contexts,
+		.hbm_total = raw.hbm_total,
+		.hbm_used = raw.hbm_used,
+		.ctx_hbm_used = raw.ctx_hbm_used,
+		.ctx_host_pinned = raw.ctx_host_pinned,
+		.jobs_submitted = raw.jobs_submitted,
+		.jobs_completed = raw.jobs_completed,
+		.jobs_failed = raw.jobs_failed,
+		.ctx_jobs_submitted = raw.ctx_jobs_submitted,
+		.ctx_jobs_completed = raw.ctx_jobs_completed,
+		.ctx_jobs_failed = raw.ctx_jobs_failed,
+		.ioctls = ioctls,
+	};
+	return 0;
+}
+
+int hpu_device_get_stats(struct hpu_device *dev, struct hpu_device_stats *stats)
+{
+	struct hpu_device_stats known;
+	int ret;
+
+	ret = hpu_sized_check(dev, stats, "stats", HPU_DEVICE_STATS_SIZE_V1);
+	if (!ret)
+		ret = hpu_device_check_submission(dev);
+	if (!ret)
+		ret = hpu_device_query_stats(dev, &known);
+	if (ret)
+		return hpu_error_in(__func__, ret);
+	hpu_sized_out(stats, &known, sizeof(known));
 	return 0;
 }

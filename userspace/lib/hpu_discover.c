@@ -19,7 +19,7 @@
 static int hpu_discover_node(struct hpu_discovery *found, const char *path)
 {
 	struct hpu_device_desc *descs;
-	struct hpu_device dev;
+	struct hpu_device dev = { 0 };
 	int ret;
 
 	ret = hpu_node_open(path, &dev);

@@ -30,10 +30,15 @@
  *     capabilities:    fp32 bf16 fp16 fp8 (unknown bits as 0x...; "none" if 0)
  *     abi:             1.0
  *     hw revision:     1
+ *     queues:          4                      (driver ABI 1.1 on: this line and below)
+ *     contexts:        1 of 64 open           (hpu-smi's own included)
+ *     hbm used:        2 MiB of 31.9 GiB (2097152 bytes)
+ *     jobs:            12 submitted, 11 completed, 1 failed
  *
  * If libpci does not see the device, "pci: not found by libpci" replaces the
  * lines from vendor to link.  If the device cannot be opened or queried,
- * "error: <hpu_last_error()>" replaces the lines from status on.
+ * "error: <hpu_last_error()>" replaces the lines from status on (from
+ * contexts on if only its usage statistics cannot be read).
  *
  * Exit status: 0 if every device listed was queried, 1 if there is no device
  * or a query failed, 2 on bad usage.
@@ -259,21 +264,35 @@ static void show_capabilities(uint64_t caps)
 	field("capabilities", "%s", len ? names : "none");
 }
 
-static int show_info(const char *path)
+/* What the device is doing now: the driver's counters. */
+static int show_usage(struct hpu_device *dev, uint32_t max_contexts)
+{
+	struct hpu_device_stats stats = { .size = sizeof(stats) };
+	char used[32], total[32];
+
+	if (hpu_device_get_stats(dev, &stats)) {
+		field("error", "%s", hpu_last_error());
+		return -1;
+	}
+	field("contexts", "%u of %u open", stats.num_contexts, max_contexts);
+	format_size(stats.hbm_used, used, sizeof(used));
+	format_size(stats.hbm_total, total, sizeof(total));
+	field("hbm used", "%s of %s (%llu bytes)", used, total,
+	      (unsigned long long)stats.hbm_used);
+	field("jobs", "%llu submitted, %llu completed, %llu failed",
+	      (unsigned long long)stats.jobs_submitted, (unsigned long long)stats.jobs_completed,
+	      (unsigned long long)stats.jobs_failed);
+	return 0;
+}
+
+static int show_info(struct hpu_device *dev)
 {
 	struct hpu_device_info info = { .size = sizeof(info) };
-	struct hpu_device *dev;
 	char hbm[32];
-	int ret;
 
-	ret = hpu_device_open_path(path, &dev);
-	if (!ret) {
-		ret = hpu_device_get_info(dev, &info);
-		hpu_device_close(dev);
-	}
-	if (ret) {
+	if (hpu_device_get_info(dev, &info)) {
 		field("error", "%s", hpu_last_error());
-		return ret;
+		return -1;
 	}
 	if (status_name(info.status))
 		field("status", "%s", status_name(info.status));
@@ -289,7 +308,25 @@ static int show_info(const char *path)
 	show_capabilities(info.capabilities);
 	field("abi", "%u.%u", info.abi_version.major, info.abi_version.minor);
 	field("hw revision", "%u", info.hw_revision);
-	return 0;
+	/* A driver before ABI 1.1 has no queues and no usage statistics. */
+	if (!info.num_queues)
+		return 0;
+	field("queues", "%u", info.num_queues);
+	return show_usage(dev, info.max_contexts);
+}
+
+static int show_open(const char *path)
+{
+	struct hpu_device *dev;
+	int ret;
+
+	if (hpu_device_open_path(path, &dev)) {
+		field("error", "%s", hpu_last_error());
+		return -1;
+	}
+	ret = show_info(dev);
+	hpu_device_close(dev);
+	return ret;
 }
 
 static int show_device(struct pci_access *pacc, unsigned int index,
@@ -299,7 +336,7 @@ static int show_device(struct pci_access *pacc, unsigned int index,
 	field("node", "%s", desc->path);
 	field("pci address", "%s", desc->pci_bus_id);
 	show_pci(pacc, desc->pci_bus_id);
-	return show_info(desc->path);
+	return show_open(desc->path);
 }
 
 static int parse_index(const char *arg, unsigned int *index)

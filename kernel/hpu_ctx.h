@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hpu contexts: one per open file (and one for the driver itself, ASID 0),
+ * owning an address space, a scheduler entity per hardware queue and the
+ * file's job sequence numbers.
+ */
+#ifndef HPU_CTX_H
+#define HPU_CTX_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+#include <drm/gpu_scheduler.h>
+
+#include "hpu_regs.h"
+#include "hpu_vm.h"
+
+struct dma_fence;
+struct drm_device;
+struct drm_file;
+struct hpu_device;
+
+/*
+ * WAIT reports the result of any of a file's jobs.  The end fences of the
+ * last HPU_CTX_HISTORY jobs are kept; a job older than that has ended (a
+ * slot is reused only once its job ended) and only its error, if any, is
+ * kept, in old_errors.
+ */
+#define HPU_CTX_HISTORY 1024
+
+struct hpu_ctx {
+	/* Held by the open file, each of its jobs and each of its buffers. */
+	struct kref ref;
+	struct hpu_device *hdev;
+	u32 asid;
+	bool kernel;		/* the driver's own context, ASID 0 */
+	bool closing;		/* the file is closing: its jobs may be cancelled */
+
+	struct hpu_vm vm;
+	struct drm_sched_entity entity[HPU_NUM_QUEUES];
+
+	/* Serializes SUBMIT, so that sequence numbers follow the push order. */
+	struct mutex submit_lock;
+	/*
+	 * Protects @seq, @history and @last.  Written under @submit_lock;
+	 * WAIT and VM_UNMAP read under it alone.  Nests inside vm.lock.
+	 */
+	spinlock_t fence_lock;
+	u64 seq;					/* last sequence number given */
+	struct dma_fence *history[HPU_CTX_HISTORY];	/* end fence of job seq at seq % size */
+	struct dma_fence *last[HPU_NUM_QUEUES];		/* end fence of the last job per queue */
+	struct xarray old_errors;	/* seq -> -errno of failed jobs out of @history */
+
+	/* Jobs not yet freed; the file's release waits for none. */
+	atomic_t jobs;
+	wait_queue_head_t jobs_freed;
+
+	/* Usage, reported by DRM_HPU_INFO_STATS. */
+	atomic64_t hbm_used;
+	atomic64_t jobs_submitted;
+	atomic64_t jobs_completed;
+	atomic64_t jobs_failed;
+};
+
+struct hpu_ctx *hpu_ctx_get(struct hpu_ctx *ctx);
+void hpu_ctx_put(struct hpu_ctx *ctx);
+
+int hpu_ctx_open(struct drm_device *drm, struct drm_file *file);
+void hpu_ctx_postclose(struct drm_device *drm, struct drm_file *file);
+int hpu_ctx_kernel_init(struct hpu_device *hdev);
+void hpu_ctx_kernel_fini(struct hpu_device *hdev);
+
+int hpu_ctx_reserve_seqs_locked(struct hpu_ctx *ctx, unsigned int n);
+u64 hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
+			   struct dma_fence *fence);
+int hpu_ctx_job_fence(struct hpu_ctx *ctx, u64 seq, struct dma_fence **fence,
+		      int *error);
+void hpu_ctx_last_fences(struct hpu_ctx *ctx,
+			 struct dma_fence *fences[HPU_NUM_QUEUES]);
+void hpu_ctx_job_freed(struct hpu_ctx *ctx);
+
+#endif /* HPU_CTX_H */

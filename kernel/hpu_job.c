@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpu jobs: SUBMIT and WAIT.
+ *
+ * SUBMIT copies each command buffer into a DMA-coherent buffer the driver
+ * owns, so it cannot change after the check, checks every packet there,
+ * and only then, for all the jobs of the call at once, gives them the
+ * file's next sequence numbers and pushes them to the queues' schedulers.
+ * Any rejection leaves nothing submitted.  The kernel tail (completion
+ * write and interrupt, hpu_job_set_tail()) follows the user's packets, and
+ * the descriptor's priv_offset marks where the user's packets end.
+ *
+ * A job's end fence is the scheduler's finished fence, carrying the job's
+ * error; WAIT and the out-syncobj use it.
+ */
+#include <linux/dma-fence.h>
+#include <linux/dma-mapping.h>
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <drm/drm_file.h>
+#include <drm/drm_syncobj.h>
+
+#include "hpu_compat.h"
+#include "hpu_ctx.h"
+#include "hpu_device.h"
+#include "hpu_job.h"
+#include "hpu_queue.h"
+
+/* In-syncobjs one SUBMIT may wait for. */
+#define HPU_SUBMIT_MAX_IN_SYNCOBJS 64
+/* HBM one zeroing job clears, so each stays well inside the job timeout. */
+#define HPU_ZERO_JOB_BYTES (256ull << 20)
+
+/*
+ * Check the user's packets.  The first packet that breaks a rule decides:
+ * -EPERM for a privileged opcode, -EINVAL for an unknown opcode, non-zero
+ * reserved header bits, pad or unknown flags, a misaligned sync or
+ * timestamp address, or a packet running past the end.
+ */
+static int hpu_job_check_cb(const void *cb, u32 size)
+{
+	u32 off = 0;
+
+	while (off < size) {
+		const void *p = cb + off;
+		u32 left = size - off, header = *(const u32 *)p, len;
+		u32 flags = HPU_PKT_FLAGS(header);
+
+		if (HPU_PKT_IS_PRIVILEGED(HPU_PKT_OPCODE(header)))
+			return -EPERM;
+		if (HPU_PKT_RESERVED(header))
+			return -EINVAL;
+
+		switch (HPU_PKT_OPCODE(header)) {
+		case HPU_PKT_NOP: {
+			const struct hpu_pkt_nop *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags || pkt->pad)
+				return -EINVAL;
+			break;
+		}
+		case HPU_PKT_LIN_DMA: {
+			const struct hpu_pkt_lin_dma *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags & ~HPU_PKT_LIN_DMA_MEMSET ||
+			    pkt->pad)
+				return -EINVAL;
+			break;
+		}
+		case HPU_PKT_SIGNAL:
+		case HPU_PKT_WAIT: {
+			/* The same layout. */
+			const struct hpu_pkt_signal *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags || !IS_ALIGNED(pkt->addr, 4))
+				return -EINVAL;
+			break;
+		}
+		case HPU_PKT_TIMESTAMP: {
+			const struct hpu_pkt_timestamp *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags || pkt->pad ||
+			    !IS_ALIGNED(pkt->addr, 8))
+				return -EINVAL;
+			break;
+		}
+		default:
+			return -EINVAL;
+		}
+		off += len;
+	}
+	return 0;
+}
+
+/* Called by the queue when the job is first pushed. */
+void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector)
+{
+	struct hpu_pkt_write_completion *wc = job->cb + job->user_size;
+	struct hpu_pkt_interrupt *irq = (void *)(wc + 1);
+
+	*wc = (struct hpu_pkt_write_completion){
+		.header = HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0),
+		.addr = completion_addr,
+		.value = job->hw_seq,
+	};
+	*irq = (struct hpu_pkt_interrupt){
+		.header = HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0),
+		.vector = vector,
+	};
+}
+
+static void hpu_job_count(struct hpu_job *job, bool ok)
+{
+	struct hpu_device *hdev = job->ctx->hdev;
+
+	if (job->ctx->kernel)
+		return;
+	if (ok) {
+		atomic64_inc(&job->ctx->jobs_completed);
+		atomic64_inc(&hdev->stats.jobs_completed);
+	} else {
+		atomic64_inc(&job->ctx->jobs_failed);
+		atomic64_inc(&hdev->stats.jobs_failed);
+	}
+}
+
+/* The queue ended the job (state ENDED, result set): end it for the scheduler. */
+void hpu_job_signal(struct hpu_job *job)
+{
+	if (job->result) {
+		/* The scheduler's finished fence does not take the error over. */
+		dma_fence_set_error(&job->base.s_fence->finished, job->result);
+		dma_fence_set_error(job->hw_fence, job->result);
+	}
+	hpu_job_count(job, !job->result);
+	dma_fence_signal(job->hw_fence);
+}
+
+static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
+				     u32 user_size)
+{
+	struct hpu_device *hdev = ctx->hdev;
+	struct hpu_job *job;
+	int ret;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return ERR_PTR(-ENOMEM);
+	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
+	if (!job->hw_fence) {
+		ret = -ENOMEM;
+		goto err_free_job;
+	}
+	job->user_size = user_size;
+	job->cb_size = user_size + HPU_JOB_TAIL_SIZE;
+	job->cb = dma_alloc_coherent(hpu_dev(hdev), job->cb_size, &job->cb_dma,
+				     GFP_KERNEL);
+	if (!job->cb) {
+		ret = -ENOMEM;
+		goto err_free_fence;
+	}
+	ret = hpu_compat_sched_job_init(&job->base, &ctx->entity[queue], ctx);
+	if (ret)
+		goto err_free_cb;
+
+	job->queue = &hdev->queues[queue];
+	job->state = HPU_JOB_NEW;
+	INIT_LIST_HEAD(&job->link);
+	job->ctx = hpu_ctx_get(ctx);
+	atomic_inc(&ctx->jobs);
+	return job;
+
+err_free_cb:
+	dma_free_coherent(hpu_dev(hdev), job->cb_size, job->cb, job->cb_dma);
+err_free_fence:
+	kfree(job->hw_fence);
+err_free_job:
+	kfree(job);
+	return ERR_PTR(ret);
+}
+
+static void hpu_job_destroy(struct hpu_job *job)
+{
+	struct hpu_ctx *ctx = job->ctx;
+
+	dma_free_coherent(hpu_dev(ctx->hdev), job->cb_size, job->cb, job->cb_dma);
+	/* The hardware fence is initialized with the job's first push. */
+	if (job->hw_seq)
+		dma_fence_put(job->hw_fence);
+	else
+		kfree(job->hw_fence);
+	kfree(job);
+	hpu_ctx_job_freed(ctx);
+	hpu_ctx_put(ctx);
+}
+
+/* A job that was never armed: the SUBMIT failed. */
+static void hpu_job_abort(struct hpu_job *job)
+{
+	drm_sched_job_cleanup(&job->base);
+	hpu_job_destroy(job);
+}
+
+/* The scheduler is done with the job (free_job). */
+void hpu_job_free(struct hpu_job *job)
+{
+	/* Cancelled before it ran (its file closed), or the device went away. */
+	if (job->state != HPU_JOB_ENDED)
+		hpu_job_count(job, false);
+	hpu_queue_wait_consumed(job->queue, job);
+	hpu_job_destroy(job);
+}
+
+/* Arm and push @jobs in order, numbering them; on failure nothing is pushed. */
+static int hpu_job_push(struct hpu_ctx *ctx, struct hpu_job **jobs,
+			unsigned int n, struct drm_syncobj *out, u64 *last_seq)
+{
+	struct hpu_device *hdev = ctx->hdev;
+	unsigned int i;
+	int ret;
+
+	ret = mutex_lock_interruptible(&ctx->submit_lock);
+	if (ret)
+		return ret;
+	ret = hpu_ctx_reserve_seqs_locked(ctx, n);
+	if (ret)
+		goto out_unlock;
+
+	/* The point of no return. */
+	for (i = 0; i < n; i++) {
+		struct hpu_job *job = jobs[i];
+		struct dma_fence *end;
+
+		drm_sched_job_arm(&job->base);
+		end = &job->base.s_fence->finished;
+		job->seq = hpu_ctx_add_job_locked(ctx, job->queue->index, end);
+		if (i == n - 1) {
+			*last_seq = job->seq;
+			if (out)
+				drm_syncobj_replace_fence(out, end);
+		}
+		atomic64_inc(&ctx->jobs_submitted);
+		atomic64_inc(&hdev->stats.jobs_submitted);
+		/* The scheduler owns the job from here on. */
+		drm_sched_entity_push_job(&job->base);
+	}
+
+out_unlock:
+	mutex_unlock(&ctx->submit_lock);
+	return ret;
+}
+
+/* The fences of the in-syncobjs (NULL for a syncobj without one). */
+static int hpu_job_in_fences(struct drm_file *file,
+			     const struct drm_hpu_submit *args,
+			     struct dma_fence ***fences)
+{
+	struct dma_fence **f;
+	u32 *handles;
+	unsigned int i;
+	int ret = 0;
+
+	*fences = NULL;
+	if (!args->num_in_syncobjs)
+		return 0;
+
+	handles = memdup_user(u64_to_user_ptr(args->in_syncobjs_ptr),
+			      args->num_in_syncobjs * sizeof(*handles));
+	if (IS_ERR(handles))
+		return PTR_ERR(handles);
+	f = kcalloc(args->num_in_syncobjs, sizeof(*f), GFP_KERNEL);
+	if (!f) {
+		ret = -ENOMEM;
+		goto out_free_handles;
+	}
+
+	for (i = 0; i < args->num_in_syncobjs; i++) {
+		struct drm_syncobj *syncobj = drm_syncobj_find(file, handles[i]);
+
+		if (!syncobj) {
+			ret = -ENOENT;
+			break;
+		}
+		f[i] = drm_syncobj_fence_get(syncobj);
+		drm_syncobj_put(syncobj);
+	}
+	if (ret) {
+		while (i--)
+			dma_fence_put(f[i]);
+		kfree(f);
+	} else {
+		*fences = f;
+	}
+
+out_free_handles:
+	kfree(handles);
+	return ret;
+}
+
+static int hpu_job_check_args(const struct drm_hpu_job *uj)
+{
+	if (uj->flags || uj->pad)
+		return -EINVAL;
+	if (uj->queue >= HPU_NUM_QUEUES)
+		return -EINVAL;
+	if (!uj->cb_size || !IS_ALIGNED(uj->cb_size, 8) ||
+	    uj->cb_size > HPU_CB_MAX_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+/* A checked copy of @uj's command buffer, depending on @in. */
+static struct hpu_job *hpu_job_create_user(struct hpu_ctx *ctx,
+					   const struct drm_hpu_job *uj,
+					   struct dma_fence **in, u32 num_in)
+{
+	struct hpu_job *job;
+	unsigned int i;
+	int ret;
+
+	job = hpu_job_alloc(ctx, uj->queue, uj->cb_size);
+	if (IS_ERR(job))
+		return job;
+
+	if (copy_from_user(job->cb, u64_to_user_ptr(uj->cb_ptr), uj->cb_size)) {
+		ret = -EFAULT;
+		goto err_abort_job;
+	}
+	ret = hpu_job_check_cb(job->cb, uj->cb_size);
+	if (ret)
+		goto err_abort_job;
+
+	for (i = 0; i < num_in; i++) {
+		if (!in[i])
+			continue;
+		ret = drm_sched_job_add_dependency(&job->base, dma_fence_get(in[i]));
+		if (ret)
+			goto err_abort_job;
+	}
+	return job;
+
+err_abort_job:
+	hpu_job_abort(job);
+	return ERR_PTR(ret);
+}
+
+int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct hpu_ctx *ctx = file->driver_priv;
+	struct drm_hpu_submit *args = data;
+	struct drm_syncobj *out = NULL;
+	struct dma_fence **in = NULL;
+	struct drm_hpu_job *ujobs;
+	struct hpu_job **jobs;
+	unsigned int i, created = 0;
+	int ret;
+
+	if (args->flags)
+		return -EINVAL;
+	if (!args->num_jobs || args->num_jobs > DRM_HPU_SUBMIT_MAX_JOBS)
+		return -EINVAL;
+	if (args->num_in_syncobjs > HPU_SUBMIT_MAX_IN_SYNCOBJS)
+		return -EINVAL;
+
+	ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),
+			    args->num_jobs * sizeof(*ujobs));
+	if (IS_ERR(ujobs))
+		return PTR_ERR(ujobs);
+	for (i = 0; i < args->num_jobs; i++) {
+		ret = hpu_job_check_args(&ujobs[i]);
+		if (ret)
+			goto out_free_ujobs;
+	}
+
+	ret = hpu_job_in_fences(file, args, &in);
+	if (ret)
+		goto out_free_ujobs;
+	if (args->out_syncobj) {
+		out = drm_syncobj_find(file, args->out_syncobj);
+		if (!out) {
+			ret = -ENOENT;
+			goto out_put_in_fences;
+		}
+	}
+
+	jobs = kcalloc(args->num_jobs, sizeof(*jobs), GFP_KERNEL);
+	if (!jobs) {
+		ret = -ENOMEM;
+		goto out_put_out;
+	}
+	for (created = 0; created < args->num_jobs; created++) {
+		struct hpu_job *job = hpu_job_create_user(ctx, &ujobs[created], in,
+							  args->num_in_syncobjs);
+
+		if (IS_ERR(job)) {
+			ret = PTR_ERR(job);
+			goto out_abort_jobs;
+		}
+		jobs[created] = job;
+	}
+
+	ret = hpu_job_push(ctx, jobs, args->num_jobs, out, &args->seq);
+	if (!ret)
+		created = 0;	/* the schedulers have them */
+
+out_abort_jobs:
+	for (i = 0; i < created; i++)
+		hpu_job_abort(jobs[i]);
+	kfree(jobs);
+out_put_out:
+	if (out)
+		drm_syncobj_put(out);
+out_put_in_fences:
+	for (i = 0; in && i < args->num_in_syncobjs; i++)
+		dma_fence_put(in[i]);
+	kfree(in);
+out_free_ujobs:
+	kfree(ujobs);
+	return ret;
+}
+
+static long hpu_job_timeout_jiffies(s64 timeout_ns)
+{
+	u64 j = nsecs_to_jiffies64(timeout_ns) + 1;
+
+	return j >= MAX_SCHEDULE_TIMEOUT ? MAX_SCHEDULE_TIMEOUT : (long)j;
+}
+
+int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct hpu_ctx *ctx = file->driver_priv;
+	struct drm_hpu_wait *args = data;
+	struct dma_fence *fence;
+	int ret, error = 0;
+	long left;
+
+	if (args->flags || args->timeout_ns < 0)
+		return -EINVAL;
+
+	ret = hpu_ctx_job_fence(ctx, args->seq, &fence, &error);
+	if (ret)
+		return ret;
+	if (!fence) {
+		/* Long ended. */
+		args->error = error;
+		return 0;
+	}
+
+	if (args->timeout_ns) {
+		left = dma_fence_wait_timeout(fence, true,
+					      hpu_job_timeout_jiffies(args->timeout_ns));
+		if (left < 0) {
+			ret = left;
+			goto out_put_fence;
+		}
+	}
+	ret = dma_fence_get_status(fence);
+	if (!ret) {
+		ret = -ETIME;
+		goto out_put_fence;
+	}
+	args->error = ret < 0 ? ret : 0;
+	ret = 0;
+
+out_put_fence:
+	dma_fence_put(fence);
+	return ret;
+}
+
+/* Run the driver's command buffer @packets on queue 0; returns its end fence. */
+static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
+					       const void *packets, u32 size)
+{
+	struct hpu_ctx *ctx = hdev->kctx;
+	struct dma_fence *end;
+	struct hpu_job *job;
+	int ret;
+
+	job = hpu_job_alloc(ctx, 0, size);
+	if (IS_ERR(job))
+		return ERR_CAST(job);
+	memcpy(job->cb, packets, size);
+	ret = hpu_job_check_cb(job->cb, size);
+	if (WARN_ON(ret)) {
+		hpu_job_abort(job);
+		return ERR_PTR(ret);
+	}
+
+	mutex_lock(&ctx->submit_lock);
+	drm_sched_job_arm(&job->base);
+	end = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&ctx->submit_lock);
+	return end;
+}
+
+/* Fill [@addr, @addr + @size) of HBM with zeros (ASID 0 maps HBM 1:1). */
+int hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size)
+{
+	while (size) {
+		u64 piece = min(size, HPU_ZERO_JOB_BYTES);
+		struct hpu_pkt_lin_dma pkt = {
+			.header = HPU_PKT_HEADER(HPU_PKT_LIN_DMA,
+						 HPU_PKT_LIN_DMA_MEMSET),
+			.src = 0,
+			.dst = addr,
+			.size = piece,
+		};
+		struct dma_fence *end;
+		int status;
+
+		end = hpu_job_submit_kernel(hdev, &pkt, sizeof(pkt));
+		if (IS_ERR(end))
+			return PTR_ERR(end);
+		/* Not interruptible: HBM being cleared cannot be handed out again. */
+		while (!dma_fence_wait_timeout(end, false, 10 * HZ))
+			;
+		status = dma_fence_get_status(end);
+		dma_fence_put(end);
+		if (status < 0) {
+			dev_err_ratelimited(hpu_dev(hdev),
+					    "zeroing HBM at 0x%llx failed: %d\n",
+					    addr, status);
+			return status == -ENODEV ? -ENODEV : -EIO;
+		}
+		addr += piece;
+		size -= piece;
+	}
+	return 0;
+}

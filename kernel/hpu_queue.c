@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hpu hardware queues.
+ *
+ * Each queue has a ring of HPU_QUEUE_ENTRIES descriptors and as many
+ * completion slots in coherent memory, and its own MSI-X vector (1 + q).
+ * run_job writes a job's descriptor and rings the doorbell (PI).  The
+ * kernel tail of every job writes the job's hardware sequence number to
+ * slots[seq % entries] and raises the queue's vector, so:
+ *
+ *  - a job whose slot holds its number completed (all of its own packets
+ *    ran before the tail);
+ *  - a job the device has consumed (CI passed it) without writing its slot
+ *    failed: the device skipped the rest of it, tail included, and reports
+ *    why on the event queue (hpu_eq.c), which sets hw_error by tag.
+ *
+ * Jobs end strictly in ring order: a failed job whose event has not been
+ * seen yet holds back the jobs behind it until the event interrupt comes.
+ * Ending a job signals its hardware fence, which ends it for the GPU
+ * scheduler (hpu_sched.c).
+ *
+ * When a job runs past the timeout (or belongs to a closing file), the
+ * scheduler's timeout handler resets the queue (Q_CTRL_RESET): the running
+ * job is aborted and fails with -ETIMEDOUT (-ECANCELED when cancelled), the
+ * device drops the jobs queued behind it, and the scheduler pushes those
+ * again (drm_sched_resubmit_jobs()): other files' jobs do not suffer.
+ */
+#include <linux/delay.h>
+#include <linux/dma-fence.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/jiffies.h>
+#include <linux/lockdep.h>
+#include <drm/drm_drv.h>
+
+#include "hpu_ctx.h"
+#include "hpu_device.h"
+#include "hpu_eq.h"
+#include "hpu_job.h"
+#include "hpu_queue.h"
+#include "hpu_sched.h"
+
+/* How long a queue reset may take. */
+#define HPU_QUEUE_RESET_TIMEOUT_US (1000 * 1000)
+/* How long a completed job's descriptor may wait for CI to pass it. */
+#define HPU_QUEUE_CONSUME_TIMEOUT_US (100 * 1000)
+
+static u32 hpu_qrreg(struct hpu_queue *q, u32 reg)
+{
+	return hpu_rreg(q->hdev, HPU_REG_Q(q->index, reg));
+}
+
+static void hpu_qwreg(struct hpu_queue *q, u32 reg, u32 val)
+{
+	hpu_wreg(q->hdev, HPU_REG_Q(q->index, reg), val);
+}
+
+static const char *hpu_hw_fence_driver_name(struct dma_fence *fence)
+{
+	return DRM_HPU_DRIVER_NAME;
+}
+
+static const char *hpu_hw_fence_timeline_name(struct dma_fence *fence)
+{
+	return "hpu-queue";
+}
+
+static const struct dma_fence_ops hpu_hw_fence_ops = {
+	.get_driver_name = hpu_hw_fence_driver_name,
+	.get_timeline_name = hpu_hw_fence_timeline_name,
+};
+
+/* The tail of @job wrote its number: every packet of the job ran. */
+static bool hpu_queue_slot_done(struct hpu_queue *q, const struct hpu_job *job)
+{
+	return READ_ONCE(q->slots[job->hw_seq % HPU_QUEUE_ENTRIES]) ==
+	       job->hw_seq;
+}
+
+/* The device has moved past @job's descriptor. */
+static bool hpu_queue_consumed(const struct hpu_job *job, u32 ci)
+{
+	return (s32)(ci - job->ring_pos) > 0;
+}
+
+static void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
+				 int result, struct list_head *done)
+{
+	lockdep_assert_held(&q->lock);
+
+	job->state = HPU_JOB_ENDED;
+	job->result = result;
+	list_move_tail(&job->link, done);
+}
+
+/* Signal, in order and without the queue lock, the jobs ended on @done. */
+static void hpu_queue_signal(struct list_head *done)
+{
+	struct hpu_job *job, *tmp;
+
+	list_for_each_entry_safe(job, tmp, done, link) {
+		list_del_init(&job->link);
+		hpu_job_signal(job);
+	}
+}
+
+/* Move the jobs that have ended, oldest first, to @done. */
+static void hpu_queue_collect_locked(struct hpu_queue *q, struct list_head *done)
+{
+	struct hpu_job *job, *tmp;
+	bool have_ci = false, moved = false;
+	u32 ci = 0;
+
+	lockdep_assert_held(&q->lock);
+
+	if (q->resetting)
+		return;
+
+	list_for_each_entry_safe(job, tmp, &q->pending, link) {
+		int result;
+
+		if (hpu_queue_slot_done(q, job)) {
+			result = 0;
+		} else {
+			if (!have_ci) {
+				ci = hpu_qrreg(q, HPU_Q_CI);
+				/* The slots the device wrote before CI moved. */
+				rmb();
+				have_ci = true;
+			}
+			if (!hpu_queue_consumed(job, ci))
+				break;
+			if (hpu_queue_slot_done(q, job))
+				result = 0;
+			else if (job->hw_error)
+				result = job->hw_error;
+			else
+				break;	/* failed: its event is on the way */
+		}
+		hpu_queue_end_locked(q, job, result, done);
+		moved = true;
+	}
+
+	if (moved && !list_empty(&q->pending))
+		list_first_entry(&q->pending, struct hpu_job, link)->head_since =
+			jiffies;
+}
+
+static irqreturn_t hpu_queue_irq(int irq, void *arg)
+{
+	struct hpu_queue *q = arg;
+	LIST_HEAD(done);
+
+	spin_lock(&q->lock);
+	hpu_queue_collect_locked(q, &done);
+	spin_unlock(&q->lock);
+	hpu_queue_signal(&done);
+	return IRQ_HANDLED;
+}
+
+/*
+ * Put @job in the ring and ring the doorbell (the scheduler's run_job).
+ * The scheduler's credit limit keeps the ring from overflowing.
+ */
+int hpu_queue_push(struct hpu_queue *q, struct hpu_job *job)
+{
+	struct hpu_device *hdev = q->hdev;
+	struct hpu_queue_desc *desc;
+	unsigned long flags;
+	int idx;
+
+	if (!drm_dev_enter(&hdev->drm, &idx))
+		return -ENODEV;
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (!job->hw_seq) {
+		job->hw_seq = ++q->hw_seq;
+		dma_fence_init(job->hw_fence, &hpu_hw_fence_ops, &q->fence_lock,
+			       q->fence_context, job->hw_seq);
+		hpu_job_set_tail(job, q->slots_dma + (job->hw_seq % HPU_QUEUE_ENTRIES) *
+				 sizeof(*q->slots), HPU_MSIX_VEC_MISC + 1 + q->index);
+	}
+
+	desc = &q->ring[q->pi % HPU_QUEUE_ENTRIES];
+	desc->cb_addr = job->cb_dma;
+	desc->cb_size = job->cb_size;
+	desc->priv_offset = job->user_size;
+	desc->asid = job->ctx->asid;
+	desc->flags = 0;
+	desc->tag = job->hw_seq;
+
+	job->ring_pos = q->pi++;
+	job->state = HPU_JOB_QUEUED;
+	job->hw_error = 0;
+	if (list_empty(&q->pending))
+		job->head_since = jiffies;
+	list_add_tail(&job->link, &q->pending);
+
+	/* writel() orders the descriptor and command buffer before the doorbell. */
+	hpu_qwreg(q, HPU_Q_PI, q->pi);
+	spin_unlock_irqrestore(&q->lock, flags);
+
+	drm_dev_exit(idx);
+	return 0;
+}
+
+/* The event queue reports that the job tagged @tag failed with @error. */
+void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error)
+{
+	struct hpu_job *job;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	spin_lock_irqsave(&q->lock, flags);
+	list_for_each_entry(job, &q->pending, link) {
+		if (job->hw_seq == tag) {
+			if (!job->hw_error)
+				job->hw_error = error;
+			break;
+		}
+	}
+	hpu_queue_collect_locked(q, &done);
+	spin_unlock_irqrestore(&q->lock, flags);
+	hpu_queue_signal(&done);
+}
+
+/* Events were dropped: jobs consumed without completing fail with -EIO. */
+void hpu_queue_fail_lost(struct hpu_queue *q)
+{
+	struct hpu_job *job;
+	unsigned long flags;
+	LIST_HEAD(done);
+	u32 ci;
+
+	spin_lock_irqsave(&q->lock, flags);
+	ci = hpu_qrreg(q, HPU_Q_CI);
+	/* The slots the device wrote before CI moved. */
+	rmb();
+	list_for_each_entry(job, &q->pending, link) {
+		if (!hpu_queue_consumed(job, ci))
+			break;
+		if (!hpu_queue_slot_done(q, job) && !job->hw_error)
+			job->hw_error = -EIO;
+	}
+	hpu_queue_collect_locked(q, &done);
+	spin_unlock_irqrestore(&q->lock, flags);
+	hpu_queue_signal(&done);
+}
+
+/* A closing file's job runs on @q: have the timeout handler cancel it now. */
+void hpu_queue_cancel_ctx(struct hpu_queue *q, const void *ctx)
+{
+	struct hpu_job *head;
+	bool running;
+
+	spin_lock_irq(&q->lock);
+	head = list_first_entry_or_null(&q->pending, struct hpu_job, link);
+	running = head && head->ctx == ctx;
+	spin_unlock_irq(&q->lock);
+
+	if (running)
+		drm_sched_fault(&q->sched);
+}
+
+/* Reset @q and wait until the device has let go of its ring. */
+static void hpu_queue_reset(struct hpu_queue *q)
+{
+	unsigned int waited;
+
+	hpu_qwreg(q, HPU_Q_CTRL, HPU_Q_CTRL_RESET);
+	for (waited = 0; waited < HPU_QUEUE_RESET_TIMEOUT_US; waited += 100) {
+		if (!(hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_BUSY) &&
+		    hpu_qrreg(q, HPU_Q_CI) == hpu_qrreg(q, HPU_Q_PI))
+			return;
+		usleep_range(100, 200);
+	}
+	dev_err(hpu_dev(q->hdev), "queue %u: still busy after a reset\n",
+		q->index);
+}
+
+/*
+ * The scheduler's timeout handler, with the scheduler stopped: if the
+ * oldest job in the ring has run longer than the timeout, or belongs to a
+ * closing file, reset the queue; fail that job, and sort the others into
+ * ended and to be pushed again (state back to NEW).
+ */
+void hpu_queue_recover(struct hpu_queue *q)
+{
+	struct hpu_job *job, *tmp, *bad;
+	bool cancel;
+	LIST_HEAD(done);
+	u32 ci;
+
+	spin_lock_irq(&q->lock);
+	for (;;) {
+		hpu_queue_collect_locked(q, &done);
+		bad = list_first_entry_or_null(&q->pending, struct hpu_job, link);
+		if (!bad)
+			break;
+		ci = hpu_qrreg(q, HPU_Q_CI);
+		/* The slots the device wrote before CI moved. */
+		rmb();
+		if (!hpu_queue_consumed(bad, ci) || hpu_queue_slot_done(q, bad))
+			break;
+		/* Consumed without completing, and no event came for it. */
+		bad->hw_error = -EIO;
+	}
+	cancel = bad && READ_ONCE(bad->ctx->closing);
+	if (!bad || (!cancel && time_before(jiffies, bad->head_since +
+					    q->sched.timeout))) {
+		spin_unlock_irq(&q->lock);
+		hpu_queue_signal(&done);
+		return;
+	}
+	q->resetting = true;
+	spin_unlock_irq(&q->lock);
+	hpu_queue_signal(&done);
+
+	if (!cancel)
+		dev_warn(hpu_dev(q->hdev),
+			 "queue %u: job of context %u timed out after %u ms, resetting the queue\n",
+			 q->index, bad->ctx->asid,
+			 jiffies_to_msecs(jiffies - bad->head_since));
+	hpu_queue_reset(q);
+	/* Let the events of the reset (ABORTED) and of jobs before it land. */
+	hpu_eq_process(q->hdev);
+
+	spin_lock_irq(&q->lock);
+	list_for_each_entry_safe(job, tmp, &q->pending, link) {
+		int err = job->hw_error;
+
+		if (hpu_queue_slot_done(q, job))
+			hpu_queue_end_locked(q, job, 0, &done);
+		else if (job == bad)
+			hpu_queue_end_locked(q, job, cancel ? -ECANCELED :
+					     err && err != -ECANCELED ? err : -ETIMEDOUT,
+					     &done);
+		else if (err)
+			hpu_queue_end_locked(q, job, err, &done);
+		else if (READ_ONCE(job->ctx->closing))
+			hpu_queue_end_locked(q, job, -ECANCELED, &done);
+		else {
+			/* Dropped by the reset before it started. */
+			list_del_init(&job->link);
+			job->state = HPU_JOB_NEW;
+		}
+	}
+	q->resetting = false;
+	spin_unlock_irq(&q->lock);
+	hpu_queue_signal(&done);
+}
+
+/*
+ * Before a job's command buffer is freed: a completed job's descriptor may
+ * still be in the device's hands for the few instructions between its tail
+ * and the CI update.
+ */
+void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job)
+{
+	unsigned int waited;
+	int idx;
+
+	if (!job->hw_seq || !drm_dev_enter(&q->hdev->drm, &idx))
+		return;
+	for (waited = 0; waited < HPU_QUEUE_CONSUME_TIMEOUT_US; waited += 20) {
+		if (hpu_queue_consumed(job, hpu_qrreg(q, HPU_Q_CI)))
+			break;
+		usleep_range(20, 50);
+	}
+	if (waited >= HPU_QUEUE_CONSUME_TIMEOUT_US)
+		dev_warn_once(hpu_dev(q->hdev),
+			      "queue %u: CI did not pass a completed job\n",
+			      q->index);
+	drm_dev_exit(idx);
+}
+
+/*
+ * After a device reset: a job the engine was in reads busy until the
+ * engine has let go of its memory.
+ */
+void hpu_queues_quiesce(struct hpu_device *hdev)
+{
+	unsigned int i, waited;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+
+		for (waited = 0; waited < HPU_QUEUE_RESET_TIMEOUT_US; waited += 100) {
+			if (!(hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_BUSY))
+				break;
+			usleep_range(100, 200);
+		}
+		if (waited >= HPU_QUEUE_RESET_TIMEOUT_US)
+			dev_err(hpu_dev(hdev), "queue %u: still busy after a device reset\n", i);
+	}
+}
+
+/* Device gone (reset after unplug): every job still in a ring fails. */
+void hpu_queues_halt(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+		struct hpu_job *job, *tmp;
+		LIST_HEAD(done);
+
+		spin_lock_irq(&q->lock);
+		list_for_each_entry_safe(job, tmp, &q->pending, link)
+			hpu_queue_end_locked(q, job, -ENODEV, &done);
+		spin_unlock_irq(&q->lock);
+		hpu_queue_signal(&done);
+	}
+}
+
+/* The device must be reset (idle) before the ring goes. */
+static void hpu_queue_fini(struct hpu_queue *q)
+{
+	struct device *dev = hpu_dev(q->hdev);
+
+	if (q->irq_requested)
+		pci_free_irq(q->hdev->pdev, HPU_MSIX_VEC_MISC + 1 + q->index, q);
+	q->irq_requested = false;
+	if (q->slots)
+		dma_free_coherent(dev, HPU_QUEUE_ENTRIES * sizeof(*q->slots),
+				  q->slots, q->slots_dma);
+	q->slots = NULL;
+	if (q->ring)
+		dma_free_coherent(dev, HPU_QUEUE_ENTRIES * sizeof(*q->ring),
+				  q->ring, q->ring_dma);
+	q->ring = NULL;
+}
+
+static int hpu_queue_init(struct hpu_device *hdev, u32 index)
+{
+	struct hpu_queue *q = &hdev->queues[index];
+	struct device *dev = hpu_dev(hdev);
+	int ret;
+
+	q->hdev = hdev;
+	q->index = index;
+	snprintf(q->name, sizeof(q->name), "hpu-q%u", index);
+	spin_lock_init(&q->lock);
+	spin_lock_init(&q->fence_lock);
+	INIT_LIST_HEAD(&q->pending);
+	q->fence_context = dma_fence_context_alloc(1);
+	q->hw_seq = 0;
+
+	q->ring = dma_alloc_coherent(dev, HPU_QUEUE_ENTRIES * sizeof(*q->ring),
+				     &q->ring_dma, GFP_KERNEL);
+	q->slots = dma_alloc_coherent(dev, HPU_QUEUE_ENTRIES * sizeof(*q->slots),
+				      &q->slots_dma, GFP_KERNEL);
+	if (!q->ring || !q->slots) {
+		ret = -ENOMEM;
+		goto err_fini_queue;
+	}
+
+	ret = hpu_sched_init(q, hdev->job_timeout_ms);
+	if (ret)
+		goto err_fini_queue;
+
+	ret = pci_request_irq(hdev->pdev, HPU_MSIX_VEC_MISC + 1 + index,
+			      hpu_queue_irq, NULL, q, "hpu-q%u@%s", index,
+			      pci_name(hdev->pdev));
+	if (ret) {
+		dev_err(dev, "cannot request the interrupt of queue %u: %d\n",
+			index, ret);
+		goto err_fini_queue;
+	}
+	q->irq_requested = true;
+
+	hpu_qwreg(q, HPU_Q_RING_LO, lower_32_bits(q->ring_dma));
+	hpu_qwreg(q, HPU_Q_RING_HI, upper_32_bits(q->ring_dma));
+	hpu_qwreg(q, HPU_Q_RING_SIZE, HPU_QUEUE_ENTRIES);
+	q->pi = hpu_qrreg(q, HPU_Q_PI);
+	return 0;
+
+err_fini_queue:
+	hpu_queue_fini(q);
+	return ret;
+}
+
+/* Rings, completion slots and vectors of every queue; the firmware is READY. */
+int hpu_queues_init(struct hpu_device *hdev)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		ret = hpu_queue_init(hdev, i);
+		if (ret)
+			goto err_fini_queues;
+	}
+	return 0;
+
+err_fini_queues:
+	while (i--)
+		hpu_queue_fini(&hdev->queues[i]);
+	return ret;
+}
+
+/* After a device reset; the schedulers stay until the DRM device goes. */
+void hpu_queues_fini(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++)
+		hpu_queue_fini(&hdev->queues[i]);
+}

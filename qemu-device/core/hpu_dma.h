@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu DMA engine: moves bytes between device virtual addresses of a job's
+ * context.  Every access is translated by the MMU page by page; host pages
+ * are reached through the embedder's DMA, HBM through its chunks.
+ *
+ * Each function returns 0, or -1 with the job's fault set: MMU_FAULT at the
+ * first VA without a permitted mapping, DMA_ERROR at the bus address that
+ * failed, or ABORTED when the job was cancelled between two steps.  What
+ * was moved before the failure stays moved; nothing outside the context's
+ * mappings is touched.
+ */
+#ifndef HPU_DMA_H
+#define HPU_DMA_H
+
+#include <stdint.h>
+
+#include "hpu_job.h"
+
+/* Bytes moved between two checks for cancellation; also the bounce buffer size. */
+#define HPU_DMA_STEP (64u << 10)
+
+int hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size);
+int hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size);
+
+/* Small naturally aligned accesses (sync objects, timestamps): len is 4 or 8. */
+int hpu_dma_load(struct hpu_job *job, uint64_t va, void *buf, uint32_t len);
+int hpu_dma_store(struct hpu_job *job, uint64_t va, const void *buf, uint32_t len);
+
+#endif /* HPU_DMA_H */

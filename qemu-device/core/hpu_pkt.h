@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu packets: decoding, checking and running a job's command buffer
+ * (formats in hpu_packets.h).
+ */
+#ifndef HPU_PKT_H
+#define HPU_PKT_H
+
+#include "hpu_job.h"
+
+enum hpu_pkt_status {
+	HPU_PKT_FAILED = -1, /* the job's fault says why */
+	HPU_PKT_DONE = 0,
+	HPU_PKT_STALLED = 1, /* a WAIT is not satisfied yet: job->pos stays on it */
+};
+
+/* Run the job's packets from job->pos to the end of its command buffer. */
+enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job);
+
+#endif /* HPU_PKT_H */

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu queue manager: queue registers, job fetch and the engine loop.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+
+#include "hpu_core_internal.h"
+#include "hpu_le.h"
+#include "hpu_pkt.h"
+
+#define HPU_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
+
+static const char *const hpu_event_names[] = {
+	[HPU_EVENT_MMU_FAULT] = "MMU fault",
+	[HPU_EVENT_ILLEGAL_PACKET] = "illegal packet",
+	[HPU_EVENT_PRIV_PACKET] = "privileged packet",
+	[HPU_EVENT_DMA_ERROR] = "DMA error",
+	[HPU_EVENT_ABORTED] = "aborted",
+};
+
+bool hpu_job_cancelled(const struct hpu_job *job)
+{
+	struct hpu_dev_core *core = job->core;
+
+	return __atomic_load_n(&core->qman.queues[job->queue].abort, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&core->gen, __ATOMIC_RELAXED) != job->gen;
+}
+
+/* Parked queues look at their WAIT again. */
+static void hpu_qman_recheck(struct hpu_dev_core *core)
+{
+	unsigned int q;
+
+	for (q = 0; q < HPU_NUM_QUEUES; q++)
+		core->qman.queues[q].recheck = core->qman.queues[q].parked;
+}
+
+static const char *hpu_q_check_idle(struct hpu_dev_core *core, unsigned int q,
+				    uint32_t value HPU_UNUSED)
+{
+	return HPU_Q_REG(core, q, PI) == HPU_Q_REG(core, q, CI) ? NULL :
+	       "the queue has jobs (PI != CI)";
+}
+
+static const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size)
+{
+	const char *why = hpu_q_check_idle(core, q, size);
+
+	return why ? why : hpu_ring_size_check(size);
+}
+
+static const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+{
+	uint32_t ci = HPU_Q_REG(core, q, CI);
+
+	if (HPU_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
+		return "the firmware is not ready";
+	if (!HPU_Q_REG(core, q, RING_SIZE))
+		return "the queue has no ring";
+	/* Free running indices: compare distances from CI. */
+	if (pi - ci < HPU_Q_REG(core, q, PI) - ci || pi - ci > HPU_Q_REG(core, q, RING_SIZE))
+		return "PI moves back, or past the ring's free entries";
+	return NULL;
+}
+
+static void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+{
+	HPU_Q_REG(core, q, PI) = pi;
+	/* The driver may have updated a sync object in host memory: a doorbell re-checks WAITs. */
+	hpu_qman_recheck(core);
+	pthread_cond_signal(&core->qman.work);
+}
+
+static void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
+{
+	struct hpu_qman_queue *qq = &core->qman.queues[q];
+
+	if (value & ~HPU_Q_CTRL_RESET) {
+		hpu_guest_error(core, HPU_ERR_BAD_CTRL, "queue %u CTRL: unknown bits 0x%08" PRIx32,
+				q, value & ~HPU_Q_CTRL_RESET);
+		return;
+	}
+	if (!value)
+		return;
+	if (qq->running || qq->parked) {
+		/* The engine ends the job (ABORTED), then sets CI; STATUS reads busy until then. */
+		qq->abort_pi = HPU_Q_REG(core, q, PI);
+		__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
+		pthread_cond_signal(&core->qman.work);
+	} else {
+		HPU_Q_REG(core, q, CI) = HPU_Q_REG(core, q, PI);
+	}
+}
+
+const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
+	[HPU_Q_RING_LO / 4] = { "RING_LO", HPU_REG_R | HPU_REG_W, hpu_q_check_idle, NULL },
+	[HPU_Q_RING_HI / 4] = { "RING_HI", HPU_REG_R | HPU_REG_W, hpu_q_check_idle, NULL },
+	[HPU_Q_RING_SIZE / 4] = { "RING_SIZE", HPU_REG_R | HPU_REG_W, hpu_q_check_ring_size, NULL },
+	[HPU_Q_PI / 4] = { "PI", HPU_REG_R | HPU_REG_W, hpu_q_check_doorbell, hpu_q_write_pi },
+	[HPU_Q_CI / 4] = { "CI", HPU_REG_R, NULL, NULL },
+	[HPU_Q_STATUS / 4] = { "STATUS", HPU_REG_R, NULL, NULL },
+	[HPU_Q_CTRL / 4] = { "CTRL", HPU_REG_W, NULL, hpu_q_write_ctrl },
+};
+
+void hpu_qman_reset(struct hpu_dev_core *core)
+{
+	unsigned int q;
+
+	for (q = 0; q < HPU_NUM_QUEUES; q++) {
+		struct hpu_qman_queue *qq = &core->qman.queues[q];
+
+		/* A job the engine is still in reads busy until it has let go of memory. */
+		HPU_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY : 0;
+		qq->running = false;
+		qq->parked = false;
+		qq->recheck = false;
+		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+	}
+}
+
+void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm)
+{
+	/* Freeing touched HBM takes a while: never on the vCPU, unless resets come back to back. */
+	if (core->qman.retired) {
+		hpu_hbm_put(hbm);
+		return;
+	}
+	core->qman.retired = hbm;
+	pthread_cond_signal(&core->qman.work);
+}
+
+/* Fetch the descriptor at slot and its command buffer; a bad one fails the job. */
+static int hpu_job_load(struct hpu_job *job, uint64_t slot)
+{
+	struct hpu_dev_core *core = job->core;
+	uint8_t desc[sizeof(struct hpu_queue_desc)];
+	uint64_t cb_addr;
+
+	job->tag = 0;
+	job->asid = 0;
+	if (core->ops->dma_read(core->opaque, slot, desc, sizeof(desc)))
+		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, slot);
+	cb_addr = hpu_ld_le64(desc + HPU_DESC_OFF(cb_addr));
+	job->cb_size = hpu_ld_le32(desc + HPU_DESC_OFF(cb_size));
+	job->priv_offset = hpu_ld_le32(desc + HPU_DESC_OFF(priv_offset));
+	job->asid = hpu_ld_le32(desc + HPU_DESC_OFF(asid));
+	job->tag = hpu_ld_le64(desc + HPU_DESC_OFF(tag));
+	if (job->cb_size % 8 || job->cb_size > HPU_JOB_CB_MAX ||
+	    job->priv_offset > job->cb_size || hpu_ld_le32(desc + HPU_DESC_OFF(flags)) ||
+	    job->asid >= HPU_MMU_NUM_ASIDS)
+		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, 0);
+	/* The fetch must not wrap around the top of the bus address space. */
+	if (job->cb_size && (cb_addr + (job->cb_size - 1) < cb_addr ||
+			     core->ops->dma_read(core->opaque, cb_addr, job->cb, job->cb_size)))
+		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, cb_addr);
+	return 0;
+}
+
+/* Log a failed job and post its event.  May drop the lock. */
+static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job)
+{
+	const struct hpu_event ev = {
+		.type = job->fault,
+		.queue = job->queue,
+		.asid = job->asid,
+		.engine = job->engine,
+		.tag = job->tag,
+		.addr = job->fault_addr,
+	};
+
+	hpu_log(core, "queue %u: job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at 0x%" PRIx64
+		", engine 0x%" PRIx32, job->queue, job->tag, job->asid, hpu_event_names[job->fault],
+		job->fault_addr, job->engine);
+	hpu_eq_post(core, &ev);
+}
+
+/* The step is over: park, or end the job and advance CI.  Lock held. */
+static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *qq,
+			      enum hpu_pkt_status status)
+{
+	struct hpu_job *job = &qq->job;
+	unsigned int q = job->queue;
+
+	if (status == HPU_PKT_FAILED && job->gen == core->gen)
+		hpu_qman_report(core, job);
+	if (job->gen != core->gen) {
+		/* A device reset abandoned the job: the queue's state is no longer its own. */
+		HPU_Q_REG(core, q, STATUS) = 0;
+		return;
+	}
+	qq->running = false;
+	if (job->signalled)
+		hpu_qman_recheck(core);
+	if (status == HPU_PKT_STALLED) {
+		qq->parked = true;
+		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_WAITING;
+		return;
+	}
+	HPU_Q_REG(core, q, CI) = qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1;
+	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+	HPU_Q_REG(core, q, STATUS) = 0;
+}
+
+/* Start the job at CI, or resume a parked one, and run it as far as it goes. */
+static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
+{
+	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	struct hpu_job *job = &qq->job;
+	bool fresh = !qq->parked;
+	enum hpu_pkt_status status;
+	struct hpu_hbm *hbm;
+	uint64_t slot = 0;
+
+	qq->running = true;
+	qq->parked = false;
+	qq->recheck = false;
+	HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
+	job->core = core;
+	job->queue = q;
+	job->gen = core->gen;
+	job->hbm = hpu_hbm_get(core->hbm);
+	job->signalled = false;
+	if (fresh) {
+		/* PI != CI, so the ring is set and cannot change under the job. */
+		slot = ((uint64_t)HPU_Q_REG(core, q, RING_HI) << 32 | HPU_Q_REG(core, q, RING_LO)) +
+		       (uint64_t)(HPU_Q_REG(core, q, CI) % HPU_Q_REG(core, q, RING_SIZE)) *
+			       sizeof(struct hpu_queue_desc);
+		job->pos = 0;
+		job->fault = 0;
+		job->engine = HPU_ENGINE_QMAN;
+	}
+	hpu_core_unlock(core);
+
+	status = fresh && hpu_job_load(job, slot) ? HPU_PKT_FAILED : hpu_pkt_run(job);
+
+	hpu_core_lock(core);
+	hpu_qman_end_step(core, qq, status);
+	hbm = job->hbm;
+	hpu_core_unlock(core);
+	/* The last reference to an HBM a reset replaced frees it: slow, so unlocked. */
+	hpu_hbm_put(hbm);
+	hpu_core_lock(core);
+}
+
+/* Free HBM a reset replaced.  Lock held, dropped meanwhile. */
+static void hpu_qman_free_retired(struct hpu_dev_core *core)
+{
+	struct hpu_hbm *hbm = core->qman.retired;
+
+	core->qman.retired = NULL;
+	hpu_core_unlock(core);
+	hpu_hbm_put(hbm);
+	hpu_core_lock(core);
+}
+
+/* Under the lock: the next queue that can make progress, round robin, or -1. */
+static int hpu_qman_next(struct hpu_dev_core *core, bool take)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		unsigned int q = (core->qman.next + i) % HPU_NUM_QUEUES;
+		const struct hpu_qman_queue *qq = &core->qman.queues[q];
+
+		if (qq->parked ? qq->recheck || qq->abort :
+				 HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI)) {
+			if (take)
+				core->qman.next = q + 1;
+			return (int)q;
+		}
+	}
+	return -1;
+}
+
+void hpu_core_engine_run(struct hpu_dev_core *core)
+{
+	int q;
+
+	hpu_core_lock(core);
+	while (!core->qman.stopping) {
+		if (core->qman.retired)
+			hpu_qman_free_retired(core);
+		else if ((q = hpu_qman_next(core, true)) >= 0)
+			hpu_qman_step(core, (unsigned int)q);
+		else
+			break;
+	}
+	hpu_core_unlock(core);
+}
+
+bool hpu_core_engine_wait(struct hpu_dev_core *core)
+{
+	bool run;
+
+	hpu_core_lock(core);
+	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0)
+		pthread_cond_wait(&core->qman.work, &core->lock);
+	run = !core->qman.stopping;
+	hpu_core_unlock(core);
+	return run;
+}
+
+void hpu_core_engine_stop(struct hpu_dev_core *core)
+{
+	hpu_core_lock(core);
+	core->qman.stopping = true;
+	/* Cut a running job short at its next step, as a reset would. */
+	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
+	pthread_cond_signal(&core->qman.work);
+	hpu_core_unlock(core);
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench-dma: the submission path against the guest's own baselines, all
+ * measured in one run:
+ *   h2d_vs_memcpy, d2h_vs_memcpy  64 MiB copy bandwidth / host memcpy bandwidth
+ *   submit_vs_null_ioctl          NOP job submit+wait round trip / a null ioctl
+ *   alloc_uncached_vs_cached      64 KiB device allocation+free: GEM create+map+unmap+close
+ *                                 / libhpu's caching allocator
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hpu/hpu.h>
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define MiB (1ull << 20)
+#define COPY (64 * MiB)
+#define COPY_REPS 5
+#define CALLS 2000
+#define ALLOC_SIZE (64 << 10)
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "bench-dma: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+/* Best of COPY_REPS: the least disturbed run on a shared host. */
+static double copy_gbps(int fd, uint64_t dst, uint64_t src)
+{
+	struct hpu_cb cb = { .size = 0 };
+	double best = 0, t;
+	int r, err;
+
+	hpu_cb_dma(&cb, dst, src, COPY);
+	for (r = 0; r < COPY_REPS; r++) {
+		t = now_s();
+		err = hpu_run(fd, 0, cb.buf, cb.size);
+		if (err)
+			die("copy job", err);
+		t = now_s() - t;
+		if (COPY / t / 1e9 > best)
+			best = COPY / t / 1e9;
+	}
+	return best;
+}
+
+static double memcpy_gbps(uint8_t *dst, const uint8_t *src)
+{
+	double best = 0, t;
+	int r;
+
+	for (r = 0; r < COPY_REPS; r++) {
+		t = now_s();
+		memcpy(dst, src, COPY);
+		t = now_s() - t;
+		if (COPY / t / 1e9 > best)
+			best = COPY / t / 1e9;
+	}
+	return best;
+}
+
+/* Seconds per allocate+free of ALLOC_SIZE straight through the ioctls. */
+static double alloc_uncached(int fd)
+{
+	double t = now_s();
+	uint64_t va;
+	uint32_t h;
+	int i, err;
+
+	for (i = 0; i < CALLS; i++) {
+		va = 0;
+		if ((err = hpu_gem_create(fd, ALLOC_SIZE, 0, &h)) ||
+		    (err = hpu_vm_map(fd, h, 0, NULL, ALLOC_SIZE, RW, &va)) ||
+		    (err = hpu_vm_unmap(fd, va)) || (err = hpu_gem_close(fd, h)))
+			die("uncached allocation", err);
+	}
+	return (now_s() - t) / CALLS;
+}
+
+/* The same through libhpu, whose cache serves it without an ioctl. */
+static double alloc_cached(void)
+{
+	struct hpu_device *dev;
+	uint64_t p;
+	double t;
+	int i, err;
+
+	if ((err = hpu_device_open(0, &dev)))
+		die(hpu_last_error(), err);
+	/* The first allocation maps a slab; time the steady state. */
+	if ((err = hpu_mem_alloc(dev, ALLOC_SIZE, &p)) || (err = hpu_mem_free(dev, p)))
+		die(hpu_last_error(), err);
+	t = now_s();
+	for (i = 0; i < CALLS; i++)
+		if ((err = hpu_mem_alloc(dev, ALLOC_SIZE, &p)) || (err = hpu_mem_free(dev, p)))
+			die(hpu_last_error(), err);
+	t = (now_s() - t) / CALLS;
+	hpu_device_close(dev);
+	return t;
+}
+
+int main(void)
+{
+	uint8_t *a = hpu_host_pages(COPY), *b = hpu_host_pages(COPY);
+	struct hpu_cb nop = { .size = 0 };
+	uint64_t a_va = 0, b_va = 0, hbm_va = 0;
+	struct drm_hpu_device_info di;
+	struct drm_hpu_info info = {
+		.data_ptr = (uintptr_t)&di, .data_size = sizeof(di), .query = DRM_HPU_INFO_DEVICE,
+	};
+	double mc, h2d, d2h, t_null, t_job, t, t_unc, t_cached;
+	char bdf[64];
+	uint32_t h;
+	int fd, i, err;
+
+	if (!a || !b || hpu_find_bdf(bdf, sizeof(bdf)) || (fd = hpu_open_node(bdf)) < 0)
+		die("device", -ENODEV);
+	memset(a, 1, COPY);
+	memset(b, 2, COPY);
+	if ((err = hpu_gem_create(fd, COPY, 0, &h)) ||
+	    (err = hpu_vm_map(fd, h, 0, NULL, COPY, RW, &hbm_va)) ||
+	    (err = hpu_vm_map(fd, 0, 0, a, COPY, RW, &a_va)) ||
+	    (err = hpu_vm_map(fd, 0, 0, b, COPY, RW, &b_va)))
+		die("setup", err);
+
+	mc = memcpy_gbps(b, a);
+	h2d = copy_gbps(fd, hbm_va, a_va);
+	d2h = copy_gbps(fd, b_va, hbm_va);
+
+	t = now_s();
+	for (i = 0; i < CALLS; i++)
+		if ((err = hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &info)))
+			die("null ioctl", err);
+	t_null = (now_s() - t) / CALLS;
+
+	hpu_cb_put(&nop, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
+	t = now_s();
+	for (i = 0; i < CALLS; i++)
+		if ((err = hpu_run(fd, 0, nop.buf, nop.size)))
+			die("null job", err);
+	t_job = (now_s() - t) / CALLS;
+
+	t_unc = alloc_uncached(fd);
+	t_cached = alloc_cached();
+
+	printf("BENCH memcpy %.2f GB/s\n", mc);
+	printf("BENCH h2d %.2f GB/s\n", h2d);
+	printf("BENCH d2h %.2f GB/s\n", d2h);
+	printf("BENCH h2d_vs_memcpy %.2f ratio\n", h2d / mc);
+	printf("BENCH d2h_vs_memcpy %.2f ratio\n", d2h / mc);
+	printf("BENCH null_ioctl %.1f us\n", t_null * 1e6);
+	printf("BENCH submit_wait %.1f us\n", t_job * 1e6);
+	printf("BENCH submit_vs_null_ioctl %.2f ratio\n", t_job / t_null);
+	printf("BENCH alloc_uncached %.2f us\n", t_unc * 1e6);
+	printf("BENCH alloc_cached %.2f us\n", t_cached * 1e6);
+	printf("BENCH alloc_uncached_vs_cached %.1f ratio\n", t_unc / t_cached);
+	close(fd);
+	return 0;
+}

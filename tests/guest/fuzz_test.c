@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One minute of random command buffers from a context that also owns some
+ * memory: packets of every opcode with random fields, truncated and
+ * misaligned buffers, addresses inside, across and outside its mappings.
+ * Every submit is refused or its job ends with a result; afterwards the
+ * device still runs a good job and the data of a bystander context is
+ * intact.  (The guest kernel log is checked by the launcher.)
+ */
+#include <time.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define MiB (1ull << 20)
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+#define FUZZ_SECONDS 60
+
+static uint64_t rnd_state;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* An address near the mappings most of the time, anywhere otherwise. */
+static uint64_t rnd_addr(const uint64_t *vas, unsigned int n)
+{
+	switch (rnd() % 4) {
+	case 0:
+		return rnd();
+	case 1:
+		return rnd() & ((1ull << 48) - 1);
+	default:
+		return vas[rnd() % n] + (rnd() % (2 * MiB)) - 4096;
+	}
+}
+
+static const uint32_t opcodes[] = {
+	HPU_PKT_NOP, HPU_PKT_LIN_DMA, HPU_PKT_SIGNAL, HPU_PKT_WAIT, HPU_PKT_TIMESTAMP,
+	HPU_PKT_WRITE_COMPLETION, HPU_PKT_INTERRUPT, 0x05, 0x7f, 0xff,
+};
+
+static void rnd_cb(struct hpu_cb *cb, const uint64_t *vas, unsigned int n)
+{
+	unsigned int packets = 1 + rnd() % 12, i;
+
+	cb->size = 0;
+	for (i = 0; i < packets && cb->size + 32 <= sizeof(cb->buf); i++) {
+		uint32_t op = opcodes[rnd() % (sizeof(opcodes) / sizeof(opcodes[0]))];
+		/* Mostly well-formed headers, so the device sees many packets. */
+		uint32_t hdr = HPU_PKT_HEADER(op, rnd() % 8 ? 0 : rnd() & 0xff) |
+			       (rnd() % 16 ? 0 : (uint32_t)rnd() << 16);
+		struct hpu_pkt_lin_dma p = {
+			.header = hdr,
+			.src = op == HPU_PKT_LIN_DMA && rnd() % 2 ? rnd() & 0xff : rnd_addr(vas, n),
+			.dst = rnd_addr(vas, n),
+			.size = rnd() % 3 ? rnd() % 8192 : rnd() % (4 * MiB),
+		};
+		uint32_t len = op == HPU_PKT_LIN_DMA ? 32 :
+			       op == HPU_PKT_WRITE_COMPLETION ? 24 :
+			       op == HPU_PKT_NOP || op == HPU_PKT_INTERRUPT ? 8 : 16;
+
+		/* WAIT for 0 is always satisfied; other values could stall a queue for good. */
+		p.pad = op == HPU_PKT_WAIT ? 0 : rnd() % 8 ? 0 : rnd();
+		if (rnd() % 16 == 0)
+			len = 8 * (1 + rnd() % 4);
+		hpu_cb_put(cb, &p, len);
+	}
+	if (rnd() % 16 == 0 && cb->size > 8)
+		cb->size -= 4;
+}
+
+static int open_dev(void)
+{
+	char bdf[64];
+
+	if (hpu_find_bdf(bdf, sizeof(bdf)))
+		return -ENODEV;
+	return hpu_open_node(bdf);
+}
+
+/* A buffer of HBM mapped read-write at *va. */
+static int hbm_map(int fd, uint64_t size, uint64_t *va)
+{
+	uint32_t h;
+	int err = hpu_gem_create(fd, size, 0, &h);
+
+	return err ? err : hpu_vm_map(fd, h, 0, NULL, size, RW, va);
+}
+
+static int is_job_result(int err)
+{
+	return err == 0 || err == -EFAULT || err == -EINVAL || err == -EPERM || err == -EIO ||
+	       err == -ECANCELED || err == -ETIMEDOUT;
+}
+
+FIXTURE(fuzz) {
+};
+
+FIXTURE_SETUP(fuzz)
+{
+}
+
+FIXTURE_TEARDOWN(fuzz)
+{
+}
+
+TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
+{
+	uint8_t *host = hpu_host_pages(2 * MiB), *check = hpu_host_pages(2 * MiB);
+	unsigned int refused = 0, ok = 0, failed = 0, i, pending;
+	struct hpu_cb *cb = calloc(1, sizeof(*cb));
+	uint64_t vas[3] = { 0 }, by_va = 0, check_va = 0, seqs[8];
+	int fd = open_dev(), by = open_dev(), err, job_err;
+	time_t end;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, by);
+	ASSERT_NE(NULL, cb);
+	rnd_state = 0x9e3779b97f4a7c15ull;
+
+	/* A bystander context whose memory must come through untouched. */
+	ASSERT_EQ(0, hbm_map(by, 2 * MiB, &by_va));
+	hpu_cb_memset(cb, by_va, 0x5d, 2 * MiB);
+	ASSERT_EQ(0, hpu_run(by, 0, cb->buf, cb->size));
+
+	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[0]));
+	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[1]));
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, host, 2 * MiB, RW, &vas[2]));
+
+	for (end = time(NULL) + FUZZ_SECONDS; time(NULL) < end;) {
+		/* Up to 8 jobs in flight at once, spread over the queues. */
+		for (pending = 0, i = 0; i < 8; i++) {
+			rnd_cb(cb, vas, 3);
+			err = hpu_submit(fd, rnd() % 4, cb->buf, cb->size, &seqs[pending]);
+			if (!err) {
+				pending++;
+				continue;
+			}
+			ASSERT_TRUE(err == -EINVAL || err == -EPERM) TH_LOG("submit: %d", err);
+			refused++;
+		}
+		while (pending--) {
+			ASSERT_EQ(0, hpu_wait(fd, seqs[pending], 60000000000ll, &job_err));
+			ASSERT_TRUE(is_job_result(job_err)) TH_LOG("job: %d", job_err);
+			if (job_err)
+				failed++;
+			else
+				ok++;
+		}
+	}
+	TH_LOG("%u refused at submit, %u jobs completed, %u jobs failed", refused, ok, failed);
+	EXPECT_LT(100, ok + failed);
+
+	/* The device still works for the fuzzing context... */
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, check, 2 * MiB, RW, &check_va));
+	cb->size = 0;
+	hpu_cb_memset(cb, vas[0], 0x42, 2 * MiB);
+	hpu_cb_dma(cb, check_va, vas[0], 2 * MiB);
+	ASSERT_EQ(0, hpu_run(fd, 1, cb->buf, cb->size));
+	for (i = 0; i < 2 * MiB; i++)
+		ASSERT_EQ(0x42, check[i]);
+
+	/* ...and the bystander's memory is as it left it. */
+	close(fd);
+	check_va = 0;
+	ASSERT_EQ(0, hpu_vm_map(by, 0, 0, check, 2 * MiB, RW, &check_va));
+	cb->size = 0;
+	hpu_cb_dma(cb, check_va, by_va, 2 * MiB);
+	ASSERT_EQ(0, hpu_run(by, 2, cb->buf, cb->size));
+	for (i = 0; i < 2 * MiB; i++)
+		ASSERT_EQ(0x5d, check[i]);
+	close(by);
+	free(cb);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw-ABI helpers for the in-guest suites of the submission path: buffers,
+ * mappings, command buffers and jobs straight through the ioctls, so the
+ * tests check the driver's contract rather than the runtime's.
+ */
+#ifndef HPU_ABI_H
+#define HPU_ABI_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <drm/hpu_accel.h>
+#include <drm/hpu_packets.h>
+
+#define HPU_PAGE 4096ull
+
+static inline int hpu_ioc(int fd, unsigned long req, void *arg)
+{
+	return ioctl(fd, req, arg) ? -errno : 0;
+}
+
+static inline int hpu_gem_create(int fd, uint64_t size, uint32_t flags, uint32_t *handle)
+{
+	struct drm_hpu_gem_create a = { .size = size, .flags = flags };
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_GEM_CREATE, &a);
+
+	if (!err)
+		*handle = a.handle;
+	return err;
+}
+
+static inline int hpu_gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close a = { .handle = handle };
+
+	return hpu_ioc(fd, DRM_IOCTL_GEM_CLOSE, &a);
+}
+
+/* Maps a buffer (handle) or host memory (handle 0, at ptr); *va in: hint, out: address. */
+static inline int hpu_vm_map(int fd, uint32_t handle, uint64_t offset, void *ptr, uint64_t size,
+			     uint32_t flags, uint64_t *va)
+{
+	struct drm_hpu_vm_map a = {
+		.va = *va, .size = size, .offset = offset, .user_ptr = (uintptr_t)ptr,
+		.handle = handle, .flags = flags,
+	};
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_VM_MAP, &a);
+
+	if (!err)
+		*va = a.va;
+	return err;
+}
+
+static inline int hpu_vm_unmap(int fd, uint64_t va)
+{
+	struct drm_hpu_vm_unmap a = { .va = va };
+
+	return hpu_ioc(fd, DRM_IOCTL_HPU_VM_UNMAP, &a);
+}
+
+/* Submits one command buffer on queue; *seq gets its sequence number. */
+static inline int hpu_submit(int fd, uint32_t queue, const void *cb, uint32_t size, uint64_t *seq)
+{
+	struct drm_hpu_job job = { .cb_ptr = (uintptr_t)cb, .cb_size = size, .queue = queue };
+	struct drm_hpu_submit a = { .jobs_ptr = (uintptr_t)&job, .num_jobs = 1 };
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_SUBMIT, &a);
+
+	if (!err && seq)
+		*seq = a.seq;
+	return err;
+}
+
+/* Waits for job seq; returns the ioctl's result, the job's in *job_err. */
+static inline int hpu_wait(int fd, uint64_t seq, int64_t timeout_ns, int *job_err)
+{
+	struct drm_hpu_wait a = { .seq = seq, .timeout_ns = timeout_ns };
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_WAIT, &a);
+
+	if (!err)
+		*job_err = a.error;
+	return err;
+}
+
+/* Submits and waits up to 60 s; returns the job's error, or the ioctl's. */
+static inline int hpu_run(int fd, uint32_t queue, const void *cb, uint32_t size)
+{
+	uint64_t seq;
+	int err = hpu_submit(fd, queue, cb, size, &seq), job_err;
+
+	if (err)
+		return err;
+	err = hpu_wait(fd, seq, 60000000000ll, &job_err);
+	return err ? err : job_err;
+}
+
+static inline int hpu_stats(int fd, struct drm_hpu_stats *st)
+{
+	struct drm_hpu_info a = {
+		.data_ptr = (uintptr_t)st, .data_size = sizeof(*st), .query = DRM_HPU_INFO_STATS,
+	};
+
+	return hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &a);
+}
+
+/* A command buffer under construction. */
+struct hpu_cb {
+	uint8_t buf[HPU_CB_MAX_SIZE];
+	uint32_t size;
+};
+
+static inline void hpu_cb_put(struct hpu_cb *cb, const void *pkt, uint32_t len)
+{
+	memcpy(cb->buf + cb->size, pkt, len);
+	cb->size += len;
+}
+
+static inline void hpu_cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size)
+{
+	struct hpu_pkt_lin_dma p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), .src = src, .dst = dst, .size = size,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
+static inline void hpu_cb_memset(struct hpu_cb *cb, uint64_t dst, uint8_t value, uint64_t size)
+{
+	struct hpu_pkt_lin_dma p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_LIN_DMA, HPU_PKT_LIN_DMA_MEMSET),
+		.src = value, .dst = dst, .size = size,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
+static inline void hpu_cb_signal(struct hpu_cb *cb, uint64_t addr, uint32_t value)
+{
+	struct hpu_pkt_signal p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_SIGNAL, 0), .value = value, .addr = addr,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
+static inline void hpu_cb_wait(struct hpu_cb *cb, uint64_t addr, uint32_t value)
+{
+	struct hpu_pkt_wait p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_WAIT, 0), .value = value, .addr = addr,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
+/* Page-aligned anonymous host memory, or NULL. */
+static inline void *hpu_host_pages(uint64_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+#endif /* HPU_ABI_H */

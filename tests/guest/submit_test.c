@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The submission path through the raw ABI: HBM buffers, mappings, jobs and
+ * waits.  Data integrity in every direction and size, job errors the device
+ * reports, cross-queue sync, usage accounting, and every rejection path of
+ * every new ioctl with its documented errno.
+ */
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+FIXTURE(sub) {
+	char bdf[64];
+	int fd;
+	struct hpu_cb cb;
+};
+
+FIXTURE_SETUP(sub)
+{
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+	self->cb.size = 0;
+}
+
+FIXTURE_TEARDOWN(sub)
+{
+	close(self->fd);
+}
+
+/* A buffer of size bytes mapped read-write; returns its VA (0 on failure). */
+static uint64_t hbm_buffer(int fd, uint64_t size, uint32_t *handle)
+{
+	uint64_t va = 0;
+
+	if (hpu_gem_create(fd, size, 0, handle))
+		return 0;
+	if (hpu_vm_map(fd, *handle, 0, NULL, size, DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va))
+		return 0;
+	return va;
+}
+
+/* Host pages mapped for the device; returns their VA (0 on failure). */
+static uint64_t host_buffer(int fd, void *p, uint64_t size, uint32_t flags)
+{
+	uint64_t va = 0;
+
+	return hpu_vm_map(fd, 0, 0, p, size, flags, &va) ? 0 : va;
+}
+
+static void fill(uint8_t *p, uint64_t n, uint32_t seed)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = seed >> 16;
+	}
+}
+
+/*
+ * Host -> HBM -> HBM -> host for one size and pair of unaligned offsets:
+ * every direction the DMA engine has, checked byte for byte, with the bytes
+ * around the destination untouched.
+ */
+static void round_trip(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *self,
+		       uint64_t size, uint64_t soff, uint64_t doff)
+{
+	uint64_t span = (size + 2 * HPU_PAGE + HPU_PAGE - 1) & ~(HPU_PAGE - 1);
+	uint8_t *src = hpu_host_pages(span), *dst = hpu_host_pages(span);
+	uint64_t src_va, dst_va, a_va, b_va;
+	uint32_t ha, hb;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	fill(src, span, size);
+	memset(dst, 0x5a, span);
+	src_va = host_buffer(self->fd, src, span, DRM_HPU_VM_MAP_READ);
+	dst_va = host_buffer(self->fd, dst, span, DRM_HPU_VM_MAP_WRITE);
+	a_va = hbm_buffer(self->fd, span, &ha);
+	b_va = hbm_buffer(self->fd, span, &hb);
+	ASSERT_NE(0, src_va);
+	ASSERT_NE(0, dst_va);
+	ASSERT_NE(0, a_va);
+	ASSERT_NE(0, b_va);
+
+	self->cb.size = 0;
+	hpu_cb_dma(&self->cb, a_va + doff, src_va + soff, size);   /* H2D */
+	hpu_cb_dma(&self->cb, b_va + soff, a_va + doff, size);     /* D2D */
+	hpu_cb_dma(&self->cb, dst_va + doff, b_va + soff, size);   /* D2H */
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+
+	EXPECT_EQ(0, memcmp(dst + doff, src + soff, size)) TH_LOG("size %llu", (unsigned long long)size);
+	EXPECT_EQ(0x5a, dst[doff - 1]);
+	EXPECT_EQ(0x5a, dst[doff + size]);
+
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, src_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, dst_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, a_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, b_va));
+	EXPECT_EQ(0, hpu_gem_close(self->fd, ha));
+	EXPECT_EQ(0, hpu_gem_close(self->fd, hb));
+	munmap(src, span);
+	munmap(dst, span);
+}
+
+TEST_F(sub, copy_small_sizes)
+{
+	static const uint64_t sizes[] = { 1, 2, 3, 7, 8, 63, 4095, 4096, 4097, 8191, 65537 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		round_trip(_metadata, self, sizes[i], 1 + i, 4093 - i);
+}
+
+TEST_F_TIMEOUT(sub, copy_large_sizes, 600)
+{
+	round_trip(_metadata, self, 1 * MiB + 7, 5, 3);
+	round_trip(_metadata, self, 64 * MiB, 4095, 1);
+	round_trip(_metadata, self, 256 * MiB, 17, 4001);
+}
+
+TEST_F(sub, memset)
+{
+	uint8_t *dst = hpu_host_pages(4 * HPU_PAGE);
+	uint64_t dst_va, hbm;
+	uint32_t h;
+	int i;
+
+	ASSERT_NE(NULL, dst);
+	memset(dst, 0, 4 * HPU_PAGE);
+	dst_va = host_buffer(self->fd, dst, 4 * HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	hbm = hbm_buffer(self->fd, 4 * HPU_PAGE, &h);
+	ASSERT_NE(0, dst_va);
+	ASSERT_NE(0, hbm);
+	hpu_cb_memset(&self->cb, hbm, 0xc3, 3 * HPU_PAGE);
+	hpu_cb_memset(&self->cb, hbm + 100, 0x11, 5000);
+	hpu_cb_dma(&self->cb, dst_va, hbm, 4 * HPU_PAGE);
+	ASSERT_EQ(0, hpu_run(self->fd, 1, self->cb.buf, self->cb.size));
+	for (i = 0; i < 4 * (int)HPU_PAGE; i++) {
+		uint8_t want = i >= 100 && i < 5100 ? 0x11 : i < 3 * (int)HPU_PAGE ? 0xc3 : 0;
+
+		ASSERT_EQ(want, dst[i]) TH_LOG("byte %d", i);
+	}
+}
+
+/* New buffers read as zero whatever the memory held before. */
+TEST_F(sub, new_buffers_are_zeroed)
+{
+	uint8_t *dst = hpu_host_pages(HPU_PAGE);
+	uint64_t va, dst_va;
+	uint32_t h;
+	int i;
+
+	va = hbm_buffer(self->fd, HPU_PAGE, &h);
+	ASSERT_NE(0, va);
+	hpu_cb_memset(&self->cb, va, 0xee, HPU_PAGE);
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	ASSERT_EQ(0, hpu_vm_unmap(self->fd, va));
+	ASSERT_EQ(0, hpu_gem_close(self->fd, h));
+
+	va = hbm_buffer(self->fd, HPU_PAGE, &h);
+	dst_va = host_buffer(self->fd, dst, HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	ASSERT_NE(0, va);
+	ASSERT_NE(0, dst_va);
+	memset(dst, 0x77, HPU_PAGE);
+	self->cb.size = 0;
+	hpu_cb_dma(&self->cb, dst_va, va, HPU_PAGE);
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	for (i = 0; i < (int)HPU_PAGE; i++)
+		ASSERT_EQ(0, dst[i]);
+}
+
+/* Device addresses above 4 GiB, in HBM and in the context's VA space. */
+TEST_F_TIMEOUT(sub, above_4gib, 300)
+{
+	uint8_t *src = hpu_host_pages(2 * MiB), *dst = hpu_host_pages(2 * MiB);
+	uint64_t va = 0x123400000ull, src_va, dst_va, filler_va;
+	uint32_t filler, h;
+
+	/* 5 GiB of HBM first, so the next buffer lies above 4 GiB. */
+	filler_va = hbm_buffer(self->fd, 5 * GiB, &filler);
+	ASSERT_NE(0, filler_va);
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 2 * MiB, DRM_HPU_GEM_CONTIGUOUS, &h));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, 2 * MiB,
+				DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE | DRM_HPU_VM_MAP_FIXED, &va));
+	EXPECT_EQ(0x123400000ull, va);
+	fill(src, 2 * MiB, 99);
+	src_va = host_buffer(self->fd, src, 2 * MiB, DRM_HPU_VM_MAP_READ);
+	dst_va = host_buffer(self->fd, dst, 2 * MiB, DRM_HPU_VM_MAP_WRITE);
+	hpu_cb_dma(&self->cb, va + 3, src_va, 2 * MiB - 3);
+	hpu_cb_dma(&self->cb, filler_va + 5 * GiB - 2 * MiB, va, 2 * MiB);
+	hpu_cb_dma(&self->cb, dst_va, filler_va + 5 * GiB - 2 * MiB, 2 * MiB);
+	ASSERT_EQ(0, hpu_run(self->fd, 2, self->cb.buf, self->cb.size));
+	EXPECT_EQ(0, memcmp(dst + 3, src, 2 * MiB - 3));
+}
+
+/* A job waits on a sync object that a job on another queue signals. */
+TEST_F(sub, cross_queue_signal_wait)
+{
+	uint8_t *dst = hpu_host_pages(HPU_PAGE);
+	uint64_t sync, dst_va, waiter, signaler;
+	struct hpu_cb cb2 = { .size = 0 };
+	uint32_t h;
+	int err;
+
+	sync = hbm_buffer(self->fd, HPU_PAGE, &h);
+	dst_va = host_buffer(self->fd, dst, HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	ASSERT_NE(0, sync);
+	ASSERT_NE(0, dst_va);
+	memset(dst, 0, HPU_PAGE);
+
+	hpu_cb_wait(&self->cb, sync, 2);
+	hpu_cb_memset(&self->cb, dst_va, 0xab, 64);
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, self->cb.buf, self->cb.size, &waiter));
+	usleep(200 * 1000);
+	EXPECT_EQ(0, hpu_wait(self->fd, waiter, 0, &err) == -ETIME ? 0 : 1);
+	EXPECT_EQ(0, dst[0]);
+
+	hpu_cb_signal(&cb2, sync, 1);
+	hpu_cb_signal(&cb2, sync, 1);
+	ASSERT_EQ(0, hpu_submit(self->fd, 0, cb2.buf, cb2.size, &signaler));
+	ASSERT_EQ(0, hpu_wait(self->fd, waiter, 30000000000ll, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, hpu_wait(self->fd, signaler, 30000000000ll, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0xab, dst[0]);
+	EXPECT_EQ(0xab, dst[63]);
+}
+
+/* Faulting jobs fail with -EFAULT; the context and the queue go on working. */
+TEST_F(sub, mmu_faults_fail_the_job_only)
+{
+	uint8_t *ro = hpu_host_pages(HPU_PAGE);
+	uint64_t ro_va, hbm;
+	uint32_t h;
+
+	hbm = hbm_buffer(self->fd, HPU_PAGE, &h);
+	ro_va = host_buffer(self->fd, ro, HPU_PAGE, DRM_HPU_VM_MAP_READ);
+	ASSERT_NE(0, hbm);
+	ASSERT_NE(0, ro_va);
+
+	hpu_cb_dma(&self->cb, hbm, 0x7f0000000000ull, 16); /* read of an unmapped VA */
+	EXPECT_EQ(-EFAULT, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	self->cb.size = 0;
+	hpu_cb_memset(&self->cb, ro_va, 1, 16);            /* write to a read-only mapping */
+	EXPECT_EQ(-EFAULT, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	EXPECT_EQ(0, ro[0]);
+	self->cb.size = 0;
+	hpu_cb_dma(&self->cb, hbm, hbm + HPU_PAGE - 8, 16); /* runs off the end of the buffer */
+	EXPECT_EQ(-EFAULT, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+
+	self->cb.size = 0;
+	hpu_cb_dma(&self->cb, hbm, ro_va, 16);
+	EXPECT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+}
+
+/* HBM and job accounting, per device and per context. */
+TEST_F(sub, stats_follow_usage)
+{
+	struct drm_hpu_stats before, during, after;
+	uint64_t va;
+	uint32_t h;
+
+	ASSERT_EQ(0, hpu_stats(self->fd, &before));
+	EXPECT_EQ(0, before.ctx_hbm_used);
+	EXPECT_LE(1, before.num_contexts);
+	EXPECT_LT(30 * GiB, before.hbm_total);
+
+	va = hbm_buffer(self->fd, 3 * MiB, &h);
+	ASSERT_NE(0, va);
+	hpu_cb_memset(&self->cb, va, 1, 3 * MiB);
+	ASSERT_EQ(0, hpu_run(self->fd, 3, self->cb.buf, self->cb.size));
+	ASSERT_EQ(0, hpu_stats(self->fd, &during));
+	EXPECT_EQ(3 * MiB, during.ctx_hbm_used);
+	EXPECT_EQ(before.hbm_used + 3 * MiB, during.hbm_used);
+	EXPECT_EQ(before.ctx_jobs_submitted + 1, during.ctx_jobs_submitted);
+	EXPECT_EQ(before.ctx_jobs_completed + 1, during.ctx_jobs_completed);
+	EXPECT_LE(before.jobs_completed + 1, during.jobs_completed);
+
+	ASSERT_EQ(0, hpu_vm_unmap(self->fd, va));
+	ASSERT_EQ(0, hpu_gem_close(self->fd, h));
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	EXPECT_EQ(0, after.ctx_hbm_used);
+	EXPECT_EQ(before.hbm_used, after.hbm_used);
+}
+
+/* ---- rejection paths: each ioctl, each rule, its documented errno ---- */
+
+TEST_F(sub, reject_gem_create)
+{
+	uint32_t h;
+
+	EXPECT_EQ(-EINVAL, hpu_gem_create(self->fd, 0, 0, &h));
+	EXPECT_EQ(-EINVAL, hpu_gem_create(self->fd, HPU_PAGE, 1u << 31, &h));
+	EXPECT_EQ(-EINVAL, hpu_gem_create(self->fd, HPU_PAGE, ~DRM_HPU_GEM_FLAGS_ALL, &h));
+	EXPECT_EQ(-ENOMEM, hpu_gem_create(self->fd, 64 * GiB, 0, &h));
+	EXPECT_EQ(-EINVAL, hpu_gem_create(self->fd, ~0ull, 0, &h));
+	EXPECT_EQ(-EINVAL, hpu_gem_close(self->fd, 12345));
+}
+
+TEST_F(sub, reject_vm_map)
+{
+	uint8_t *host = hpu_host_pages(2 * HPU_PAGE);
+	const uint32_t rw = DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE;
+	uint64_t va = 0, fixed;
+	uint32_t h;
+
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 2 * HPU_PAGE, 0, &h));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, 1u << 31, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, 0, &va));  /* no access */
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 0, NULL, 0, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 0, NULL, 100, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 10, NULL, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, HPU_PAGE, NULL, 2 * HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, ~0ull & ~(HPU_PAGE - 1), NULL, 2 * HPU_PAGE,
+				      rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, h, 0, host, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-ENOENT, hpu_vm_map(self->fd, h + 100, 0, NULL, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, HPU_PAGE, host, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, host + 1, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EFAULT, hpu_vm_map(self->fd, 0, 0, (void *)0x1000, HPU_PAGE, rw, &va));
+
+	fixed = 0x40000000;
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, 2 * HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &fixed));
+	va = 0x40000000 + HPU_PAGE;
+	EXPECT_EQ(-EEXIST, hpu_vm_map(self->fd, 0, 0, host, HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &va));
+	va = 0x40000000 + 10;
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, host, HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &va));
+	va = 1ull << 48;
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, host, HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &va));
+	/* A hint that is taken is returned; one that is not still maps. */
+	va = 0x40000000;
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, host, HPU_PAGE, rw, &va));
+	EXPECT_NE(0x40000000, va);
+}
+
+TEST_F(sub, reject_vm_unmap)
+{
+	struct drm_hpu_vm_unmap a = { .va = 0x50000000 };
+	uint64_t va;
+	uint32_t h;
+
+	EXPECT_EQ(-ENOENT, hpu_vm_unmap(self->fd, 0x50000000));
+	va = hbm_buffer(self->fd, 2 * HPU_PAGE, &h);
+	ASSERT_NE(0, va);
+	EXPECT_EQ(-ENOENT, hpu_vm_unmap(self->fd, va + HPU_PAGE)); /* not where a mapping starts */
+	a.va = va;
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_UNMAP, &a));
+	a.flags = 0;
+	a.pad = 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_UNMAP, &a));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, va));
+	EXPECT_EQ(-ENOENT, hpu_vm_unmap(self->fd, va));
+}
+
+static int submit_jobs(int fd, struct drm_hpu_job *jobs, uint32_t n)
+{
+	struct drm_hpu_submit a = { .jobs_ptr = (uintptr_t)jobs, .num_jobs = n };
+
+	return hpu_ioc(fd, DRM_IOCTL_HPU_SUBMIT, &a);
+}
+
+TEST_F(sub, reject_submit_args)
+{
+	struct drm_hpu_job jobs[DRM_HPU_SUBMIT_MAX_JOBS + 1];
+	struct drm_hpu_submit a = { 0 };
+	unsigned int i;
+
+	hpu_cb_put(&self->cb, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
+	for (i = 0; i <= DRM_HPU_SUBMIT_MAX_JOBS; i++)
+		jobs[i] = (struct drm_hpu_job){ .cb_ptr = (uintptr_t)self->cb.buf, .cb_size = 8 };
+
+	EXPECT_EQ(0, submit_jobs(self->fd, jobs, DRM_HPU_SUBMIT_MAX_JOBS));
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 0));
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, DRM_HPU_SUBMIT_MAX_JOBS + 1));
+
+	a.jobs_ptr = (uintptr_t)jobs;
+	a.num_jobs = 1;
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.flags = 0;
+	a.jobs_ptr = 16;
+	EXPECT_EQ(-EFAULT, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.jobs_ptr = (uintptr_t)jobs;
+	a.out_syncobj = 9999;
+	EXPECT_EQ(-ENOENT, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.out_syncobj = 0;
+	a.num_in_syncobjs = 1;
+	a.in_syncobjs_ptr = (uintptr_t)&(uint32_t){ 9999 };
+	EXPECT_EQ(-ENOENT, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+
+	jobs[0].queue = 4;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].queue = 0;
+	jobs[0].flags = 1;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].flags = 0;
+	jobs[0].pad = 1;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].pad = 0;
+	jobs[0].cb_size = 0;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].cb_size = 12;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].cb_size = HPU_CB_MAX_SIZE + 8;
+	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
+	jobs[0].cb_size = 8;
+	jobs[0].cb_ptr = 8;
+	EXPECT_EQ(-EFAULT, submit_jobs(self->fd, jobs, 1));
+}
+
+/* Command buffers the driver refuses before the device sees them. */
+FIXTURE(badcb) {
+	char bdf[64];
+	int fd;
+};
+
+FIXTURE_VARIANT(badcb) {
+	uint32_t words[8]; /* the packet, as __u32s */
+	uint32_t size;
+	int err;
+};
+
+#define BADCB(id, e, n, ...) \
+	FIXTURE_VARIANT_ADD(badcb, id) { .words = { __VA_ARGS__ }, .size = n, .err = e }
+
+BADCB(privileged_completion, -EPERM, 24, HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0), 0, 0x1000, 0, 1, 0);
+BADCB(privileged_interrupt, -EPERM, 8, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0), 1);
+BADCB(unknown_opcode, -EINVAL, 8, HPU_PKT_HEADER(0x42, 0), 0);
+BADCB(reserved_header_bits, -EINVAL, 8, HPU_PKT_HEADER(HPU_PKT_NOP, 0) | (1u << 20), 0);
+BADCB(nop_pad, -EINVAL, 8, HPU_PKT_HEADER(HPU_PKT_NOP, 0), 1);
+BADCB(nop_flags, -EINVAL, 8, HPU_PKT_HEADER(HPU_PKT_NOP, 1), 0);
+BADCB(lin_dma_unknown_flag, -EINVAL, 32, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 2), 0, 0, 0, 0, 0, 8, 0);
+BADCB(lin_dma_pad, -EINVAL, 32, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), 1, 0, 0, 0, 0, 8, 0);
+BADCB(lin_dma_truncated, -EINVAL, 24, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), 0, 0, 0, 0, 0);
+BADCB(signal_flags, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_SIGNAL, 1), 1, 0x1000, 0);
+BADCB(timestamp_pad, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0), 1, 0x1000, 0);
+
+FIXTURE_SETUP(badcb)
+{
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(badcb)
+{
+	close(self->fd);
+}
+
+TEST_F(badcb, refused_at_submit)
+{
+	struct drm_hpu_stats before, after;
+	uint32_t cb[16] = { HPU_PKT_HEADER(HPU_PKT_NOP, 0), 0 };
+
+	/* After a good NOP, so the check covers every packet, not just the first. */
+	memcpy(cb + 2, variant->words, variant->size);
+	ASSERT_EQ(0, hpu_stats(self->fd, &before));
+	EXPECT_EQ(variant->err, hpu_submit(self->fd, 0, cb, 8 + variant->size, NULL));
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	EXPECT_EQ(before.ctx_jobs_submitted, after.ctx_jobs_submitted);
+}
+
+TEST_F(sub, reject_wait)
+{
+	struct drm_hpu_wait a = { .seq = 1000000 };
+	uint64_t seq;
+	int err;
+
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
+	hpu_cb_put(&self->cb, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
+	ASSERT_EQ(0, hpu_submit(self->fd, 0, self->cb.buf, 8, &seq));
+	a.seq = seq;
+	a.flags = 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
+	EXPECT_EQ(0, hpu_wait(self->fd, seq, 10000000000ll, &err));
+	EXPECT_EQ(0, err);
+}
+
+TEST_F(sub, reject_stats_short_size)
+{
+	struct drm_hpu_stats st;
+	struct drm_hpu_info a = {
+		.data_ptr = (uintptr_t)&st, .data_size = DRM_HPU_STATS_SIZE_V1 - 1,
+		.query = DRM_HPU_INFO_STATS,
+	};
+
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_INFO, &a));
+}
+
+TEST_HARNESS_MAIN

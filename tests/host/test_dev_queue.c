@@ -1,0 +1,1541 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of the hpu device core's command-submission path: HBM,
+ * MMU, queues, packets and events, driven through BAR0 and BAR4 only, with
+ * a host buffer standing in for guest memory.  The engine runs
+ * synchronously (hpu_core_engine_run()) except in the thread test, so
+ * every case is deterministic.  Prints TAP.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hpu_dev_harness.h"
+
+/* Guest memory layout (offsets from HPU_TEST_MEM_BASE). */
+#define Q_RING_OFF(q) (0x10000u + (q) * 0x1000u)
+#define Q_RING_ENTRIES 16u
+#define EQ_OFF 0x18000u
+#define EQ_ENTRIES 16u
+#define CB_STRIDE 0x10400u /* > HPU_JOB_CB_MAX */
+#define CB_OFF(q, slot) (0x100000u + ((q) * Q_RING_ENTRIES + (slot)) * CB_STRIDE)
+#define SYNC_OFF 0x80000u /* a page of sync objects, completions, timestamps */
+#define SRC_OFF 0x600000u
+#define DST_OFF 0xa00000u
+#define BUF_SIZE (3u << 20)
+
+#define BUS(off) (HPU_TEST_MEM_BASE + (off))
+#define REG_Q(q, reg) HPU_REG_Q(q, HPU_Q_##reg)
+
+/* Device address space of the test context. */
+#define ASID 1u
+#define VA_HOST 0x100000000ull  /* + guest memory offset, for SYNC, SRC and DST */
+#define VA_HBM 0x200000000ull   /* + offset into HBM_BUF, BUF_SIZE mapped */
+#define HBM_BUF (20ull << 30)   /* above 4 GiB */
+#define VA_UNMAPPED 0x300000000ull
+
+#define PTE_RW (HPU_PTE_PRESENT | HPU_PTE_WRITE)
+#define PTE_HOST_RW (PTE_RW | HPU_PTE_HOST)
+
+#define DMA_ENGINE(q) (HPU_ENGINE_DMA + (q) % hpu_test_cfg.num_dma)
+
+/* ---- page tables, built through BAR4 ---- */
+
+/* Next free table page in the MMU region; the context table takes the first two. */
+static uint64_t hpu_pt_next;
+
+static uint64_t bar4_rd(struct hpu_test *t, uint64_t off)
+{
+	return hpu_core_mmu_read(t->core, off, 8);
+}
+
+static void bar4_wr(struct hpu_test *t, uint64_t off, uint64_t value)
+{
+	hpu_core_mmu_write(t->core, off, value, 8);
+}
+
+/* The table an entry points to, made if absent. */
+static uint64_t pt_table(struct hpu_test *t, uint64_t entry_off)
+{
+	uint64_t entry = bar4_rd(t, entry_off);
+
+	if (!(entry & HPU_PTE_PRESENT)) {
+		entry = hpu_pt_next | HPU_PTE_PRESENT;
+		hpu_pt_next += HPU_MMU_PAGE_SIZE;
+		bar4_wr(t, entry_off, entry);
+	}
+	return entry & HPU_PTE_ADDR_MASK;
+}
+
+/* Map one page (2 MiB if flags has HUGE) of asid at va to addr. */
+static void pt_map_page(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr,
+			uint64_t flags)
+{
+	unsigned int leaf = flags & HPU_PTE_HUGE ? 2 : 3;
+	uint64_t table = pt_table(t, HPU_MMU_CTX_TABLE + asid * 8ull);
+	unsigned int level;
+
+	for (level = 0; level < leaf; level++)
+		table = pt_table(t, table + HPU_MMU_INDEX(va, level) * 8);
+	bar4_wr(t, table + HPU_MMU_INDEX(va, leaf) * 8, addr | flags);
+}
+
+static void pt_map(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t len,
+		   uint64_t flags)
+{
+	uint64_t off;
+
+	for (off = 0; off < len; off += HPU_MMU_PAGE_SIZE)
+		pt_map_page(t, asid, va + off, addr + off, flags);
+}
+
+/* Host buffers at VA_HOST + offset in guest memory. */
+static void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len)
+{
+	pt_map(t, asid, VA_HOST + off, BUS(off), len, PTE_HOST_RW);
+}
+
+/* ---- command buffers ---- */
+
+struct hpu_cb {
+	uint8_t b[HPU_JOB_CB_MAX + 64];
+	uint32_t len;
+};
+
+static void cb_u32(struct hpu_cb *cb, uint32_t v)
+{
+	hpu_put_le32(cb->b + cb->len, v);
+	cb->len += 4;
+}
+
+static void cb_u64(struct hpu_cb *cb, uint64_t v)
+{
+	hpu_put_le64(cb->b + cb->len, v);
+	cb->len += 8;
+}
+
+static void cb_nop(struct hpu_cb *cb)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_NOP, 0));
+	cb_u32(cb, 0);
+}
+
+static void cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size, uint32_t flags)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, flags));
+	cb_u32(cb, 0);
+	cb_u64(cb, src);
+	cb_u64(cb, dst);
+	cb_u64(cb, size);
+}
+
+static void cb_sync(struct hpu_cb *cb, uint32_t opcode, uint64_t addr, uint32_t value)
+{
+	cb_u32(cb, HPU_PKT_HEADER(opcode, 0));
+	cb_u32(cb, value);
+	cb_u64(cb, addr);
+}
+
+static void cb_timestamp(struct hpu_cb *cb, uint64_t addr)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0));
+	cb_u32(cb, 0);
+	cb_u64(cb, addr);
+}
+
+static void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0));
+	cb_u32(cb, 0);
+	cb_u64(cb, bus_addr);
+	cb_u64(cb, value);
+}
+
+static void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0));
+	cb_u32(cb, vector);
+}
+
+/* The driver's tail: a completion word at SYNC_OFF + 8 * q. */
+#define COMPLETION_OFF(q) (SYNC_OFF + 0x800u + 8u * (q))
+#define COMPLETION_VALUE 0xc0ffee0000000001ull
+
+static uint64_t completion(struct hpu_test *t, unsigned int q)
+{
+	return hpu_get_le64(t->mem + COMPLETION_OFF(q));
+}
+
+/* ---- submission ---- */
+
+static void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d)
+{
+	uint32_t pi = hpu_rd(t, REG_Q(q, PI));
+	uint8_t *p = t->mem + Q_RING_OFF(q) + (pi % Q_RING_ENTRIES) * sizeof(*d);
+
+	hpu_put_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
+	hpu_put_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
+	hpu_put_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
+	hpu_put_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
+	hpu_put_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
+	hpu_put_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
+	hpu_wr(t, REG_Q(q, PI), pi + 1);
+}
+
+/* Queue cb on q as the driver would: privileged packets allowed from priv_offset. */
+static void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb,
+		   uint32_t priv_offset, uint32_t asid, uint64_t tag)
+{
+	uint32_t slot = hpu_rd(t, REG_Q(q, PI)) % Q_RING_ENTRIES;
+	struct hpu_queue_desc d = {
+		.cb_addr = BUS(CB_OFF(q, slot)),
+		.cb_size = cb->len,
+		.priv_offset = priv_offset,
+		.asid = asid,
+		.tag = tag,
+	};
+
+	memcpy(t->mem + CB_OFF(q, slot), cb->b, cb->len);
+	write_desc(t, q, &d);
+}
+
+/* A user command buffer followed by the driver's tail: a completion. */
+static void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag)
+{
+	uint32_t user = cb->len;
+
+	cb_completion(cb, BUS(COMPLETION_OFF(q)), COMPLETION_VALUE + tag);
+	submit(t, q, cb, user, ASID, tag);
+}
+
+static void run(struct hpu_test *t)
+{
+	hpu_core_engine_run(t->core);
+}
+
+/* Boot, an event ring, every queue's ring, and the test context's standard mappings. */
+static void setup(struct hpu_test *t)
+{
+	unsigned int q;
+
+	hpu_pt_next = 2 * HPU_MMU_PAGE_SIZE;
+	hpu_test_boot_good(t);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	hpu_wr(t, HPU_REG_EQ_RING_LO, (uint32_t)BUS(EQ_OFF));
+	hpu_wr(t, HPU_REG_EQ_RING_HI, (uint32_t)(BUS(EQ_OFF) >> 32));
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, EQ_ENTRIES);
+	for (q = 0; q < HPU_NUM_QUEUES; q++) {
+		hpu_wr(t, REG_Q(q, RING_LO), (uint32_t)BUS(Q_RING_OFF(q)));
+		hpu_wr(t, REG_Q(q, RING_HI), (uint32_t)(BUS(Q_RING_OFF(q)) >> 32));
+		hpu_wr(t, REG_Q(q, RING_SIZE), Q_RING_ENTRIES);
+	}
+	pt_map_host(t, ASID, SYNC_OFF, HPU_MMU_PAGE_SIZE);
+	pt_map_host(t, ASID, SRC_OFF, BUF_SIZE);
+	pt_map_host(t, ASID, DST_OFF, BUF_SIZE);
+	pt_map(t, ASID, VA_HBM, HBM_BUF, BUF_SIZE, PTE_RW);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void fill_pattern(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)((i + seed) * 2654435761u >> 24);
+}
+
+/* ---- expectations ---- */
+
+#define EV_FIELD(f) \
+	{ "event " #f, offsetof(struct hpu_event, f), sizeof(((struct hpu_event *)0)->f) }
+
+static const struct {
+	const char *name;
+	size_t offset, size;
+} hpu_event_fields[] = {
+	EV_FIELD(type), EV_FIELD(queue), EV_FIELD(asid), EV_FIELD(engine), EV_FIELD(tag),
+	EV_FIELD(addr),
+};
+
+/* The next event in the ring is this one; consume it. */
+static void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint32_t asid,
+			 uint32_t engine, uint64_t tag, uint64_t addr, int line)
+{
+	const uint64_t want[] = { type, queue, asid, engine, tag, addr };
+	uint32_t ci = hpu_rd(t, HPU_REG_EQ_CI);
+	const uint8_t *ev = t->mem + EQ_OFF + (ci % EQ_ENTRIES) * sizeof(struct hpu_event);
+	size_t i;
+
+	hpu_check(t, hpu_rd(t, HPU_REG_EQ_PI) != ci, "an event is pending", line);
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_event_fields); i++) {
+		const uint8_t *p = ev + hpu_event_fields[i].offset;
+
+		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_get_le64(p) : hpu_get_le32(p),
+			     want[i], hpu_event_fields[i].name, line);
+	}
+	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT, "EVENT cause set", line);
+	hpu_check_eq(t, t->logs - t->logs_seen, 1, "log lines for the event", line);
+	t->logs_seen = t->logs;
+	hpu_wr(t, HPU_REG_EQ_CI, ci + 1);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_EVENT);
+}
+
+#define EXPECT_EVENT(t, type, q, asid, engine, tag, addr) \
+	expect_event(t, type, q, asid, engine, tag, addr, __LINE__)
+
+/* Every queued job of q ended, with no event and no error. */
+static void expect_done(struct hpu_test *t, unsigned int q, int line)
+{
+	hpu_check_eq(t, hpu_rd(t, REG_Q(q, CI)), hpu_rd(t, REG_Q(q, PI)), "CI", line);
+	hpu_check_eq(t, hpu_rd(t, REG_Q(q, STATUS)), 0, "STATUS", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_EQ_PI), hpu_rd(t, HPU_REG_EQ_CI), "EQ_PI", line);
+	hpu_test_expect_clean(t, line);
+}
+
+#define EXPECT_DONE(t, q) expect_done(t, q, __LINE__)
+
+/* ---- HBM and BAR4 ---- */
+
+static void hpu_case_hbm_lazy(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	/* Untouched HBM reads as zeros and costs nothing. */
+	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_REGION_SIZE - 8), 0);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+
+	setup(t);
+	/* The page tables share the first chunk. */
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 1);
+	t->mem[SRC_OFF] = 0x5a;
+	cb_dma(&cb, VA_HBM + 12345, VA_HOST + SRC_OFF, 1, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM + 12345, 1, 0);
+	submit_user(t, 0, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, t->mem[DST_OFF], 0x5a);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 2);
+}
+
+static void hpu_case_bar4(struct hpu_test *t)
+{
+	static const struct {
+		uint64_t offset;
+		unsigned int size;
+	} bad[] = {
+		{ 0x100, 1 }, { 0x100, 2 }, { 0x100, 16 }, { 0x104, 8 }, { 0x102, 4 },
+		{ HPU_MMU_REGION_SIZE, 4 }, { HPU_MMU_REGION_SIZE - 4, 8 }, { UINT64_MAX - 7, 8 },
+	};
+	size_t i;
+
+	bar4_wr(t, 0x100, 0x1122334455667788ull);
+	HPU_CHECK_EQ(t, bar4_rd(t, 0x100), 0x1122334455667788ull);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x100, 4), 0x55667788);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x104, 4), 0x11223344);
+	hpu_core_mmu_write(t->core, HPU_MMU_REGION_SIZE - 4, 0xcafef00d, 4);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, HPU_MMU_REGION_SIZE - 4, 4), 0xcafef00d);
+	HPU_EXPECT_CLEAN(t);
+	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
+		HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, bad[i].offset, bad[i].size), 0);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+		hpu_core_mmu_write(t->core, bad[i].offset, UINT64_MAX, bad[i].size);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+	}
+	HPU_CHECK_EQ(t, bar4_rd(t, 0x100), 0x1122334455667788ull);
+}
+
+/* ---- copies ---- */
+
+struct hpu_copy_case {
+	const char *name;
+	uint32_t size;
+	uint32_t src_off; /* into SRC */
+	uint32_t hbm_off; /* into the HBM buffer */
+	uint32_t dst_off; /* into DST */
+};
+
+static const struct hpu_copy_case hpu_copy_cases[] = {
+	{ "1 byte", 1, 0, 0, 0 },
+	{ "4095 bytes, unaligned", 4095, 1, 4093, 3 },
+	{ "4097 bytes, unaligned", 4097, 4095, 7, 2 },
+	{ "2 MiB + 3 across HBM chunks", (2u << 20) + 3, 5, (512u << 10) + 11, 4091 },
+};
+
+/* host -> HBM -> host in one job, then check the bytes and their neighbours. */
+static void hpu_test_copy(struct hpu_test *t, const struct hpu_copy_case *c)
+{
+	uint8_t *src = t->mem + SRC_OFF + c->src_off;
+	uint8_t *dst = t->mem + DST_OFF + c->dst_off;
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	fill_pattern(src, c->size, c->size);
+	memset(t->mem + DST_OFF, 0xee, BUF_SIZE);
+	cb_dma(&cb, VA_HBM + c->hbm_off, VA_HOST + SRC_OFF + c->src_off, c->size, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF + c->dst_off, VA_HBM + c->hbm_off, c->size, 0);
+	submit_user(t, 2, &cb, 7);
+	run(t);
+	EXPECT_DONE(t, 2);
+	HPU_CHECK(t, !memcmp(dst, src, c->size));
+	HPU_CHECK_EQ(t, completion(t, 2), COMPLETION_VALUE + 7);
+	if (c->dst_off)
+		HPU_CHECK_EQ(t, dst[-1], 0xee);
+	HPU_CHECK_EQ(t, dst[c->size], 0xee);
+	HPU_CHECK_EQ(t, t->bad_vectors, 0);
+}
+
+static void hpu_case_hbm_to_hbm(struct hpu_test *t)
+{
+	const uint32_t size = (1u << 20) + 100;
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, size, 3);
+	cb_dma(&cb, VA_HBM + 1, VA_HOST + SRC_OFF, size, 0);
+	/* Crosses the 2 MiB chunk boundary of the HBM buffer. */
+	cb_dma(&cb, VA_HBM + (2u << 20) - 4000, VA_HBM + 1, size, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM + (2u << 20) - 4000, size, 0);
+	submit_user(t, 1, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, size));
+}
+
+static void hpu_case_memset(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	size_t chunks;
+	uint32_t i;
+	bool ok = true;
+
+	setup(t);
+	memset(t->mem + DST_OFF, 0xee, 3 * 8192);
+	cb_dma(&cb, VA_HBM + 3, 0x1234565a, 10000, HPU_PKT_LIN_DMA_MEMSET);
+	cb_dma(&cb, VA_HOST + DST_OFF + 1, VA_HBM + 3, 10000, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF + 16384 + 5, 0xa5, 5000, HPU_PKT_LIN_DMA_MEMSET);
+	submit_user(t, 0, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 0);
+	for (i = 0; i < 3 * 8192; i++) {
+		uint8_t want = i >= 1 && i < 10001 ? 0x5a : i >= 16389 && i < 21389 ? 0xa5 : 0xee;
+
+		ok &= t->mem[DST_OFF + i] == want;
+	}
+	HPU_CHECK(t, ok);
+
+	/* Zeroing HBM nobody wrote allocates nothing. */
+	chunks = hpu_core_hbm_chunks(t->core);
+	cb.len = 0;
+	cb_dma(&cb, VA_HBM + (2u << 20), 0, 1u << 20, HPU_PKT_LIN_DMA_MEMSET);
+	submit_user(t, 0, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), chunks);
+}
+
+static void hpu_case_huge_pages(struct hpu_test *t)
+{
+	const uint64_t va = 0x40000000ull, hbm = 6ull << 30;
+	const uint32_t size = 3u << 20;
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	pt_map_page(t, ASID, va, hbm, PTE_RW | HPU_PTE_HUGE);
+	pt_map_page(t, ASID, va + HPU_MMU_HUGE_SIZE, hbm + HPU_MMU_HUGE_SIZE,
+		    PTE_RW | HPU_PTE_HUGE);
+	/* A huge leaf must be 2 MiB aligned. */
+	pt_map_page(t, ASID, va + 2 * HPU_MMU_HUGE_SIZE, hbm + 4 * HPU_MMU_HUGE_SIZE + 4096,
+		    PTE_RW | HPU_PTE_HUGE);
+	fill_pattern(t->mem + SRC_OFF, size, 9);
+	cb_dma(&cb, va + 100, VA_HOST + SRC_OFF, size, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, va + 100, size, 0);
+	submit_user(t, 3, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 3);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, size));
+
+	cb.len = 0;
+	cb_dma(&cb, va + 2 * HPU_MMU_HUGE_SIZE, VA_HOST + SRC_OFF, 8, 0);
+	submit_user(t, 3, &cb, 2);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 3, ASID, DMA_ENGINE(3), 2, va + 2 * HPU_MMU_HUGE_SIZE);
+}
+
+/* ---- MMU faults ---- */
+
+struct hpu_fault_case {
+	const char *name;
+	uint64_t dst, src; /* of a 8 KiB copy */
+	uint32_t asid;
+	void (*map)(struct hpu_test *t); /* extra mappings, or NULL */
+	uint64_t fault_va;
+	uint32_t copied; /* bytes that reached DST_OFF + EDGE_OFF before the fault */
+};
+
+#define VA_RO 0x500000000ull
+#define VA_TOP ((1ull << HPU_MMU_VA_BITS) - HPU_MMU_PAGE_SIZE)
+#define VA_EDGE 0x600000000ull /* one page mapped onto DST_OFF, the next not */
+#define EDGE_OFF 4000u
+/* Their own level-0 entries, so breaking them breaks nothing else. */
+#define VA_FAR (1ull << 40)
+#define VA_FAR2 (VA_FAR + (1ull << 39))
+
+static void map_read_only(struct hpu_test *t)
+{
+	pt_map(t, ASID, VA_RO, HBM_BUF, 2 * HPU_MMU_PAGE_SIZE, HPU_PTE_PRESENT);
+}
+
+static void map_top(struct hpu_test *t)
+{
+	pt_map_page(t, ASID, VA_TOP, HBM_BUF, PTE_RW);
+}
+
+static void map_edge(struct hpu_test *t)
+{
+	pt_map_page(t, ASID, VA_EDGE, BUS(DST_OFF), PTE_HOST_RW);
+}
+
+static uint64_t pt_root(struct hpu_test *t)
+{
+	return bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8) & HPU_PTE_ADDR_MASK;
+}
+
+/* Context 2: its root table lies outside the MMU region. */
+static void map_root_outside(struct hpu_test *t)
+{
+	bar4_wr(t, HPU_MMU_CTX_TABLE + 2 * 8, HPU_MMU_REGION_SIZE | HPU_PTE_PRESENT);
+}
+
+/* A level-1 entry of the test context points outside the MMU region. */
+static void map_table_outside(struct hpu_test *t)
+{
+	uint64_t l1 = pt_table(t, pt_root(t) + HPU_MMU_INDEX(VA_UNMAPPED, 0) * 8);
+
+	bar4_wr(t, l1 + HPU_MMU_INDEX(VA_UNMAPPED, 1) * 8,
+		(HPU_MMU_REGION_SIZE + 0x1000) | HPU_PTE_PRESENT);
+}
+
+/* A page past the end of HBM. */
+static void map_past_hbm(struct hpu_test *t)
+{
+	pt_map_page(t, ASID, VA_UNMAPPED, hpu_test_cfg.hbm_size, PTE_RW);
+}
+
+/* HOST in a table pointer. */
+static void map_host_table(struct hpu_test *t)
+{
+	uint64_t entry = pt_root(t) + HPU_MMU_INDEX(VA_FAR, 0) * 8;
+
+	pt_table(t, entry);
+	bar4_wr(t, entry, bar4_rd(t, entry) | HPU_PTE_HOST);
+}
+
+/* HUGE in a level-1 entry. */
+static void map_huge_level1(struct hpu_test *t)
+{
+	uint64_t l1 = pt_table(t, pt_root(t) + HPU_MMU_INDEX(VA_FAR2, 0) * 8);
+
+	bar4_wr(t, l1 + HPU_MMU_INDEX(VA_FAR2, 1) * 8, HBM_BUF | PTE_RW | HPU_PTE_HUGE);
+}
+
+static const struct hpu_fault_case hpu_fault_cases[] = {
+	{ "unmapped VA", VA_UNMAPPED, VA_HOST + SRC_OFF, ASID, NULL, VA_UNMAPPED, 0 },
+	{ "unmapped source", VA_HOST + DST_OFF, VA_UNMAPPED + 8, ASID, NULL, VA_UNMAPPED + 8, 0 },
+	{ "write through a read-only leaf", VA_RO + 16, VA_HOST + SRC_OFF, ASID, map_read_only,
+	  VA_RO + 16, 0 },
+	{ "VA of 48 bits", 1ull << HPU_MMU_VA_BITS, VA_HOST + SRC_OFF, ASID, NULL,
+	  1ull << HPU_MMU_VA_BITS, 0 },
+	{ "copy running past 48 bits", VA_TOP, VA_HOST + SRC_OFF, ASID, map_top,
+	  1ull << HPU_MMU_VA_BITS, 0 },
+	{ "copy running into an unmapped page", VA_EDGE + EDGE_OFF, VA_HOST + SRC_OFF, ASID,
+	  map_edge, VA_EDGE + 4096, 4096 - EDGE_OFF },
+	{ "context not present", VA_HBM, VA_HOST + SRC_OFF, 5, NULL, VA_HOST + SRC_OFF, 0 },
+	{ "root table outside the MMU region", VA_HBM, VA_HOST + SRC_OFF, 2, map_root_outside,
+	  VA_HOST + SRC_OFF, 0 },
+	{ "table outside the MMU region", VA_UNMAPPED, VA_HOST + SRC_OFF, ASID, map_table_outside,
+	  VA_UNMAPPED, 0 },
+	{ "HBM leaf past the end of HBM", VA_UNMAPPED, VA_HOST + SRC_OFF, ASID, map_past_hbm,
+	  VA_UNMAPPED, 0 },
+	{ "HOST bit in a table pointer", VA_FAR, VA_HOST + SRC_OFF, ASID, map_host_table, VA_FAR,
+	  0 },
+	{ "HUGE leaf at level 1", VA_FAR2, VA_HOST + SRC_OFF, ASID, map_huge_level1, VA_FAR2, 0 },
+};
+
+/* The job faults at the expected VA, nothing past it is written, its tail does not run. */
+static void hpu_test_fault(struct hpu_test *t, const struct hpu_fault_case *c)
+{
+	struct hpu_cb cb = { .len = 0 };
+	uint32_t i, wrong = 0;
+
+	setup(t);
+	if (c->map)
+		c->map(t);
+	fill_pattern(t->mem + SRC_OFF, 8192, 1);
+	memset(t->mem + DST_OFF, 0xee, BUF_SIZE);
+	cb_dma(&cb, c->dst, c->src, 8192, 0);
+	cb_completion(&cb, BUS(COMPLETION_OFF(1)), COMPLETION_VALUE);
+	submit(t, 1, &cb, cb.len - sizeof(struct hpu_pkt_write_completion), c->asid, 0x77);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 1, c->asid, DMA_ENGINE(1), 0x77, c->fault_va);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 1);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), 0);
+	HPU_CHECK_EQ(t, completion(t, 1), 0);
+	/* Only the part of the copy before the fault landed in host memory. */
+	for (i = 0; i < BUF_SIZE; i++) {
+		bool copied = i >= EDGE_OFF && i < EDGE_OFF + c->copied;
+
+		wrong += t->mem[DST_OFF + i] != (copied ? t->mem[SRC_OFF + i - EDGE_OFF] : 0xee);
+	}
+	HPU_CHECK_EQ(t, wrong, 0);
+	HPU_CHECK_EQ(t, bar4_rd(t, 0), 0); /* context 0 untouched */
+}
+
+/* ---- isolation ---- */
+
+static void hpu_case_asid_isolation(struct hpu_test *t)
+{
+	const uint64_t other_hbm = HBM_BUF + (64ull << 20);
+	struct hpu_cb cb = { .len = 0 };
+	uint8_t secret[64];
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, sizeof(secret), 42);
+	memcpy(secret, t->mem + SRC_OFF, sizeof(secret));
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, sizeof(secret), 0);
+	submit_user(t, 0, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 0);
+
+	/* Context 2 has only its own host page: the victim's VA does not exist for it. */
+	pt_map_host(t, 2, DST_OFF, HPU_MMU_PAGE_SIZE);
+	memset(t->mem + DST_OFF, 0, 4096);
+	cb.len = 0;
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, sizeof(secret), 0);
+	submit(t, 1, &cb, cb.len, 2, 2);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 1, 2, DMA_ENGINE(1), 2, VA_HBM);
+
+	/* The same VA in context 2 reaches context 2's own HBM, in both directions. */
+	pt_map(t, 2, VA_HBM, other_hbm, HPU_MMU_PAGE_SIZE, PTE_RW);
+	cb.len = 0;
+	cb_dma(&cb, VA_HBM, 0xff, sizeof(secret), HPU_PKT_LIN_DMA_MEMSET);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, sizeof(secret), 0);
+	submit(t, 1, &cb, cb.len, 2, 3);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK_EQ(t, t->mem[DST_OFF], 0xff);
+
+	/* The victim's data is intact. */
+	cb.len = 0;
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, sizeof(secret), 0);
+	submit_user(t, 0, &cb, 4);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, secret, sizeof(secret)));
+}
+
+/* ---- packets ---- */
+
+static void hpu_case_privileged(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int misc;
+
+	setup(t);
+	/* The whole buffer is the user's: a completion in it is refused. */
+	cb_nop(&cb);
+	cb_completion(&cb, BUS(COMPLETION_OFF(0)), 1);
+	submit(t, 0, &cb, cb.len, ASID, 9);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_PRIV_PACKET, 0, ASID, HPU_ENGINE_QMAN, 9, 8);
+	HPU_CHECK_EQ(t, completion(t, 0), 0);
+
+	cb.len = 0;
+	cb_interrupt(&cb, 1);
+	submit(t, 0, &cb, 8, ASID, 10);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_PRIV_PACKET, 0, ASID, HPU_ENGINE_QMAN, 10, 0);
+	HPU_CHECK_EQ(t, t->bad_vectors, 0);
+
+	/* From priv_offset on, they run. */
+	misc = t->vector_irqs[HPU_MSIX_VEC_MISC];
+	cb.len = 0;
+	cb_nop(&cb);
+	cb_completion(&cb, BUS(COMPLETION_OFF(0)), 0x1122334455667788ull);
+	cb_interrupt(&cb, 3);
+	cb_interrupt(&cb, 7);
+	submit(t, 0, &cb, 8, ASID, 11);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, completion(t, 0), 0x1122334455667788ull);
+	HPU_CHECK_EQ(t, t->vector_irqs[3], 1);
+	HPU_CHECK_EQ(t, t->vector_irqs[7], 1);
+	HPU_CHECK_EQ(t, t->vector_irqs[HPU_MSIX_VEC_MISC], misc);
+}
+
+/* One bad packet after a NOP, as 32-bit words; privileged ones sit in the driver's tail. */
+struct hpu_illegal_case {
+	const char *name;
+	uint32_t words[8];
+	uint32_t nwords;
+	bool priv;
+	bool truncated; /* runs past the end: nothing may follow it */
+};
+
+#define HDR(op, flags) HPU_PKT_HEADER(HPU_PKT_##op, flags)
+#define SYNC_VA_LO ((uint32_t)(VA_HOST + SYNC_OFF))
+#define SYNC_VA_HI ((uint32_t)((VA_HOST + SYNC_OFF) >> 32))
+
+static const struct hpu_illegal_case hpu_illegal_cases[] = {
+	{ "unknown opcode", { 0x05, 0 }, .nwords = 2 },
+	{ "unknown privileged opcode", { 0x82, 0 }, .nwords = 2, .priv = true },
+	{ "reserved header bits", { HDR(NOP, 0) | 1u << 16, 0 }, .nwords = 2 },
+	{ "unknown NOP flag", { HDR(NOP, 1), 0 }, .nwords = 2 },
+	{ "unknown LIN_DMA flag", { HDR(LIN_DMA, 2), 0, SYNC_VA_LO, SYNC_VA_HI, SYNC_VA_LO + 64,
+				    SYNC_VA_HI, 8, 0 }, .nwords = 8 },
+	{ "NOP pad", { HDR(NOP, 0), 1 }, .nwords = 2 },
+	{ "LIN_DMA pad", { HDR(LIN_DMA, 0), 1, SYNC_VA_LO, SYNC_VA_HI, SYNC_VA_LO + 64, SYNC_VA_HI,
+			   8, 0 }, .nwords = 8 },
+	{ "TIMESTAMP pad", { HDR(TIMESTAMP, 0), 1, SYNC_VA_LO, SYNC_VA_HI }, .nwords = 4 },
+	{ "WRITE_COMPLETION pad", { HDR(WRITE_COMPLETION, 0), 1, (uint32_t)BUS(SYNC_OFF), 0, 1, 0 },
+	  .nwords = 6, .priv = true },
+	{ "packet running past the buffer", { HDR(LIN_DMA, 0), 0 }, .nwords = 2,
+	  .truncated = true },
+	{ "SIGNAL address not 4-byte aligned", { HDR(SIGNAL, 0), 1, SYNC_VA_LO + 2, SYNC_VA_HI },
+	  .nwords = 4 },
+	{ "WAIT address not 4-byte aligned", { HDR(WAIT, 0), 0, SYNC_VA_LO + 1, SYNC_VA_HI },
+	  .nwords = 4 },
+	{ "TIMESTAMP address not 8-byte aligned", { HDR(TIMESTAMP, 0), 0, SYNC_VA_LO + 4,
+						    SYNC_VA_HI }, .nwords = 4 },
+	{ "WRITE_COMPLETION address not 8-byte aligned",
+	  { HDR(WRITE_COMPLETION, 0), 0, (uint32_t)BUS(SYNC_OFF) + 4, 0, 1, 0 }, .nwords = 6,
+	  .priv = true },
+	{ "INTERRUPT vector 0", { HDR(INTERRUPT, 0), 0 }, .nwords = 2, .priv = true },
+	{ "INTERRUPT vector 8", { HDR(INTERRUPT, 0), HPU_MSIX_VECTORS }, .nwords = 2,
+	  .priv = true },
+};
+
+static void hpu_test_illegal(struct hpu_test *t, const struct hpu_illegal_case *c)
+{
+	struct hpu_cb cb = { .len = 0 };
+	uint32_t i, priv_offset;
+
+	setup(t);
+	cb_nop(&cb);
+	for (i = 0; i < c->nwords; i++)
+		cb_u32(&cb, c->words[i]);
+	priv_offset = c->priv ? 8 : cb.len;
+	if (!c->truncated)
+		cb_completion(&cb, BUS(COMPLETION_OFF(2)), COMPLETION_VALUE);
+	submit(t, 2, &cb, priv_offset, ASID, 5);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_ILLEGAL_PACKET, 2, ASID, HPU_ENGINE_QMAN, 5, 8);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, CI)), 1);
+	HPU_CHECK_EQ(t, completion(t, 2), 0);
+	HPU_CHECK_EQ(t, t->bad_vectors, 0);
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF), 0);
+}
+
+static void hpu_case_timestamp(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	cb_timestamp(&cb, VA_HOST + SYNC_OFF + 8);
+	cb_nop(&cb);
+	cb_timestamp(&cb, VA_HBM + 16);
+	cb_dma(&cb, VA_HOST + SYNC_OFF + 16, VA_HBM + 16, 8, 0);
+	submit_user(t, 0, &cb, 1);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF + 8), HPU_TEST_CLOCK_TICK);
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF + 16), 2 * HPU_TEST_CLOCK_TICK);
+}
+
+/* ---- descriptors ---- */
+
+struct hpu_desc_case {
+	const char *name;
+	struct hpu_queue_desc desc; /* cb_addr 0: the slot's own buffer */
+	uint32_t event;
+	uint64_t addr;
+};
+
+#define CB_ADDR_BAD 0x7000000000ull
+
+static const struct hpu_desc_case hpu_desc_cases[] = {
+	{ "size not a multiple of 8", { .cb_size = 12, .asid = ASID, .tag = 1 },
+	  HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "size past the user maximum and tail", { .cb_size = HPU_JOB_CB_MAX + 8, .asid = ASID,
+						     .tag = 2 }, HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "priv_offset past the size", { .cb_size = 8, .priv_offset = 16, .asid = ASID, .tag = 3 },
+	  HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "non-zero flags", { .cb_size = 8, .asid = ASID, .flags = 1, .tag = 4 },
+	  HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "ASID out of range", { .cb_size = 8, .asid = HPU_MMU_NUM_ASIDS, .tag = 5 },
+	  HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "command buffer outside guest memory", { .cb_addr = CB_ADDR_BAD, .cb_size = 8,
+						     .asid = ASID, .tag = 6 },
+	  HPU_EVENT_DMA_ERROR, CB_ADDR_BAD },
+	{ "command buffer wrapping the bus", { .cb_addr = UINT64_MAX - 7, .cb_size = 16,
+					       .asid = ASID, .tag = 7 },
+	  HPU_EVENT_DMA_ERROR, UINT64_MAX - 7 },
+};
+
+static void hpu_test_desc(struct hpu_test *t, const struct hpu_desc_case *c)
+{
+	struct hpu_queue_desc d = c->desc;
+
+	setup(t);
+	if (!d.cb_addr)
+		d.cb_addr = BUS(CB_OFF(3, 0));
+	write_desc(t, 3, &d);
+	run(t);
+	EXPECT_EVENT(t, c->event, 3, d.asid, HPU_ENGINE_QMAN, d.tag, c->addr);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(3, CI)), 1);
+}
+
+static void hpu_case_desc_limits(struct hpu_test *t)
+{
+	struct hpu_queue_desc d = { .cb_addr = BUS(CB_OFF(0, 0)), .asid = HPU_MMU_NUM_ASIDS - 1 };
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	/* An empty job, and the largest one, both run. */
+	write_desc(t, 0, &d);
+	while (cb.len < HPU_JOB_CB_MAX - sizeof(struct hpu_pkt_write_completion))
+		cb_nop(&cb);
+	cb_completion(&cb, BUS(COMPLETION_OFF(0)), 3);
+	HPU_CHECK_EQ(t, cb.len, HPU_JOB_CB_MAX);
+	submit(t, 0, &cb, HPU_CB_MAX_SIZE, ASID, 1);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, completion(t, 0), 3);
+}
+
+static void hpu_case_ring_unreadable(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	hpu_wr(t, REG_Q(1, RING_HI), 0x70);
+	cb_nop(&cb);
+	submit(t, 1, &cb, cb.len, ASID, 3);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_DMA_ERROR, 1, 0, HPU_ENGINE_QMAN, 0,
+		     (0x70ull << 32) | (uint32_t)BUS(Q_RING_OFF(1)));
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 1);
+}
+
+static void hpu_case_host_dma_error(struct hpu_test *t)
+{
+	const uint64_t bad = 0x7000000000ull;
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	/* A host leaf whose bus address the bus refuses. */
+	pt_map_page(t, ASID, VA_UNMAPPED, bad, PTE_HOST_RW);
+	cb_dma(&cb, VA_UNMAPPED + 8, VA_HOST + SRC_OFF, 64, 0);
+	submit_user(t, 0, &cb, 1);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_DMA_ERROR, 0, ASID, DMA_ENGINE(0), 1, bad + 8);
+	HPU_CHECK_EQ(t, completion(t, 0), 0);
+
+	cb.len = 0;
+	cb_nop(&cb);
+	cb_completion(&cb, bad, 1);
+	submit(t, 0, &cb, 8, ASID, 2);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_DMA_ERROR, 0, ASID, HPU_ENGINE_QMAN, 2, bad);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 2);
+}
+
+/* ---- sync objects ---- */
+
+#define SYNC_VA(i) (VA_HOST + SYNC_OFF + 4u * (i))
+
+static uint32_t sync_value(struct hpu_test *t, unsigned int i)
+{
+	return hpu_get_le32(t->mem + SYNC_OFF + 4 * i);
+}
+
+static void submit_sync(struct hpu_test *t, unsigned int q, uint32_t opcode, unsigned int i,
+			uint32_t value, uint64_t tag)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	cb_sync(&cb, opcode, SYNC_VA(i), value);
+	submit_user(t, q, &cb, tag);
+}
+
+static void hpu_case_signal_wait(struct hpu_test *t)
+{
+	setup(t);
+	submit_sync(t, 1, HPU_PKT_WAIT, 0, 2, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 0);
+
+	/* Other queues keep running while queue 1 waits. */
+	submit_sync(t, 0, HPU_PKT_SIGNAL, 0, 1, 2);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 1);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 1);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK_EQ(t, completion(t, 1), 0);
+
+	submit_sync(t, 0, HPU_PKT_SIGNAL, 0, 1, 3);
+	run(t);
+	EXPECT_DONE(t, 1);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 2);
+	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + 1);
+}
+
+/* Two queues that wait on each other in turn, resolved within one run. */
+static void hpu_case_signal_wait_crossed(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	cb_sync(&cb, HPU_PKT_WAIT, SYNC_VA(1), 1);
+	cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(2), 1);
+	submit_user(t, 0, &cb, 1);
+	cb.len = 0;
+	cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(1), 1);
+	cb_sync(&cb, HPU_PKT_WAIT, SYNC_VA(2), 1);
+	submit_user(t, 3, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	EXPECT_DONE(t, 3);
+	HPU_CHECK_EQ(t, completion(t, 0), COMPLETION_VALUE + 1);
+	HPU_CHECK_EQ(t, completion(t, 3), COMPLETION_VALUE + 2);
+}
+
+/* A sync object the CPU sets in host memory: any doorbell makes the device look again. */
+static void hpu_case_wait_doorbell(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	submit_sync(t, 2, HPU_PKT_WAIT, 3, 5, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
+	hpu_put_le32(t->mem + SYNC_OFF + 12, 5);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
+	cb_nop(&cb);
+	submit_user(t, 0, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 2);
+	EXPECT_DONE(t, 0);
+}
+
+static void hpu_case_wait_fault(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	cb_sync(&cb, HPU_PKT_WAIT, VA_UNMAPPED, 1);
+	submit_user(t, 1, &cb, 1);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 1, ASID, HPU_ENGINE_QMAN, 1, VA_UNMAPPED);
+
+	cb.len = 0;
+	cb_sync(&cb, HPU_PKT_SIGNAL, VA_UNMAPPED + 4, 1);
+	submit_user(t, 1, &cb, 2);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 1, ASID, HPU_ENGINE_QMAN, 2, VA_UNMAPPED + 4);
+
+	/* A sync object on a read-only page can be waited on but not signalled. */
+	pt_map_page(t, ASID, VA_RO, BUS(SYNC_OFF), HPU_PTE_PRESENT | HPU_PTE_HOST);
+	cb.len = 0;
+	cb_sync(&cb, HPU_PKT_WAIT, VA_RO, 0);
+	cb_sync(&cb, HPU_PKT_SIGNAL, VA_RO, 1);
+	submit_user(t, 1, &cb, 3);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 1, ASID, HPU_ENGINE_QMAN, 3, VA_RO);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 3);
+	HPU_CHECK_EQ(t, completion(t, 1), 0);
+}
+
+/* ---- queue reset and aborts ---- */
+
+static void hpu_case_queue_reset_waiting(struct hpu_test *t)
+{
+	setup(t);
+	submit_sync(t, 1, HPU_PKT_WAIT, 0, 1, 1);
+	submit_sync(t, 1, HPU_PKT_SIGNAL, 1, 1, 2);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+
+	hpu_wr(t, REG_Q(1, CTRL), HPU_Q_CTRL_RESET);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 1, ASID, HPU_ENGINE_QMAN, 1, 0);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 2);
+	HPU_CHECK_EQ(t, completion(t, 1), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 1), 0); /* the queued job was dropped */
+
+	/* The queue works again. */
+	submit_sync(t, 1, HPU_PKT_SIGNAL, 1, 1, 3);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+}
+
+static void hpu_case_queue_reset_idle(struct hpu_test *t)
+{
+	setup(t);
+	/* Jobs not started yet are dropped at once, with no event. */
+	submit_sync(t, 0, HPU_PKT_SIGNAL, 0, 1, 1);
+	submit_sync(t, 0, HPU_PKT_SIGNAL, 0, 1, 2);
+	hpu_wr(t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
+
+	hpu_wr(t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET | 2);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_CTRL);
+	hpu_wr(t, REG_Q(0, CTRL), 0);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static unsigned int hpu_hook_countdown;
+static uint32_t hpu_hook_reg, hpu_hook_value;
+
+/* Write a register from inside the engine's n-th DMA, as a vCPU could mid-job. */
+static void hpu_hook_write(struct hpu_test *t)
+{
+	if (hpu_hook_countdown && !--hpu_hook_countdown)
+		hpu_wr(t, hpu_hook_reg, hpu_hook_value);
+}
+
+static void hook_at(struct hpu_test *t, unsigned int n, uint32_t reg, uint32_t value)
+{
+	hpu_hook_countdown = n;
+	hpu_hook_reg = reg;
+	hpu_hook_value = value;
+	t->on_dma = hpu_hook_write;
+}
+
+/* A big copy is cut at a step boundary when its queue is reset. */
+static void hpu_case_abort_running(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	setup(t);
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, 2u << 20, 0);
+	submit_user(t, 2, &cb, 1);
+	submit_sync(t, 2, HPU_PKT_SIGNAL, 0, 1, 2);
+	/* DMAs: descriptor, command buffer, then the copy's. */
+	hook_at(t, 4, REG_Q(2, CTRL), HPU_Q_CTRL_RESET);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 2, ASID, DMA_ENGINE(2), 1, 0);
+	EXPECT_DONE(t, 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, CI)), 2);
+	HPU_CHECK_EQ(t, completion(t, 2), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
+	/* A handful of 64 KiB steps, not 2 MiB, went through. */
+	HPU_CHECK(t, t->dma_reads < 8);
+}
+
+/* A device reset while a job runs: the job is abandoned, HBM is cleared, nothing is posted. */
+static void hpu_case_reset_running(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int writes;
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, 2u << 20, 5);
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, 2u << 20, 0);
+	submit_user(t, 0, &cb, 1);
+	hook_at(t, 4, HPU_REG_RESET, HPU_RESET_KEY);
+	writes = t->dma_writes;
+	run(t);
+	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	HPU_CHECK_EQ(t, t->dma_writes, writes);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, STATUS)), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8), 0);
+	HPU_EXPECT_CLEAN(t);
+
+	/* And the device comes back. */
+	t->on_dma = NULL;
+	setup(t);
+	cb.len = 0;
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, 4096, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, 4096, 0);
+	submit_user(t, 0, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 4096));
+}
+
+static void hpu_case_device_reset(struct hpu_test *t)
+{
+	unsigned int q;
+
+	setup(t);
+	submit_sync(t, 3, HPU_PKT_WAIT, 0, 1, 1);
+	submit_sync(t, 0, HPU_PKT_SIGNAL, 9, 1, 2);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(3, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK(t, hpu_core_hbm_chunks(t->core) > 0);
+
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	run(t);
+	for (q = 0; q < HPU_NUM_QUEUES; q++) {
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, RING_LO)), 0);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, RING_SIZE)), 0);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, PI)), 0);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, CI)), 0);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, STATUS)), 0);
+	}
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_RING_LO), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_RING_SIZE), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_CI), 0);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_MASK), UINT32_MAX);
+	HPU_CHECK_EQ(t, hpu_get_le32(t->mem + EQ_OFF), 0); /* the parked job left silently */
+	HPU_EXPECT_CLEAN(t);
+}
+
+/* ---- events ---- */
+
+static void submit_fault(struct hpu_test *t, unsigned int q, uint64_t tag)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	cb_dma(&cb, VA_UNMAPPED, VA_HOST + SRC_OFF, 8, 0);
+	submit_user(t, q, &cb, tag);
+}
+
+static void hpu_case_event_overflow(struct hpu_test *t)
+{
+	setup(t);
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, 2);
+	submit_fault(t, 0, 1);
+	submit_fault(t, 0, 2);
+	submit_fault(t, 0, 3);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 3);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), HPU_EQ_STATUS_OVERFLOW);
+	HPU_CHECK_EQ(t, t->logs - t->logs_seen, 4); /* three failures, one drop */
+	t->logs_seen = t->logs;
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 1);
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + 32 + offsetof(struct hpu_event, tag)), 2);
+
+	hpu_wr(t, HPU_REG_EQ_CI, 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), 0);
+	submit_fault(t, 0, 4);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 4);
+	t->logs_seen++;
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 3);
+	hpu_wr(t, HPU_REG_EQ_CI, 3);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_event_no_ring(struct hpu_test *t)
+{
+	setup(t);
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, 0);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	submit_fault(t, 0, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 1);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), 0);
+	HPU_CHECK_EQ(t, t->logs - t->logs_seen, 2);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+}
+
+static void hpu_case_event_irq(struct hpu_test *t)
+{
+	setup(t);
+	hpu_wr(t, HPU_REG_IRQ_MASK, HPU_IRQ_EVENT);
+	submit_fault(t, 0, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_EVENT);
+	HPU_CHECK_EQ(t, t->irqs, 0);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	HPU_CHECK_EQ(t, t->vector_irqs[HPU_MSIX_VEC_MISC], 1);
+	EXPECT_EVENT(t, HPU_EVENT_MMU_FAULT, 0, ASID, DMA_ENGINE(0), 1, VA_UNMAPPED);
+}
+
+/* ---- register rules ---- */
+
+static void hpu_case_ring_rules(struct hpu_test *t)
+{
+	static const uint32_t bad_sizes[] = { 1, 3, 6, 8192, UINT32_MAX };
+	static const uint32_t good_sizes[] = { 2, 4096, 0, 16 };
+	size_t i;
+
+	/* Before the firmware is up, a doorbell is refused. */
+	hpu_wr(t, REG_Q(0, RING_SIZE), 16);
+	HPU_EXPECT_CLEAN(t);
+	hpu_wr(t, REG_Q(0, PI), 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, PI)), 0);
+
+	setup(t);
+	for (i = 0; i < HPU_ARRAY_SIZE(bad_sizes); i++) {
+		hpu_wr(t, REG_Q(1, RING_SIZE), bad_sizes[i]);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+		hpu_wr(t, HPU_REG_EQ_RING_SIZE, bad_sizes[i]);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	}
+	for (i = 0; i < HPU_ARRAY_SIZE(good_sizes); i++) {
+		hpu_wr(t, REG_Q(1, RING_SIZE), good_sizes[i]);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, RING_SIZE)), good_sizes[i]);
+		hpu_wr(t, HPU_REG_EQ_RING_SIZE, good_sizes[i]);
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_RING_SIZE), good_sizes[i]);
+	}
+	HPU_EXPECT_CLEAN(t);
+
+	/* No ring, no doorbell; PI goes neither back nor past the ring. */
+	hpu_wr(t, REG_Q(1, RING_SIZE), 0);
+	hpu_wr(t, REG_Q(1, PI), 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, REG_Q(1, RING_SIZE), 4);
+	hpu_wr(t, REG_Q(1, PI), 5);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, REG_Q(1, PI), 4);
+	HPU_EXPECT_CLEAN(t);
+	hpu_wr(t, REG_Q(1, PI), 3);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, PI)), 4);
+
+	/* A queue with jobs keeps its ring. */
+	hpu_wr(t, REG_Q(1, RING_LO), 0x1000);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, REG_Q(1, RING_HI), 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, REG_Q(1, RING_SIZE), 2);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, RING_LO)), (uint32_t)BUS(Q_RING_OFF(1)));
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, RING_SIZE)), 4);
+
+	hpu_wr(t, REG_Q(1, CI), 4);
+	HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
+	hpu_wr(t, REG_Q(1, STATUS), 0);
+	HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CTRL)), 0);
+	hpu_wr(t, HPU_REG_EQ_PI, 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
+	hpu_wr(t, HPU_REG_EQ_STATUS, 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_event_ring_rules(struct hpu_test *t)
+{
+	setup(t);
+	submit_fault(t, 0, 1);
+	run(t);
+	t->logs_seen = t->logs;
+	/* An event is pending: the ring stays, and CI moves only up to PI. */
+	hpu_wr(t, HPU_REG_EQ_RING_LO, 0);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, 2);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, HPU_REG_EQ_CI, 2);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_wr(t, HPU_REG_EQ_CI, UINT32_MAX);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_CI), 0);
+	hpu_wr(t, HPU_REG_EQ_CI, 1);
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_RING_SIZE), 2);
+
+	/* An event ring the bus refuses: the event is dropped, the error latched. */
+	hpu_wr(t, HPU_REG_EQ_RING_HI, 0x70);
+	submit_fault(t, 0, 2);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 1);
+	t->logs_seen++;
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	HPU_EXPECT_CLEAN(t);
+}
+
+static void hpu_case_queue_holes(struct hpu_test *t)
+{
+	static const uint32_t holes[] = {
+		HPU_REG_Q(0, 0x1c), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
+		HPU_REG_EQ_STATUS + 4, HPU_REG_EQ_RING_LO - 4, HPU_REG_QUEUE_BASE - 4,
+	};
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(holes); i++) {
+		HPU_CHECK_EQ(t, hpu_rd(t, holes[i]), 0);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+		hpu_wr(t, holes[i], 1);
+		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
+	}
+}
+
+/* ---- the engine on its own thread ---- */
+
+static void *hpu_engine_thread(void *opaque)
+{
+	struct hpu_dev_core *core = opaque;
+
+	while (hpu_core_engine_wait(core))
+		hpu_core_engine_run(core);
+	return NULL;
+}
+
+static void hpu_case_engine_thread(struct hpu_test *t)
+{
+	const unsigned int jobs = 40;
+	const struct timespec tick = { .tv_nsec = 1000000 };
+	pthread_t thread;
+	unsigned int i, q, waited = 0;
+	uint32_t done;
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, 1u << 20, 77);
+	if (pthread_create(&thread, NULL, hpu_engine_thread, t->core)) {
+		hpu_check(t, false, "pthread_create", __LINE__);
+		return;
+	}
+	for (i = 0; i < jobs; i++) {
+		struct hpu_cb cb = { .len = 0 };
+
+		q = i % HPU_NUM_QUEUES;
+		/* Keep within the ring: wait for the queue to drain half of it. */
+		while (hpu_rd(t, REG_Q(q, PI)) - hpu_rd(t, REG_Q(q, CI)) >= Q_RING_ENTRIES / 2)
+			nanosleep(&tick, NULL);
+		cb_dma(&cb, VA_HBM + q * (256u << 10), VA_HOST + SRC_OFF + i * 4096, 64u << 10, 0);
+		cb_dma(&cb, VA_HOST + DST_OFF + i * 4096, VA_HBM + q * (256u << 10), 4096, 0);
+		cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(0), 1);
+		submit_user(t, q, &cb, i);
+	}
+	do {
+		for (q = 0, done = 0; q < HPU_NUM_QUEUES; q++)
+			done += hpu_rd(t, REG_Q(q, CI));
+		if (done < jobs)
+			nanosleep(&tick, NULL);
+	} while (done < jobs && ++waited < 20000);
+	hpu_core_engine_stop(t->core);
+	pthread_join(thread, NULL);
+	HPU_CHECK_EQ(t, done, jobs);
+	HPU_CHECK_EQ(t, sync_value(t, 0), jobs);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, jobs * 4096));
+	for (q = 0; q < HPU_NUM_QUEUES; q++)
+		EXPECT_DONE(t, q);
+}
+
+/* ---- fuzz ---- */
+
+static uint64_t hpu_rng;
+
+/* xorshift64*: deterministic, seeded per run. */
+static uint64_t rnd(void)
+{
+	hpu_rng ^= hpu_rng >> 12;
+	hpu_rng ^= hpu_rng << 25;
+	hpu_rng ^= hpu_rng >> 27;
+	return hpu_rng * 0x2545f4914f6cdd1dull;
+}
+
+static uint64_t rnd_below(uint64_t n)
+{
+	return rnd() % n;
+}
+
+/* Mostly addresses that mean something: the mapped windows, their edges, or nonsense. */
+static uint64_t rnd_va(void)
+{
+	static const uint64_t bases[] = {
+		VA_HOST + SYNC_OFF, VA_HOST + SRC_OFF, VA_HOST + DST_OFF, VA_HBM, VA_UNMAPPED,
+		1ull << HPU_MMU_VA_BITS, 0,
+	};
+
+	if (rnd_below(8) == 0)
+		return rnd();
+	return bases[rnd_below(HPU_ARRAY_SIZE(bases))] + rnd_below(BUF_SIZE + 8192) - 4096;
+}
+
+/* One random packet: a well-formed one of each kind, or corrupted, or garbage. */
+static void rnd_packet(struct hpu_cb *cb)
+{
+	uint32_t start = cb->len;
+
+	switch (rnd_below(9)) {
+	case 0:
+		cb_nop(cb);
+		break;
+	case 1:
+	case 2:
+		cb_dma(cb, rnd_va(), rnd_va(),
+		       rnd_below(4) ? rnd_below(70000) : rnd_below(1u << 21),
+		       rnd_below(3) ? 0 : HPU_PKT_LIN_DMA_MEMSET);
+		break;
+	case 3:
+		cb_sync(cb, HPU_PKT_SIGNAL, rnd_below(2) ? SYNC_VA(rnd_below(8)) : rnd_va(),
+			(uint32_t)rnd_below(3));
+		break;
+	case 4:
+		cb_sync(cb, HPU_PKT_WAIT, rnd_below(2) ? SYNC_VA(rnd_below(8)) : rnd_va(),
+			(uint32_t)rnd_below(3));
+		break;
+	case 5:
+		cb_timestamp(cb, rnd_below(2) ? SYNC_VA(2 * rnd_below(4)) : rnd_va());
+		break;
+	case 6:
+		cb_completion(cb, rnd_below(2) ? BUS(COMPLETION_OFF(rnd_below(4))) : rnd(), rnd());
+		break;
+	case 7:
+		cb_interrupt(cb, (uint32_t)rnd_below(10));
+		break;
+	default:
+		cb_u32(cb, (uint32_t)rnd());
+		cb_u32(cb, (uint32_t)rnd());
+		break;
+	}
+	/* Sometimes flip a bit of what was just built. */
+	if (!rnd_below(6)) {
+		uint32_t bit = (uint32_t)rnd_below((cb->len - start) * 8);
+
+		cb->b[start + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	}
+}
+
+static void hpu_case_fuzz(struct hpu_test *t)
+{
+	const unsigned int packets = 4000;
+	unsigned int sent = 0, jobs = 0, events = 0, q;
+	struct hpu_cb *cb = malloc(sizeof(*cb));
+
+	hpu_rng = 0x9e3779b97f4a7c15ull;
+	setup(t);
+	while (sent < packets) {
+		unsigned int n = 1 + (unsigned int)rnd_below(12), i;
+		uint32_t priv_offset;
+
+		q = (unsigned int)rnd_below(HPU_NUM_QUEUES);
+		cb->len = 0;
+		for (i = 0; i < n; i++)
+			rnd_packet(cb);
+		priv_offset = (uint32_t)rnd_below(cb->len / 8 + 1) * 8;
+		if (!rnd_below(20))
+			priv_offset += 4;
+		submit(t, q, cb, priv_offset, rnd_below(10) ? ASID : (uint32_t)rnd_below(2048),
+		       jobs++);
+		sent += n;
+		run(t);
+		/* A job left waiting is reset, so every queue is idle again. */
+		for (q = 0; q < HPU_NUM_QUEUES; q++)
+			if (hpu_rd(t, REG_Q(q, STATUS)))
+				hpu_wr(t, REG_Q(q, CTRL), HPU_Q_CTRL_RESET);
+		run(t);
+		for (q = 0; q < HPU_NUM_QUEUES; q++) {
+			HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, STATUS)), 0);
+			HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, CI)), hpu_rd(t, REG_Q(q, PI)));
+		}
+		events += hpu_rd(t, HPU_REG_EQ_PI) - hpu_rd(t, HPU_REG_EQ_CI);
+		hpu_wr(t, HPU_REG_EQ_CI, hpu_rd(t, HPU_REG_EQ_PI));
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), 0);
+		if (t->failed)
+			break;
+	}
+	printf("# fuzz: %u packets in %u jobs, %u events\n", sent, jobs, events);
+	HPU_CHECK(t, events > jobs / 4);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
+
+	/* Still usable: a good job succeeds. */
+	t->logs_seen = t->logs;
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	fill_pattern(t->mem + SRC_OFF, 100000, 8);
+	cb->len = 0;
+	cb_dma(cb, VA_HBM + 3, VA_HOST + SRC_OFF, 100000, 0);
+	cb_dma(cb, VA_HOST + DST_OFF, VA_HBM + 3, 100000, 0);
+	submit_user(t, 1, cb, 1);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 100000));
+	free(cb);
+}
+
+/* ---- the list ---- */
+
+static const struct {
+	const char *name;
+	void (*run)(struct hpu_test *t);
+} hpu_tests[] = {
+	{ "HBM is lazy: a byte at 20 GiB costs one chunk", hpu_case_hbm_lazy },
+	{ "BAR4 reads and writes the MMU region", hpu_case_bar4 },
+	{ "copy HBM to HBM across chunks", hpu_case_hbm_to_hbm },
+	{ "memset HBM and host; zeroing allocates nothing", hpu_case_memset },
+	{ "2 MiB pages", hpu_case_huge_pages },
+	{ "one context cannot reach another's pages", hpu_case_asid_isolation },
+	{ "privileged packets only from priv_offset", hpu_case_privileged },
+	{ "TIMESTAMP writes the device clock", hpu_case_timestamp },
+	{ "empty and largest jobs", hpu_case_desc_limits },
+	{ "descriptor ring outside guest memory", hpu_case_ring_unreadable },
+	{ "host DMA errors", hpu_case_host_dma_error },
+	{ "WAIT on one queue, SIGNAL on another", hpu_case_signal_wait },
+	{ "queues waiting on each other", hpu_case_signal_wait_crossed },
+	{ "a doorbell re-checks waits", hpu_case_wait_doorbell },
+	{ "SIGNAL and WAIT fault on bad sync objects", hpu_case_wait_fault },
+	{ "queue reset of a waiting job", hpu_case_queue_reset_waiting },
+	{ "queue reset of queued jobs", hpu_case_queue_reset_idle },
+	{ "queue reset while a copy runs", hpu_case_abort_running },
+	{ "device reset while a copy runs", hpu_case_reset_running },
+	{ "device reset clears queues, events and HBM", hpu_case_device_reset },
+	{ "event ring overflow", hpu_case_event_overflow },
+	{ "events with no event ring", hpu_case_event_no_ring },
+	{ "event interrupt is masked and re-raised", hpu_case_event_irq },
+	{ "queue ring and doorbell rules", hpu_case_ring_rules },
+	{ "event ring rules", hpu_case_event_ring_rules },
+	{ "holes in the queue and event blocks", hpu_case_queue_holes },
+	{ "engine on its own thread", hpu_case_engine_thread },
+	{ "random command buffers", hpu_case_fuzz },
+};
+
+#define HPU_RUN_TABLE(table, fn, prefix)                                              \
+	for (i = 0; i < HPU_ARRAY_SIZE(table); i++) {                                 \
+		t = hpu_test_new();                                                   \
+		fn(t, &table[i]);                                                     \
+		snprintf(name, sizeof(name), "%s: %s", prefix, table[i].name);       \
+		failed += !hpu_tap_report(t, ++n, name);                              \
+	}
+
+int main(void)
+{
+	unsigned int n = 0, failed = 0;
+	struct hpu_test *t;
+	char name[128];
+	size_t i;
+
+	printf("TAP version 13\n1..%zu\n",
+	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(hpu_copy_cases) +
+	       HPU_ARRAY_SIZE(hpu_fault_cases) + HPU_ARRAY_SIZE(hpu_illegal_cases) +
+	       HPU_ARRAY_SIZE(hpu_desc_cases));
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_tests); i++) {
+		t = hpu_test_new();
+		hpu_tests[i].run(t);
+		failed += !hpu_tap_report(t, ++n, hpu_tests[i].name);
+	}
+	HPU_RUN_TABLE(hpu_copy_cases, hpu_test_copy, "copy host -> HBM -> host");
+	HPU_RUN_TABLE(hpu_fault_cases, hpu_test_fault, "MMU fault");
+	HPU_RUN_TABLE(hpu_illegal_cases, hpu_test_illegal, "illegal packet");
+	HPU_RUN_TABLE(hpu_desc_cases, hpu_test_desc, "bad descriptor");
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Copies and fills.  Every public variant describes its operation as a
+ * struct hpu_copy and hands it to one path: checked, then enqueued on a
+ * stream (the default stream for the synchronous ones, which then settle
+ * it).  Host memory that is pinned is addressed directly; pageable memory
+ * is staged through the stream's two pinned halves.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "hpu_internal.h"
+
+enum hpu_copy_kind {
+	HPU_COPY_H2D,
+	HPU_COPY_D2H,
+	HPU_COPY_D2D,
+	HPU_COPY_FILL,
+};
+
+struct hpu_copy {
+	enum hpu_copy_kind kind;
+	uint64_t dst, src; /* device addresses, as they apply to the kind */
+	void *host;        /* H2D: the source; D2H: the destination */
+	uint64_t size;
+	uint8_t value;     /* fill */
+};
+
+static int hpu_copy_check_device(uint64_t addr, uint64_t size, const char *name)
+{
+	if (!addr)
+		return hpu_error_set(EINVAL, "%s is a null device address", name);
+	if (addr + size < addr)
+		return hpu_error_set(EINVAL, "%s 0x%llx + %llu wraps around", name,
+				     (unsigned long long)addr, (unsigned long long)size);
+	return 0;
+}
+
+static int hpu_copy_check(const struct hpu_copy *op)
+{
+	int ret = 0;
+
+	switch (op->kind) {
+	case HPU_COPY_H2D:
+		ret = hpu_copy_check_device(op->dst, op->size, "dst");
+		if (!ret && !op->host)
+			ret = hpu_error_set(EINVAL, "src is NULL");
+		break;
+	case HPU_COPY_D2H:
+		ret = hpu_copy_check_device(op->src, op->size, "src");
+		if (!ret && !op->host)
+			ret = hpu_error_set(EINVAL, "dst is NULL");
+		break;
+	case HPU_COPY_D2D:
+		ret = hpu_copy_check_device(op->dst, op->size, "dst");
+		if (!ret)
+			ret = hpu_copy_check_device(op->src, op->size, "src");
+		/* LIN_DMA's ranges must not overlap (hpu_packets.h): it is no memmove. */
+		if (!ret && op->dst < op->src + op->size && op->src < op->dst + op->size)
+			ret = hpu_error_set(EINVAL, "dst and src overlap");
+		break;
+	case HPU_COPY_FILL:
+		ret = hpu_copy_check_device(op->dst, op->size, "dst");
+		break;
+	}
+	return ret;
+}
+
+/* The half of the staging buffer whose last job is older, once that job has ended. */
+static int hpu_staging_half(struct hpu_stream *s, unsigned int *half)
+{
+	*half = s->staging_job[0] <= s->staging_job[1] ? 0 : 1;
+	return hpu_stream_wait_job(s, s->staging_job[*half]);
+}
+
+/* Fill a half, copy it out: the caller may reuse src as soon as this returns. */
+static int hpu_copy_staged_h2d(struct hpu_stream *s, const struct hpu_copy *op, const char *what)
+{
+	uint64_t off, n;
+	unsigned int half;
+	struct hpu_cb cb;
+	int ret;
+
+	ret = hpu_stream_staging(s);
+	for (off = 0; !ret && off < op->size; off += n) {
+		n = op->size - off < HPU_STAGING_HALF ? op->size - off : HPU_STAGING_HALF;
+		ret = hpu_staging_half(s, &half);
+		if (ret)
+			break;
+		memcpy(s->staging + half * HPU_STAGING_HALF, (char *)op->host + off, n);
+		hpu_cb_init(&cb);
+		hpu_cb_copy(&cb, op->dst + off, s->staging_va + half * HPU_STAGING_HALF, n);
+		ret = hpu_stream_submit(s, &cb, what);
+		s->staging_job[half] = s->jobs;
+	}
+	return ret;
+}
+
+struct hpu_staged_chunk {
+	uint64_t off, size;
+	unsigned int half;
+};
+
+static int hpu_copy_d2h_chunk(struct hpu_stream *s, const struct hpu_copy *op, uint64_t off,
+			      const char *what, struct hpu_staged_chunk *chunk)
+{
+	struct hpu_cb cb;
+	int ret;
+
+	chunk->off = off;
+	chunk->size = op->size - off < HPU_STAGING_HALF ? op->size - off : HPU_STAGING_HALF;
+	ret = hpu_staging_half(s, &chunk->half);
+	if (ret)
+		return ret;
+	hpu_cb_init(&cb);
+	hpu_cb_copy(&cb, s->staging_va + chunk->half * HPU_STAGING_HALF, op->src + off,
+		    chunk->size);
+	ret = hpu_stream_submit(s, &cb, what);
+	s->staging_job[chunk->half] = s->jobs;
+	return ret;
+}
+
+/*
+ * The device fills one half while the CPU empties the other.  The data is
+ * only good if no job failed, so this settles the whole stream.
+ */
+static int hpu_copy_staged_d2h(struct hpu_stream *s, const struct hpu_copy *op, const char *what)
+{
+	struct hpu_staged_chunk cur, next;
+	int ret;
+
+	ret = hpu_stream_staging(s);
+	if (!ret)
+		ret = hpu_copy_d2h_chunk(s, op, 0, what, &cur);
+	while (!ret) {
+		uint64_t next_off = cur.off + cur.size;
+
+		if (next_off < op->size)
+			ret = hpu_copy_d2h_chunk(s, op, next_off, what, &next);
+		if (!ret)
+			ret = hpu_stream_wait_job(s, s->staging_job[cur.half]);
+		if (ret)
+			break;
+		memcpy((char *)op->host + cur.off, s->staging + cur.half * HPU_STAGING_HALF,
+		       cur.size);
+		if (next_off >= op->size)
+			return hpu_stream_settle_all(s, HPU_FOREVER);
+		cur = next;
+	}
+	return ret;
+}
+
+/* With the stream's lock held. */
+static int hpu_copy_enqueue(struct hpu_stream *s, struct hpu_copy *op, const char *what)
+{
+	uint64_t va;
+	struct hpu_cb cb;
+
+	if (op->kind == HPU_COPY_H2D && hpu_host_lookup(s->dev, op->host, op->size, &va))
+		*op = (struct hpu_copy){ .kind = HPU_COPY_D2D, .dst = op->dst, .src = va,
+					 .size = op->size };
+	else if (op->kind == HPU_COPY_D2H && hpu_host_lookup(s->dev, op->host, op->size, &va))
+		*op = (struct hpu_copy){ .kind = HPU_COPY_D2D, .dst = va, .src = op->src,
+					 .size = op->size };
+	if (op->kind == HPU_COPY_H2D)
+		return hpu_copy_staged_h2d(s, op, what);
+	if (op->kind == HPU_COPY_D2H)
+		return hpu_copy_staged_d2h(s, op, what);
+	hpu_cb_init(&cb);
+	if (op->kind == HPU_COPY_FILL)
+		hpu_cb_fill(&cb, op->dst, op->value, op->size);
+	else
+		hpu_cb_copy(&cb, op->dst, op->src, op->size);
+	return hpu_stream_submit(s, &cb, what);
+}
+
+static int hpu_copy_async(struct hpu_stream *s, struct hpu_copy *op, const char *what)
+{
+	int ret;
+
+	if (!s)
+		return hpu_error_set(EINVAL, "stream is NULL");
+	if (!op->size)
+		return 0;
+	ret = hpu_copy_check(op);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->lock);
+	ret = hpu_copy_enqueue(s, op, what);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static int hpu_copy_sync(struct hpu_device *dev, struct hpu_copy *op, const char *what)
+{
+	struct hpu_stream *s;
+	int ret;
+
+	if (!dev)
+		return hpu_error_set(EINVAL, "dev is NULL");
+	if (!op->size)
+		return 0;
+	ret = hpu_copy_check(op);
+	if (!ret)
+		ret = hpu_stream_default(dev, &s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->lock);
+	ret = hpu_copy_enqueue(s, op, what);
+	if (!ret)
+		ret = hpu_stream_settle_all(s, HPU_FOREVER);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+#define HPU_H2D(dst_, src_, size_)                                                        \
+	(struct hpu_copy){ .kind = HPU_COPY_H2D, .dst = dst_, .host = (void *)(src_),      \
+			   .size = size_ }
+#define HPU_D2H(dst_, src_, size_)                                                        \
+	(struct hpu_copy){ .kind = HPU_COPY_D2H, .host = dst_, .src = src_, .size = size_ }
+#define HPU_D2D(dst_, src_, size_)                                                        \
+	(struct hpu_copy){ .kind = HPU_COPY_D2D, .dst = dst_, .src = src_, .size = size_ }
+#define HPU_FILL(dst_, value_, size_)                                                     \
+	(struct hpu_copy){ .kind = HPU_COPY_FILL, .dst = dst_, .value = (uint8_t)(value_), \
+			   .size = size_ }
+
+int hpu_memcpy_h2d_async(struct hpu_stream *stream, uint64_t dst, const void *src, size_t size)
+{
+	struct hpu_copy op = HPU_H2D(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_async(stream, &op, __func__));
+}
+
+int hpu_memcpy_d2h_async(struct hpu_stream *stream, void *dst, uint64_t src, size_t size)
+{
+	struct hpu_copy op = HPU_D2H(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_async(stream, &op, __func__));
+}
+
+int hpu_memcpy_d2d_async(struct hpu_stream *stream, uint64_t dst, uint64_t src, size_t size)
+{
+	struct hpu_copy op = HPU_D2D(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_async(stream, &op, __func__));
+}
+
+int hpu_memset_async(struct hpu_stream *stream, uint64_t dst, int value, size_t size)
+{
+	struct hpu_copy op = HPU_FILL(dst, value, size);
+
+	return hpu_error_in(__func__, hpu_copy_async(stream, &op, __func__));
+}
+
+int hpu_memcpy_h2d(struct hpu_device *dev, uint64_t dst, const void *src, size_t size)
+{
+	struct hpu_copy op = HPU_H2D(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_sync(dev, &op, __func__));
+}
+
+int hpu_memcpy_d2h(struct hpu_device *dev, void *dst, uint64_t src, size_t size)
+{
+	struct hpu_copy op = HPU_D2H(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_sync(dev, &op, __func__));
+}
+
+int hpu_memcpy_d2d(struct hpu_device *dev, uint64_t dst, uint64_t src, size_t size)
+{
+	struct hpu_copy op = HPU_D2D(dst, src, size);
+
+	return hpu_error_in(__func__, hpu_copy_sync(dev, &op, __func__));
+}
+
+int hpu_memset(struct hpu_device *dev, uint64_t dst, int value, size_t size)
+{
+	struct hpu_copy op = HPU_FILL(dst, value, size);
+
+	return hpu_error_in(__func__, hpu_copy_sync(dev, &op, __func__));
+}
