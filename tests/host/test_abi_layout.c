@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Freezes the layouts that cross a boundary: the ioctl ABI (uapi/) and the
- * firmware image header.  A field that moves or a struct that changes size
+ * Freezes the layouts that cross a boundary: the ioctl ABI and packets
+ * (uapi/), the queue descriptor and event (hpu_regs.h) and the firmware
+ * image header.  A field that moves or a struct that changes size
  * breaks binaries already out there; this test makes that a failure.  The
  * expectations are written out by hand on purpose: change them only together
  * with a new ABI or interface version.
@@ -10,6 +11,8 @@
 #include <stdio.h>
 
 #include <drm/hpu_accel.h>
+#include <drm/hpu_packets.h>
+#include "hpu_regs.h"
 #include "hpu_fw_if.h"
 
 struct field {
@@ -47,6 +50,81 @@ static const struct field fields[] = {
 	F(drm_hpu_device_info, num_queues, 64, 4),
 	F(drm_hpu_device_info, max_contexts, 68, 4),
 
+	F(drm_hpu_stats, hbm_total, 0, 8),
+	F(drm_hpu_stats, hbm_used, 8, 8),
+	F(drm_hpu_stats, ctx_hbm_used, 16, 8),
+	F(drm_hpu_stats, ctx_host_pinned, 24, 8),
+	F(drm_hpu_stats, jobs_submitted, 32, 8),
+	F(drm_hpu_stats, jobs_completed, 40, 8),
+	F(drm_hpu_stats, jobs_failed, 48, 8),
+	F(drm_hpu_stats, ctx_jobs_submitted, 56, 8),
+	F(drm_hpu_stats, ctx_jobs_completed, 64, 8),
+	F(drm_hpu_stats, ctx_jobs_failed, 72, 8),
+	F(drm_hpu_stats, num_contexts, 80, 4),
+	F(drm_hpu_stats, pad, 84, 4),
+
+	F(drm_hpu_gem_create, size, 0, 8),
+	F(drm_hpu_gem_create, flags, 8, 4),
+	F(drm_hpu_gem_create, handle, 12, 4),
+
+	F(drm_hpu_vm_map, va, 0, 8),
+	F(drm_hpu_vm_map, size, 8, 8),
+	F(drm_hpu_vm_map, offset, 16, 8),
+	F(drm_hpu_vm_map, user_ptr, 24, 8),
+	F(drm_hpu_vm_map, handle, 32, 4),
+	F(drm_hpu_vm_map, flags, 36, 4),
+
+	F(drm_hpu_vm_unmap, va, 0, 8),
+	F(drm_hpu_vm_unmap, flags, 8, 4),
+	F(drm_hpu_vm_unmap, pad, 12, 4),
+
+	F(drm_hpu_job, cb_ptr, 0, 8),
+	F(drm_hpu_job, cb_size, 8, 4),
+	F(drm_hpu_job, queue, 12, 4),
+	F(drm_hpu_job, flags, 16, 4),
+	F(drm_hpu_job, pad, 20, 4),
+
+	F(drm_hpu_submit, jobs_ptr, 0, 8),
+	F(drm_hpu_submit, num_jobs, 8, 4),
+	F(drm_hpu_submit, flags, 12, 4),
+	F(drm_hpu_submit, in_syncobjs_ptr, 16, 8),
+	F(drm_hpu_submit, num_in_syncobjs, 24, 4),
+	F(drm_hpu_submit, out_syncobj, 28, 4),
+	F(drm_hpu_submit, seq, 32, 8),
+
+	F(drm_hpu_wait, seq, 0, 8),
+	F(drm_hpu_wait, timeout_ns, 8, 8),
+	F(drm_hpu_wait, flags, 16, 4),
+	F(drm_hpu_wait, error, 20, 4),
+
+	F(hpu_pkt_nop, header, 0, 4),
+	F(hpu_pkt_nop, pad, 4, 4),
+	F(hpu_pkt_lin_dma, src, 8, 8),
+	F(hpu_pkt_lin_dma, dst, 16, 8),
+	F(hpu_pkt_lin_dma, size, 24, 8),
+	F(hpu_pkt_signal, value, 4, 4),
+	F(hpu_pkt_signal, addr, 8, 8),
+	F(hpu_pkt_wait, value, 4, 4),
+	F(hpu_pkt_wait, addr, 8, 8),
+	F(hpu_pkt_timestamp, addr, 8, 8),
+	F(hpu_pkt_write_completion, addr, 8, 8),
+	F(hpu_pkt_write_completion, value, 16, 8),
+	F(hpu_pkt_interrupt, vector, 4, 4),
+
+	F(hpu_queue_desc, cb_addr, 0, 8),
+	F(hpu_queue_desc, cb_size, 8, 4),
+	F(hpu_queue_desc, priv_offset, 12, 4),
+	F(hpu_queue_desc, asid, 16, 4),
+	F(hpu_queue_desc, flags, 20, 4),
+	F(hpu_queue_desc, tag, 24, 8),
+
+	F(hpu_event, type, 0, 4),
+	F(hpu_event, queue, 4, 4),
+	F(hpu_event, asid, 8, 4),
+	F(hpu_event, engine, 12, 4),
+	F(hpu_event, tag, 16, 8),
+	F(hpu_event, addr, 24, 8),
+
 	F(hpu_fw_header, magic, 0, 4),
 	F(hpu_fw_header, if_version, 4, 4),
 	F(hpu_fw_header, header_size, 8, 4),
@@ -68,8 +146,29 @@ static const struct whole structs[] = {
 	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info), 72 },
 	{ "DRM_HPU_DEVICE_INFO_SIZE_V1", DRM_HPU_DEVICE_INFO_SIZE_V1, 64 },
 	{ "sizeof(struct hpu_fw_header)", sizeof(struct hpu_fw_header), HPU_FW_HEADER_SIZE },
+	{ "sizeof(struct drm_hpu_stats)", sizeof(struct drm_hpu_stats), DRM_HPU_STATS_SIZE_V1 },
+	{ "sizeof(struct drm_hpu_gem_create)", sizeof(struct drm_hpu_gem_create), 16 },
+	{ "sizeof(struct drm_hpu_vm_map)", sizeof(struct drm_hpu_vm_map), 40 },
+	{ "sizeof(struct drm_hpu_vm_unmap)", sizeof(struct drm_hpu_vm_unmap), 16 },
+	{ "sizeof(struct drm_hpu_job)", sizeof(struct drm_hpu_job), 24 },
+	{ "sizeof(struct drm_hpu_submit)", sizeof(struct drm_hpu_submit), 40 },
+	{ "sizeof(struct drm_hpu_wait)", sizeof(struct drm_hpu_wait), 24 },
+	{ "sizeof(struct hpu_pkt_nop)", sizeof(struct hpu_pkt_nop), 8 },
+	{ "sizeof(struct hpu_pkt_lin_dma)", sizeof(struct hpu_pkt_lin_dma), 32 },
+	{ "sizeof(struct hpu_pkt_signal)", sizeof(struct hpu_pkt_signal), 16 },
+	{ "sizeof(struct hpu_pkt_wait)", sizeof(struct hpu_pkt_wait), 16 },
+	{ "sizeof(struct hpu_pkt_timestamp)", sizeof(struct hpu_pkt_timestamp), 16 },
+	{ "sizeof(struct hpu_pkt_write_completion)", sizeof(struct hpu_pkt_write_completion), 24 },
+	{ "sizeof(struct hpu_pkt_interrupt)", sizeof(struct hpu_pkt_interrupt), 8 },
+	{ "sizeof(struct hpu_queue_desc)", sizeof(struct hpu_queue_desc), 32 },
+	{ "sizeof(struct hpu_event)", sizeof(struct hpu_event), 32 },
 	{ "DRM_IOCTL_HPU_INFO size field", (DRM_IOCTL_HPU_INFO >> 16) & 0x3fff, 24 },
 	{ "DRM_IOCTL_HPU_INFO number", DRM_IOCTL_HPU_INFO & 0xff, 0x40 },
+	{ "DRM_IOCTL_HPU_GEM_CREATE number", DRM_IOCTL_HPU_GEM_CREATE & 0xff, 0x41 },
+	{ "DRM_IOCTL_HPU_VM_MAP number", DRM_IOCTL_HPU_VM_MAP & 0xff, 0x42 },
+	{ "DRM_IOCTL_HPU_VM_UNMAP number", DRM_IOCTL_HPU_VM_UNMAP & 0xff, 0x43 },
+	{ "DRM_IOCTL_HPU_SUBMIT number", DRM_IOCTL_HPU_SUBMIT & 0xff, 0x44 },
+	{ "DRM_IOCTL_HPU_WAIT number", DRM_IOCTL_HPU_WAIT & 0xff, 0x45 },
 	/* The struct is 8-byte aligned in both 32- and 64-bit userspace. */
 	{ "sizeof(struct drm_hpu_device_info) % 8", sizeof(struct drm_hpu_device_info) % 8, 0 },
 };

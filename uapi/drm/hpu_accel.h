@@ -163,7 +163,9 @@ struct drm_hpu_vm_unmap {
  * (drm/hpu_packets.h, unprivileged opcodes only) run on one hardware queue
  * in submission order.  Every job gets the next sequence number of the file;
  * seq returns the last one.  The jobs start after every in-syncobj signals;
- * out_syncobj (if non-zero) is signalled when the last job ends.
+ * out_syncobj (if non-zero) is signalled when the last job ends.  A command
+ * buffer with a privileged opcode is refused with -EPERM, any other
+ * malformed packet with -EINVAL; nothing is queued then.
  */
 struct drm_hpu_job {
 	__u64 cb_ptr;  /* user address of the command buffer */
@@ -174,13 +176,14 @@ struct drm_hpu_job {
 };
 
 #define DRM_HPU_SUBMIT_MAX_JOBS 64
+#define DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS 64
 
 struct drm_hpu_submit {
 	__u64 jobs_ptr;         /* struct drm_hpu_job[num_jobs] */
 	__u32 num_jobs;         /* 1 .. DRM_HPU_SUBMIT_MAX_JOBS */
 	__u32 flags;            /* must be 0 */
 	__u64 in_syncobjs_ptr;  /* __u32 syncobj handles[num_in_syncobjs] */
-	__u32 num_in_syncobjs;
+	__u32 num_in_syncobjs;  /* 0 .. DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS */
 	__u32 out_syncobj;      /* 0 or a syncobj handle */
 	__u64 seq;              /* out: sequence number of the last job */
 };
