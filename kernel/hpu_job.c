@@ -433,6 +433,19 @@ static long hpu_job_timeout_jiffies(s64 timeout_ns)
 	return j >= MAX_SCHEDULE_TIMEOUT ? MAX_SCHEDULE_TIMEOUT : (long)j;
 }
 
+/*
+ * A short job ends within the queue's poll, before WAIT would sleep; the
+ * poll counts against the timeout.
+ */
+static void hpu_job_poll(struct dma_fence *end)
+{
+	struct drm_sched_fence *s_fence = to_drm_sched_fence(end);
+
+	if (s_fence)
+		hpu_queue_poll(container_of(s_fence->sched, struct hpu_queue, sched),
+			       s_fence);
+}
+
 int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct hpu_ctx *ctx = file->driver_priv;
@@ -454,6 +467,7 @@ int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 
 	if (args->timeout_ns) {
+		hpu_job_poll(fence);
 		left = dma_fence_wait_timeout(fence, true,
 					      hpu_job_timeout_jiffies(args->timeout_ns));
 		if (left < 0) {

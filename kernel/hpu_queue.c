@@ -31,6 +31,8 @@
 #include <linux/interrupt.h>
 #include <linux/jiffies.h>
 #include <linux/lockdep.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <drm/drm_drv.h>
 
 #include "hpu_ctx.h"
@@ -44,6 +46,14 @@
 #define HPU_QUEUE_RESET_TIMEOUT_US (1000 * 1000)
 /* How long a completed job's descriptor may wait for CI to pass it. */
 #define HPU_QUEUE_CONSUME_TIMEOUT_US (100 * 1000)
+/*
+ * How long WAIT busy-polls before it sleeps (hpu_queue_poll()).  A short
+ * job's interrupt reaches a sleeping waiter only through the CPU that
+ * takes it, an IPI and the waiter's CPU leaving idle: in an emulated
+ * machine each is a host thread wake-up, much longer than the job.
+ * Bounded so that a long job costs the waiter's CPU little.
+ */
+#define HPU_QUEUE_POLL_NS (50 * NSEC_PER_USEC)
 
 static u32 hpu_qrreg(struct hpu_queue *q, u32 reg)
 {
@@ -156,6 +166,48 @@ static irqreturn_t hpu_queue_irq(int irq, void *arg)
 	spin_unlock(&q->lock);
 	hpu_queue_signal(&done);
 	return IRQ_HANDLED;
+}
+
+/* End the jobs the device has completed, if the oldest one has. */
+static void hpu_queue_poll_once(struct hpu_queue *q)
+{
+	struct hpu_job *head;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	spin_lock_irqsave(&q->lock, flags);
+	head = list_first_entry_or_null(&q->pending, struct hpu_job, link);
+	/* Only the slot, memory, until then: the poll stays off the registers. */
+	if (head && hpu_queue_slot_done(q, head))
+		hpu_queue_collect_locked(q, &done);
+	spin_unlock_irqrestore(&q->lock, flags);
+	hpu_queue_signal(&done);
+}
+
+/*
+ * WAIT for the job ending with @end (a finished fence of @q's scheduler),
+ * before it sleeps: busy-poll for at most HPU_QUEUE_POLL_NS, ending
+ * completed jobs without waiting for their interrupt, while the job is in
+ * the ring, or about to be: the ring is empty, so the scheduler thread
+ * pushes it once it runs (unless it has dependencies left, which only
+ * costs the bounded poll).
+ */
+void hpu_queue_poll(struct hpu_queue *q, struct drm_sched_fence *end)
+{
+	u64 deadline = local_clock() + HPU_QUEUE_POLL_NS;
+	int idx;
+
+	if (!dma_fence_is_signaled(&end->scheduled) &&
+	    !list_empty_careful(&q->pending))
+		return;
+	if (!drm_dev_enter(&q->hdev->drm, &idx))
+		return;
+	while (!dma_fence_is_signaled(&end->finished) && !need_resched() &&
+	       local_clock() < deadline) {
+		hpu_queue_poll_once(q);
+		cpu_relax();
+	}
+	drm_dev_exit(idx);
 }
 
 /*
