@@ -29,8 +29,6 @@
 #include "hpu_job.h"
 #include "hpu_queue.h"
 
-/* In-syncobjs one SUBMIT may wait for. */
-#define HPU_SUBMIT_MAX_IN_SYNCOBJS 64
 /* HBM one zeroing job clears, so each stays well inside the job timeout. */
 #define HPU_ZERO_JOB_BYTES (256ull << 20)
 
@@ -366,7 +364,7 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		return -EINVAL;
 	if (!args->num_jobs || args->num_jobs > DRM_HPU_SUBMIT_MAX_JOBS)
 		return -EINVAL;
-	if (args->num_in_syncobjs > HPU_SUBMIT_MAX_IN_SYNCOBJS)
+	if (args->num_in_syncobjs > DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS)
 		return -EINVAL;
 
 	ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),

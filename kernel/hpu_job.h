@@ -12,6 +12,8 @@
 
 #include <drm/hpu_packets.h>
 
+#include "hpu_regs.h"
+
 struct dma_fence;
 struct drm_device;
 struct drm_file;
@@ -19,9 +21,10 @@ struct hpu_ctx;
 struct hpu_device;
 struct hpu_queue;
 
-/* What the driver appends to every command buffer. */
+/* What the driver appends to every command buffer; the device takes up to HPU_QUEUE_TAIL_MAX. */
 #define HPU_JOB_TAIL_SIZE \
 	(sizeof(struct hpu_pkt_write_completion) + sizeof(struct hpu_pkt_interrupt))
+static_assert(HPU_JOB_TAIL_SIZE <= HPU_QUEUE_TAIL_MAX);
 
 enum hpu_job_state {
 	HPU_JOB_NEW,	/* not in a ring: never run, or dropped by a queue reset */

@@ -11,10 +11,9 @@
 
 #include "hpu_hbm.h"
 #include "hpu_packets.h"
+#include "hpu_regs.h"
 
-/* The driver appends at most this much (completion, interrupt) to a user command buffer. */
-#define HPU_JOB_TAIL_MAX 256u
-#define HPU_JOB_CB_MAX (HPU_CB_MAX_SIZE + HPU_JOB_TAIL_MAX)
+#define HPU_JOB_CB_MAX (HPU_CB_MAX_SIZE + HPU_QUEUE_TAIL_MAX)
 
 struct hpu_dev_core;
 

@@ -166,9 +166,12 @@ enum hpu_err_code {
 /* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
 #define HPU_Q_CTRL_RESET (1u << 0)
 
+/* The driver's tail (completion write, interrupt) after a user command buffer is at most this. */
+#define HPU_QUEUE_TAIL_MAX 256u
+
 struct hpu_queue_desc {
 	uint64_t cb_addr;     /* bus address of the command buffer (driver-owned copy) */
-	uint32_t cb_size;     /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE + kernel tail */
+	uint32_t cb_size;     /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE + HPU_QUEUE_TAIL_MAX */
 	uint32_t priv_offset; /* privileged packets are legal only at or after this offset */
 	uint32_t asid;        /* context the job's addresses are translated in */
 	uint32_t flags;       /* none defined: must be 0 */
