@@ -324,6 +324,9 @@ TEST_F(sub, reject_vm_map)
 	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, HPU_PAGE, host, HPU_PAGE, rw, &va));
 	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, host + 1, HPU_PAGE, rw, &va));
 	EXPECT_EQ(-EFAULT, hpu_vm_map(self->fd, 0, 0, (void *)0x1000, HPU_PAGE, rw, &va));
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, host, 1ull << 47, rw, &va));    /* too large */
+	EXPECT_EQ(-EINVAL, hpu_vm_map(self->fd, 0, 0, (void *)(~0ull & ~(HPU_PAGE - 1)),
+				      2 * HPU_PAGE, rw, &va));                       /* wraps */
 
 	fixed = 0x40000000;
 	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, 2 * HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &fixed));
@@ -349,6 +352,7 @@ TEST_F(sub, reject_vm_unmap)
 	va = hbm_buffer(self->fd, 2 * HPU_PAGE, &h);
 	ASSERT_NE(0, va);
 	EXPECT_EQ(-ENOENT, hpu_vm_unmap(self->fd, va + HPU_PAGE)); /* not where a mapping starts */
+	EXPECT_EQ(-EINVAL, hpu_vm_unmap(self->fd, va + 8));
 	a.va = va;
 	a.flags = 1;
 	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_UNMAP, &a));
@@ -394,6 +398,12 @@ TEST_F(sub, reject_submit_args)
 	a.num_in_syncobjs = 1;
 	a.in_syncobjs_ptr = (uintptr_t)&(uint32_t){ 9999 };
 	EXPECT_EQ(-ENOENT, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.num_in_syncobjs = DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS + 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.num_in_syncobjs = 1;
+	a.in_syncobjs_ptr = 16;
+	EXPECT_EQ(-EFAULT, hpu_ioc(self->fd, DRM_IOCTL_HPU_SUBMIT, &a));
+	a.num_in_syncobjs = 0;
 
 	jobs[0].queue = 4;
 	EXPECT_EQ(-EINVAL, submit_jobs(self->fd, jobs, 1));
@@ -474,10 +484,15 @@ TEST_F(sub, reject_wait)
 	int err;
 
 	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
+	a.seq = 0;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
 	hpu_cb_put(&self->cb, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
 	ASSERT_EQ(0, hpu_submit(self->fd, 0, self->cb.buf, 8, &seq));
 	a.seq = seq;
 	a.flags = 1;
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
+	a.flags = 0;
+	a.timeout_ns = -1;
 	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
 	EXPECT_EQ(0, hpu_wait(self->fd, seq, 10000000000ll, &err));
 	EXPECT_EQ(0, err);
