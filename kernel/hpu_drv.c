@@ -165,9 +165,10 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	pci_set_drvdata(pdev, hdev);
 
 	pci_set_master(pdev);
-	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	/* A page-table entry holds 52 address bits. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)
-		return dev_err_probe(&pdev->dev, ret, "no 64-bit DMA\n");
+		return dev_err_probe(&pdev->dev, ret, "no 52-bit DMA\n");
 
 	ret = hpu_map_regs(hdev);
 	if (ret)

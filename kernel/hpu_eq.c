@@ -74,8 +74,9 @@ void hpu_eq_process(struct hpu_device *hdev)
 		eq->ci++;
 		hpu_eq_handle(hdev, &ev);
 	}
-	hpu_wreg(hdev, HPU_REG_EQ_CI, eq->ci);
+	/* Writing EQ_CI clears OVERFLOW: read it first. */
 	overflow = hpu_rreg(hdev, HPU_REG_EQ_STATUS) & HPU_EQ_STATUS_OVERFLOW;
+	hpu_wreg(hdev, HPU_REG_EQ_CI, eq->ci);
 	if (overflow) {
 		unsigned int q;
 

@@ -343,6 +343,8 @@ void hpu_queue_recover(struct hpu_queue *q)
 	LIST_HEAD(done);
 	u32 ci;
 
+	/* Events still in the ring name the real error of a failed job. */
+	hpu_eq_process(q->hdev);
 	spin_lock_irq(&q->lock);
 	for (;;) {
 		hpu_queue_collect_locked(q, &done);
@@ -369,10 +371,10 @@ void hpu_queue_recover(struct hpu_queue *q)
 	hpu_queue_signal(&done);
 
 	if (!cancel)
-		dev_warn(hpu_dev(q->hdev),
-			 "queue %u: job of context %u timed out after %u ms, resetting the queue\n",
-			 q->index, bad->ctx->asid,
-			 jiffies_to_msecs(jiffies - bad->head_since));
+		dev_warn_ratelimited(hpu_dev(q->hdev),
+				     "queue %u: job of context %u timed out after %u ms, resetting the queue\n",
+				     q->index, bad->ctx->asid,
+				     jiffies_to_msecs(jiffies - bad->head_since));
 	hpu_queue_reset(q);
 	/* Let the events of the reset (ABORTED) and of jobs before it land. */
 	hpu_eq_process(q->hdev);
@@ -437,6 +439,8 @@ void hpu_queues_quiesce(struct hpu_device *hdev)
 	for (i = 0; i < HPU_NUM_QUEUES; i++) {
 		struct hpu_queue *q = &hdev->queues[i];
 
+		if (!q->hdev) /* probe failed before it was set up */
+			continue;
 		for (waited = 0; waited < HPU_QUEUE_RESET_TIMEOUT_US; waited += 100) {
 			if (!(hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_BUSY))
 				break;
@@ -468,8 +472,11 @@ void hpu_queues_halt(struct hpu_device *hdev)
 /* The device must be reset (idle) before the ring goes. */
 static void hpu_queue_fini(struct hpu_queue *q)
 {
-	struct device *dev = hpu_dev(q->hdev);
+	struct device *dev;
 
+	if (!q->hdev) /* probe failed before it was set up */
+		return;
+	dev = hpu_dev(q->hdev);
 	if (q->irq_requested)
 		pci_free_irq(q->hdev->pdev, HPU_MSIX_VEC_MISC + 1 + q->index, q);
 	q->irq_requested = false;

@@ -26,7 +26,6 @@ struct hpu_queue {
 
 	/* Lives until the DRM device is released: entities of open files use it. */
 	struct drm_gpu_scheduler sched;
-	bool sched_ready;
 
 	/* Freed at remove, after the device reset. */
 	struct hpu_queue_desc *ring;

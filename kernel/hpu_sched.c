@@ -79,7 +79,6 @@ static void hpu_sched_fini(struct drm_device *drm, void *arg)
 	struct hpu_queue *q = arg;
 
 	drm_sched_fini(&q->sched);
-	q->sched_ready = false;
 }
 
 int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms)
@@ -92,6 +91,5 @@ int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms)
 				    hpu_dev(q->hdev));
 	if (ret)
 		return ret;
-	q->sched_ready = true;
 	return drmm_add_action_or_reset(&q->hdev->drm, hpu_sched_fini, q);
 }

@@ -84,13 +84,16 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 	if (npages > INT_MAX)
 		return -ENOMEM;
 
-	map->pages = kvmalloc_array(npages, sizeof(*map->pages),
-				    GFP_KERNEL_ACCOUNT);
-	if (!map->pages)
-		return -ENOMEM;
+	/* The limit first: a huge request must fail cleanly, not in the allocator. */
 	ret = hpu_vm_charge_pinned(current->mm, npages);
 	if (ret)
-		goto err_free_pages;
+		return ret;
+	map->pages = kvmalloc_array(npages, sizeof(*map->pages),
+				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!map->pages) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
 
 	while (pinned < npages) {
 		ret = pin_user_pages_fast(uaddr + (pinned << PAGE_SHIFT),
@@ -120,10 +123,10 @@ err_free_sgt:
 	sg_free_table(&map->sgt);
 err_unpin:
 	unpin_user_pages(map->pages, pinned);
-	atomic64_sub(npages, &current->mm->pinned_vm);
-err_free_pages:
 	kvfree(map->pages);
 	map->pages = NULL;
+err_uncharge:
+	atomic64_sub(npages, &current->mm->pinned_vm);
 	return ret;
 }
 
