@@ -231,7 +231,7 @@ int hpu_ctx_reserve_seqs_locked(struct hpu_ctx *ctx, unsigned int n)
 		if (status < 0) {
 			ret = xa_err(xa_store(&ctx->old_errors,
 					      seq - HPU_CTX_HISTORY,
-					      xa_mk_value(-status), GFP_KERNEL));
+					      xa_mk_value(-status), GFP_KERNEL_ACCOUNT));
 			if (ret)
 				return ret;
 		}

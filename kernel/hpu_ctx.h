@@ -53,9 +53,10 @@ struct hpu_ctx {
 	u64 seq;					/* last sequence number given */
 	struct dma_fence *history[HPU_CTX_HISTORY];	/* end fence of job seq at seq % size */
 	struct dma_fence *last[HPU_NUM_QUEUES];		/* end fence of the last job per queue */
-	struct xarray old_errors;	/* seq -> -errno of failed jobs out of @history */
+	/* seq -> -errno of failed jobs out of @history; charged to the process's memcg. */
+	struct xarray old_errors;
 
-	/* Jobs not yet freed; the file's release waits for none. */
+	/* Jobs not yet freed; the file's release waits until none is left. */
 	atomic_t jobs;
 	wait_queue_head_t jobs_freed;
 

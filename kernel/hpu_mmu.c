@@ -86,7 +86,7 @@ static int hpu_mmu_page_alloc(struct hpu_device *hdev, u32 *page)
 	}
 	__set_bit(p, mmu->used_pages);
 	mmu->next_page = p + 1;
-	mmu->tables++;
+	WRITE_ONCE(mmu->tables, mmu->tables + 1); /* read locklessly by hpu_mmu_tables_used() */
 	dirty = __test_and_set_bit(p, mmu->dirty_pages);
 	mutex_unlock(&mmu->lock);
 
@@ -103,7 +103,7 @@ static void hpu_mmu_page_free(struct hpu_device *hdev, u32 page)
 
 	mutex_lock(&mmu->lock);
 	WARN_ON(!__test_and_clear_bit(page, mmu->used_pages));
-	mmu->tables--;
+	WRITE_ONCE(mmu->tables, mmu->tables - 1);
 	mutex_unlock(&mmu->lock);
 }
 
@@ -383,6 +383,7 @@ int hpu_pgtable_init(struct hpu_device *hdev, struct hpu_pgtable *pgt,
  */
 void hpu_pgtable_fini(struct hpu_pgtable *pgt)
 {
+	lockdep_assert_held(pgt->lock);
 	if (!pgt->root)
 		return;
 	hpu_mmu_set_context(pgt->hdev, pgt->asid, NULL);
