@@ -186,6 +186,7 @@ static void hpu_pt_free(struct hpu_pgtable *pgt, struct hpu_pt *pt)
 			if (pt->child[i])
 				hpu_pt_free(pgt, pt->child[i]);
 	hpu_mmu_page_free(pgt->hdev, pt->page);
+	pgt->tables--;
 	kfree(pt->child);
 	kfree(pt->pte);
 	kfree(pt);
@@ -196,6 +197,8 @@ static struct hpu_pt *hpu_pt_alloc(struct hpu_pgtable *pgt, unsigned int level)
 	struct hpu_pt *pt;
 	int ret = -ENOMEM;
 
+	if (pgt->tables >= pgt->hdev->mmu.num_pages / 4)
+		return ERR_PTR(-ENOMEM);
 	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
 	if (!pt)
 		return ERR_PTR(-ENOMEM);
@@ -211,6 +214,7 @@ static struct hpu_pt *hpu_pt_alloc(struct hpu_pgtable *pgt, unsigned int level)
 	ret = hpu_mmu_page_alloc(pgt->hdev, &pt->page);
 	if (ret)
 		goto err_free_child;
+	pgt->tables++;
 	return pt;
 
 err_free_child:
@@ -366,6 +370,7 @@ int hpu_pgtable_init(struct hpu_device *hdev, struct hpu_pgtable *pgt,
 	pgt->hdev = hdev;
 	pgt->lock = lock;
 	pgt->asid = asid;
+	pgt->tables = 0;
 	pgt->root = hpu_pt_alloc(pgt, 0);
 	if (IS_ERR(pgt->root)) {
 		int ret = PTR_ERR(pgt->root);

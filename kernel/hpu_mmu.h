@@ -38,6 +38,11 @@ struct hpu_pgtable {
 	struct mutex *lock;
 	struct hpu_pt *root;
 	u32 asid;
+	/*
+	 * Table pages it holds (under @lock): at most a quarter of the region,
+	 * so that no one file can take them all.
+	 */
+	unsigned int tables;
 };
 
 int hpu_mmu_init(struct hpu_device *hdev);

@@ -289,6 +289,35 @@ TEST_F(sub, stats_follow_usage)
 	EXPECT_EQ(before.hbm_used, after.hbm_used);
 }
 
+/* One file cannot take every page-table page of the device: others still map. */
+TEST_F_TIMEOUT(sub, page_tables_are_shared_fairly, 300)
+{
+	const uint32_t rw = DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE;
+	uint64_t va, other_va = 0;
+	unsigned int maps;
+	uint32_t h, oh;
+	int other, err;
+
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	/* 2 MiB apart, each mapping needs a leaf table of its own. */
+	for (maps = 0; maps < 20000; maps++) {
+		va = 0x10000000000ull + (uint64_t)maps * (2ull << 20);
+		err = hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, rw | DRM_HPU_VM_MAP_FIXED, &va);
+		if (err)
+			break;
+	}
+	EXPECT_EQ(-ENOMEM, err);
+	EXPECT_LT(1000, maps);
+
+	other = hpu_open_node(self->bdf);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, hpu_gem_create(other, HPU_PAGE, 0, &oh));
+	ASSERT_EQ(0, hpu_vm_map(other, oh, 0, NULL, HPU_PAGE, rw, &other_va));
+	hpu_cb_memset(&self->cb, other_va, 7, HPU_PAGE);
+	EXPECT_EQ(0, hpu_run(other, 0, self->cb.buf, self->cb.size));
+	close(other);
+}
+
 /* ---- rejection paths: each ioctl, each rule, its documented errno ---- */
 
 TEST_F(sub, reject_gem_create)
