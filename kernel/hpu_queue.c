@@ -29,6 +29,7 @@
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
+#include <linux/iopoll.h>
 #include <linux/jiffies.h>
 #include <linux/lockdep.h>
 #include <linux/sched.h>
@@ -58,6 +59,26 @@
 static u32 hpu_qrreg(struct hpu_queue *q, u32 reg)
 {
 	return hpu_rreg(q->hdev, HPU_REG_Q(q->index, reg));
+}
+
+/* CI, and the completion slots the device wrote before it moved it. */
+static u32 hpu_queue_read_ci(struct hpu_queue *q)
+{
+	u32 ci = hpu_qrreg(q, HPU_Q_CI);
+
+	rmb();
+	return ci;
+}
+
+/* Until @q is idle (not busy and, with @drained, CI == PI), or the timeout; true if it is. */
+static bool hpu_queue_wait_idle(struct hpu_queue *q, bool drained)
+{
+	u32 status;
+
+	return !read_poll_timeout(hpu_qrreg, status,
+				  !(status & HPU_Q_STATUS_BUSY) &&
+				  (!drained || hpu_qrreg(q, HPU_Q_CI) == hpu_qrreg(q, HPU_Q_PI)),
+				  100, HPU_QUEUE_RESET_TIMEOUT_US, false, q, HPU_Q_STATUS);
 }
 
 static void hpu_qwreg(struct hpu_queue *q, u32 reg, u32 val)
@@ -133,9 +154,7 @@ static void hpu_queue_collect_locked(struct hpu_queue *q, struct list_head *done
 			result = 0;
 		} else {
 			if (!have_ci) {
-				ci = hpu_qrreg(q, HPU_Q_CI);
-				/* The slots the device wrote before CI moved. */
-				rmb();
+				ci = hpu_queue_read_ci(q);
 				have_ci = true;
 			}
 			if (!hpu_queue_consumed(job, ci))
@@ -285,9 +304,7 @@ void hpu_queue_fail_lost(struct hpu_queue *q)
 	u32 ci;
 
 	spin_lock_irqsave(&q->lock, flags);
-	ci = hpu_qrreg(q, HPU_Q_CI);
-	/* The slots the device wrote before CI moved. */
-	rmb();
+	ci = hpu_queue_read_ci(q);
 	list_for_each_entry(job, &q->pending, link) {
 		if (!hpu_queue_consumed(job, ci))
 			break;
@@ -300,7 +317,7 @@ void hpu_queue_fail_lost(struct hpu_queue *q)
 }
 
 /* A closing file's job runs on @q: have the timeout handler cancel it now. */
-void hpu_queue_cancel_ctx(struct hpu_queue *q, const void *ctx)
+void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx)
 {
 	struct hpu_job *head;
 	bool running;
@@ -317,17 +334,10 @@ void hpu_queue_cancel_ctx(struct hpu_queue *q, const void *ctx)
 /* Reset @q and wait until the device has let go of its ring. */
 static void hpu_queue_reset(struct hpu_queue *q)
 {
-	unsigned int waited;
-
 	hpu_qwreg(q, HPU_Q_CTRL, HPU_Q_CTRL_RESET);
-	for (waited = 0; waited < HPU_QUEUE_RESET_TIMEOUT_US; waited += 100) {
-		if (!(hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_BUSY) &&
-		    hpu_qrreg(q, HPU_Q_CI) == hpu_qrreg(q, HPU_Q_PI))
-			return;
-		usleep_range(100, 200);
-	}
-	dev_err(hpu_dev(q->hdev), "queue %u: still busy after a reset\n",
-		q->index);
+	if (!hpu_queue_wait_idle(q, true))
+		dev_err(hpu_dev(q->hdev), "queue %u: still busy after a reset\n",
+			q->index);
 }
 
 /*
@@ -351,9 +361,7 @@ void hpu_queue_recover(struct hpu_queue *q)
 		bad = list_first_entry_or_null(&q->pending, struct hpu_job, link);
 		if (!bad)
 			break;
-		ci = hpu_qrreg(q, HPU_Q_CI);
-		/* The slots the device wrote before CI moved. */
-		rmb();
+		ci = hpu_queue_read_ci(q);
 		if (!hpu_queue_consumed(bad, ci) || hpu_queue_slot_done(q, bad))
 			break;
 		/* Consumed without completing, and no event came for it. */
@@ -411,17 +419,13 @@ void hpu_queue_recover(struct hpu_queue *q)
  */
 void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job)
 {
-	unsigned int waited;
+	u32 ci;
 	int idx;
 
 	if (!job->hw_seq || !drm_dev_enter(&q->hdev->drm, &idx))
 		return;
-	for (waited = 0; waited < HPU_QUEUE_CONSUME_TIMEOUT_US; waited += 20) {
-		if (hpu_queue_consumed(job, hpu_qrreg(q, HPU_Q_CI)))
-			break;
-		usleep_range(20, 50);
-	}
-	if (waited >= HPU_QUEUE_CONSUME_TIMEOUT_US)
+	if (read_poll_timeout(hpu_qrreg, ci, hpu_queue_consumed(job, ci), 20,
+			      HPU_QUEUE_CONSUME_TIMEOUT_US, false, q, HPU_Q_CI))
 		dev_warn_once(hpu_dev(q->hdev),
 			      "queue %u: CI did not pass a completed job\n",
 			      q->index);
@@ -434,19 +438,14 @@ void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job)
  */
 void hpu_queues_quiesce(struct hpu_device *hdev)
 {
-	unsigned int i, waited;
+	unsigned int i;
 
 	for (i = 0; i < HPU_NUM_QUEUES; i++) {
 		struct hpu_queue *q = &hdev->queues[i];
 
 		if (!q->hdev) /* probe failed before it was set up */
 			continue;
-		for (waited = 0; waited < HPU_QUEUE_RESET_TIMEOUT_US; waited += 100) {
-			if (!(hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_BUSY))
-				break;
-			usleep_range(100, 200);
-		}
-		if (waited >= HPU_QUEUE_RESET_TIMEOUT_US)
+		if (!hpu_queue_wait_idle(q, false))
 			dev_err(hpu_dev(hdev), "queue %u: still busy after a device reset\n", i);
 	}
 }

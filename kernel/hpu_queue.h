@@ -13,6 +13,7 @@
 
 #include "hpu_regs.h"
 
+struct hpu_ctx;
 struct hpu_device;
 struct hpu_job;
 
@@ -60,7 +61,7 @@ int hpu_queue_push(struct hpu_queue *q, struct hpu_job *job);
 void hpu_queue_recover(struct hpu_queue *q);
 void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error);
 void hpu_queue_fail_lost(struct hpu_queue *q);
-void hpu_queue_cancel_ctx(struct hpu_queue *q, const void *ctx);
+void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx);
 void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job);
 void hpu_queue_poll(struct hpu_queue *q, struct drm_sched_fence *end);
 
