@@ -52,6 +52,9 @@ struct hpu_device {
 	/* BAR4: the MMU region of HBM.  Unmapped at unbind. */
 	void __iomem *mmu_bar;
 
+	/* Small command-buffer copies (hpu_job.c); jobs may outlive unbind, so it lives as long as @drm. */
+	struct dma_pool *cb_pool;
+
 	/*
 	 * Serializes read-modify-write cycles of HPU_REG_IRQ_MASK.  Taken with
 	 * interrupts off so that any context may (un)mask a source.

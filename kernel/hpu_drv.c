@@ -201,6 +201,9 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = hpu_eq_init(hdev);
 	if (ret)
 		goto err_hw_fini;
+	ret = hpu_job_pool_init(hdev);
+	if (ret)
+		goto err_hw_fini;
 	ret = hpu_ctx_kernel_init(hdev);
 	if (ret)
 		goto err_hw_fini;

@@ -15,12 +15,14 @@
  */
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 #include <drm/drm_file.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_syncobj.h>
 
 #include "hpu_compat.h"
@@ -97,6 +99,42 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 	return 0;
 }
 
+/*
+ * Command buffers up to this size come from a pool: most jobs are a few
+ * packets, and a coherent allocation per job is a large part of SUBMIT.
+ */
+#define HPU_JOB_POOL_CB_SIZE 4096
+
+static void *hpu_job_cb_alloc(struct hpu_device *hdev, u32 size, dma_addr_t *dma)
+{
+	if (size <= HPU_JOB_POOL_CB_SIZE)
+		return dma_pool_alloc(hdev->cb_pool, GFP_KERNEL, dma);
+	return dma_alloc_coherent(hpu_dev(hdev), size, dma, GFP_KERNEL);
+}
+
+static void hpu_job_cb_free(struct hpu_device *hdev, u32 size, void *cb, dma_addr_t dma)
+{
+	if (size <= HPU_JOB_POOL_CB_SIZE)
+		dma_pool_free(hdev->cb_pool, cb, dma);
+	else
+		dma_free_coherent(hpu_dev(hdev), size, cb, dma);
+}
+
+static void hpu_job_pool_fini(struct drm_device *drm, void *pool)
+{
+	dma_pool_destroy(pool);
+}
+
+/* Before the first job; the pool goes with the DRM device, after the last job. */
+int hpu_job_pool_init(struct hpu_device *hdev)
+{
+	hdev->cb_pool = dma_pool_create("hpu-cb", hpu_dev(hdev), HPU_JOB_POOL_CB_SIZE,
+					HPU_JOB_POOL_CB_SIZE, 0);
+	if (!hdev->cb_pool)
+		return -ENOMEM;
+	return drmm_add_action_or_reset(&hdev->drm, hpu_job_pool_fini, hdev->cb_pool);
+}
+
 /* Called by the queue when the job is first pushed. */
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector)
 {
@@ -158,8 +196,7 @@ static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
 	}
 	job->user_size = user_size;
 	job->cb_size = user_size + HPU_JOB_TAIL_SIZE;
-	job->cb = dma_alloc_coherent(hpu_dev(hdev), job->cb_size, &job->cb_dma,
-				     GFP_KERNEL);
+	job->cb = hpu_job_cb_alloc(hdev, job->cb_size, &job->cb_dma);
 	if (!job->cb) {
 		ret = -ENOMEM;
 		goto err_free_fence;
@@ -176,7 +213,7 @@ static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
 	return job;
 
 err_free_cb:
-	dma_free_coherent(hpu_dev(hdev), job->cb_size, job->cb, job->cb_dma);
+	hpu_job_cb_free(hdev, job->cb_size, job->cb, job->cb_dma);
 err_free_fence:
 	kfree(job->hw_fence);
 err_free_job:
@@ -188,7 +225,7 @@ static void hpu_job_destroy(struct hpu_job *job)
 {
 	struct hpu_ctx *ctx = job->ctx;
 
-	dma_free_coherent(hpu_dev(ctx->hdev), job->cb_size, job->cb, job->cb_dma);
+	hpu_job_cb_free(ctx->hdev, job->cb_size, job->cb, job->cb_dma);
 	/* The hardware fence is initialized with the job's first push. */
 	if (job->hw_seq)
 		dma_fence_put(job->hw_fence);

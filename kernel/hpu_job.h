@@ -69,6 +69,7 @@ static inline struct hpu_job *to_hpu_job(struct drm_sched_job *sched_job)
 	return container_of(sched_job, struct hpu_job, base);
 }
 
+int hpu_job_pool_init(struct hpu_device *hdev);
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
