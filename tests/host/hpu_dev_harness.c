@@ -144,36 +144,12 @@ void hpu_test_expect_clean(struct hpu_test *t, int line)
 	hpu_check(t, !(hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_ERROR), "no ERROR cause", line);
 }
 
-void hpu_put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-void hpu_put_le64(uint8_t *p, uint64_t v)
-{
-	hpu_put_le32(p, (uint32_t)v);
-	hpu_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-uint32_t hpu_get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint64_t hpu_get_le64(const uint8_t *p)
-{
-	return hpu_get_le32(p) | (uint64_t)hpu_get_le32(p + 4) << 32;
-}
-
 void hpu_test_image_seal(uint8_t *img, uint32_t payload_size)
 {
 	uLong crc = crc32(0, img, HPU_FW_CRC_OFFSET);
 
 	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, payload_size);
-	hpu_put_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
+	hpu_st_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
 }
 
 uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
@@ -182,11 +158,11 @@ uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
 	uint32_t i;
 
 	memset(img, 0, HPU_FW_HEADER_SIZE);
-	hpu_put_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
-	hpu_put_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
-	hpu_put_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
-	hpu_put_le32(img + HPU_HDR_OFF(payload_size), payload_size);
-	hpu_put_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
+	hpu_st_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
+	hpu_st_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
+	hpu_st_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
+	hpu_st_le32(img + HPU_HDR_OFF(payload_size), payload_size);
+	hpu_st_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
 	memcpy(img + HPU_HDR_OFF(version_str), "hpu-fw 1.2.3", sizeof("hpu-fw 1.2.3"));
 	for (i = 0; i < payload_size; i++)
 		img[HPU_FW_HEADER_SIZE + i] = (uint8_t)(i * 7 + 3);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "hpu_dev_core.h"
+#include "hpu_le.h"
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -66,11 +67,6 @@ void hpu_test_expect_clean(struct hpu_test *t, int line);
 #define HPU_EXPECT_ERROR(t, code) hpu_test_expect_error(t, code, __LINE__)
 #define HPU_EXPECT_CLEAN(t) hpu_test_expect_clean(t, __LINE__)
 
-void hpu_put_le32(uint8_t *p, uint32_t v);
-void hpu_put_le64(uint8_t *p, uint64_t v);
-uint32_t hpu_get_le32(const uint8_t *p);
-uint64_t hpu_get_le64(const uint8_t *p);
-
 /* CRC over the header up to the crc field, then the payload. */
 void hpu_test_image_seal(uint8_t *img, uint32_t payload_size);
 /* Write a valid image at HPU_TEST_IMAGE_ADDR; returns it. */
@@ -84,5 +80,17 @@ void hpu_test_boot_good(struct hpu_test *t);
 struct hpu_test *hpu_test_new(void);
 /* Prints the TAP line of a finished test and frees it; returns whether it passed. */
 bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name);
+
+/*
+ * Runs fn(t, &table[i]) on a fresh device for every case of a table and
+ * reports each as "prefix: name"; uses i, t, name, n and failed of main().
+ */
+#define HPU_RUN_TABLE(table, fn, prefix)                                              \
+	for (i = 0; i < HPU_ARRAY_SIZE(table); i++) {                                 \
+		t = hpu_test_new();                                                   \
+		fn(t, &table[i]);                                                     \
+		snprintf(name, sizeof(name), "%s: %s", prefix, table[i].name);       \
+		failed += !hpu_tap_report(t, ++n, name);                              \
+	}
 
 #endif /* HPU_DEV_HARNESS_H */

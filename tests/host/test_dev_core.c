@@ -447,11 +447,6 @@ int main(void)
 		hpu_tests[i].run(t);
 		failed += !hpu_tap_report(t, ++n, hpu_tests[i].name);
 	}
-	for (i = 0; i < HPU_ARRAY_SIZE(hpu_boot_defects); i++) {
-		t = hpu_test_new();
-		hpu_test_boot_defect(t, &hpu_boot_defects[i]);
-		snprintf(name, sizeof(name), "boot fails: %s", hpu_boot_defects[i].name);
-		failed += !hpu_tap_report(t, ++n, name);
-	}
+	HPU_RUN_TABLE(hpu_boot_defects, hpu_test_boot_defect, "boot fails");
 	return failed ? 1 : 0;
 }

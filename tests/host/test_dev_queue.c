@@ -107,13 +107,13 @@ struct hpu_cb {
 
 static void cb_u32(struct hpu_cb *cb, uint32_t v)
 {
-	hpu_put_le32(cb->b + cb->len, v);
+	hpu_st_le32(cb->b + cb->len, v);
 	cb->len += 4;
 }
 
 static void cb_u64(struct hpu_cb *cb, uint64_t v)
 {
-	hpu_put_le64(cb->b + cb->len, v);
+	hpu_st_le64(cb->b + cb->len, v);
 	cb->len += 8;
 }
 
@@ -166,7 +166,7 @@ static void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
 
 static uint64_t completion(struct hpu_test *t, unsigned int q)
 {
-	return hpu_get_le64(t->mem + COMPLETION_OFF(q));
+	return hpu_ld_le64(t->mem + COMPLETION_OFF(q));
 }
 
 /* ---- submission ---- */
@@ -176,12 +176,12 @@ static void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queu
 	uint32_t pi = hpu_rd(t, REG_Q(q, PI));
 	uint8_t *p = t->mem + Q_RING_OFF(q) + (pi % Q_RING_ENTRIES) * sizeof(*d);
 
-	hpu_put_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
-	hpu_put_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
-	hpu_put_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
-	hpu_put_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
-	hpu_put_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
-	hpu_put_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
+	hpu_st_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
+	hpu_st_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
 	hpu_wr(t, REG_Q(q, PI), pi + 1);
 }
 
@@ -274,7 +274,7 @@ static void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint
 	for (i = 0; i < HPU_ARRAY_SIZE(hpu_event_fields); i++) {
 		const uint8_t *p = ev + hpu_event_fields[i].offset;
 
-		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_get_le64(p) : hpu_get_le32(p),
+		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p),
 			     want[i], hpu_event_fields[i].name, line);
 	}
 	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT, "EVENT cause set", line);
@@ -738,7 +738,7 @@ static void hpu_test_illegal(struct hpu_test *t, const struct hpu_illegal_case *
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, CI)), 1);
 	HPU_CHECK_EQ(t, completion(t, 2), 0);
 	HPU_CHECK_EQ(t, t->bad_vectors, 0);
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF), 0);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF), 0);
 }
 
 static void hpu_case_timestamp(struct hpu_test *t)
@@ -753,8 +753,8 @@ static void hpu_case_timestamp(struct hpu_test *t)
 	submit_user(t, 0, &cb, 1);
 	run(t);
 	EXPECT_DONE(t, 0);
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF + 8), HPU_TEST_CLOCK_TICK);
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + SYNC_OFF + 16), 2 * HPU_TEST_CLOCK_TICK);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF + 8), HPU_TEST_CLOCK_TICK);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF + 16), 2 * HPU_TEST_CLOCK_TICK);
 }
 
 /* ---- descriptors ---- */
@@ -861,7 +861,7 @@ static void hpu_case_host_dma_error(struct hpu_test *t)
 
 static uint32_t sync_value(struct hpu_test *t, unsigned int i)
 {
-	return hpu_get_le32(t->mem + SYNC_OFF + 4 * i);
+	return hpu_ld_le32(t->mem + SYNC_OFF + 4 * i);
 }
 
 static void submit_sync(struct hpu_test *t, unsigned int q, uint32_t opcode, unsigned int i,
@@ -926,7 +926,7 @@ static void hpu_case_wait_doorbell(struct hpu_test *t)
 	submit_sync(t, 2, HPU_PKT_WAIT, 3, 5, 1);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
-	hpu_put_le32(t->mem + SYNC_OFF + 12, 5);
+	hpu_st_le32(t->mem + SYNC_OFF + 12, 5);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
 	cb_nop(&cb);
@@ -1109,7 +1109,7 @@ static void hpu_case_device_reset(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
 	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_MASK), UINT32_MAX);
-	HPU_CHECK_EQ(t, hpu_get_le32(t->mem + EQ_OFF), 0); /* the parked job left silently */
+	HPU_CHECK_EQ(t, hpu_ld_le32(t->mem + EQ_OFF), 0); /* the parked job left silently */
 	HPU_EXPECT_CLEAN(t);
 }
 
@@ -1136,14 +1136,14 @@ static void hpu_case_event_overflow(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), HPU_EQ_STATUS_OVERFLOW);
 	HPU_CHECK_EQ(t, t->logs - t->logs_seen, 4); /* three failures, one drop */
 	t->logs_seen = t->logs;
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 1);
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + 32 + offsetof(struct hpu_event, tag)), 2);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 1);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + 32 + offsetof(struct hpu_event, tag)), 2);
 
 	hpu_wr(t, HPU_REG_EQ_CI, 2);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), 0);
 	submit_fault(t, 0, 4);
 	run(t);
-	HPU_CHECK_EQ(t, hpu_get_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 4);
+	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 4);
 	t->logs_seen++;
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 3);
 	hpu_wr(t, HPU_REG_EQ_CI, 3);
@@ -1508,14 +1508,6 @@ static const struct {
 	{ "engine on its own thread", hpu_case_engine_thread },
 	{ "random command buffers", hpu_case_fuzz },
 };
-
-#define HPU_RUN_TABLE(table, fn, prefix)                                              \
-	for (i = 0; i < HPU_ARRAY_SIZE(table); i++) {                                 \
-		t = hpu_test_new();                                                   \
-		fn(t, &table[i]);                                                     \
-		snprintf(name, sizeof(name), "%s: %s", prefix, table[i].name);       \
-		failed += !hpu_tap_report(t, ++n, name);                              \
-	}
 
 int main(void)
 {
