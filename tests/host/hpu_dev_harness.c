@@ -221,3 +221,17 @@ bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name)
 	free(t);
 	return ok;
 }
+
+unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsigned int *n)
+{
+	unsigned int failed = 0;
+	struct hpu_test *t;
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		t = hpu_test_new();
+		cases[i].run(t);
+		failed += !hpu_tap_report(t, ++*n, cases[i].name);
+	}
+	return failed;
+}

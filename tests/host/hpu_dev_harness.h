@@ -81,6 +81,15 @@ struct hpu_test *hpu_test_new(void);
 /* Prints the TAP line of a finished test and frees it; returns whether it passed. */
 bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name);
 
+/* A test that needs nothing but a fresh device. */
+struct hpu_test_case {
+	const char *name;
+	void (*run)(struct hpu_test *t);
+};
+
+/* Runs each case on a fresh device, numbering from *n; returns how many failed. */
+unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsigned int *n);
+
 /*
  * Runs fn(t, &table[i]) on a fresh device for every case of a table and
  * reports each as "prefix: name"; uses i, t, name, n and failed of main().

@@ -409,10 +409,7 @@ static void hpu_test_boot_defect(struct hpu_test *t, const struct hpu_boot_defec
 	HPU_CHECK_EQ(t, t->logs, 1);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(struct hpu_test *t);
-} hpu_tests[] = {
+static const struct hpu_test_case hpu_tests[] = {
 	{ "reset values", hpu_case_reset_values },
 	{ "scratch is read-write", hpu_case_scratch },
 	{ "read-only registers reject writes", hpu_case_read_only },
@@ -442,11 +439,7 @@ int main(void)
 
 	printf("TAP version 13\n1..%zu\n",
 	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(hpu_boot_defects));
-	for (i = 0; i < HPU_ARRAY_SIZE(hpu_tests); i++) {
-		t = hpu_test_new();
-		hpu_tests[i].run(t);
-		failed += !hpu_tap_report(t, ++n, hpu_tests[i].name);
-	}
+	failed += hpu_run_cases(hpu_tests, HPU_ARRAY_SIZE(hpu_tests), &n);
 	HPU_RUN_TABLE(hpu_boot_defects, hpu_test_boot_defect, "boot fails");
 	return failed ? 1 : 0;
 }

@@ -1475,10 +1475,7 @@ static void hpu_case_fuzz(struct hpu_test *t)
 
 /* ---- the list ---- */
 
-static const struct {
-	const char *name;
-	void (*run)(struct hpu_test *t);
-} hpu_tests[] = {
+static const struct hpu_test_case hpu_tests[] = {
 	{ "HBM is lazy: a byte at 20 GiB costs one chunk", hpu_case_hbm_lazy },
 	{ "BAR4 reads and writes the MMU region", hpu_case_bar4 },
 	{ "copy HBM to HBM across chunks", hpu_case_hbm_to_hbm },
@@ -1520,11 +1517,7 @@ int main(void)
 	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(hpu_copy_cases) +
 	       HPU_ARRAY_SIZE(hpu_fault_cases) + HPU_ARRAY_SIZE(hpu_illegal_cases) +
 	       HPU_ARRAY_SIZE(hpu_desc_cases));
-	for (i = 0; i < HPU_ARRAY_SIZE(hpu_tests); i++) {
-		t = hpu_test_new();
-		hpu_tests[i].run(t);
-		failed += !hpu_tap_report(t, ++n, hpu_tests[i].name);
-	}
+	failed += hpu_run_cases(hpu_tests, HPU_ARRAY_SIZE(hpu_tests), &n);
 	HPU_RUN_TABLE(hpu_copy_cases, hpu_test_copy, "copy host -> HBM -> host");
 	HPU_RUN_TABLE(hpu_fault_cases, hpu_test_fault, "MMU fault");
 	HPU_RUN_TABLE(hpu_illegal_cases, hpu_test_illegal, "illegal packet");
