@@ -10,13 +10,16 @@
  * which the driver alone appends after the user's packets.
  *
  * Version 1: bump HPU_PKT_VERSION only to add opcodes or flags.
+ * Version 2: MME_GEMM and TPC_LAUNCH (operands and dtypes in hpu_kernels.h).
  */
 #ifndef HPU_PACKETS_H
 #define HPU_PACKETS_H
 
 #include <linux/types.h>
 
-#define HPU_PKT_VERSION 1
+#include "hpu_kernels.h"
+
+#define HPU_PKT_VERSION 2
 
 /* A user command buffer is at most this long. */
 #define HPU_CB_MAX_SIZE (64u << 10)
@@ -33,6 +36,8 @@ enum hpu_pkt_opcode {
 	HPU_PKT_SIGNAL = 0x02,
 	HPU_PKT_WAIT = 0x03,
 	HPU_PKT_TIMESTAMP = 0x04,
+	HPU_PKT_MME_GEMM = 0x05,   /* version 2 */
+	HPU_PKT_TPC_LAUNCH = 0x06, /* version 2 */
 	/* Privileged: only in the driver's tail of a job. */
 	HPU_PKT_WRITE_COMPLETION = 0x80,
 	HPU_PKT_INTERRUPT = 0x81,
@@ -76,6 +81,46 @@ struct hpu_pkt_timestamp {
 	__u32 header;
 	__u32 pad; /* must be 0 */
 	__u64 addr; /* 8-byte aligned */
+};
+
+/* MME_GEMM flags */
+#define HPU_PKT_GEMM_TRANS_A (1u << 0) /* A is stored k x m */
+#define HPU_PKT_GEMM_TRANS_B (1u << 1) /* B is stored n x k */
+
+/*
+ * Matrix engine, row-major: for every b < batch,
+ *   C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b]
+ * with op(A) m x k, op(B) k x n, C m x n, accumulated in fp32.  Leading
+ * dimensions are in elements (lda >= the stored row length, ...); batch
+ * strides are in elements, 0 reusing one matrix for every b.  With beta 0,
+ * C is not read.  Operands must not overlap C.
+ */
+struct hpu_pkt_mme_gemm {
+	__u32 header;
+	__u32 dtype_ab; /* HPU_DTYPE_F32 or HPU_DTYPE_BF16, both A and B */
+	__u32 dtype_c;  /* HPU_DTYPE_F32 or HPU_DTYPE_BF16 */
+	__u32 batch;    /* >= 1 */
+	__u32 m, n, k;  /* each >= 1 */
+	__u32 pad;      /* must be 0 */
+	__u64 a, b, c;
+	__u64 lda, ldb, ldc;
+	__u64 stride_a, stride_b, stride_c;
+	__u32 alpha, beta; /* IEEE-754 binary32 bit patterns */
+};
+
+/* Largest parameter block a TPC_LAUNCH may name. */
+#define HPU_KERNEL_PARAMS_MAX \
+	(sizeof(struct hpu_kernel_params) + HPU_KERNEL_MAX_TENSORS * sizeof(struct hpu_tensor_desc))
+
+/*
+ * Tensor engines: run the kernel described by the parameter block at
+ * params (struct hpu_kernel_params and its tensor descriptors, read through
+ * the MMU when the packet runs), its index space split across the TPCs.
+ */
+struct hpu_pkt_tpc_launch {
+	__u32 header;
+	__u32 params_size; /* bytes: the block with exactly its num_tensors descriptors */
+	__u64 params;      /* 8-byte aligned */
 };
 
 /* Privileged: write value to the bus address addr, bypassing the MMU. */

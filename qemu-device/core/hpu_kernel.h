@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu tensor-engine kernels: the contract between the TPC engine (which
+ * reads a launch's parameter block, checks and maps its tensors, and splits
+ * the work across the TPCs) and the kernel library (pure computation on
+ * host memory, one file per family).  The ABI is in hpu_kernels.h.
+ *
+ * The engine hands a kernel every tensor as a host view: base points at
+ * element (0, ..., 0) and every element the descriptor can reach is host
+ * memory (HBM itself, or a staging copy the engine writes back for the
+ * kernel's outputs).  A kernel never sees device addresses.
+ */
+#ifndef HPU_KERNEL_H
+#define HPU_KERNEL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hpu_kernels.h"
+
+struct hpu_kview {
+	uint8_t *base;
+	uint32_t dtype; /* enum hpu_dtype, known to the engine */
+	uint32_t ndim;
+	uint64_t shape[HPU_TENSOR_MAX_DIMS];   /* dims >= ndim are 1 */
+	int64_t strides[HPU_TENSOR_MAX_DIMS]; /* elements; dims >= ndim are 0 */
+};
+
+/* One launch, decoded to host order. */
+struct hpu_kcall {
+	uint32_t kernel;
+	uint32_t num_tensors;
+	int64_t args[HPU_KERNEL_MAX_ARGS];
+	double scalars[HPU_KERNEL_MAX_SCALARS];
+	struct hpu_kview t[HPU_KERNEL_MAX_TENSORS];
+};
+
+struct hpu_kernel_def {
+	const char *name;
+	uint8_t min_tensors, max_tensors;
+	/*
+	 * Which tensors the kernel writes (bit i: t[i]), given the call: the
+	 * engine stages and writes back only these.
+	 */
+	uint32_t (*outputs)(const struct hpu_kcall *c);
+	/*
+	 * Check everything the ABI asks of the operands (dtypes, shapes, args,
+	 * index values: inputs are readable here) and say how many independent
+	 * work items the launch has.  Nonzero: the launch fails, nothing written.
+	 */
+	int (*check)(const struct hpu_kcall *c, uint64_t *items);
+	/* Do items [begin, end); parts on disjoint ranges run concurrently. */
+	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
+	/* Optional, once after every part (e.g. advancing an RNG offset). */
+	void (*finish)(const struct hpu_kcall *c);
+};
+
+/* NULL for an unknown id. */
+const struct hpu_kernel_def *hpu_kernel_lookup(uint32_t id);
+
+/* The library, by family (hpu_kernel_eltwise.c, hpu_kernel_reduce.c, hpu_kernel_nn.c, hpu_kernel_optim.c). */
+extern const struct hpu_kernel_def hpu_kernel_unary, hpu_kernel_binary, hpu_kernel_where, hpu_kernel_fill;
+extern const struct hpu_kernel_def hpu_kernel_reduce;
+extern const struct hpu_kernel_def hpu_kernel_softmax, hpu_kernel_softmax_bwd;
+extern const struct hpu_kernel_def hpu_kernel_nll_loss, hpu_kernel_nll_loss_bwd;
+extern const struct hpu_kernel_def hpu_kernel_cross_entropy, hpu_kernel_cross_entropy_bwd;
+extern const struct hpu_kernel_def hpu_kernel_dropout, hpu_kernel_dropout_bwd;
+extern const struct hpu_kernel_def hpu_kernel_relu_bwd, hpu_kernel_gelu_bwd;
+extern const struct hpu_kernel_def hpu_kernel_layer_norm, hpu_kernel_layer_norm_bwd;
+extern const struct hpu_kernel_def hpu_kernel_embedding, hpu_kernel_embedding_bwd;
+extern const struct hpu_kernel_def hpu_kernel_sgd, hpu_kernel_adadelta, hpu_kernel_adamw;
+extern const struct hpu_kernel_def hpu_kernel_clip_grad_norm;
+
+/* ---- element access, shared by every kernel ---- */
+
+static inline unsigned int hpu_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case HPU_DTYPE_F32: case HPU_DTYPE_I32: return 4;
+	case HPU_DTYPE_BF16: return 2;
+	case HPU_DTYPE_I64: return 8;
+	case HPU_DTYPE_U8: return 1;
+	default: return 0;
+	}
+}
+
+static inline bool hpu_dtype_is_float(uint32_t dtype)
+{
+	return dtype == HPU_DTYPE_F32 || dtype == HPU_DTYPE_BF16;
+}
+
+static inline float hpu_bf16_to_f32(uint16_t v)
+{
+	uint32_t bits = (uint32_t)v << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Round to nearest even; NaN stays a (quiet) NaN. */
+static inline uint16_t hpu_f32_to_bf16(float f)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	if (isnan(f))
+		return (uint16_t)((bits >> 16) | 0x40);
+	bits += 0x7fff + ((bits >> 16) & 1);
+	return (uint16_t)(bits >> 16);
+}
+
+/* Host memory is little-endian on every host QEMU builds this core for. */
+static inline double hpu_kload_f(uint32_t dtype, const uint8_t *p)
+{
+	switch (dtype) {
+	case HPU_DTYPE_F32: { float v; memcpy(&v, p, 4); return v; }
+	case HPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return hpu_bf16_to_f32(v); }
+	case HPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case HPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+	default: return *p;
+	}
+}
+
+static inline int64_t hpu_kload_i(uint32_t dtype, const uint8_t *p)
+{
+	switch (dtype) {
+	case HPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case HPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+	case HPU_DTYPE_U8: return *p;
+	default: return (int64_t)hpu_kload_f(dtype, p);
+	}
+}
+
+/* Floating stores round (fp32 first, then bf16: the order hardware does it). */
+static inline void hpu_kstore_f(uint32_t dtype, uint8_t *p, double v)
+{
+	switch (dtype) {
+	case HPU_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+	case HPU_DTYPE_BF16: { uint16_t b = hpu_f32_to_bf16((float)v); memcpy(p, &b, 2); break; }
+	case HPU_DTYPE_I32: { int32_t i = (int32_t)(int64_t)v; memcpy(p, &i, 4); break; }
+	case HPU_DTYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
+	default: *p = v != 0; break;
+	}
+}
+
+static inline void hpu_kstore_i(uint32_t dtype, uint8_t *p, int64_t v)
+{
+	switch (dtype) {
+	case HPU_DTYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
+	case HPU_DTYPE_I64: memcpy(p, &v, 8); break;
+	case HPU_DTYPE_U8: *p = v != 0; break;
+	default: hpu_kstore_f(dtype, p, (double)v); break;
+	}
+}
+
+static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < v->ndim; d++)
+		n *= v->shape[d];
+	return n;
+}
+
+/* Address of the element with row-major linear index i over v's own shape. */
+static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
+{
+	int64_t off = 0;
+
+	for (uint32_t d = v->ndim; d-- > 0;) {
+		off += (int64_t)(i % v->shape[d]) * v->strides[d];
+		i /= v->shape[d];
+	}
+	return v->base + off * (int64_t)hpu_dtype_size(v->dtype);
+}
+
+#endif /* HPU_KERNEL_H */

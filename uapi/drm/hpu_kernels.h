@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * hpu compute ABI, shared by the runtime (which builds launches) and the
+ * device model (which runs them): the matrix engine's GEMM packet lives in
+ * hpu_packets.h; this header defines what a tensor-engine launch points at.
+ *
+ * A TPC_LAUNCH packet names a parameter block in device memory (a device
+ * virtual address of the submitting context): a struct hpu_kernel_params
+ * followed by num_tensors struct hpu_tensor_desc.  The device reads it when
+ * the packet runs, so a recorded command stream may be replayed with new
+ * data behind the same descriptors.  Everything is little-endian.
+ *
+ * Tensors: element (i0, ..., in-1) of a descriptor lives at
+ * addr + sum(ik * strides[k]) * element size; strides are in elements, may
+ * be 0 (broadcast) or negative, and every byte a tensor can reach must be
+ * mapped (else the job fails with an MMU fault).  ndim 0 is a scalar of one
+ * element.  Broadcasting is expressed by the runtime: elementwise kernels
+ * take every operand with the output's shape, broadcast dimensions having
+ * stride 0.  Outputs may be the very same view as an input (in place); any
+ * other overlap of an output with another operand is undefined.
+ *
+ * Arithmetic: floating results are computed in at least fp32 (bf16 inputs
+ * are widened exactly; bf16 outputs are rounded to nearest even);
+ * integral results in int64, wrapping.  Sums accumulate in fp64.
+ *
+ * A launch whose parameters break a kernel's rules (unknown kernel or op,
+ * wrong operand count, dtype or shape, index out of range) fails its job
+ * with HPU_EVENT_BAD_KERNEL; nothing is written.
+ *
+ * Version 1: bump HPU_KERNEL_PARAMS_VERSION only to add kernels, ops or
+ * flags; the device rejects versions it does not know.
+ */
+#ifndef HPU_KERNELS_H
+#define HPU_KERNELS_H
+
+#include <linux/types.h>
+
+#define HPU_KERNEL_PARAMS_VERSION 1
+
+enum hpu_dtype {
+	HPU_DTYPE_F32 = 1,
+	HPU_DTYPE_BF16 = 2,
+	HPU_DTYPE_I32 = 3,
+	HPU_DTYPE_I64 = 4,
+	HPU_DTYPE_U8 = 5, /* bool: comparison results, masks; 0 false, else true */
+};
+
+#define HPU_TENSOR_MAX_DIMS 6
+#define HPU_KERNEL_MAX_TENSORS 16
+#define HPU_KERNEL_MAX_ARGS 8
+#define HPU_KERNEL_MAX_SCALARS 8
+
+struct hpu_tensor_desc {
+	__u64 addr;   /* device VA of element (0, ..., 0) */
+	__u32 dtype;  /* enum hpu_dtype */
+	__u32 ndim;   /* 0..HPU_TENSOR_MAX_DIMS */
+	__u64 shape[HPU_TENSOR_MAX_DIMS];   /* dims >= ndim must be 1 */
+	__s64 strides[HPU_TENSOR_MAX_DIMS]; /* elements; dims >= ndim must be 0 */
+};
+
+struct hpu_kernel_params {
+	__u32 version;     /* HPU_KERNEL_PARAMS_VERSION */
+	__u32 kernel;      /* enum hpu_kernel_id */
+	__u32 num_tensors; /* descriptors following this struct */
+	__u32 flags;       /* must be 0 */
+	__s64 args[HPU_KERNEL_MAX_ARGS];    /* integer arguments, per kernel; unused ones 0 */
+	__u64 scalars[HPU_KERNEL_MAX_SCALARS]; /* IEEE-754 binary64 bit patterns, per kernel */
+	/* struct hpu_tensor_desc tensors[num_tensors]; */
+};
+
+/*
+ * Kernels.  Operands are listed as t[i] (tensor descriptors), a[i] (args)
+ * and s[i] (scalars); "out" operands are written, "io" read and written.
+ * Float means F32 or BF16; index means I32 or I64.
+ */
+enum hpu_kernel_id {
+	/* t: out, in.  a0: enum hpu_unary_op.  s0: the exponent of POW_SCALAR.
+	 * Any dtypes (COPY between different dtypes is a cast: float to
+	 * integer truncates toward zero, out-of-range is undefined); the
+	 * transcendental ops want a float out. */
+	HPU_KERNEL_UNARY = 1,
+	/* t: out, a, b.  a0: enum hpu_binary_op.  s0: alpha, b is scaled by it
+	 * for ADD and SUB (torch.add's alpha; 1.0 otherwise).  a1: 1 when b
+	 * is absent and s1 stands for it (t then has two entries).
+	 * Comparisons write 1 or 0 in out's dtype. */
+	HPU_KERNEL_BINARY = 2,
+	/* t: out, cond, a, b.  out = cond != 0 ? a : b. */
+	HPU_KERNEL_WHERE = 3,
+	/* t: out.  Every element = s0. */
+	HPU_KERNEL_FILL = 4,
+	/* t: out, in.  a0: enum hpu_reduce_op.  a1: bit mask of reduced dims
+	 * of in.  out has in's ndim with the reduced dims of size 1 (keepdim).
+	 * ARGMAX/ARGMIN reduce exactly one dim and write I64 (or I32) indices;
+	 * ties take the first; NaN wins a MAX. */
+	HPU_KERNEL_REDUCE = 5,
+	/* t: out, in.  a0: dim.  a1: 1 for log_softmax.  Float. */
+	HPU_KERNEL_SOFTMAX = 6,
+	/* t: grad_in (out), grad_out, out (the forward's result).  a0, a1 as forward. */
+	HPU_KERNEL_SOFTMAX_BWD = 7,
+	/* t: loss (out), logp [N, C], target [N] index.  a0: enum hpu_reduction
+	 * (loss is [N] for NONE, a scalar otherwise).  a1: ignore_index
+	 * (targets equal to it count for nothing; others must be in [0, C)).
+	 * MEAN divides by the number of targets counted. */
+	HPU_KERNEL_NLL_LOSS = 8,
+	/* t: grad_logp (out) [N, C], grad_loss, target.  a0, a1 as forward. */
+	HPU_KERNEL_NLL_LOSS_BWD = 9,
+	/* t: loss (out), logits [N, C], target [N].  a0, a1 as NLL_LOSS: the
+	 * NLL of log_softmax(logits) along dim 1. */
+	HPU_KERNEL_CROSS_ENTROPY = 10,
+	/* t: grad_logits (out), grad_loss, logits, target.  a0, a1 as forward. */
+	HPU_KERNEL_CROSS_ENTROPY_BWD = 11,
+	/* t: out, mask (out, U8), in, rng (io, I64 [2]: seed, offset).
+	 * s0: p, the probability of dropping.  Element k (row-major index over
+	 * in's shape) is kept when the Philox4x32-10 draw for counter
+	 * offset + k, key seed, is >= p; out = kept ? in / (1 - p) : 0.
+	 * Afterwards offset grows by the number of elements, so the next
+	 * launch, or a replay of the same command buffer, draws fresh masks. */
+	HPU_KERNEL_DROPOUT = 12,
+	/* t: grad_in (out), grad_out, mask.  s0: p.  grad_in = mask ? grad_out / (1 - p) : 0. */
+	HPU_KERNEL_DROPOUT_BWD = 13,
+	/* t: grad_in (out), grad_out, in (the forward's input).  grad_in = in > 0 ? grad_out : 0. */
+	HPU_KERNEL_RELU_BWD = 14,
+	/* t: grad_in (out), grad_out, in.  a0: 0 exact (erf), 1 tanh approximation. */
+	HPU_KERNEL_GELU_BWD = 15,
+	/* t: out, mean (out, F32), rstd (out, F32), in, weight, bias.
+	 * a0: the number of trailing dims normalised; mean and rstd have in's
+	 * leading dims.  a1: bit 0 weight present, bit 1 bias present (absent
+	 * operands still take their slot; their descriptors are ignored).
+	 * s0: eps. */
+	HPU_KERNEL_LAYER_NORM = 16,
+	/* t: grad_in (out), grad_weight (out), grad_bias (out), grad_out, in,
+	 * mean, rstd, weight.  a0, a1 as forward (absent grads are not written). */
+	HPU_KERNEL_LAYER_NORM_BWD = 17,
+	/* t: out [..., D], weight [V, D], indices [...] index.  a0: padding
+	 * index (-1: none); every index must be in [0, V). */
+	HPU_KERNEL_EMBEDDING = 18,
+	/* t: grad_weight (io) [V, D], grad_out [..., D], indices.  a0 as
+	 * forward; rows of grad_out are added to grad_weight's rows named by
+	 * indices (scatter-add), none to the padding index's. */
+	HPU_KERNEL_EMBEDDING_BWD = 19,
+	/* t: param (io), grad, momentum_buf (io).  s: lr, momentum, dampening,
+	 * weight_decay.  a0: bit 0 nesterov, bit 1 first step (the buffer is
+	 * set to the gradient, as torch.optim.SGD does when it has none). */
+	HPU_KERNEL_SGD = 20,
+	/* t: param (io), grad, square_avg (io), acc_delta (io).  s: lr, rho,
+	 * eps, weight_decay.  torch.optim.Adadelta's update. */
+	HPU_KERNEL_ADADELTA = 21,
+	/* t: param (io), grad, exp_avg (io), exp_avg_sq (io), step (io, F32 or
+	 * I64 scalar: steps done so far; this launch does step + 1 and stores
+	 * it).  s: lr, beta1, beta2, eps, weight_decay.  torch.optim.AdamW. */
+	HPU_KERNEL_ADAMW = 22,
+	/* t: total_norm (out, F32 scalar), grads (io)...  s0: max_norm.
+	 * s1: norm type (2.0, or +inf for the max norm).  Every grad is
+	 * scaled by min(1, max_norm / (total_norm + 1e-6)), as
+	 * torch.nn.utils.clip_grad_norm_. */
+	HPU_KERNEL_CLIP_GRAD_NORM = 23,
+};
+
+enum hpu_unary_op {
+	HPU_UNARY_COPY = 0,
+	HPU_UNARY_NEG = 1,
+	HPU_UNARY_ABS = 2,
+	HPU_UNARY_RELU = 3,
+	HPU_UNARY_GELU = 4,      /* exact (erf) */
+	HPU_UNARY_GELU_TANH = 5, /* tanh approximation */
+	HPU_UNARY_TANH = 6,
+	HPU_UNARY_SIGMOID = 7,
+	HPU_UNARY_EXP = 8,
+	HPU_UNARY_LOG = 9,
+	HPU_UNARY_SQRT = 10,
+	HPU_UNARY_RSQRT = 11,
+	HPU_UNARY_RECIPROCAL = 12,
+	HPU_UNARY_POW_SCALAR = 13, /* in ** s0 */
+};
+
+enum hpu_binary_op {
+	HPU_BINARY_ADD = 0,
+	HPU_BINARY_SUB = 1,
+	HPU_BINARY_MUL = 2,
+	HPU_BINARY_DIV = 3, /* true division; integral out truncates */
+	HPU_BINARY_MAX = 4,
+	HPU_BINARY_MIN = 5,
+	HPU_BINARY_POW = 6,
+	HPU_BINARY_EQ = 7,
+	HPU_BINARY_NE = 8,
+	HPU_BINARY_LT = 9,
+	HPU_BINARY_LE = 10,
+	HPU_BINARY_GT = 11,
+	HPU_BINARY_GE = 12,
+};
+
+enum hpu_reduce_op {
+	HPU_REDUCE_SUM = 0,
+	HPU_REDUCE_MEAN = 1,
+	HPU_REDUCE_MAX = 2,
+	HPU_REDUCE_MIN = 3,
+	HPU_REDUCE_ARGMAX = 4,
+	HPU_REDUCE_ARGMIN = 5,
+};
+
+enum hpu_reduction {
+	HPU_REDUCTION_NONE = 0,
+	HPU_REDUCTION_MEAN = 1,
+	HPU_REDUCTION_SUM = 2,
+};
+
+#endif /* HPU_KERNELS_H */
