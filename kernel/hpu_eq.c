@@ -22,6 +22,7 @@ static int hpu_eq_errno(u32 type)
 	case HPU_EVENT_MMU_FAULT:
 		return -EFAULT;
 	case HPU_EVENT_ILLEGAL_PACKET:
+	case HPU_EVENT_BAD_KERNEL:
 		return -EINVAL;
 	case HPU_EVENT_PRIV_PACKET:
 		return -EPERM;

@@ -37,8 +37,8 @@
 /*
  * Check the user's packets.  The first packet that breaks a rule decides:
  * -EPERM for a privileged opcode, -EINVAL for an unknown opcode, non-zero
- * reserved header bits, pad or unknown flags, a misaligned sync or
- * timestamp address, or a packet running past the end.
+ * reserved header bits, pad or unknown flags, a misaligned sync,
+ * timestamp or parameter-block address, or a packet running past the end.
  */
 static int hpu_job_check_cb(const void *cb, u32 size)
 {
@@ -88,6 +88,25 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 			len = sizeof(*pkt);
 			if (left < len || flags || pkt->pad ||
 			    !IS_ALIGNED(pkt->addr, 8))
+				return -EINVAL;
+			break;
+		}
+		case HPU_PKT_MME_GEMM: {
+			/* Dimensions and dtypes are the device's to check (BAD_KERNEL). */
+			const struct hpu_pkt_mme_gemm *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || pkt->pad ||
+			    flags & ~(HPU_PKT_GEMM_TRANS_A | HPU_PKT_GEMM_TRANS_B))
+				return -EINVAL;
+			break;
+		}
+		case HPU_PKT_TPC_LAUNCH: {
+			/* The device reads the parameter block through the context's MMU. */
+			const struct hpu_pkt_tpc_launch *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags || !IS_ALIGNED(pkt->params, 8))
 				return -EINVAL;
 			break;
 		}

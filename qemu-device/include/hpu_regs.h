@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 1
+#define HPU_REGS_VERSION_MINOR 2
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -200,11 +200,14 @@ enum hpu_event_type {
 	HPU_EVENT_PRIV_PACKET = 3,     /* addr: packet offset of a privileged packet before priv_offset */
 	HPU_EVENT_DMA_ERROR = 4,       /* addr: the bus address that failed */
 	HPU_EVENT_ABORTED = 5,         /* the queue was reset while the job ran */
+	HPU_EVENT_BAD_KERNEL = 6,      /* (1.2) addr: packet offset of a GEMM or launch whose parameters break its rules */
 };
 
 /* Engines named in events: DMA engine n is HPU_ENGINE_DMA + n. */
 #define HPU_ENGINE_QMAN 0x000 /* the queue manager itself (fetch, decode) */
 #define HPU_ENGINE_DMA 0x100
+#define HPU_ENGINE_MME 0x200 /* (1.2) matrix engine n: HPU_ENGINE_MME + n */
+#define HPU_ENGINE_TPC 0x300 /* (1.2) tensor engines: HPU_ENGINE_TPC + the first TPC of the launch */
 
 struct hpu_event {
 	uint32_t type;   /* enum hpu_event_type */
