@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Harness of the kernel-library host tests: host tensors of any dtype and
+ * layout, launches built from them, a runner that drives a kernel the way
+ * the TPC engine does (check, then run on split item ranges, also on
+ * concurrent threads, then finish), comparisons against references
+ * computed in double, a finite-difference gradient check, and TAP.
+ */
+#ifndef HPU_KERNEL_HARNESS_H
+#define HPU_KERNEL_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hpu_kernel.h"
+
+#define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- TAP ---- */
+
+/* Set by a failed expectation; the runner clears it before each test. */
+extern bool hpu_ktest_failed;
+
+void hpu_kexpect(bool ok, const char *what, const char *file, int line);
+#define HPU_KEXPECT(cond) hpu_kexpect(cond, #cond, __FILE__, __LINE__)
+
+struct hpu_ktest_case {
+	const char *name;
+	void (*run)(void);
+};
+
+/* Prints the plan and one line a case; returns how many failed (a main()'s exit status when nonzero). */
+unsigned int hpu_ktest_main(const struct hpu_ktest_case *cases, size_t count);
+
+/* ---- host tensors ---- */
+
+/*
+ * A tensor in its own allocation: v.base may sit inside buf (negative
+ * strides), and buf's bytes no element reaches hold HPU_KT_POISON, so a
+ * kernel writing through a gap shows.
+ */
+struct hpu_ktensor {
+	struct hpu_kview v;
+	uint8_t *buf;
+	size_t size;
+};
+
+#define HPU_KT_POISON 0xa5
+
+/* Shape and strides by literal: HPU_KT_DIMS(2, 3) is (const uint64_t[]){ 2, 3 }. */
+#define HPU_KT_DIMS(...) ((const uint64_t[]){ __VA_ARGS__ })
+#define HPU_KT_STRIDES(...) ((const int64_t[]){ __VA_ARGS__ })
+
+/*
+ * A tensor of ndim dims; strides NULL: contiguous row-major.  Strides may
+ * be 0, negative or in any order.  Elements start at 0.
+ */
+struct hpu_ktensor *hpu_kt_new(uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+			       const int64_t *strides);
+void hpu_kt_free(struct hpu_ktensor *t);
+
+uint64_t hpu_kt_numel(const struct hpu_ktensor *t);
+/* Element i in row-major order over t's shape, stored as t's dtype stores it. */
+void hpu_kt_set(struct hpu_ktensor *t, uint64_t i, double v);
+double hpu_kt_get(const struct hpu_ktensor *t, uint64_t i);
+int64_t hpu_kt_get_i(const struct hpu_ktensor *t, uint64_t i);
+/* Every element from vals[] (row-major; numel entries). */
+void hpu_kt_fill(struct hpu_ktensor *t, const double *vals);
+/*
+ * Every element from a deterministic pseudo-random stream in [lo, hi);
+ * integral dtypes get whole numbers.  A broadcast tensor's shared elements
+ * take the last value written.
+ */
+void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double hi);
+/* Every element, row-major, as stored (after the dtype's rounding): numel doubles, malloc'ed. */
+double *hpu_kt_values(const struct hpu_ktensor *t);
+/* v as a store to dtype rounds it, read back. */
+double hpu_kround(uint32_t dtype, double v);
+/* No byte of t->buf outside the elements t reaches has changed. */
+bool hpu_kt_gaps_intact(const struct hpu_ktensor *t);
+
+/* ---- launches ---- */
+
+/* A launch of kernel on tensors t[0..n): args and scalars zero, to be set by the caller. */
+void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
+		    struct hpu_ktensor *const *t);
+#define HPU_KCALL(c, kernel, ...)                                                        \
+	hpu_kcall_init(c, kernel,                                                         \
+		       sizeof((struct hpu_ktensor *[]){ __VA_ARGS__ }) / sizeof(void *),  \
+		       (struct hpu_ktensor *[]){ __VA_ARGS__ })
+
+/* How hpu_krun() hands out the items. */
+enum hpu_ksplit {
+	HPU_KSPLIT_ONE,     /* one range of every item */
+	HPU_KSPLIT_SEQ,     /* uneven ranges (some empty) one after another, last first */
+	HPU_KSPLIT_THREADS, /* ranges on concurrent threads */
+	HPU_KSPLIT_COUNT
+};
+
+extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
+
+/*
+ * Runs a launch as the engine would: the tensor count against the def's
+ * bounds, check(), then run() over the items as split says, then
+ * finish().  Returns check()'s verdict (or -1 for a bad count); nothing
+ * runs when it is nonzero.  Also expects that no tensor outside
+ * outputs() was written (unless it is the same view as an output).
+ */
+int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum hpu_ksplit split);
+
+/* ---- comparisons ---- */
+
+/*
+ * Expects every element of got (row-major) within atol + rtol * |want| of
+ * want[]; NaN matches NaN, an infinity only itself.  Prints the first
+ * mismatches as TAP diagnostics naming what and the caller's line.
+ */
+bool hpu_kexpect_near(const struct hpu_ktensor *got, const double *want, double rtol, double atol,
+		      const char *what, int line);
+#define HPU_KEXPECT_NEAR(got, want, rtol, atol)                                          \
+	hpu_kexpect_near(got, want, rtol, atol, #got, __LINE__)
+
+/* Every element of a and b has the same bytes. */
+bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, const char *what,
+		      int line);
+#define HPU_KEXPECT_SAME(a, b) hpu_kexpect_same(a, b, #a " vs " #b, __LINE__)
+
+/* Tolerances: fp32 computed in double and rounded once; bf16's 8-bit significand. */
+#define HPU_KTOL_F32 1e-6
+#define HPU_KTOL_BF16 (1.0 / 256)
+/* The relative tolerance for results stored as dtype (0 for integral: exact). */
+double hpu_ktol(uint32_t dtype);
+
+/*
+ * Gradient check: for every element of x, the central difference
+ * (f(x + eps) - f(x - eps)) / 2 eps of the scalar function f (computed by
+ * the caller, typically a forward launch and a weighted sum in double)
+ * against the analytic gradient grad (row-major, grad of x's shape).
+ * x is restored afterwards.
+ */
+bool hpu_kgradcheck(struct hpu_ktensor *x, double (*f)(void *ctx), void *ctx,
+		    const struct hpu_ktensor *grad, double eps, double rtol, double atol,
+		    const char *what, int line);
+
+#endif /* HPU_KERNEL_HARNESS_H */
