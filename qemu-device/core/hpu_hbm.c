@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hpu HBM: a table of lazily allocated 2 MiB chunks.
+ * hpu HBM: one MAP_NORESERVE anonymous mapping (the host kernel backs a page
+ * on first write and maps its zero page on a read) plus a bitmap of touched
+ * chunks, which keeps zeroing of untouched HBM free and says what HBM costs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,22 +12,30 @@
 #include "hpu_hbm.h"
 #include "hpu_le.h"
 
+#define HPU_HBM_WORD_BITS 64
+
 struct hpu_hbm {
 	uint64_t size;
 	unsigned int refs;   /* __atomic */
-	size_t nr_allocated; /* __atomic */
-	uint8_t **chunks;    /* size >> HPU_HBM_CHUNK_SHIFT entries, each published with __atomic */
+	size_t nr_touched;   /* __atomic */
+	uint8_t *base;
+	uint64_t *touched;   /* a bit per chunk, set with __atomic */
 };
 
 struct hpu_hbm *hpu_hbm_new(uint64_t size)
 {
+	uint64_t chunks = size >> HPU_HBM_CHUNK_SHIFT;
 	struct hpu_hbm *hbm = calloc(1, sizeof(*hbm));
 
-	/* Like QEMU's g_malloc(): a few bytes per 2 MiB of HBM, nothing a guest controls. */
-	if (hbm)
-		hbm->chunks = calloc(size >> HPU_HBM_CHUNK_SHIFT, sizeof(*hbm->chunks));
-	if (!hbm || !hbm->chunks) {
-		fprintf(stderr, "hpu: out of memory for the HBM chunk table\n");
+	/* Like QEMU's g_malloc(): a bit per 2 MiB and address space, nothing a guest controls. */
+	if (hbm) {
+		hbm->touched = calloc((chunks + HPU_HBM_WORD_BITS - 1) / HPU_HBM_WORD_BITS,
+				      sizeof(*hbm->touched));
+		hbm->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	}
+	if (!hbm || !hbm->touched || hbm->base == MAP_FAILED) {
+		fprintf(stderr, "hpu: no host room for %llu bytes of HBM\n", (unsigned long long)size);
 		abort();
 	}
 	hbm->size = size;
@@ -41,14 +51,10 @@ struct hpu_hbm *hpu_hbm_get(struct hpu_hbm *hbm)
 
 void hpu_hbm_put(struct hpu_hbm *hbm)
 {
-	size_t i;
-
 	if (__atomic_sub_fetch(&hbm->refs, 1, __ATOMIC_ACQ_REL))
 		return;
-	for (i = 0; i < hbm->size >> HPU_HBM_CHUNK_SHIFT; i++)
-		if (hbm->chunks[i])
-			munmap(hbm->chunks[i], HPU_HBM_CHUNK_SIZE);
-	free(hbm->chunks);
+	munmap(hbm->base, hbm->size);
+	free(hbm->touched);
 	free(hbm);
 }
 
@@ -59,38 +65,48 @@ uint64_t hpu_hbm_size(const struct hpu_hbm *hbm)
 
 size_t hpu_hbm_chunks(const struct hpu_hbm *hbm)
 {
-	return __atomic_load_n(&hbm->nr_allocated, __ATOMIC_RELAXED);
+	return __atomic_load_n(&hbm->nr_touched, __ATOMIC_RELAXED);
 }
 
-/* Anonymous mappings are zero-filled page by page on first touch: a chunk costs what is written. */
-static uint8_t *hpu_hbm_alloc(struct hpu_hbm *hbm, uint8_t **slot)
+static bool hpu_hbm_touched(const struct hpu_hbm *hbm, uint64_t chunk)
 {
-	uint8_t *fresh = mmap(NULL, HPU_HBM_CHUNK_SIZE, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	uint8_t *old = NULL;
+	uint64_t word = __atomic_load_n(&hbm->touched[chunk / HPU_HBM_WORD_BITS], __ATOMIC_RELAXED);
 
-	if (fresh == MAP_FAILED)
-		return NULL;
-	if (__atomic_compare_exchange_n(slot, &old, fresh, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
-		__atomic_add_fetch(&hbm->nr_allocated, 1, __ATOMIC_RELAXED);
-		return fresh;
-	}
-	/* Another thread published this chunk first. */
-	munmap(fresh, HPU_HBM_CHUNK_SIZE);
-	return old;
+	return word & (1ull << (chunk % HPU_HBM_WORD_BITS));
+}
+
+static void hpu_hbm_touch(struct hpu_hbm *hbm, uint64_t chunk)
+{
+	uint64_t bit = 1ull << (chunk % HPU_HBM_WORD_BITS);
+
+	if (hpu_hbm_touched(hbm, chunk))
+		return;
+	if (!(__atomic_fetch_or(&hbm->touched[chunk / HPU_HBM_WORD_BITS], bit, __ATOMIC_RELAXED) &
+	      bit))
+		__atomic_add_fetch(&hbm->nr_touched, 1, __ATOMIC_RELAXED);
 }
 
 uint8_t *hpu_hbm_map(struct hpu_hbm *hbm, uint64_t off, bool write, uint64_t *avail)
 {
-	uint8_t **slot = &hbm->chunks[off >> HPU_HBM_CHUNK_SHIFT];
-	uint64_t in_chunk = off & (HPU_HBM_CHUNK_SIZE - 1);
-	uint8_t *chunk = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	uint64_t chunk = off >> HPU_HBM_CHUNK_SHIFT;
 
-	*avail = HPU_HBM_CHUNK_SIZE - in_chunk;
-	if (!chunk && write)
-		chunk = hpu_hbm_alloc(hbm, slot);
-	return chunk ? chunk + in_chunk : NULL;
+	*avail = HPU_HBM_CHUNK_SIZE - (off & (HPU_HBM_CHUNK_SIZE - 1));
+	if (write)
+		hpu_hbm_touch(hbm, chunk);
+	else if (!hpu_hbm_touched(hbm, chunk))
+		return NULL;
+	return hbm->base + off;
+}
+
+uint8_t *hpu_hbm_span(struct hpu_hbm *hbm, uint64_t off, uint64_t len, bool write)
+{
+	uint64_t chunk;
+
+	if (write)
+		for (chunk = off >> HPU_HBM_CHUNK_SHIFT; chunk <= (off + len - 1) >> HPU_HBM_CHUNK_SHIFT;
+		     chunk++)
+			hpu_hbm_touch(hbm, chunk);
+	return hbm->base + off;
 }
 
 void hpu_hbm_zero(struct hpu_hbm *hbm, uint64_t off, uint64_t len)
