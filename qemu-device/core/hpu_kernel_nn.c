@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tensor-engine kernels: dropout, the activation backwards, layer norm and
+ * embedding.  Elementwise kernels take elements as work items, layer norm
+ * rows (and columns for its weight and bias gradients), embedding rows;
+ * the embedding backward splits its scatter-add over grad_weight's elements
+ * so that no two parts add to the same one.
+ */
+#include "hpu_kernel_nn.h"
+#include "hpu_philox.h"
+
+/* ---- elementwise backwards: grad_in = f(grad_out, x) ---- */
+
+typedef double hpu_grad_fn(const struct hpu_kcall *c, double grad_out, double x);
+
+/* t: grad_in, grad_out, x: one shape, floats but for a U8 mask x. */
+static int hpu_grad_check(const struct hpu_kcall *c, uint32_t x_dtype, uint64_t *items)
+{
+	const struct hpu_kview *gi = &c->t[0], *x = &c->t[2];
+
+	if (c->num_tensors != 3 || !hpu_dtype_is_float(gi->dtype) ||
+	    !hpu_kview_float_like(&c->t[1], gi) || !hpu_kview_same_shape(x, gi) ||
+	    (x_dtype == HPU_DTYPE_U8 ? x->dtype != x_dtype : !hpu_dtype_is_float(x->dtype)))
+		return -1;
+	*items = hpu_kview_numel(gi);
+	return 0;
+}
+
+static void hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end,
+			 hpu_grad_fn *f)
+{
+	for (uint64_t i = begin; i < end; i++)
+		hpu_kset(&c->t[0], i, f(c, hpu_kget(&c->t[1], i), hpu_kget(&c->t[2], i)));
+}
+
+static int hpu_relu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	return hpu_grad_check(c, HPU_DTYPE_F32, items);
+}
+
+static double hpu_relu_grad(const struct hpu_kcall *c, double g, double x)
+{
+	(void)c;
+	return x > 0 ? g : 0;
+}
+
+static void hpu_relu_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	hpu_grad_run(c, begin, end, hpu_relu_grad);
+}
+
+const struct hpu_kernel_def hpu_kernel_relu_bwd = {
+	.name = "relu_bwd",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_kernel_writes_t0,
+	.check = hpu_relu_bwd_check,
+	.run = hpu_relu_bwd_run,
+};
+
+static int hpu_gelu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (c->args[0] != 0 && c->args[0] != 1)
+		return -1;
+	return hpu_grad_check(c, HPU_DTYPE_F32, items);
+}
+
+/*
+ * d/dx of x * Phi(x) is Phi(x) + x * phi(x); of the tanh form
+ * 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), it is
+ * 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx.
+ */
+static double hpu_gelu_grad(const struct hpu_kcall *c, double g, double x)
+{
+	if (c->args[0]) {
+		const double k = sqrt(2 / M_PI), a = 0.044715;
+		double th = tanh(k * (x + a * x * x * x));
+
+		return g * (0.5 * (1 + th) + 0.5 * x * (1 - th * th) * k * (1 + 3 * a * x * x));
+	}
+	return g * (0.5 * (1 + erf(x * M_SQRT1_2)) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI));
+}
+
+static void hpu_gelu_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	hpu_grad_run(c, begin, end, hpu_gelu_grad);
+}
+
+const struct hpu_kernel_def hpu_kernel_gelu_bwd = {
+	.name = "gelu_bwd",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_kernel_writes_t0,
+	.check = hpu_gelu_bwd_check,
+	.run = hpu_gelu_bwd_run,
+};
+
+/* ---- dropout ---- */
+
+/* p == 1 is allowed: every draw is < 1, so everything is dropped and nothing divides by 0. */
+static bool hpu_dropout_p_ok(double p)
+{
+	return p >= 0 && p <= 1;
+}
+
+/* out = kept ? x / (1 - p) : 0, for the forward's input and the backward's grad_out alike. */
+static double hpu_dropout_apply(double p, bool kept, double x)
+{
+	return kept ? x / (1 - p) : 0;
+}
+
+static int hpu_dropout_bwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (!hpu_dropout_p_ok(c->scalars[0]))
+		return -1;
+	return hpu_grad_check(c, HPU_DTYPE_U8, items);
+}
+
+static double hpu_dropout_grad(const struct hpu_kcall *c, double g, double mask)
+{
+	/* A stray mask bit at p == 1 would divide by 0; the forward never sets one. */
+	return hpu_dropout_apply(c->scalars[0], mask != 0 && c->scalars[0] < 1, g);
+}
+
+static void hpu_dropout_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	hpu_grad_run(c, begin, end, hpu_dropout_grad);
+}
+
+const struct hpu_kernel_def hpu_kernel_dropout_bwd = {
+	.name = "dropout_bwd",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_kernel_writes_t0,
+	.check = hpu_dropout_bwd_check,
+	.run = hpu_dropout_bwd_run,
+};
+
+/* t: out, mask, in, rng; rng (seed, offset) is read and written. */
+static uint32_t hpu_dropout_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1u << 0 | 1u << 1 | 1u << 3;
+}
+
+static int hpu_dropout_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const struct hpu_kview *out = &c->t[0], *mask = &c->t[1], *rng = &c->t[3];
+	const uint64_t rng_shape = 2;
+
+	if (c->num_tensors != 4 || !hpu_dtype_is_float(out->dtype) ||
+	    !hpu_kview_float_like(&c->t[2], out) || mask->dtype != HPU_DTYPE_U8 ||
+	    !hpu_kview_same_shape(mask, out) || rng->dtype != HPU_DTYPE_I64 ||
+	    !hpu_kview_has_shape(rng, 1, &rng_shape) || !hpu_dropout_p_ok(c->scalars[0]))
+		return -1;
+	*items = hpu_kview_numel(out);
+	return 0;
+}
+
+/* Element k's draw depends on k alone, so parts are independent and any split draws one mask. */
+static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	uint64_t seed = (uint64_t)hpu_kget_i(&c->t[3], 0), offset = (uint64_t)hpu_kget_i(&c->t[3], 1);
+	double p = c->scalars[0];
+
+	for (uint64_t k = begin; k < end; k++) {
+		bool kept = hpu_philox_uniform(seed, offset + k) >= p;
+
+		hpu_kstore_i(HPU_DTYPE_U8, hpu_kview_at(&c->t[1], k), kept);
+		hpu_kset(&c->t[0], k, hpu_dropout_apply(p, kept, hpu_kget(&c->t[2], k)));
+	}
+}
+
+/* After every part has read the old offset: the next launch draws past this one's counters. */
+static void hpu_dropout_finish(const struct hpu_kcall *c)
+{
+	uint8_t *offset = hpu_kview_at(&c->t[3], 1);
+
+	hpu_kstore_i(HPU_DTYPE_I64, offset,
+		     (int64_t)((uint64_t)hpu_kload_i(HPU_DTYPE_I64, offset) + hpu_kview_numel(&c->t[0])));
+}
+
+const struct hpu_kernel_def hpu_kernel_dropout = {
+	.name = "dropout",
+	.min_tensors = 4,
+	.max_tensors = 4,
+	.outputs = hpu_dropout_outputs,
+	.check = hpu_dropout_check,
+	.run = hpu_dropout_run,
+	.finish = hpu_dropout_finish,
+};
+
+/* ---- layer norm ---- */
+
+/* What the forward and the backward share: in, its statistics and the optional weight. */
+struct hpu_ln {
+	const struct hpu_kview *in, *mean, *rstd, *weight;
+	uint32_t lead;        /* in's leading (not normalised) dims */
+	uint64_t rows, cols;  /* elements of the leading and of the normalised dims */
+	bool has_weight, has_bias;
+};
+
+static struct hpu_ln hpu_ln_get(const struct hpu_kcall *c, unsigned int in, unsigned int mean,
+				unsigned int rstd, unsigned int weight)
+{
+	struct hpu_ln ln = {
+		.in = &c->t[in], .mean = &c->t[mean], .rstd = &c->t[rstd], .weight = &c->t[weight],
+		.rows = 1, .cols = 1, .has_weight = c->args[1] & 1, .has_bias = c->args[1] & 2,
+	};
+
+	ln.lead = c->args[0] >= 1 && c->args[0] <= ln.in->ndim ? ln.in->ndim - (uint32_t)c->args[0] : 0;
+	for (uint32_t d = 0; d < ln.in->ndim; d++)
+		*(d < ln.lead ? &ln.rows : &ln.cols) *= ln.in->shape[d];
+	return ln;
+}
+
+/* A float of the normalised dims' shape: weight, bias and their gradients. */
+static bool hpu_ln_trailing_ok(const struct hpu_ln *ln, const struct hpu_kview *v)
+{
+	return hpu_dtype_is_float(v->dtype) &&
+	       hpu_kview_has_shape(v, ln->in->ndim - ln->lead, ln->in->shape + ln->lead);
+}
+
+/* a0 in [1, in's ndim]; a1 two flag bits; mean and rstd F32 of the leading shape. */
+static int hpu_ln_check(const struct hpu_kcall *c, unsigned int ntensors, const struct hpu_ln *ln)
+{
+	if (c->num_tensors != ntensors || c->args[0] < 1 || c->args[0] > ln->in->ndim ||
+	    (c->args[1] & ~3) || !hpu_dtype_is_float(ln->in->dtype) ||
+	    ln->mean->dtype != HPU_DTYPE_F32 || ln->rstd->dtype != HPU_DTYPE_F32 ||
+	    !hpu_kview_has_shape(ln->mean, ln->lead, ln->in->shape) ||
+	    !hpu_kview_has_shape(ln->rstd, ln->lead, ln->in->shape) ||
+	    (ln->has_weight && !hpu_ln_trailing_ok(ln, ln->weight)))
+		return -1;
+	return 0;
+}
+
+static double hpu_ln_weight(const struct hpu_ln *ln, uint64_t j)
+{
+	return ln->has_weight ? hpu_kget(ln->weight, j) : 1;
+}
+
+/* t: out, mean, rstd, in, weight, bias. */
+static struct hpu_ln hpu_ln_fwd_get(const struct hpu_kcall *c)
+{
+	return hpu_ln_get(c, 3, 1, 2, 4);
+}
+
+static uint32_t hpu_ln_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 7;
+}
+
+static int hpu_ln_fwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	struct hpu_ln ln = hpu_ln_fwd_get(c);
+
+	if (hpu_ln_check(c, 6, &ln) || !hpu_kview_float_like(&c->t[0], ln.in) ||
+	    (ln.has_bias && !hpu_ln_trailing_ok(&ln, &c->t[5])) || !(c->scalars[0] >= 0))
+		return -1;
+	*items = ln.rows;
+	return 0;
+}
+
+/* Biased variance, as torch; out may be in itself (each element is read before it is written). */
+static void hpu_ln_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	struct hpu_ln ln = hpu_ln_fwd_get(c);
+
+	for (uint64_t r = begin; r < end; r++) {
+		uint64_t base = r * ln.cols;
+		double mean = 0, var = 0, rstd;
+
+		for (uint64_t j = 0; j < ln.cols; j++)
+			mean += hpu_kget(ln.in, base + j);
+		mean /= (double)ln.cols;
+		for (uint64_t j = 0; j < ln.cols; j++) {
+			double d = hpu_kget(ln.in, base + j) - mean;
+
+			var += d * d;
+		}
+		rstd = 1 / sqrt(var / (double)ln.cols + c->scalars[0]);
+		hpu_kset(ln.mean, r, mean);
+		hpu_kset(ln.rstd, r, rstd);
+		for (uint64_t j = 0; j < ln.cols; j++) {
+			double y = (hpu_kget(ln.in, base + j) - mean) * rstd * hpu_ln_weight(&ln, j);
+
+			hpu_kset(&c->t[0], base + j, y + (ln.has_bias ? hpu_kget(&c->t[5], j) : 0));
+		}
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_layer_norm = {
+	.name = "layer_norm",
+	.min_tensors = 6,
+	.max_tensors = 6,
+	.outputs = hpu_ln_outputs,
+	.check = hpu_ln_fwd_check,
+	.run = hpu_ln_fwd_run,
+};
+
+/* t: grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight. */
+static struct hpu_ln hpu_ln_bwd_get(const struct hpu_kcall *c)
+{
+	return hpu_ln_get(c, 4, 5, 6, 7);
+}
+
+static uint32_t hpu_ln_bwd_outputs(const struct hpu_kcall *c)
+{
+	return 1u | (c->args[1] & 1 ? 2u : 0) | (c->args[1] & 2 ? 4u : 0);
+}
+
+/*
+ * Items are the rows of grad_in, then the columns of grad_weight and
+ * grad_bias (sums over rows).  A grad_in that is grad_out or in itself
+ * would change what the column sums read, so that launch is one item doing
+ * the columns first.
+ */
+static bool hpu_ln_bwd_serial(const struct hpu_kcall *c, const struct hpu_ln *ln)
+{
+	return (ln->has_weight || ln->has_bias) &&
+	       (hpu_kview_aliases(&c->t[0], &c->t[3]) || hpu_kview_aliases(&c->t[0], ln->in));
+}
+
+/* grad_weight and grad_bias hold sums that every row reads into, so they may not be an input. */
+static bool hpu_ln_bwd_sum_aliases(const struct hpu_kcall *c, const struct hpu_ln *ln,
+				   const struct hpu_kview *sum)
+{
+	for (unsigned int i = 3; i < 7; i++)
+		if (hpu_kview_aliases(sum, &c->t[i]))
+			return true;
+	return ln->has_weight && hpu_kview_aliases(sum, ln->weight);
+}
+
+static int hpu_ln_bwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	struct hpu_ln ln = hpu_ln_bwd_get(c);
+
+	if (hpu_ln_check(c, 8, &ln) || !hpu_kview_float_like(&c->t[0], ln.in) ||
+	    !hpu_kview_float_like(&c->t[3], ln.in) ||
+	    (ln.has_weight && (!hpu_ln_trailing_ok(&ln, &c->t[1]) ||
+			       hpu_ln_bwd_sum_aliases(c, &ln, &c->t[1]))) ||
+	    (ln.has_bias && (!hpu_ln_trailing_ok(&ln, &c->t[2]) ||
+			     hpu_ln_bwd_sum_aliases(c, &ln, &c->t[2]))))
+		return -1;
+	if (hpu_ln_bwd_serial(c, &ln))
+		*items = 1;
+	else
+		*items = ln.rows + (ln.has_weight || ln.has_bias ? ln.cols : 0);
+	return 0;
+}
+
+/*
+ * With xhat = (x - mean) * rstd and gy = grad_out * weight:
+ * grad_in = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
+ */
+static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
+			    uint64_t end)
+{
+	for (uint64_t r = begin; r < end; r++) {
+		uint64_t base = r * ln->cols;
+		double mean = hpu_kget(ln->mean, r), rstd = hpu_kget(ln->rstd, r), sg = 0, sgx = 0;
+
+		for (uint64_t j = 0; j < ln->cols; j++) {
+			double gy = hpu_kget(&c->t[3], base + j) * hpu_ln_weight(ln, j);
+
+			sg += gy;
+			sgx += gy * (hpu_kget(ln->in, base + j) - mean) * rstd;
+		}
+		sg /= (double)ln->cols;
+		sgx /= (double)ln->cols;
+		for (uint64_t j = 0; j < ln->cols; j++) {
+			double gy = hpu_kget(&c->t[3], base + j) * hpu_ln_weight(ln, j);
+			double xhat = (hpu_kget(ln->in, base + j) - mean) * rstd;
+
+			hpu_kset(&c->t[0], base + j, rstd * (gy - sg - xhat * sgx));
+		}
+	}
+}
+
+/* grad_weight = sum over rows of grad_out * xhat; grad_bias = sum of grad_out. */
+static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
+			    uint64_t end)
+{
+	for (uint64_t j = begin; j < end; j++) {
+		double sw = 0, sb = 0;
+
+		for (uint64_t r = 0; r < ln->rows; r++) {
+			double g = hpu_kget(&c->t[3], r * ln->cols + j);
+			double x = hpu_kget(ln->in, r * ln->cols + j);
+
+			sw += g * (x - hpu_kget(ln->mean, r)) * hpu_kget(ln->rstd, r);
+			sb += g;
+		}
+		if (ln->has_weight)
+			hpu_kset(&c->t[1], j, sw);
+		if (ln->has_bias)
+			hpu_kset(&c->t[2], j, sb);
+	}
+}
+
+static void hpu_ln_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	struct hpu_ln ln = hpu_ln_bwd_get(c);
+
+	if (hpu_ln_bwd_serial(c, &ln)) {
+		if (begin == end)
+			return;
+		hpu_ln_bwd_cols(c, &ln, 0, ln.cols);
+		hpu_ln_bwd_rows(c, &ln, 0, ln.rows);
+		return;
+	}
+	if (begin < ln.rows)
+		hpu_ln_bwd_rows(c, &ln, begin, end < ln.rows ? end : ln.rows);
+	if (end > ln.rows)
+		hpu_ln_bwd_cols(c, &ln, begin > ln.rows ? begin - ln.rows : 0, end - ln.rows);
+}
+
+const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
+	.name = "layer_norm_bwd",
+	.min_tensors = 8,
+	.max_tensors = 8,
+	.outputs = hpu_ln_bwd_outputs,
+	.check = hpu_ln_bwd_check,
+	.run = hpu_ln_bwd_run,
+};
+
+/* ---- embedding ---- */
+
+/*
+ * t[table] a float [V, D], t[rows] a float of indices' shape + [D], indices
+ * (t[2]) index values in [0, V), a0 the padding index or -1.  rows may not
+ * be table itself: a gather in place would read rows it has overwritten.
+ */
+static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned int rows)
+{
+	const struct hpu_kview *tv = &c->t[table], *rv = &c->t[rows], *iv = &c->t[2];
+	uint64_t shape[HPU_TENSOR_MAX_DIMS], n = hpu_kview_numel(iv);
+
+	if (c->num_tensors != 3 || tv->ndim != 2 || !hpu_dtype_is_float(tv->dtype) ||
+	    !hpu_dtype_is_float(rv->dtype) || !hpu_kview_is_index(iv) ||
+	    iv->ndim >= HPU_TENSOR_MAX_DIMS || c->args[0] < -1 ||
+	    (c->args[0] >= 0 && (uint64_t)c->args[0] >= tv->shape[0]) || hpu_kview_aliases(rv, tv))
+		return -1;
+	memcpy(shape, iv->shape, iv->ndim * sizeof(shape[0]));
+	shape[iv->ndim] = tv->shape[1];
+	if (!hpu_kview_has_shape(rv, iv->ndim + 1, shape))
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		int64_t v = hpu_kget_i(iv, i);
+
+		if (v < 0 || (uint64_t)v >= tv->shape[0])
+			return -1;
+	}
+	return 0;
+}
+
+/* Items: indices, each a row of D. */
+static int hpu_emb_fwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (hpu_emb_check(c, 1, 0))
+		return -1;
+	*items = hpu_kview_numel(&c->t[2]);
+	return 0;
+}
+
+static void hpu_emb_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *out = &c->t[0];
+
+	for (uint64_t n = begin; n < end; n++) {
+		struct hpu_krow dst = hpu_krow(out, out->ndim - 1, n);
+		struct hpu_krow src = hpu_krow(&c->t[1], 1, (uint64_t)hpu_kget_i(&c->t[2], n));
+
+		for (uint64_t j = 0; j < dst.n; j++)
+			hpu_krow_set(&dst, j, hpu_krow_get(&src, j));
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_embedding = {
+	.name = "embedding",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_kernel_writes_t0,
+	.check = hpu_emb_fwd_check,
+	.run = hpu_emb_fwd_run,
+};
+
+/*
+ * An item is one column of a block of grad_weight rows, summed in fp64 on
+ * the stack: it scans every index and adds those of its block, so parts
+ * never add to the same element and each sum is in index order.
+ */
+#define HPU_EMB_BLOCK 512
+
+static int hpu_emb_bwd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const struct hpu_kview *gw = &c->t[0];
+
+	if (hpu_emb_check(c, 0, 1))
+		return -1;
+	*items = (gw->shape[0] + HPU_EMB_BLOCK - 1) / HPU_EMB_BLOCK * gw->shape[1];
+	return 0;
+}
+
+static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *gw = &c->t[0], *indices = &c->t[2];
+	uint64_t d = gw->shape[1], n = hpu_kview_numel(indices);
+	double acc[HPU_EMB_BLOCK];
+
+	for (uint64_t it = begin; it < end; it++) {
+		uint64_t j = it % d, v0 = it / d * HPU_EMB_BLOCK;
+		uint64_t nv = gw->shape[0] - v0 < HPU_EMB_BLOCK ? gw->shape[0] - v0 : HPU_EMB_BLOCK;
+		struct hpu_krow col = hpu_krow(gw, 0, j);
+
+		for (uint64_t i = 0; i < nv; i++)
+			acc[i] = hpu_krow_get(&col, v0 + i);
+		for (uint64_t k = 0; k < n; k++) {
+			int64_t v = hpu_kget_i(indices, k);
+
+			if (v != c->args[0] && (uint64_t)v - v0 < nv)
+				acc[(uint64_t)v - v0] += hpu_kget(&c->t[1], k * d + j);
+		}
+		for (uint64_t i = 0; i < nv; i++)
+			hpu_krow_set(&col, v0 + i, acc[i]);
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_embedding_bwd = {
+	.name = "embedding_bwd",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_kernel_writes_t0,
+	.check = hpu_emb_bwd_check,
+	.run = hpu_emb_bwd_run,
+};

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Operand helpers of the neural-network, loss and optimizer kernel families
+ * (hpu_kernel_nn.c, hpu_kernel_loss.c, hpu_kernel_optim.c).
+ */
+#ifndef HPU_KERNEL_NN_H
+#define HPU_KERNEL_NN_H
+
+#include "hpu_kernel.h"
+
+/* Element i (row-major over v's shape), widened / rounded by v's dtype. */
+static inline double hpu_kget(const struct hpu_kview *v, uint64_t i)
+{
+	return hpu_kload_f(v->dtype, hpu_kview_at(v, i));
+}
+
+static inline int64_t hpu_kget_i(const struct hpu_kview *v, uint64_t i)
+{
+	return hpu_kload_i(v->dtype, hpu_kview_at(v, i));
+}
+
+static inline void hpu_kset(const struct hpu_kview *v, uint64_t i, double x)
+{
+	hpu_kstore_f(v->dtype, hpu_kview_at(v, i), x);
+}
+
+static inline bool hpu_kview_is_index(const struct hpu_kview *v)
+{
+	return v->dtype == HPU_DTYPE_I32 || v->dtype == HPU_DTYPE_I64;
+}
+
+/* v has ndim dims equal to shape[0..ndim). */
+static inline bool hpu_kview_has_shape(const struct hpu_kview *v, uint32_t ndim,
+				       const uint64_t *shape)
+{
+	if (v->ndim != ndim)
+		return false;
+	for (uint32_t d = 0; d < ndim; d++)
+		if (v->shape[d] != shape[d])
+			return false;
+	return true;
+}
+
+static inline bool hpu_kview_same_shape(const struct hpu_kview *a, const struct hpu_kview *b)
+{
+	return hpu_kview_has_shape(a, b->ndim, b->shape);
+}
+
+/* A float view of ref's shape. */
+static inline bool hpu_kview_float_like(const struct hpu_kview *v, const struct hpu_kview *ref)
+{
+	return hpu_dtype_is_float(v->dtype) && hpu_kview_same_shape(v, ref);
+}
+
+/*
+ * Kernels whose output elements read other elements of an input cannot run
+ * in place; the ABI's only allowed overlap is the very same view, so one
+ * base address is enough to see it.
+ */
+static inline bool hpu_kview_aliases(const struct hpu_kview *a, const struct hpu_kview *b)
+{
+	return a->base == b->base;
+}
+
+/* Rows of v along dim: the product of the other dims. */
+static inline uint64_t hpu_kview_rows(const struct hpu_kview *v, uint32_t dim)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < v->ndim; d++)
+		if (d != dim)
+			n *= v->shape[d];
+	return n;
+}
+
+/* One row of a view along a dim: n elements, step bytes apart. */
+struct hpu_krow {
+	uint8_t *p;
+	int64_t step;
+	uint64_t n;
+	uint32_t dtype;
+};
+
+/* Row r of v along dim, r being row-major over the other dims. */
+static inline struct hpu_krow hpu_krow(const struct hpu_kview *v, uint32_t dim, uint64_t r)
+{
+	int64_t size = hpu_dtype_size(v->dtype), off = 0;
+
+	for (uint32_t d = v->ndim; d-- > 0;) {
+		if (d == dim)
+			continue;
+		off += (int64_t)(r % v->shape[d]) * v->strides[d];
+		r /= v->shape[d];
+	}
+	return (struct hpu_krow){ v->base + off * size, v->strides[dim] * size, v->shape[dim],
+				  v->dtype };
+}
+
+static inline double hpu_krow_get(const struct hpu_krow *w, uint64_t j)
+{
+	return hpu_kload_f(w->dtype, w->p + (int64_t)j * w->step);
+}
+
+static inline void hpu_krow_set(const struct hpu_krow *w, uint64_t j, double x)
+{
+	hpu_kstore_f(w->dtype, w->p + (int64_t)j * w->step, x);
+}
+
+/* outputs() of the kernels that write t[0] alone. */
+static inline uint32_t hpu_kernel_writes_t0(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1;
+}
+
+#endif /* HPU_KERNEL_NN_H */

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tensor-engine kernels: the optimizer steps of torch.optim (SGD, Adadelta,
+ * AdamW) and torch.nn.utils.clip_grad_norm_.  The steps are elementwise, so
+ * items are elements; clip_grad_norm needs the total norm before it may
+ * scale any grad, so it is one item.
+ */
+#include "hpu_kernel_nn.h"
+
+/* x in [lo, hi]; false for NaN. */
+static bool hpu_in_range(double x, double lo, double hi)
+{
+	return x >= lo && x <= hi;
+}
+
+/* t[0, nshaped) floats of param's (t[0]) shape; items are elements. */
+static int hpu_optim_check(const struct hpu_kcall *c, unsigned int ntensors, unsigned int nshaped,
+			   uint64_t *items)
+{
+	if (c->num_tensors != ntensors || !hpu_dtype_is_float(c->t[0].dtype))
+		return -1;
+	for (unsigned int i = 1; i < nshaped; i++)
+		if (!hpu_kview_float_like(&c->t[i], &c->t[0]))
+			return -1;
+	*items = hpu_kview_numel(&c->t[0]);
+	return 0;
+}
+
+/* torch adds weight decay to the gradient only when it is set (0 * inf would be NaN). */
+static double hpu_decayed_grad(const struct hpu_kcall *c, uint64_t i, double param, double wd)
+{
+	double g = hpu_kget(&c->t[1], i);
+
+	return wd != 0 ? g + wd * param : g;
+}
+
+/* ---- SGD ---- */
+
+#define HPU_SGD_NESTEROV 1
+#define HPU_SGD_FIRST_STEP 2
+
+/* s: lr, momentum, dampening, weight_decay.  Without momentum there is no buffer to write. */
+static uint32_t hpu_sgd_outputs(const struct hpu_kcall *c)
+{
+	return c->scalars[1] != 0 ? 5 : 1;
+}
+
+/* torch.optim.SGD's own checks; nesterov wants momentum and no dampening. */
+static int hpu_sgd_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const double *s = c->scalars;
+
+	if (!hpu_in_range(s[0], 0, INFINITY) || !hpu_in_range(s[1], 0, INFINITY) ||
+	    !isfinite(s[2]) || !hpu_in_range(s[3], 0, INFINITY) ||
+	    (c->args[0] & ~(int64_t)(HPU_SGD_NESTEROV | HPU_SGD_FIRST_STEP)) ||
+	    ((c->args[0] & HPU_SGD_NESTEROV) && (s[1] == 0 || s[2] != 0)))
+		return -1;
+	return hpu_optim_check(c, 3, 3, items);
+}
+
+static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *param = &c->t[0], *buf = &c->t[2];
+	double lr = c->scalars[0], momentum = c->scalars[1], dampening = c->scalars[2];
+	bool nesterov = c->args[0] & HPU_SGD_NESTEROV, first = c->args[0] & HPU_SGD_FIRST_STEP;
+
+	for (uint64_t i = begin; i < end; i++) {
+		double p = hpu_kget(param, i), d = hpu_decayed_grad(c, i, p, c->scalars[3]);
+
+		if (momentum != 0) {
+			double b = first ? d : momentum * hpu_kget(buf, i) + (1 - dampening) * d;
+
+			hpu_kset(buf, i, b);
+			d = nesterov ? d + momentum * b : b;
+		}
+		hpu_kset(param, i, p - lr * d);
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_sgd = {
+	.name = "sgd",
+	.min_tensors = 3,
+	.max_tensors = 3,
+	.outputs = hpu_sgd_outputs,
+	.check = hpu_sgd_check,
+	.run = hpu_sgd_run,
+};
+
+/* ---- Adadelta ---- */
+
+/* t: param, grad, square_avg, acc_delta. */
+static uint32_t hpu_adadelta_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1u | 1u << 2 | 1u << 3;
+}
+
+/* s: lr, rho, eps, weight_decay, with torch.optim.Adadelta's bounds. */
+static int hpu_adadelta_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const double *s = c->scalars;
+
+	if (!hpu_in_range(s[0], 0, INFINITY) || !hpu_in_range(s[1], 0, 1) ||
+	    !hpu_in_range(s[2], 0, INFINITY) || !hpu_in_range(s[3], 0, INFINITY))
+		return -1;
+	return hpu_optim_check(c, 4, 4, items);
+}
+
+static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *param = &c->t[0], *square_avg = &c->t[2], *acc_delta = &c->t[3];
+	double lr = c->scalars[0], rho = c->scalars[1], eps = c->scalars[2];
+
+	for (uint64_t i = begin; i < end; i++) {
+		double p = hpu_kget(param, i), g = hpu_decayed_grad(c, i, p, c->scalars[3]);
+		double sq = rho * hpu_kget(square_avg, i) + (1 - rho) * g * g;
+		double acc = hpu_kget(acc_delta, i);
+		double delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
+
+		hpu_kset(square_avg, i, sq);
+		hpu_kset(acc_delta, i, rho * acc + (1 - rho) * delta * delta);
+		hpu_kset(param, i, p - lr * delta);
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_adadelta = {
+	.name = "adadelta",
+	.min_tensors = 4,
+	.max_tensors = 4,
+	.outputs = hpu_adadelta_outputs,
+	.check = hpu_adadelta_check,
+	.run = hpu_adadelta_run,
+};
+
+/* ---- AdamW ---- */
+
+/* t: param, grad, exp_avg, exp_avg_sq, step. */
+static uint32_t hpu_adamw_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1u | 1u << 2 | 1u << 3 | 1u << 4;
+}
+
+/* s: lr, beta1, beta2, eps, weight_decay, with torch.optim.AdamW's bounds. */
+static int hpu_adamw_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const struct hpu_kview *step = &c->t[4];
+	const double *s = c->scalars;
+
+	if (!hpu_in_range(s[0], 0, INFINITY) || !(s[1] >= 0 && s[1] < 1) ||
+	    !(s[2] >= 0 && s[2] < 1) || !hpu_in_range(s[3], 0, INFINITY) ||
+	    !hpu_in_range(s[4], 0, INFINITY) || c->num_tensors != 5 ||
+	    (step->dtype != HPU_DTYPE_F32 && step->dtype != HPU_DTYPE_I64) || step->ndim != 0 ||
+	    !hpu_in_range(hpu_kget(step, 0), 0, INFINITY))
+		return -1;
+	return hpu_optim_check(c, 5, 4, items);
+}
+
+/*
+ * Every part reads the steps done so far from the step tensor, which only
+ * finish() advances, so all parts use the same t = step + 1.
+ */
+static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *param = &c->t[0], *exp_avg = &c->t[2], *exp_avg_sq = &c->t[3];
+	double lr = c->scalars[0], beta1 = c->scalars[1], beta2 = c->scalars[2];
+	double eps = c->scalars[3], wd = c->scalars[4], t = hpu_kget(&c->t[4], 0) + 1;
+	double step_size = lr / (1 - pow(beta1, t)), bc2_sqrt = sqrt(1 - pow(beta2, t));
+
+	for (uint64_t i = begin; i < end; i++) {
+		double g = hpu_kget(&c->t[1], i), p = hpu_kget(param, i) * (1 - lr * wd);
+		double m = beta1 * hpu_kget(exp_avg, i) + (1 - beta1) * g;
+		double v = beta2 * hpu_kget(exp_avg_sq, i) + (1 - beta2) * g * g;
+
+		hpu_kset(exp_avg, i, m);
+		hpu_kset(exp_avg_sq, i, v);
+		hpu_kset(param, i, p - step_size * m / (sqrt(v) / bc2_sqrt + eps));
+	}
+}
+
+static void hpu_adamw_finish(const struct hpu_kcall *c)
+{
+	const struct hpu_kview *step = &c->t[4];
+
+	if (step->dtype == HPU_DTYPE_I64)
+		hpu_kstore_i(step->dtype, step->base, hpu_kload_i(step->dtype, step->base) + 1);
+	else
+		hpu_kstore_f(step->dtype, step->base, hpu_kload_f(step->dtype, step->base) + 1);
+}
+
+const struct hpu_kernel_def hpu_kernel_adamw = {
+	.name = "adamw",
+	.min_tensors = 5,
+	.max_tensors = 5,
+	.outputs = hpu_adamw_outputs,
+	.check = hpu_adamw_check,
+	.run = hpu_adamw_run,
+	.finish = hpu_adamw_finish,
+};
+
+/* ---- clip_grad_norm ---- */
+
+/* t: total_norm, grads...: every one written. */
+static uint32_t hpu_clip_outputs(const struct hpu_kcall *c)
+{
+	return (uint32_t)((1ull << c->num_tensors) - 1);
+}
+
+/* s0: max_norm (not NaN); s1: 2 or +inf. */
+static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	double type = c->scalars[1];
+
+	if (c->num_tensors < 1 || c->t[0].dtype != HPU_DTYPE_F32 || c->t[0].ndim != 0 ||
+	    isnan(c->scalars[0]) || (type != 2 && type != INFINITY))
+		return -1;
+	for (unsigned int i = 1; i < c->num_tensors; i++)
+		if (!hpu_dtype_is_float(c->t[i].dtype))
+			return -1;
+	*items = 1;
+	return 0;
+}
+
+/* The norm over every grad's elements, then the scaling: all in the one item. */
+static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	bool max_norm = isinf(c->scalars[1]);
+	double total = 0, coef;
+
+	if (begin == end) /* a part without the one item */
+		return;
+	for (unsigned int i = 1; i < c->num_tensors; i++) {
+		uint64_t n = hpu_kview_numel(&c->t[i]);
+
+		for (uint64_t k = 0; k < n; k++) {
+			double x = fabs(hpu_kget(&c->t[i], k));
+
+			if (!max_norm)
+				total += x * x;
+			else if (x > total || isnan(x))
+				total = x;
+		}
+	}
+	if (!max_norm)
+		total = sqrt(total);
+	hpu_kset(&c->t[0], 0, total);
+	/* torch scales even by 1, and a NaN or infinite norm spreads to every grad. */
+	coef = c->scalars[0] / (total + 1e-6);
+	if (coef > 1)
+		coef = 1;
+	for (unsigned int i = 1; i < c->num_tensors; i++) {
+		uint64_t n = hpu_kview_numel(&c->t[i]);
+
+		for (uint64_t k = 0; k < n; k++)
+			hpu_kset(&c->t[i], k, hpu_kget(&c->t[i], k) * coef);
+	}
+}
+
+const struct hpu_kernel_def hpu_kernel_clip_grad_norm = {
+	.name = "clip_grad_norm",
+	.min_tensors = 1,
+	.max_tensors = HPU_KERNEL_MAX_TENSORS,
+	.outputs = hpu_clip_outputs,
+	.check = hpu_clip_check,
+	.run = hpu_clip_run,
+};
