@@ -17,19 +17,37 @@ void hpu_kexpect(bool ok, const char *what, const char *file, int line)
 	hpu_ktest_failed = true;
 }
 
-unsigned int hpu_ktest_main(const struct hpu_ktest_case *cases, size_t count)
+void hpu_ktest_plan(size_t count)
+{
+	printf("TAP version 13\n1..%zu\n", count);
+}
+
+bool hpu_ktest_report(unsigned int n, const char *name)
+{
+	bool ok = !hpu_ktest_failed;
+
+	printf("%s %u - %s\n", ok ? "ok" : "not ok", n, name);
+	hpu_ktest_failed = false;
+	return ok;
+}
+
+unsigned int hpu_ktest_run(const struct hpu_ktest_case *cases, size_t count, unsigned int *n)
 {
 	unsigned int failed = 0;
-	size_t i;
 
-	printf("TAP version 13\n1..%zu\n", count);
-	for (i = 0; i < count; i++) {
-		hpu_ktest_failed = false;
+	for (size_t i = 0; i < count; i++) {
 		cases[i].run();
-		printf("%s %zu - %s\n", hpu_ktest_failed ? "not ok" : "ok", i + 1, cases[i].name);
-		failed += hpu_ktest_failed;
+		failed += !hpu_ktest_report(++*n, cases[i].name);
 	}
 	return failed;
+}
+
+unsigned int hpu_ktest_main(const struct hpu_ktest_case *cases, size_t count)
+{
+	unsigned int n = 0;
+
+	hpu_ktest_plan(count);
+	return hpu_ktest_run(cases, count, &n);
 }
 
 /* ---- host tensors ---- */

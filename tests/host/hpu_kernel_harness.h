@@ -30,7 +30,13 @@ struct hpu_ktest_case {
 	void (*run)(void);
 };
 
-/* Prints the plan and one line a case; returns how many failed (a main()'s exit status when nonzero). */
+/* The TAP header: how many tests follow. */
+void hpu_ktest_plan(size_t count);
+/* Prints test n's line and clears the failure for the next; true if it passed. */
+bool hpu_ktest_report(unsigned int n, const char *name);
+/* Runs cases[], numbering on from *n; returns how many failed. */
+unsigned int hpu_ktest_run(const struct hpu_ktest_case *cases, size_t count, unsigned int *n);
+/* The plan and every case: a main()'s whole job; returns how many failed. */
 unsigned int hpu_ktest_main(const struct hpu_ktest_case *cases, size_t count);
 
 /* ---- host tensors ---- */

@@ -11,3 +11,8 @@ HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/u
 HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/hpu_suballoc.c userspace/lib/hpu_cb.c \
 	userspace/lib/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_internals := -pthread
+# Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
+HPU_KERNEL_TEST_LIBS := -Iuapi/drm -lm -pthread
+HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hpu_kernel_eltwise.c \
+	tests/host/hpu_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)

@@ -76,15 +76,17 @@ struct hpu_kernel_params {
 enum hpu_kernel_id {
 	/* t: out, in.  a0: enum hpu_unary_op.  s0: the exponent of POW_SCALAR.
 	 * Any dtypes (COPY between different dtypes is a cast: float to
-	 * integer truncates toward zero, out-of-range is undefined); the
-	 * transcendental ops want a float out. */
+	 * integer truncates toward zero, out-of-range is undefined; to U8 it
+	 * is != 0); the ops from GELU on want a float out.  RELU passes NaN. */
 	HPU_KERNEL_UNARY = 1,
 	/* t: out, a, b.  a0: enum hpu_binary_op.  s0: alpha, b is scaled by it
 	 * for ADD and SUB (torch.add's alpha; 1.0 otherwise).  a1: 1 when b
 	 * is absent and s1 stands for it (t then has two entries).
-	 * Comparisons write 1 or 0 in out's dtype. */
+	 * Comparisons write 1 or 0 in out's dtype.  The arithmetic is int64
+	 * when every tensor is integral and alpha (ADD, SUB) and a scalar b
+	 * are whole numbers, else floating; MAX and MIN propagate NaN. */
 	HPU_KERNEL_BINARY = 2,
-	/* t: out, cond, a, b.  out = cond != 0 ? a : b. */
+	/* t: out, cond (U8), a, b.  out = cond != 0 ? a : b. */
 	HPU_KERNEL_WHERE = 3,
 	/* t: out.  Every element = s0. */
 	HPU_KERNEL_FILL = 4,
@@ -177,10 +179,10 @@ enum hpu_binary_op {
 	HPU_BINARY_ADD = 0,
 	HPU_BINARY_SUB = 1,
 	HPU_BINARY_MUL = 2,
-	HPU_BINARY_DIV = 3, /* true division; integral out truncates */
+	HPU_BINARY_DIV = 3, /* true division; integral (and U8) out truncates; integral x / 0 is 0 */
 	HPU_BINARY_MAX = 4,
 	HPU_BINARY_MIN = 5,
-	HPU_BINARY_POW = 6,
+	HPU_BINARY_POW = 6, /* integral: a negative exponent gives trunc(1 / a ** -b), 0 for a = 0 */
 	HPU_BINARY_EQ = 7,
 	HPU_BINARY_NE = 8,
 	HPU_BINARY_LT = 9,

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Elementwise kernels: UNARY, BINARY, WHERE and FILL (hpu_kernels.h).
+ *
+ * Every operand has the output's shape, so a work item is one output
+ * element and any split of them is independent.  One loop serves all four
+ * kernels: it reads a block of elements of every input, applies the
+ * kernel's per-element function, and writes the block.  The launch picks
+ * the domain once: int64 when every operand is integral (so wide integers
+ * stay exact and wrap), double otherwise.
+ */
+#include "hpu_kernel.h"
+
+/* Elements a block loop handles at a time: small enough for the stack. */
+#define HPU_KBLOCK 256
+/* The most inputs an elementwise kernel reads (WHERE: cond, a, b). */
+#define HPU_KELT_MAX_IN 3
+
+/* Dense fp32 in row-major order: the common case, read without the index walk. */
+static bool hpu_kview_dense_f32(const struct hpu_kview *v)
+{
+	int64_t step = 1;
+
+	if (v->dtype != HPU_DTYPE_F32)
+		return false;
+	for (uint32_t d = v->ndim; d-- > 0;) {
+		if (v->shape[d] != 1 && v->strides[d] != step)
+			return false;
+		step *= (int64_t)v->shape[d];
+	}
+	return true;
+}
+
+/* Addresses of elements [i, i + n) of v, row-major: one division per dim, then carries. */
+static void hpu_kview_ptrs(const struct hpu_kview *v, uint64_t i, size_t n, uint8_t **p)
+{
+	int64_t esize = hpu_dtype_size(v->dtype), off = 0;
+	uint64_t idx[HPU_TENSOR_MAX_DIMS];
+	uint32_t d;
+
+	for (d = v->ndim; d-- > 0;) {
+		idx[d] = i % v->shape[d];
+		i /= v->shape[d];
+		off += (int64_t)idx[d] * v->strides[d];
+	}
+	for (size_t k = 0; k < n; k++) {
+		p[k] = v->base + off * esize;
+		for (d = v->ndim; d-- > 0;) {
+			off += v->strides[d];
+			if (++idx[d] < v->shape[d])
+				break;
+			off -= (int64_t)v->shape[d] * v->strides[d];
+			idx[d] = 0;
+		}
+	}
+}
+
+/* Elements [i, i + n) of v as doubles: dense fp32 straight, any other layout by address. */
+static void hpu_kgather_f(const struct hpu_kview *v, bool dense, uint64_t i, size_t n, double *x)
+{
+	uint8_t *p[HPU_KBLOCK];
+
+	if (dense) {
+		const float *f = (const float *)v->base + i;
+
+		for (size_t k = 0; k < n; k++)
+			x[k] = f[k];
+		return;
+	}
+	hpu_kview_ptrs(v, i, n, p);
+	for (size_t k = 0; k < n; k++)
+		x[k] = hpu_kload_f(v->dtype, p[k]);
+}
+
+static void hpu_kscatter_f(const struct hpu_kview *v, bool dense, uint64_t i, size_t n,
+			   const double *x)
+{
+	uint8_t *p[HPU_KBLOCK];
+
+	if (dense) {
+		float *f = (float *)v->base + i;
+
+		for (size_t k = 0; k < n; k++)
+			f[k] = (float)x[k];
+		return;
+	}
+	hpu_kview_ptrs(v, i, n, p);
+	for (size_t k = 0; k < n; k++)
+		hpu_kstore_f(v->dtype, p[k], x[k]);
+}
+
+/* Integral operands are never dense fp32. */
+static void hpu_kgather_i(const struct hpu_kview *v, uint64_t i, size_t n, int64_t *x)
+{
+	uint8_t *p[HPU_KBLOCK];
+
+	hpu_kview_ptrs(v, i, n, p);
+	for (size_t k = 0; k < n; k++)
+		x[k] = hpu_kload_i(v->dtype, p[k]);
+}
+
+static void hpu_kscatter_i(const struct hpu_kview *v, uint64_t i, size_t n, const int64_t *x)
+{
+	uint8_t *p[HPU_KBLOCK];
+
+	hpu_kview_ptrs(v, i, n, p);
+	for (size_t k = 0; k < n; k++)
+		hpu_kstore_i(v->dtype, p[k], x[k]);
+}
+
+/*
+ * A kernel's op over one block: o[k] from the inputs x[j][k], k < n.  The
+ * switch on the op sits outside the element loop, so each loop is
+ * branch-free where its expression is and the compiler can vectorise it.
+ */
+#define HPU_KMAP(expr)                                                   \
+	do {                                                             \
+		for (size_t k = 0; k < n; k++)                           \
+			o[k] = (expr);                                   \
+	} while (0)
+
+/* Wrapping int64 arithmetic, without the undefined behaviour of signed overflow. */
+static inline int64_t hpu_iadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t hpu_imul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t hpu_ineg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+
+/* ---- UNARY ---- */
+
+/*
+ * max(v, 0) letting NaN through, as torch.relu, without a branch: signs
+ * come at random, and compilers keep a double's ?: a branch.
+ */
+static inline double hpu_relu(double v)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	bits &= (uint64_t)0 - !(v < 0);
+	memcpy(&v, &bits, sizeof(v));
+	return v;
+}
+
+static void hpu_unary_f(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK])
+{
+	const double *a = x[0], s = c->scalars[0], k0 = sqrt(M_2_PI);
+
+	switch (c->args[0]) {
+	case HPU_UNARY_COPY: HPU_KMAP(a[k]); break;
+	case HPU_UNARY_NEG: HPU_KMAP(-a[k]); break;
+	case HPU_UNARY_ABS: HPU_KMAP(fabs(a[k])); break;
+	case HPU_UNARY_RELU: HPU_KMAP(hpu_relu(a[k])); break;
+	case HPU_UNARY_GELU: HPU_KMAP(0.5 * a[k] * (1 + erf(a[k] * M_SQRT1_2))); break;
+	case HPU_UNARY_GELU_TANH:
+		HPU_KMAP(0.5 * a[k] * (1 + tanh(k0 * (a[k] + 0.044715 * a[k] * a[k] * a[k]))));
+		break;
+	case HPU_UNARY_TANH: HPU_KMAP(tanh(a[k])); break;
+	case HPU_UNARY_SIGMOID: HPU_KMAP(1 / (1 + exp(-a[k]))); break;
+	case HPU_UNARY_EXP: HPU_KMAP(exp(a[k])); break;
+	case HPU_UNARY_LOG: HPU_KMAP(log(a[k])); break;
+	case HPU_UNARY_SQRT: HPU_KMAP(sqrt(a[k])); break;
+	case HPU_UNARY_RSQRT: HPU_KMAP(1 / sqrt(a[k])); break;
+	case HPU_UNARY_RECIPROCAL: HPU_KMAP(1 / a[k]); break;
+	default: HPU_KMAP(pow(a[k], s)); break; /* POW_SCALAR; check() allows no other */
+	}
+}
+
+/* Only COPY, NEG, ABS and RELU can have an integral out (check()). */
+static void hpu_unary_i(const struct hpu_kcall *c, size_t n, int64_t *o, int64_t (*x)[HPU_KBLOCK])
+{
+	const int64_t *a = x[0];
+
+	switch (c->args[0]) {
+	case HPU_UNARY_NEG: HPU_KMAP(hpu_ineg(a[k])); break;
+	case HPU_UNARY_ABS: HPU_KMAP(a[k] < 0 ? hpu_ineg(a[k]) : a[k]); break;
+	case HPU_UNARY_RELU: HPU_KMAP(a[k] < 0 ? 0 : a[k]); break;
+	default: HPU_KMAP(a[k]); break;
+	}
+}
+
+/* ---- BINARY ---- */
+
+static void hpu_binary_f(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK])
+{
+	const double *a = x[0], *b = x[1], alpha = c->scalars[0];
+	bool trunc_out = !hpu_dtype_is_float(c->t[0].dtype);
+
+	if (c->args[1]) /* s1 stands for b */
+		for (size_t k = 0; k < n; k++)
+			x[1][k] = c->scalars[1];
+	switch (c->args[0]) {
+	case HPU_BINARY_ADD: HPU_KMAP(a[k] + alpha * b[k]); break;
+	case HPU_BINARY_SUB: HPU_KMAP(a[k] - alpha * b[k]); break;
+	case HPU_BINARY_MUL: HPU_KMAP(a[k] * b[k]); break;
+	/* An integral out takes the quotient toward zero, U8 included (0.5 is false). */
+	case HPU_BINARY_DIV: HPU_KMAP(trunc_out ? trunc(a[k] / b[k]) : a[k] / b[k]); break;
+	/* NaN wins, as torch.maximum and torch.minimum. */
+	case HPU_BINARY_MAX: HPU_KMAP(a[k] > b[k] || isnan(a[k]) ? a[k] : b[k]); break;
+	case HPU_BINARY_MIN: HPU_KMAP(a[k] < b[k] || isnan(a[k]) ? a[k] : b[k]); break;
+	case HPU_BINARY_POW: HPU_KMAP(pow(a[k], b[k])); break;
+	case HPU_BINARY_EQ: HPU_KMAP(a[k] == b[k]); break;
+	case HPU_BINARY_NE: HPU_KMAP(a[k] != b[k]); break;
+	case HPU_BINARY_LT: HPU_KMAP(a[k] < b[k]); break;
+	case HPU_BINARY_LE: HPU_KMAP(a[k] <= b[k]); break;
+	case HPU_BINARY_GT: HPU_KMAP(a[k] > b[k]); break;
+	default: HPU_KMAP(a[k] >= b[k]); break; /* GE */
+	}
+}
+
+/* a ** b; a negative b gives the truncated 1 / a ** -b (1 / 0 counting as 0). */
+static int64_t hpu_ipow(int64_t a, int64_t b)
+{
+	int64_t r = 1;
+
+	if (b < 0)
+		return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0;
+	for (; b; b >>= 1, a = hpu_imul(a, a))
+		if (b & 1)
+			r = hpu_imul(r, a);
+	return r;
+}
+
+/* Truncating; x / 0 is 0 and INT64_MIN / -1 wraps, rather than trapping the device. */
+static int64_t hpu_idiv(int64_t a, int64_t b)
+{
+	return b == 0 ? 0 : b == -1 ? hpu_ineg(a) : a / b;
+}
+
+static void hpu_binary_i(const struct hpu_kcall *c, size_t n, int64_t *o, int64_t (*x)[HPU_KBLOCK])
+{
+	const int64_t *a = x[0], *b = x[1], alpha = (int64_t)c->scalars[0];
+
+	if (c->args[1])
+		for (size_t k = 0; k < n; k++)
+			x[1][k] = (int64_t)c->scalars[1];
+	switch (c->args[0]) {
+	case HPU_BINARY_ADD: HPU_KMAP(hpu_iadd(a[k], hpu_imul(alpha, b[k]))); break;
+	case HPU_BINARY_SUB: HPU_KMAP(hpu_iadd(a[k], hpu_ineg(hpu_imul(alpha, b[k])))); break;
+	case HPU_BINARY_MUL: HPU_KMAP(hpu_imul(a[k], b[k])); break;
+	case HPU_BINARY_DIV: HPU_KMAP(hpu_idiv(a[k], b[k])); break;
+	case HPU_BINARY_MAX: HPU_KMAP(a[k] > b[k] ? a[k] : b[k]); break;
+	case HPU_BINARY_MIN: HPU_KMAP(a[k] < b[k] ? a[k] : b[k]); break;
+	case HPU_BINARY_POW: HPU_KMAP(hpu_ipow(a[k], b[k])); break;
+	case HPU_BINARY_EQ: HPU_KMAP(a[k] == b[k]); break;
+	case HPU_BINARY_NE: HPU_KMAP(a[k] != b[k]); break;
+	case HPU_BINARY_LT: HPU_KMAP(a[k] < b[k]); break;
+	case HPU_BINARY_LE: HPU_KMAP(a[k] <= b[k]); break;
+	case HPU_BINARY_GT: HPU_KMAP(a[k] > b[k]); break;
+	default: HPU_KMAP(a[k] >= b[k]); break; /* GE */
+	}
+}
+
+/* ---- WHERE and FILL ---- */
+
+static void hpu_where_f(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK])
+{
+	(void)c;
+	HPU_KMAP(x[0][k] != 0 ? x[1][k] : x[2][k]);
+}
+
+static void hpu_where_i(const struct hpu_kcall *c, size_t n, int64_t *o, int64_t (*x)[HPU_KBLOCK])
+{
+	(void)c;
+	HPU_KMAP(x[0][k] != 0 ? x[1][k] : x[2][k]);
+}
+
+static void hpu_fill_f(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK])
+{
+	(void)x;
+	HPU_KMAP(c->scalars[0]);
+}
+
+/* ---- the shared loop ---- */
+
+static bool hpu_kall_integral(const struct hpu_kcall *c)
+{
+	for (uint32_t i = 0; i < c->num_tensors; i++)
+		if (hpu_dtype_is_float(c->t[i].dtype))
+			return false;
+	return true;
+}
+
+/* A whole number int64 holds exactly (doubles from -2^63 up to but not including 2^63). */
+static bool hpu_kwhole(double v)
+{
+	return v == trunc(v) && v >= -0x1p63 && v < 0x1p63;
+}
+
+/* A scalar b or an alpha counts as integral when it is a whole number. */
+static bool hpu_binary_integral(const struct hpu_kcall *c)
+{
+	bool alpha = c->args[0] != HPU_BINARY_ADD && c->args[0] != HPU_BINARY_SUB;
+
+	return hpu_kall_integral(c) && (alpha || hpu_kwhole(c->scalars[0])) &&
+	       (!c->args[1] || hpu_kwhole(c->scalars[1]));
+}
+
+struct hpu_keltwise {
+	void (*f)(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK]);
+	void (*i)(const struct hpu_kcall *c, size_t n, int64_t *o, int64_t (*x)[HPU_KBLOCK]);
+	/* Whether the launch computes in int64; NULL: always double. */
+	bool (*integral)(const struct hpu_kcall *c);
+};
+
+static const struct hpu_keltwise hpu_keltwise_ops[] = {
+	[HPU_KERNEL_UNARY] = { hpu_unary_f, hpu_unary_i, hpu_kall_integral },
+	[HPU_KERNEL_BINARY] = { hpu_binary_f, hpu_binary_i, hpu_binary_integral },
+	[HPU_KERNEL_WHERE] = { hpu_where_f, hpu_where_i, hpu_kall_integral },
+	[HPU_KERNEL_FILL] = { hpu_fill_f, NULL, NULL },
+};
+
+static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_keltwise *ops = &hpu_keltwise_ops[c->kernel];
+	bool integral = ops->integral && ops->integral(c);
+	uint32_t nin = c->num_tensors - 1, j;
+	bool dense[1 + HPU_KELT_MAX_IN];
+	/* One block of each input and of out; a scalar b takes the second input's row. */
+	union {
+		struct { double x[HPU_KELT_MAX_IN][HPU_KBLOCK], o[HPU_KBLOCK]; } f;
+		struct { int64_t x[HPU_KELT_MAX_IN][HPU_KBLOCK], o[HPU_KBLOCK]; } i;
+	} b;
+
+	for (j = 0; j <= nin; j++)
+		dense[j] = hpu_kview_dense_f32(&c->t[j]);
+	while (begin < end) {
+		size_t n = end - begin < HPU_KBLOCK ? end - begin : HPU_KBLOCK;
+
+		/* The whole block is read before out is written: in place works. */
+		if (integral) {
+			for (j = 0; j < nin; j++)
+				hpu_kgather_i(&c->t[j + 1], begin, n, b.i.x[j]);
+			ops->i(c, n, b.i.o, b.i.x);
+			hpu_kscatter_i(&c->t[0], begin, n, b.i.o);
+		} else {
+			for (j = 0; j < nin; j++)
+				hpu_kgather_f(&c->t[j + 1], dense[j + 1], begin, n, b.f.x[j]);
+			ops->f(c, n, b.f.o, b.f.x);
+			hpu_kscatter_f(&c->t[0], dense[0], begin, n, b.f.o);
+		}
+		begin += n;
+	}
+}
+
+/* ---- checks ---- */
+
+/* Every operand has out's shape, args from first on are 0 (unused), and the items are out's elements. */
+static int hpu_keltwise_check(const struct hpu_kcall *c, uint32_t first_unused_arg, uint64_t *items)
+{
+	const struct hpu_kview *out = &c->t[0];
+
+	for (uint32_t a = first_unused_arg; a < HPU_KERNEL_MAX_ARGS; a++)
+		if (c->args[a])
+			return -1;
+	for (uint32_t i = 1; i < c->num_tensors; i++) {
+		if (c->t[i].ndim != out->ndim)
+			return -1;
+		for (uint32_t d = 0; d < out->ndim; d++)
+			if (c->t[i].shape[d] != out->shape[d])
+				return -1;
+	}
+	*items = hpu_kview_numel(out);
+	return 0;
+}
+
+static int hpu_unary_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	int64_t op = c->args[0];
+
+	if (c->num_tensors != 2 || op < HPU_UNARY_COPY || op > HPU_UNARY_POW_SCALAR)
+		return -1;
+	if (op >= HPU_UNARY_GELU && !hpu_dtype_is_float(c->t[0].dtype))
+		return -1;
+	return hpu_keltwise_check(c, 1, items);
+}
+
+static int hpu_binary_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	int64_t op = c->args[0], scalar_b = c->args[1];
+
+	if (scalar_b != 0 && scalar_b != 1)
+		return -1;
+	if (c->num_tensors != 3 - scalar_b || op < HPU_BINARY_ADD || op > HPU_BINARY_GE)
+		return -1;
+	return hpu_keltwise_check(c, 2, items);
+}
+
+static int hpu_where_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (c->num_tensors != 4 || c->t[1].dtype != HPU_DTYPE_U8)
+		return -1;
+	return hpu_keltwise_check(c, 0, items);
+}
+
+static int hpu_fill_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (c->num_tensors != 1)
+		return -1;
+	return hpu_keltwise_check(c, 0, items);
+}
+
+static uint32_t hpu_keltwise_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1;
+}
+
+const struct hpu_kernel_def hpu_kernel_unary = {
+	"unary", 2, 2, hpu_keltwise_outputs, hpu_unary_check, hpu_keltwise_run, NULL,
+};
+const struct hpu_kernel_def hpu_kernel_binary = {
+	"binary", 2, 3, hpu_keltwise_outputs, hpu_binary_check, hpu_keltwise_run, NULL,
+};
+const struct hpu_kernel_def hpu_kernel_where = {
+	"where", 4, 4, hpu_keltwise_outputs, hpu_where_check, hpu_keltwise_run, NULL,
+};
+const struct hpu_kernel_def hpu_kernel_fill = {
+	"fill", 1, 1, hpu_keltwise_outputs, hpu_fill_check, hpu_keltwise_run, NULL,
+};
