@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <hpu/hpu.h>
+#include <hpu/hpu_tensor.h>
 
 #include "test_libhpu_tap.h"
 
@@ -482,9 +483,55 @@ static const struct {
 	API("HPU_0.2", hpu_event_synchronize),
 	API("HPU_0.2", hpu_event_query),
 	API("HPU_0.2", hpu_event_elapsed_time),
+	API("HPU_0.3", hpu_dt_size),
+	API("HPU_0.3", hpu_tensor_empty),
+	API("HPU_0.3", hpu_tensor_destroy),
+	API("HPU_0.3", hpu_tensor_get_layout),
+	API("HPU_0.3", hpu_tensor_numel),
+	API("HPU_0.3", hpu_tensor_device_pointer),
+	API("HPU_0.3", hpu_tensor_view),
+	API("HPU_0.3", hpu_tensor_permute),
+	API("HPU_0.3", hpu_tensor_transpose),
+	API("HPU_0.3", hpu_tensor_slice),
+	API("HPU_0.3", hpu_tensor_expand),
+	API("HPU_0.3", hpu_tensor_as_strided),
+	API("HPU_0.3", hpu_tensor_copy_from_host),
+	API("HPU_0.3", hpu_tensor_copy_to_host),
+	API("HPU_0.3", hpu_op_unary),
+	API("HPU_0.3", hpu_op_pow_scalar),
+	API("HPU_0.3", hpu_op_binary),
+	API("HPU_0.3", hpu_op_binary_scalar),
+	API("HPU_0.3", hpu_op_add),
+	API("HPU_0.3", hpu_op_where),
+	API("HPU_0.3", hpu_op_fill),
+	API("HPU_0.3", hpu_op_reduce),
+	API("HPU_0.3", hpu_op_softmax),
+	API("HPU_0.3", hpu_op_softmax_backward),
+	API("HPU_0.3", hpu_op_nll_loss),
+	API("HPU_0.3", hpu_op_nll_loss_backward),
+	API("HPU_0.3", hpu_op_cross_entropy),
+	API("HPU_0.3", hpu_op_cross_entropy_backward),
+	API("HPU_0.3", hpu_op_dropout),
+	API("HPU_0.3", hpu_op_dropout_backward),
+	API("HPU_0.3", hpu_op_relu_backward),
+	API("HPU_0.3", hpu_op_gelu_backward),
+	API("HPU_0.3", hpu_op_layer_norm),
+	API("HPU_0.3", hpu_op_layer_norm_backward),
+	API("HPU_0.3", hpu_op_embedding),
+	API("HPU_0.3", hpu_op_embedding_backward),
+	API("HPU_0.3", hpu_op_matmul),
+	API("HPU_0.3", hpu_op_linear),
+	API("HPU_0.3", hpu_op_cumsum),
+	API("HPU_0.3", hpu_op_sgd),
+	API("HPU_0.3", hpu_op_adadelta),
+	API("HPU_0.3", hpu_op_adamw),
+	API("HPU_0.3", hpu_op_clip_grad_norm),
+	API("HPU_0.3", hpu_fallback_count),
+	API("HPU_0.3", hpu_fallback_total),
+	API("HPU_0.3", hpu_fallback_set_strict),
 };
 
-static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2" };
+static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3" };
 
 static bool is_version_node(const char *name)
 {

@@ -80,3 +80,19 @@ void hpu_cb_timestamp(struct hpu_cb *cb, uint64_t addr)
 
 	hpu_cb_put(cb, &pkt, sizeof(pkt));
 }
+
+void hpu_cb_tpc_launch(struct hpu_cb *cb, uint64_t params, uint32_t params_size)
+{
+	struct hpu_pkt_tpc_launch pkt = {
+		.header = HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0),
+		.params_size = params_size,
+		.params = params,
+	};
+
+	hpu_cb_put(cb, &pkt, sizeof(pkt));
+}
+
+void hpu_cb_gemm(struct hpu_cb *cb, const void *gemm)
+{
+	hpu_cb_put(cb, gemm, sizeof(struct hpu_pkt_mme_gemm));
+}
