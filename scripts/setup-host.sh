@@ -17,6 +17,8 @@ pkgs=(
 	libdrm-dev libpci-dev pciutils
 	# installing the module
 	dkms
+	# the MNIST example's data set
+	dataset-fashion-mnist
 )
 
 src_list=/etc/apt/sources.list.d/hpu-deb-src.sources
