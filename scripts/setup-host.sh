@@ -17,8 +17,7 @@ pkgs=(
 	libdrm-dev libpci-dev pciutils
 	# installing the module
 	dkms
-	# the MNIST example's data set
-	dataset-fashion-mnist
+	dataset-fashion-mnist # the MNIST example's data set
 )
 
 src_list=/etc/apt/sources.list.d/hpu-deb-src.sources
