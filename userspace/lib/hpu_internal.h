@@ -433,12 +433,14 @@ int hpu_op_dtype_in(const struct hpu_op *op, unsigned int i, unsigned int dtypes
 /* Operand i (if present) has one element: it becomes a 0-dim scalar. */
 int hpu_op_scalar_operand(struct hpu_op *op, unsigned int i);
 
-/* hpu_launch.c: kernels and GEMMs as jobs on a stream. */
+/* hpu_encode.c: what the device reads for an op. */
 
 /* Bytes of op's parameter block, written to buf with its tensors at addrs. */
 size_t hpu_params_encode(const struct hpu_op *op, const uint64_t *addrs, void *buf);
 /* The GEMM packet of an HPU_OPK_GEMM op; -EINVAL if the layouts do not fit the engine. */
 int hpu_gemm_encode(const struct hpu_op *op, const uint64_t *addrs, double beta, void *pkt);
+
+/* hpu_launch.c: kernels and GEMMs as jobs on a stream. */
 /* Enqueues op on s (its lock held). */
 int hpu_launch(struct hpu_stream *s, const struct hpu_op *op);
 void hpu_params_release(struct hpu_stream *s);

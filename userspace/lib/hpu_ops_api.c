@@ -276,13 +276,11 @@ static int hpu_op_loss(struct hpu_op *op, unsigned int x, unsigned int target, u
 	op->args[1] = ignore_index;
 	if ((unsigned int)reduction > HPU_LOSS_SUM)
 		return hpu_error_set(EINVAL, "unknown reduction %d", reduction);
-	ret = hpu_op_one_dtype(op, x, HPU_DTS_FLOAT);
+	ret = hpu_op_dtype_in(op, x, HPU_DTS_FLOAT);
 	if (!ret)
 		ret = hpu_op_same_dtype(op, x, loss);
 	if (!ret)
 		ret = hpu_op_dtype_in(op, target, HPU_DTS_INDEX);
-	if (!ret && op->t[x ? 0 : 1] && x)
-		ret = hpu_op_same_shape(op, 0, x);
 	if (ret)
 		return ret;
 	if (lx->ndim != 2 || lt->ndim != 1 || lt->shape[0] != lx->shape[0])
@@ -354,6 +352,8 @@ int hpu_op_cross_entropy_backward(struct hpu_stream *s, struct hpu_tensor *grad_
 		ret = hpu_op_loss(&op, 2, 3, 1, reduction, ignore_index);
 	if (!ret)
 		ret = hpu_op_same_dtype(&op, 0, 2);
+	if (!ret)
+		ret = hpu_op_same_shape(&op, 2, 0);
 	return hpu_op_finish(__func__, s, &op, ret);
 }
 

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of libhpu's tensor and op layer without a device, built
+ * from its sources: view arithmetic (shapes, strides, broadcasting, views
+ * and their bounds), the checks every op makes before anything is
+ * enqueued, the operands an op hands the device (parameter block and GEMM
+ * packet bytes), and the CPU fallback computing on host memory.  The
+ * device is faked: a storage's address is host memory, "launching" an op
+ * records it, and span copies are memcpy.  Prints TAP.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <drm/hpu_packets.h>
+
+#include "../../userspace/lib/hpu_internal.h"
+#include "test_libhpu_tap.h"
+
+/* The fake device. */
+static struct hpu_device fake_dev;
+static struct hpu_stream fake_stream = { .dev = &fake_dev, .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct hpu_stream *const S = &fake_stream;
+static struct hpu_op launched;
+static unsigned int launches;
+
+int hpu_launch(struct hpu_stream *s, const struct hpu_op *op)
+{
+	(void)s;
+	launched = *op;
+	launches++;
+	return 0;
+}
+
+static uint8_t *fake_bytes(const struct hpu_storage *st, int64_t lo, uint32_t dtype)
+{
+	return (uint8_t *)(uintptr_t)st->va + lo * (int64_t)hpu_dt_size(dtype);
+}
+
+int hpu_span_read(struct hpu_stream *s, const struct hpu_storage *st,
+		  const struct hpu_tensor_layout *l, void **buf, int64_t *lo)
+{
+	int64_t hi;
+	size_t size;
+
+	(void)s;
+	if (!hpu_layout_span(l, lo, &hi))
+		hi = *lo - 1;
+	size = (size_t)(hi - *lo + 1) * hpu_dt_size(l->dtype);
+	*buf = malloc(size + 1);
+	memcpy(*buf, fake_bytes(st, *lo, l->dtype), size);
+	return 0;
+}
+
+int hpu_span_write(struct hpu_stream *s, const struct hpu_storage *st,
+		   const struct hpu_tensor_layout *l, const void *buf, int64_t lo)
+{
+	int64_t first, hi;
+
+	(void)s;
+	if (hpu_layout_span(l, &first, &hi))
+		memcpy(fake_bytes(st, lo, l->dtype), buf,
+		       (size_t)(hi - first + 1) * hpu_dt_size(l->dtype));
+	return 0;
+}
+
+/* A contiguous tensor of the fake device; its memory is zeroed host memory. */
+static struct hpu_tensor *fake(uint32_t dtype, unsigned int ndim, const int64_t *shape)
+{
+	struct hpu_storage *st = calloc(1, sizeof(*st));
+	struct hpu_tensor *t = calloc(1, sizeof(*t));
+
+	hpu_layout_init(&t->l, dtype, ndim, shape);
+	st->dev = &fake_dev;
+	st->size = (uint64_t)hpu_layout_numel(&t->l) * hpu_dt_size(dtype);
+	st->va = (uintptr_t)calloc(1, st->size + 8);
+	t->storage = st;
+	return t;
+}
+
+/* Another view of t's storage. */
+static struct hpu_tensor *fake_view(const struct hpu_tensor *t, const struct hpu_tensor_layout *l)
+{
+	struct hpu_tensor *v = calloc(1, sizeof(*v));
+
+	*v = *t;
+	v->l = *l;
+	return v;
+}
+
+#define SHAPE(...) ((const int64_t[]){ __VA_ARGS__ })
+#define NDIM(...) (sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t))
+#define FAKE(dtype, ...) fake(dtype, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
+
+static bool strides_are(const struct hpu_tensor_layout *l, unsigned int ndim, const int64_t *want)
+{
+	return l->ndim == ndim && !memcmp(l->strides, want, ndim * sizeof(*want));
+}
+
+static void test_contiguous_layouts(void)
+{
+	struct hpu_tensor_layout l;
+	int64_t lo, hi;
+
+	hpu_layout_init(&l, HPU_DT_F32, 3, SHAPE(2, 3, 4));
+	EXPECT(strides_are(&l, 3, SHAPE(12, 4, 1)));
+	EXPECT(hpu_layout_numel(&l) == 24);
+	EXPECT(hpu_layout_is_contiguous(&l));
+	EXPECT(hpu_layout_span(&l, &lo, &hi) && lo == 0 && hi == 23);
+	EXPECT(hpu_layout_check(&l, 96, "t") == 0);
+	EXPECT(hpu_layout_check(&l, 95, "t") == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "t reaches elements 0..23 of a storage of 23 F32 elements");
+	hpu_layout_init(&l, HPU_DT_BF16, 0, NULL);
+	EXPECT(hpu_layout_numel(&l) == 1 && hpu_layout_check(&l, 2, "scalar") == 0);
+	EXPECT(hpu_shape_check(7, SHAPE(1, 1, 1, 1, 1, 1, 1), "t") == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "t has 7 dims, at most 6 supported");
+	EXPECT(hpu_shape_check(2, SHAPE(2, -3), "x") == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "x: dim 1 is -3");
+}
+
+static void test_broadcast(void)
+{
+	struct hpu_tensor_layout in, out;
+	unsigned int ndim;
+	int64_t shape[HPU_MAX_DIMS];
+
+	hpu_layout_init(&in, HPU_DT_F32, 2, SHAPE(3, 1));
+	EXPECT(hpu_layout_broadcast(&in, 3, SHAPE(2, 3, 4), &out, "a") == 0);
+	EXPECT(strides_are(&out, 3, SHAPE(0, 1, 0)));
+	EXPECT(hpu_layout_broadcast(&in, 2, SHAPE(4, 4), &out, "a") == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "a of shape [3, 1] does not broadcast to [4, 4]");
+	EXPECT(hpu_broadcast_shapes(2, SHAPE(3, 1), 1, SHAPE(5), &ndim, shape) == 0);
+	EXPECT(ndim == 2 && shape[0] == 3 && shape[1] == 5);
+	EXPECT(hpu_broadcast_shapes(1, SHAPE(3), 1, SHAPE(5), &ndim, shape) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "shapes [3] and [5] do not broadcast");
+}
+
+static void test_views(void)
+{
+	struct hpu_tensor_layout base, t, v, s;
+
+	hpu_layout_init(&base, HPU_DT_F32, 3, SHAPE(2, 3, 4));
+	EXPECT(hpu_layout_view(&base, 2, SHAPE(6, -1), &v) == 0);
+	EXPECT(v.shape[1] == 4 && strides_are(&v, 2, SHAPE(4, 1)));
+	EXPECT(hpu_layout_view(&base, 4, SHAPE(2, 3, 2, 2), &v) == 0);
+	EXPECT(strides_are(&v, 4, SHAPE(12, 4, 2, 1)));
+	EXPECT(hpu_layout_view(&base, 2, SHAPE(5, 5), &v) == -EINVAL);
+	/* Transposed: its dims may split, not merge. */
+	EXPECT(hpu_layout_permute(&base, (const unsigned int[]){ 2, 0, 1 }, &t) == 0);
+	EXPECT(t.shape[0] == 4 && strides_are(&t, 3, SHAPE(1, 12, 4)));
+	EXPECT(hpu_layout_view(&t, 2, SHAPE(4, 6), &v) == 0);
+	EXPECT(strides_are(&v, 2, SHAPE(1, 4)));
+	EXPECT(hpu_layout_view(&t, 2, SHAPE(24, 1), &v) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "view: [4, 2, 3] cannot be viewed as [24, 1] without a copy");
+	EXPECT(hpu_layout_permute(&base, (const unsigned int[]){ 0, 0, 1 }, &t) == -EINVAL);
+	/* Every other row of the middle dim, from row 1. */
+	EXPECT(hpu_layout_slice(&base, 1, 1, 3, 2, &s) == 0);
+	EXPECT(s.offset == 4 && s.shape[1] == 1 && strides_are(&s, 3, SHAPE(12, 8, 1)));
+	EXPECT(!hpu_layout_is_contiguous(&s));
+	EXPECT(hpu_layout_slice(&base, 2, 0, 5, 1, &s) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "slice 0:5:1 out of range for dim 2 of size 4");
+	EXPECT(hpu_layout_slice(&base, 2, 1, 4, 2, &s) == 0 && s.shape[2] == 2);
+	EXPECT(hpu_layout_expand(&s, 4, SHAPE(5, 2, 3, 2), &v) == 0);
+	EXPECT(strides_are(&v, 4, SHAPE(0, 12, 4, 2)) && v.offset == 1);
+	EXPECT(hpu_layout_has_repeats(&v) && !hpu_layout_has_repeats(&s));
+	/* Bounds: a view one element past its storage. */
+	v = base;
+	v.offset = 1;
+	EXPECT(hpu_layout_check(&v, 96, "view") == -EINVAL);
+	v.offset = 0;
+	v.strides[0] = -12;
+	EXPECT(hpu_layout_check(&v, 96, "view") == -EINVAL);
+	v.offset = 12;
+	EXPECT(hpu_layout_check(&v, 96, "view") == 0);
+}
+
+static void test_overlap(void)
+{
+	struct hpu_tensor_layout base, a, b;
+
+	hpu_layout_init(&base, HPU_DT_F32, 2, SHAPE(4, 4));
+	hpu_layout_slice(&base, 0, 0, 2, 1, &a);
+	hpu_layout_slice(&base, 0, 2, 4, 1, &b);
+	EXPECT(!hpu_layout_overlap(&a, &b));
+	hpu_layout_slice(&base, 0, 1, 3, 1, &b);
+	EXPECT(hpu_layout_overlap(&a, &b));
+	EXPECT(hpu_layout_same(&a, &a) && !hpu_layout_same(&a, &b));
+}
+
+static struct hpu_kernel_params params_of(const struct hpu_op *op, struct hpu_tensor_desc *d)
+{
+	uint8_t buf[HPU_KERNEL_PARAMS_MAX];
+	uint64_t addrs[HPU_OP_TENSORS] = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	struct hpu_kernel_params p;
+	size_t size = hpu_params_encode(op, addrs, buf);
+
+	EXPECT(size == sizeof(p) + op->num_tensors * sizeof(*d));
+	memcpy(&p, buf, sizeof(p));
+	memcpy(d, buf + sizeof(p), op->num_tensors * sizeof(*d));
+	return p;
+}
+
+static void test_add_broadcasts_into_the_block(void)
+{
+	struct hpu_tensor *out = FAKE(HPU_DT_F32, 3, 4), *a = FAKE(HPU_DT_F32, 3, 1),
+			  *b = FAKE(HPU_DT_F32, 4);
+	struct hpu_tensor_desc d[3];
+	struct hpu_kernel_params p;
+	double alpha;
+
+	EXPECT(hpu_op_add(S, out, a, b, -0.5) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_BINARY && launched.num_tensors == 3);
+	p = params_of(&launched, d);
+	EXPECT(p.version == HPU_KERNEL_PARAMS_VERSION && p.kernel == HPU_KERNEL_BINARY &&
+	       p.num_tensors == 3 && p.flags == 0);
+	EXPECT(p.args[0] == HPU_BINARY_ADD && p.args[1] == 0);
+	memcpy(&alpha, &p.scalars[0], sizeof(alpha));
+	EXPECT(alpha == -0.5);
+	EXPECT(d[0].addr == 0x1000 && d[0].dtype == HPU_DTYPE_F32 && d[0].ndim == 2);
+	EXPECT(d[0].shape[0] == 3 && d[0].shape[1] == 4 && d[0].shape[2] == 1 && d[0].shape[5] == 1);
+	EXPECT(d[0].strides[0] == 4 && d[0].strides[1] == 1 && d[0].strides[2] == 0);
+	EXPECT(d[1].shape[1] == 4 && d[1].strides[0] == 1 && d[1].strides[1] == 0);
+	EXPECT(d[2].shape[0] == 3 && d[2].strides[0] == 0 && d[2].strides[1] == 1);
+	/* With a scalar b: two operands, a1 set and s1 the value. */
+	EXPECT(hpu_op_binary_scalar(S, HPU_BIN_MUL, out, out, 3) == 0);
+	p = params_of(&launched, d);
+	EXPECT(p.num_tensors == 2 && p.args[0] == HPU_BINARY_MUL && p.args[1] == 1);
+}
+
+static void test_rejections(void)
+{
+	struct hpu_tensor *f = FAKE(HPU_DT_F32, 4, 4), *i = FAKE(HPU_DT_I32, 4, 4),
+			  *small = FAKE(HPU_DT_F32, 3), *big = FAKE(HPU_DT_F32, 8, 4);
+	struct hpu_tensor_layout l;
+	struct hpu_tensor *top, *bottom, *mid, *rep;
+	unsigned int before = launches;
+
+	EXPECT(hpu_op_add(S, f, f, small, 1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_add: b of shape [3] does not broadcast to [4, 4]");
+	EXPECT(hpu_op_add(S, f, f, i, 1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_add: dtype mismatch: a is F32, b is I32");
+	EXPECT(hpu_op_unary(S, HPU_UN_EXP, i, i) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_unary: out is I32, the op takes F32 or BF16 or F64");
+	EXPECT(hpu_op_unary(S, HPU_UN_COPY, NULL, f) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_unary: out is NULL");
+	EXPECT(hpu_op_binary(S, (enum hpu_binary_fn)99, f, f, f) == -EINVAL);
+	EXPECT(hpu_op_add(NULL, f, f, f, 1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_add: stream is NULL");
+	/* Overlapping views of one storage: rows 0-3 and 2-5 of big. */
+	hpu_layout_slice(&big->l, 0, 0, 4, 1, &l);
+	top = fake_view(big, &l);
+	hpu_layout_slice(&big->l, 0, 2, 6, 1, &l);
+	mid = fake_view(big, &l);
+	hpu_layout_slice(&big->l, 0, 4, 8, 1, &l);
+	bottom = fake_view(big, &l);
+	EXPECT(hpu_op_unary(S, HPU_UN_NEG, mid, top) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_unary: out overlaps in");
+	EXPECT(hpu_op_unary(S, HPU_UN_NEG, bottom, top) == 0);
+	EXPECT(hpu_op_unary(S, HPU_UN_NEG, top, top) == 0); /* in place */
+	EXPECT(hpu_op_matmul(S, top, top, f) == -EINVAL);
+	EXPECT_STR(hpu_last_error(),
+		   "hpu_op_matmul: out overlaps a (the matrix engine works out of place)");
+	/* A broadcast view cannot be written. */
+	hpu_layout_expand(&small->l, 2, SHAPE(4, 3), &l);
+	rep = fake_view(small, &l);
+	EXPECT(hpu_op_fill(S, rep, 1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_fill: out repeats elements (a broadcast view): "
+				     "it cannot be written");
+	/* Loss shapes and reductions. */
+	EXPECT(hpu_op_nll_loss(S, small, f, i, HPU_LOSS_MEAN, -100) == -EINVAL);
+	EXPECT(hpu_op_reduce(S, HPU_RED_SUM, small, f, 1 << 2) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_reduce: dims_mask 0x4 does not name dims of in's 2");
+	EXPECT(hpu_op_reduce(S, HPU_RED_ARGMAX, f, f, 1) == -EINVAL);
+	EXPECT(hpu_op_dropout(S, f, f, f, f, 1.5) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_dropout: p is 1.5, not in [0, 1)");
+	EXPECT(launches == before + 2);
+}
+
+static void test_reduce_keeps_dims(void)
+{
+	struct hpu_tensor *in = FAKE(HPU_DT_F32, 2, 3, 4), *out = FAKE(HPU_DT_I64, 2, 4),
+			  *sum = FAKE(HPU_DT_F32, 3);
+
+	EXPECT(hpu_op_reduce(S, HPU_RED_ARGMAX, out, in, 1 << 1) == 0);
+	EXPECT(launched.l[0].ndim == 3 && launched.l[0].shape[1] == 1);
+	EXPECT(strides_are(&launched.l[0], 3, SHAPE(4, 0, 1)));
+	EXPECT(launched.args[0] == HPU_REDUCE_ARGMAX && launched.args[1] == 2);
+	EXPECT(hpu_op_reduce(S, HPU_RED_SUM, sum, in, 1 << 0 | 1 << 2) == 0);
+	EXPECT(launched.l[0].shape[0] == 1 && launched.l[0].shape[1] == 3 &&
+	       launched.l[0].shape[2] == 1);
+}
+
+static struct hpu_pkt_mme_gemm gemm_of(const struct hpu_op *op, double beta, int *ret)
+{
+	uint64_t addrs[HPU_OP_TENSORS] = { 0xc000, 0xa000, 0xb000 };
+	struct hpu_pkt_mme_gemm pkt = { 0 };
+
+	*ret = hpu_gemm_encode(op, addrs, beta, &pkt);
+	return pkt;
+}
+
+static void test_gemm_packets(void)
+{
+	struct hpu_tensor *a = FAKE(HPU_DT_F32, 5, 3), *b = FAKE(HPU_DT_BF16, 4, 5, 7),
+			  *out = FAKE(HPU_DT_F32, 4, 3, 7), *w = FAKE(HPU_DT_F32, 6, 7),
+			  *bias = FAKE(HPU_DT_F32, 6), *x = FAKE(HPU_DT_F32, 2, 3, 7),
+			  *y = FAKE(HPU_DT_F32, 2, 3, 6), *bb = FAKE(HPU_DT_F32, 4, 5, 7);
+	struct hpu_tensor_layout l;
+	struct hpu_tensor *at;
+	struct hpu_pkt_mme_gemm g;
+	int ret;
+
+	/* a^T [3, 5] (a transposed view) times b [4, 5, 7], a broadcast over the batch. */
+	hpu_layout_permute(&a->l, (const unsigned int[]){ 1, 0 }, &l);
+	at = fake_view(a, &l);
+	EXPECT(hpu_op_matmul(S, out, at, b) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_matmul: dtype mismatch: a is F32, b is BF16");
+	EXPECT(hpu_op_matmul(S, out, at, bb) == 0);
+	g = gemm_of(&launched, 0, &ret);
+	EXPECT(ret == 0);
+	EXPECT(HPU_PKT_OPCODE(g.header) == HPU_PKT_MME_GEMM &&
+	       HPU_PKT_FLAGS(g.header) == HPU_PKT_GEMM_TRANS_A);
+	EXPECT(g.batch == 4 && g.m == 3 && g.n == 7 && g.k == 5);
+	EXPECT(g.lda == 3 && g.stride_a == 0 && g.ldb == 7 && g.stride_b == 35);
+	EXPECT(g.ldc == 7 && g.stride_c == 21 && g.a == 0xa000 && g.c == 0xc000);
+	EXPECT(g.dtype_ab == HPU_DTYPE_F32 && g.dtype_c == HPU_DTYPE_F32 && g.beta == 0);
+	/* linear: weight [6, 7] read transposed, bias broadcast over the rows. */
+	EXPECT(hpu_op_linear(S, y, x, w, bias) == 0);
+	EXPECT(launched.kernel == HPU_OPK_GEMM && launched.t[3] == bias);
+	EXPECT(strides_are(&launched.l[3], 3, SHAPE(0, 0, 1)) && launched.l[3].shape[1] == 6);
+	g = gemm_of(&launched, 1, &ret);
+	EXPECT(ret == 0 && HPU_PKT_FLAGS(g.header) == HPU_PKT_GEMM_TRANS_B);
+	EXPECT(g.batch == 1 && g.m == 6 && g.n == 6 && g.k == 7 && g.ldb == 7 && g.lda == 7);
+	EXPECT(g.beta == 0x3f800000);
+	/* An out whose rows are not contiguous is no matrix for the engine. */
+	hpu_layout_permute(&out->l, (const unsigned int[]){ 0, 2, 1 }, &l);
+	launched.l[0] = (struct hpu_tensor_layout){ .dtype = HPU_DT_F32, .ndim = 3,
+						     .shape = { 1, 7, 3 }, .strides = { 0, 1, 7 } };
+	gemm_of(&launched, 0, &ret);
+	EXPECT(ret == -EINVAL);
+}
+
+static void put_f64(struct hpu_tensor *t, const double *v, size_t n)
+{
+	memcpy((void *)(uintptr_t)t->storage->va, v, n * sizeof(*v));
+}
+
+static double f64_at(const struct hpu_tensor *t, size_t i)
+{
+	return ((const double *)(uintptr_t)t->storage->va)[i];
+}
+
+static void test_fallback(void)
+{
+	struct hpu_tensor *a = FAKE(HPU_DT_F64, 2, 3), *b = FAKE(HPU_DT_F64, 3),
+			  *out = FAKE(HPU_DT_F64, 2, 3), *cs = FAKE(HPU_DT_F32, 2, 3),
+			  *cin = FAKE(HPU_DT_F32, 2, 3), *loss = FAKE(HPU_DT_F64),
+			  *tgt = FAKE(HPU_DT_I64, 2), *mm = FAKE(HPU_DT_F64, 2, 2);
+	struct hpu_tensor_layout l;
+	struct hpu_tensor *bt;
+	unsigned int before = launches;
+	uint64_t count;
+	float *c;
+
+	put_f64(a, (const double[]){ 1, 2, 3, 4, 5, 6 }, 6);
+	put_f64(b, (const double[]){ 10, 20, 30 }, 3);
+	EXPECT(hpu_op_add(S, out, a, b, 2) == 0);
+	EXPECT(f64_at(out, 0) == 21 && f64_at(out, 5) == 66);
+	EXPECT(hpu_fallback_count(&fake_dev, "add", &count) == 0 && count == 1);
+	EXPECT(hpu_fallback_count(&fake_dev, "frobnicate", &count) == -ENOENT);
+	/* log_softmax along dim 1, then the mean NLL of targets {2, 0}. */
+	EXPECT(hpu_op_softmax(S, out, a, 1, true) == 0);
+	EXPECT(fabs(f64_at(out, 2) - (3 - log(exp(1) + exp(2) + exp(3)))) < 1e-12);
+	((int64_t *)(uintptr_t)tgt->storage->va)[0] = 2;
+	EXPECT(hpu_op_nll_loss(S, loss, out, tgt, HPU_LOSS_MEAN, -100) == 0);
+	EXPECT(fabs(f64_at(loss, 0) + (f64_at(out, 2) + f64_at(out, 3)) / 2) < 1e-12);
+	/* a [2, 3] @ b^T (a transposed view of a): a Gram matrix. */
+	hpu_layout_permute(&a->l, (const unsigned int[]){ 1, 0 }, &l);
+	bt = fake_view(a, &l);
+	EXPECT(hpu_op_matmul(S, mm, a, bt) == 0);
+	EXPECT(f64_at(mm, 0) == 14 && f64_at(mm, 1) == 32 && f64_at(mm, 3) == 77);
+	/* cumsum has no device kernel: F32 falls back too. */
+	c = (float *)(uintptr_t)cin->storage->va;
+	memcpy(c, (const float[]){ 1, 2, 3, 4, 5, 6 }, 6 * sizeof(float));
+	EXPECT(hpu_op_cumsum(S, cs, cin, 1) == 0);
+	c = (float *)(uintptr_t)cs->storage->va;
+	EXPECT(c[0] == 1 && c[2] == 6 && c[3] == 4 && c[5] == 15);
+	EXPECT(hpu_fallback_count(&fake_dev, "cumsum", &count) == 0 && count == 1);
+	EXPECT(hpu_fallback_total(&fake_dev, &count) == 0 && count == 5);
+	EXPECT(launches == before);
+	/* Strict: the op fails, named, and is not counted. */
+	EXPECT(hpu_fallback_set_strict(&fake_dev, true) == 0);
+	EXPECT(hpu_op_cumsum(S, cs, cin, 0) == -EOPNOTSUPP);
+	EXPECT_STR(hpu_last_error(),
+		   "hpu_op_cumsum: cumsum would fall back to the CPU (no device kernel): strict mode");
+	EXPECT(hpu_fallback_total(&fake_dev, &count) == 0 && count == 5);
+	hpu_fallback_set_strict(&fake_dev, false);
+}
+
+int main(void)
+{
+	static const struct tap_test tests[] = {
+		{ "contiguous layouts, spans and bounds", test_contiguous_layouts },
+		{ "broadcasting", test_broadcast },
+		{ "view, permute, slice and expand", test_views },
+		{ "overlap of views", test_overlap },
+		{ "add broadcasts its inputs into the parameter block", test_add_broadcasts_into_the_block },
+		{ "shape, dtype, overlap and argument rejections", test_rejections },
+		{ "reductions keep the reduced dims", test_reduce_keeps_dims },
+		{ "matmul and linear as GEMM packets", test_gemm_packets },
+		{ "CPU fallback: computed, counted, strict", test_fallback },
+	};
+	unsigned int n = 0, failed;
+
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(tests));
+	failed = tap_run(tests, ARRAY_SIZE(tests), &n);
+	return failed ? 1 : 0;
+}
