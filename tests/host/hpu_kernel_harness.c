@@ -137,7 +137,7 @@ void hpu_kt_fill(struct hpu_ktensor *t, const double *vals)
 		hpu_kt_set(t, i, vals[i]);
 }
 
-void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double hi)
+static void hpu_kt_fill_gen(struct hpu_ktensor *t, uint64_t seed, double lo, double hi, bool whole)
 {
 	uint64_t i, n = hpu_kt_numel(t), s = seed * 0x9e3779b97f4a7c15ull + 1;
 
@@ -150,8 +150,18 @@ void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double 
 		s ^= s >> 27;
 		u = (double)((s * 0x2545f4914f6cdd1dull) >> 11) / (double)(1ull << 53);
 		v = lo + u * (hi - lo);
-		hpu_kt_set(t, i, hpu_dtype_is_float(t->v.dtype) ? v : floor(v));
+		hpu_kt_set(t, i, whole ? floor(v) : v);
 	}
+}
+
+void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double hi)
+{
+	hpu_kt_fill_gen(t, seed, lo, hi, !hpu_dtype_is_float(t->v.dtype));
+}
+
+void hpu_kt_fill_whole(struct hpu_ktensor *t, uint64_t seed, double lo, double hi)
+{
+	hpu_kt_fill_gen(t, seed, lo, hi, true);
 }
 
 double *hpu_kt_values(const struct hpu_ktensor *t)
@@ -401,4 +411,53 @@ bool hpu_kgradcheck(struct hpu_ktensor *x, double (*f)(void *ctx), void *ctx,
 		hpu_ktest_failed = true;
 	}
 	return !bad;
+}
+
+/* ---- rejections ---- */
+
+static void hpu_kmutate(struct hpu_kcall *c, struct hpu_ktensor *const *t,
+			const struct hpu_kmutation *m)
+{
+	switch (m->kind) {
+	case HPU_KMUT_COUNT: c->num_tensors = (uint32_t)m->v; break;
+	case HPU_KMUT_DTYPE: c->t[m->i].dtype = (uint32_t)m->v; break;
+	case HPU_KMUT_NDIM: c->t[m->i].ndim = (uint32_t)m->v; break;
+	case HPU_KMUT_SHAPE: c->t[m->i].shape[m->v]++; break;
+	case HPU_KMUT_ARG: c->args[m->i] = m->v; break;
+	case HPU_KMUT_SCALAR: c->scalars[m->i] = m->s; break;
+	case HPU_KMUT_VALUE: hpu_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, m->v); break;
+	case HPU_KMUT_ALIAS: c->t[m->i].base = c->t[m->v].base; break;
+	}
+}
+
+void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
+{
+	struct hpu_ktensor *t[HPU_KERNEL_MAX_TENSORS];
+	struct hpu_kcall c;
+	unsigned int i;
+
+	for (i = 0; i < rc->n; i++)
+		t[i] = hpu_kt_new(rc->t[i].dtype, rc->t[i].ndim, rc->t[i].shape, NULL);
+	hpu_kcall_init(&c, rc->kernel, rc->n, t);
+	memcpy(c.args, rc->args, sizeof(c.args));
+	memcpy(c.scalars, rc->scalars, sizeof(c.scalars));
+	if (hpu_krun(rc->def, &c, HPU_KSPLIT_ONE)) {
+		printf("#   %s: the valid launch was rejected\n", rc->name);
+		hpu_ktest_failed = true;
+	}
+	for (size_t k = 0; k < rc->nmuts; k++) {
+		const struct hpu_kmutation *m = &rc->muts[k];
+		struct hpu_kcall bad = c;
+		uint64_t items;
+
+		hpu_kmutate(&bad, t, m);
+		if (!rc->def->check(&bad, &items)) {
+			printf("#   %s: check() accepts %s\n", rc->name, m->what);
+			hpu_ktest_failed = true;
+		}
+		if (m->kind == HPU_KMUT_VALUE) /* back to the valid zero */
+			hpu_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, 0);
+	}
+	for (i = 0; i < rc->n; i++)
+		hpu_kt_free(t[i]);
 }

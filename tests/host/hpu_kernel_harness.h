@@ -79,6 +79,8 @@ void hpu_kt_fill(struct hpu_ktensor *t, const double *vals);
  * take the last value written.
  */
 void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double hi);
+/* The same with whole numbers in every dtype: ties, and sums exact in any order. */
+void hpu_kt_fill_whole(struct hpu_ktensor *t, uint64_t seed, double lo, double hi);
 /* Every element, row-major, as stored (after the dtype's rounding): numel doubles, malloc'ed. */
 double *hpu_kt_values(const struct hpu_ktensor *t);
 /* v as a store to dtype rounds it, read back. */
@@ -148,5 +150,54 @@ double hpu_ktol(uint32_t dtype);
 bool hpu_kgradcheck(struct hpu_ktensor *x, double (*f)(void *ctx), void *ctx,
 		    const struct hpu_ktensor *grad, double eps, double rtol, double atol,
 		    const char *what, int line);
+
+/* ---- rejections ---- */
+
+/* One change that makes a valid launch invalid. */
+enum hpu_kmut_kind {
+	HPU_KMUT_COUNT,  /* num_tensors = v */
+	HPU_KMUT_DTYPE,  /* t[i].dtype = v */
+	HPU_KMUT_NDIM,   /* t[i].ndim = v */
+	HPU_KMUT_SHAPE,  /* t[i].shape[v] one larger */
+	HPU_KMUT_ARG,    /* args[i] = v */
+	HPU_KMUT_SCALAR, /* scalars[i] = s */
+	HPU_KMUT_VALUE,  /* element 0 of t[i] = v (an index, a step) */
+	HPU_KMUT_ALIAS,  /* t[i] at t[v]'s address */
+};
+
+struct hpu_kmutation {
+	const char *what;
+	enum hpu_kmut_kind kind;
+	unsigned int i;
+	int64_t v;
+	double s;
+};
+
+/*
+ * A valid launch of contiguous zero-filled tensors (zero being a valid
+ * index and value for every check) and mutations that each break it.
+ */
+struct hpu_kreject_case {
+	const char *name;
+	const struct hpu_kernel_def *def;
+	uint32_t kernel;
+	int64_t args[HPU_KERNEL_MAX_ARGS];
+	double scalars[HPU_KERNEL_MAX_SCALARS];
+	unsigned int n;
+	struct {
+		uint32_t dtype, ndim;
+		uint64_t shape[HPU_TENSOR_MAX_DIMS];
+	} t[HPU_KERNEL_MAX_TENSORS];
+	const struct hpu_kmutation *muts;
+	size_t nmuts;
+};
+
+/* A hpu_kreject_case's mutations from a list. */
+#define HPU_KMUTS(...)                                                                   \
+	.muts = (const struct hpu_kmutation[]){ __VA_ARGS__ },                           \
+	.nmuts = sizeof((const struct hpu_kmutation[]){ __VA_ARGS__ }) / sizeof(struct hpu_kmutation)
+
+/* Expects the valid launch to run and check() to reject each mutation of it, naming any it accepts. */
+void hpu_kexpect_rejections(const struct hpu_kreject_case *rc);
 
 #endif /* HPU_KERNEL_HARNESS_H */

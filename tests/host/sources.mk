@@ -16,6 +16,9 @@ HPU_KERNEL_TEST_LIBS := -Iuapi/drm -lm -pthread
 HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hpu_kernel_eltwise.c \
 	tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hpu_kernel_reduce.c \
+	qemu-device/core/hpu_kernel_eltwise.c tests/host/hpu_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_reduce := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_libhpu_tensor := userspace/lib/hpu_layout.c userspace/lib/hpu_encode.c \
 	userspace/lib/hpu_ops.c userspace/lib/hpu_ops_api.c userspace/lib/hpu_fallback.c \
 	userspace/lib/hpu_error.c

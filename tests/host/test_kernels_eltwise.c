@@ -77,11 +77,10 @@ static unsigned int inputs_of(const struct elt_op *op)
 
 static void fill_inputs(struct hpu_ktensor *t, const struct elt_op *op, uint64_t seed)
 {
-	uint64_t i, n = hpu_kt_numel(t);
-
-	hpu_kt_fill_random(t, seed, op->lo, op->hi);
-	for (i = 0; op->whole && i < n; i++)
-		hpu_kt_set(t, i, floor(hpu_kt_get(t, i)));
+	if (op->whole)
+		hpu_kt_fill_whole(t, seed, op->lo, op->hi);
+	else
+		hpu_kt_fill_random(t, seed, op->lo, op->hi);
 }
 
 /* What a store of the reference's exact result to dtype must give, within the dtype's tolerance. */

@@ -93,7 +93,9 @@ enum hpu_kernel_id {
 	/* t: out, in.  a0: enum hpu_reduce_op.  a1: bit mask of reduced dims
 	 * of in.  out has in's ndim with the reduced dims of size 1 (keepdim).
 	 * ARGMAX/ARGMIN reduce exactly one dim and write I64 (or I32) indices;
-	 * ties take the first; NaN wins a MAX. */
+	 * ties take the first; NaN wins a MAX or MIN (the first NaN, for the
+	 * ARG ops).  MEAN wants a float out.  Integral in and out SUM in
+	 * int64, wrapping.  Over no element: SUM 0, MEAN NaN, others rejected. */
 	HPU_KERNEL_REDUCE = 5,
 	/* t: out, in.  a0: dim.  a1: 1 for log_softmax.  Float. */
 	HPU_KERNEL_SOFTMAX = 6,

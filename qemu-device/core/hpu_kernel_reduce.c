@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * REDUCE (hpu_kernels.h): SUM, MEAN, MAX, MIN, ARGMAX and ARGMIN of in over
+ * the dims of a bit mask, into out of in's shape with those dims 1.
+ *
+ * A work item is one output element: it walks the reduced sub-tensor
+ * under it on its own, so any split of the outputs is independent and
+ * every output sums its elements in the same order however it is split.
+ * MIN and ARGMIN are MAX and ARGMAX of an order-reversed key (-v, or ~v
+ * for integers, which cannot overflow), so one comparison serves all four.
+ */
+#include "hpu_kernel.h"
+
+/* A launch, as every output element's walk needs it. */
+struct hpu_kreduce {
+	int64_t op;
+	uint32_t in_dtype;
+	bool int_sum; /* SUM of integral into integral: int64, wrapping, exact */
+	bool int_cmp; /* integral in: compared as int64, exact past 2^53 */
+	bool reverse; /* MIN, ARGMIN */
+	uint32_t nr;  /* reduced dims, outermost first */
+	uint64_t rshape[HPU_TENSOR_MAX_DIMS];
+	int64_t rstride[HPU_TENSOR_MAX_DIMS]; /* bytes */
+	uint64_t count;                       /* elements under one output */
+};
+
+/* What a walk ends with: the sum, or the best key and where it was. */
+struct hpu_kacc {
+	double sum, best;
+	int64_t isum, ibest;
+	uint64_t at;
+};
+
+static bool hpu_reduce_is_cmp(int64_t op)
+{
+	return op >= HPU_REDUCE_MAX;
+}
+
+static bool hpu_reduce_is_arg(int64_t op)
+{
+	return op >= HPU_REDUCE_ARGMAX;
+}
+
+/* Element k (row-major over the reduced dims) of the sub-tensor at p joins acc. */
+static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, const uint8_t *p,
+			 uint64_t k)
+{
+	if (!hpu_reduce_is_cmp(r->op)) {
+		if (r->int_sum)
+			acc->isum = (int64_t)((uint64_t)acc->isum + (uint64_t)hpu_kload_i(r->in_dtype, p));
+		else
+			acc->sum += hpu_kload_f(r->in_dtype, p);
+	} else if (r->int_cmp) {
+		int64_t v = hpu_kload_i(r->in_dtype, p), key = r->reverse ? ~v : v;
+
+		if (k == 0 || key > acc->ibest) {
+			acc->ibest = key;
+			acc->at = k;
+		}
+	} else {
+		double v = hpu_kload_f(r->in_dtype, p), key = r->reverse ? -v : v;
+
+		/* The first NaN wins and stays; otherwise strictly greater: ties keep the first. */
+		if (k == 0 || (!isnan(acc->best) && (key > acc->best || isnan(key)))) {
+			acc->best = key;
+			acc->at = k;
+		}
+	}
+}
+
+/* Reduces the sub-tensor whose first element is at p into the output element at o. */
+static void hpu_reduce_one(const struct hpu_kreduce *r, const uint8_t *p, uint32_t out_dtype,
+			   uint8_t *o)
+{
+	uint64_t idx[HPU_TENSOR_MAX_DIMS] = { 0 };
+	struct hpu_kacc acc = { 0 };
+
+	for (uint64_t k = 0; k < r->count; k++) {
+		hpu_kacc_add(r, &acc, p, k);
+		/* Next element: carry through the reduced dims, innermost first. */
+		for (uint32_t d = r->nr; d-- > 0;) {
+			p += r->rstride[d];
+			if (++idx[d] < r->rshape[d])
+				break;
+			p -= (int64_t)r->rshape[d] * r->rstride[d];
+			idx[d] = 0;
+		}
+	}
+	switch (r->op) {
+	case HPU_REDUCE_SUM:
+		if (r->int_sum)
+			hpu_kstore_i(out_dtype, o, acc.isum);
+		else
+			hpu_kstore_f(out_dtype, o, acc.sum);
+		break;
+	case HPU_REDUCE_MEAN:
+		hpu_kstore_f(out_dtype, o, acc.sum / (double)r->count); /* 0 / 0: NaN when empty */
+		break;
+	case HPU_REDUCE_MAX:
+	case HPU_REDUCE_MIN:
+		if (r->int_cmp)
+			hpu_kstore_i(out_dtype, o, r->reverse ? ~acc.ibest : acc.ibest);
+		else
+			hpu_kstore_f(out_dtype, o, r->reverse ? -acc.best : acc.best);
+		break;
+	default:
+		hpu_kstore_i(out_dtype, o, (int64_t)acc.at);
+		break;
+	}
+}
+
+static void hpu_reduce_init(const struct hpu_kcall *c, struct hpu_kreduce *r)
+{
+	const struct hpu_kview *in = &c->t[1];
+	bool int_in = !hpu_dtype_is_float(in->dtype);
+
+	memset(r, 0, sizeof(*r));
+	r->op = c->args[0];
+	r->in_dtype = in->dtype;
+	r->int_sum = r->op == HPU_REDUCE_SUM && int_in && !hpu_dtype_is_float(c->t[0].dtype);
+	r->int_cmp = int_in;
+	r->reverse = r->op == HPU_REDUCE_MIN || r->op == HPU_REDUCE_ARGMIN;
+	r->count = 1;
+	for (uint32_t d = 0; d < in->ndim; d++) {
+		if (!(c->args[1] >> d & 1))
+			continue;
+		r->rshape[r->nr] = in->shape[d];
+		r->rstride[r->nr++] = in->strides[d] * (int64_t)hpu_dtype_size(in->dtype);
+		r->count *= in->shape[d];
+	}
+}
+
+static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	const struct hpu_kview *out = &c->t[0], *in = &c->t[1];
+	int64_t in_esize = hpu_dtype_size(in->dtype);
+	struct hpu_kreduce r;
+
+	hpu_reduce_init(c, &r);
+	for (uint64_t i = begin; i < end; i++) {
+		/* out's index is in's with the reduced dims at 0: their sub-tensor starts there. */
+		int64_t off = 0;
+		uint64_t rest = i;
+
+		for (uint32_t d = out->ndim; d-- > 0;) {
+			off += (int64_t)(rest % out->shape[d]) * in->strides[d];
+			rest /= out->shape[d];
+		}
+		hpu_reduce_one(&r, in->base + off * in_esize, out->dtype, hpu_kview_at(out, i));
+	}
+}
+
+static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	const struct hpu_kview *out = &c->t[0], *in = &c->t[1];
+	int64_t op = c->args[0], mask = c->args[1];
+	struct hpu_kreduce r;
+
+	if (c->num_tensors != 2 || op < HPU_REDUCE_SUM || op > HPU_REDUCE_ARGMIN)
+		return -1;
+	for (uint32_t a = 2; a < HPU_KERNEL_MAX_ARGS; a++)
+		if (c->args[a])
+			return -1;
+	if (mask < 0 || mask >> in->ndim || out->ndim != in->ndim)
+		return -1;
+	for (uint32_t d = 0; d < in->ndim; d++)
+		if (out->shape[d] != (mask >> d & 1 ? 1 : in->shape[d]))
+			return -1;
+	hpu_reduce_init(c, &r);
+	*items = hpu_kview_numel(out);
+	if (op == HPU_REDUCE_MEAN && !hpu_dtype_is_float(out->dtype))
+		return -1;
+	if (hpu_reduce_is_arg(op)) {
+		if (r.nr != 1 || (out->dtype != HPU_DTYPE_I64 && out->dtype != HPU_DTYPE_I32))
+			return -1;
+		if (out->dtype == HPU_DTYPE_I32 && r.count > (uint64_t)INT32_MAX + 1)
+			return -1;
+	}
+	/* The extremum of nothing has no value; a sum of nothing is 0, a mean NaN. */
+	if (hpu_reduce_is_cmp(op) && r.count == 0 && *items)
+		return -1;
+	return 0;
+}
+
+static uint32_t hpu_reduce_outputs(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1;
+}
+
+const struct hpu_kernel_def hpu_kernel_reduce = {
+	"reduce", 2, 2, hpu_reduce_outputs, hpu_reduce_check, hpu_reduce_run, NULL,
+};
