@@ -399,6 +399,26 @@ static void test_fallback(void)
 	hpu_fallback_set_strict(&fake_dev, false);
 }
 
+/*
+ * Dropout's draws are Philox4x32-10's: Random123's known answer for counter
+ * 0 and key 0 starts with 0x6627e8d5, so element 0 draws 0x6627e8 / 2^24.
+ */
+static void test_fallback_dropout(void)
+{
+	struct hpu_tensor *in = FAKE(HPU_DT_F64, 1), *out = FAKE(HPU_DT_F64, 1),
+			  *mask = FAKE(HPU_DT_U8, 1), *rng = FAKE(HPU_DT_I64, 2);
+	const double draw = 0x6627e8 / 16777216.0;
+	int64_t *state = (int64_t *)(uintptr_t)rng->storage->va;
+	uint8_t *kept = (uint8_t *)(uintptr_t)mask->storage->va;
+
+	put_f64(in, (const double[]){ 3 }, 1);
+	EXPECT(hpu_op_dropout(S, out, mask, in, rng, draw) == 0);
+	EXPECT(*kept == 1 && f64_at(out, 0) == 3 / (1 - draw) && state[0] == 0 && state[1] == 1);
+	state[1] = 0;
+	EXPECT(hpu_op_dropout(S, out, mask, in, rng, draw + 1e-9) == 0);
+	EXPECT(*kept == 0 && f64_at(out, 0) == 0 && state[1] == 1);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -411,6 +431,7 @@ int main(void)
 		{ "reductions keep the reduced dims", test_reduce_keeps_dims },
 		{ "matmul and linear as GEMM packets", test_gemm_packets },
 		{ "CPU fallback: computed, counted, strict", test_fallback },
+		{ "CPU fallback: dropout draws Philox4x32-10", test_fallback_dropout },
 	};
 	unsigned int n = 0, failed;
 

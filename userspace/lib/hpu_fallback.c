@@ -368,6 +368,189 @@ static void hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
 	} while (hpu_row_next(l, dim, idx));
 }
 
+/* LAYER_NORM: t out, mean, rstd, in, weight, bias; a0 trailing dims normalised, s0 eps. */
+static void hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[3];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+
+	if (!hpu_layout_numel(in))
+		return;
+	do {
+		double sum = 0, var = 0, mean, rstd, y;
+
+		do
+			sum += hpu_hload(&h[3], idx);
+		while (hpu_index_next(dims, inner, idx + lead));
+		mean = sum / (double)n;
+		do
+			var += (hpu_hload(&h[3], idx) - mean) * (hpu_hload(&h[3], idx) - mean);
+		while (hpu_index_next(dims, inner, idx + lead));
+		rstd = 1 / sqrt(var / (double)n + op->scalars[0]);
+		hpu_hstore(&h[1], idx, mean);
+		hpu_hstore(&h[2], idx, rstd);
+		do {
+			y = (hpu_hload(&h[3], idx) - mean) * rstd;
+			if (op->t[4])
+				y *= hpu_hload(&h[4], idx + lead);
+			if (op->t[5])
+				y += hpu_hload(&h[5], idx + lead);
+			hpu_hstore(&h[0], idx, y);
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+}
+
+/*
+ * LAYER_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
+ * rstd, weight.  With xhat = (x - mean) * rstd and g = grad_out * weight:
+ * grad_in = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+ */
+static void hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[4];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+	unsigned int p;
+
+	for (p = 1; p <= 2; p++) /* the parameter grads accumulate over the rows */
+		if (op->t[p])
+			do
+				hpu_hstore(&h[p], idx + lead, 0);
+			while (hpu_index_next(dims, inner, idx + lead));
+	if (!hpu_layout_numel(in))
+		return;
+	do {
+		double mean = hpu_hload(&h[5], idx), rstd = hpu_hload(&h[6], idx);
+		double sg = 0, sgx = 0, go, xhat, g;
+
+		do {
+			go = hpu_hload(&h[3], idx);
+			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
+			g = op->t[7] ? go * hpu_hload(&h[7], idx + lead) : go;
+			sg += g;
+			sgx += g * xhat;
+			if (op->t[1])
+				hpu_hstore(&h[1], idx + lead, hpu_hload(&h[1], idx + lead) + go * xhat);
+			if (op->t[2])
+				hpu_hstore(&h[2], idx + lead, hpu_hload(&h[2], idx + lead) + go);
+		} while (hpu_index_next(dims, inner, idx + lead));
+		do {
+			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
+			g = hpu_hload(&h[3], idx) * (op->t[7] ? hpu_hload(&h[7], idx + lead) : 1);
+			hpu_hstore(&h[0], idx, rstd * (g - sg / (double)n - xhat * sgx / (double)n));
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+}
+
+/*
+ * EMBEDDING(_BWD): rows of t[rows] [..., D] and of the table t[table]
+ * [V, D] named by t[2]'s indices; the backward adds into the table,
+ * skipping the padding index a0.
+ */
+static void hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	bool bwd = op->kernel == HPU_KERNEL_EMBEDDING_BWD;
+	const struct hpu_hview *table = bwd ? &h[0] : &h[1], *rows = bwd ? &h[1] : &h[0];
+	const struct hpu_tensor_layout *ix = &op->l[2];
+	int64_t idx[HPU_MAX_DIMS + 1] = { 0 }, d, D = op->l[bwd ? 0 : 1].shape[1];
+
+	if (!hpu_layout_numel(ix))
+		return;
+	do {
+		int64_t row = (int64_t)hpu_hload(&h[2], idx);
+
+		for (d = 0; d < D; d++) {
+			int64_t at[2] = { row, d };
+
+			idx[ix->ndim] = d;
+			if (!bwd)
+				hpu_hstore(&h[0], idx, hpu_hload(table, at));
+			else if (row != op->args[0])
+				hpu_hstore(&h[0], at, hpu_hload(table, at) + hpu_hload(rows, idx));
+		}
+		idx[ix->ndim] = 0;
+	} while (hpu_index_next(ix->ndim, ix->shape, idx));
+}
+
+/* CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or inf). */
+static void hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, zero[HPU_MAX_DIMS] = { 0 };
+	bool max_norm = isinf(op->scalars[1]);
+	double total = 0, scale;
+	unsigned int i;
+
+	for (i = 1; i < op->num_tensors; i++) {
+		if (!hpu_layout_numel(&op->l[i]))
+			continue;
+		do {
+			double g = fabs(hpu_hload(&h[i], idx));
+
+			total = max_norm ? fmax(total, g) : total + g * g;
+		} while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
+	}
+	total = max_norm ? total : sqrt(total);
+	hpu_hstore(&h[0], zero, total);
+	scale = fmin(1, op->scalars[0] / (total + 1e-6));
+	for (i = 1; i < op->num_tensors; i++) {
+		if (!hpu_layout_numel(&op->l[i]))
+			continue;
+		do
+			hpu_hstore(&h[i], idx, hpu_hload(&h[i], idx) * scale);
+		while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
+	}
+}
+
+/*
+ * Philox4x32-10 (Salmon et al., SC'11) as the device draws it: the counter
+ * words (lo32(n), hi32(n), 0, 0), the key (lo32(seed), hi32(seed)), and the
+ * top 24 bits of the first output word as a float in [0, 1).
+ */
+static float hpu_philox_draw(uint64_t seed, uint64_t n)
+{
+	uint32_t c0 = (uint32_t)n, c1 = (uint32_t)(n >> 32), c2 = 0, c3 = 0;
+	uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+	int r;
+
+	for (r = 0; r < 10; r++) {
+		uint64_t p0 = 0xd2511f53ull * c0, p1 = 0xcd9e8d57ull * c2;
+
+		c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+		c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+		c1 = (uint32_t)p1;
+		c3 = (uint32_t)p0;
+		k0 += 0x9e3779b9u;
+		k1 += 0xbb67ae85u;
+	}
+	return (float)(c0 >> 8) * 0x1p-24f;
+}
+
+/* DROPOUT: t out, mask, in, rng {seed, offset} (I64, read exactly); s0 p. */
+static void hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[2];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, seed, offset, k = 0;
+	double p = op->scalars[0];
+	uint8_t *rng_seed = hpu_helem(&h[3], (int64_t[]){ 0 });
+	uint8_t *rng_offset = hpu_helem(&h[3], (int64_t[]){ 1 });
+
+	memcpy(&seed, rng_seed, sizeof(seed));
+	memcpy(&offset, rng_offset, sizeof(offset));
+	if (hpu_layout_numel(in)) {
+		do {
+			bool kept = hpu_philox_draw((uint64_t)seed, (uint64_t)(offset + k++)) >= p;
+
+			hpu_hstore(&h[0], idx, kept ? hpu_hload(&h[2], idx) / (1 - p) : 0);
+			hpu_hstore(&h[1], idx, kept);
+		} while (hpu_index_next(in->ndim, in->shape, idx));
+	}
+	offset += k;
+	memcpy(rng_offset, &offset, sizeof(offset));
+}
+
 static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	switch (op->kernel) {
@@ -391,9 +574,23 @@ static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 	case HPU_OPK_CUMSUM:
 		hpu_host_cumsum(op, h);
 		return 0;
+	case HPU_KERNEL_LAYER_NORM:
+		hpu_host_layer_norm(op, h);
+		return 0;
+	case HPU_KERNEL_LAYER_NORM_BWD:
+		hpu_host_layer_norm_bwd(op, h);
+		return 0;
+	case HPU_KERNEL_EMBEDDING: case HPU_KERNEL_EMBEDDING_BWD:
+		hpu_host_embedding(op, h);
+		return 0;
+	case HPU_KERNEL_CLIP_GRAD_NORM:
+		hpu_host_clip(op, h);
+		return 0;
+	case HPU_KERNEL_DROPOUT:
+		hpu_host_dropout(op, h);
+		return 0;
 	}
-	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation: it runs on device dtypes "
-			     "only", op->name);
+	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
 }
 
 const char *hpu_fallback_reason(const struct hpu_op *op)

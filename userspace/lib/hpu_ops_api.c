@@ -373,7 +373,9 @@ int hpu_op_dropout(struct hpu_stream *s, struct hpu_tensor *out, struct hpu_tens
 	if (!ret)
 		ret = hpu_op_elementwise(&op, HPU_KERNEL_DROPOUT, "dropout", args, 4);
 	if (!ret)
-		ret = hpu_op_shapes_of(&op, 2, 0);
+		ret = hpu_op_same_shape(&op, 2, 0);
+	if (!ret)
+		ret = hpu_op_same_shape(&op, 2, 1);
 	if (!ret)
 		ret = hpu_op_same_dtype(&op, 0, 2);
 	if (!ret)
@@ -542,6 +544,8 @@ int hpu_op_layer_norm_backward(struct hpu_stream *s, struct hpu_tensor *grad_in,
 		ret = hpu_op_same_shape(&op, 4, 0);
 	if (!ret)
 		ret = hpu_op_same_shape(&op, 4, 3);
+	if (!ret && !grad_weight != !weight)
+		ret = hpu_error_set(EINVAL, "grad_weight is given exactly when weight is");
 	if (!ret)
 		ret = hpu_op_norm(&op, 4, 5, 1, dims);
 	/* The weight's presence bit is the forward's; grads are written if given. */
