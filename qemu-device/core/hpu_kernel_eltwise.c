@@ -5,7 +5,7 @@
  * Every operand has the output's shape, so a work item is one output
  * element and any split of them is independent.  One loop serves all four
  * kernels: it reads a block of elements of every input, applies the
- * kernel's per-element function, and writes the block.  The launch picks
+ * kernel's op to the whole block, and writes the block.  The launch picks
  * the domain once: int64 when every operand is integral (so wide integers
  * stay exact and wrap), double otherwise.
  */
@@ -120,9 +120,20 @@ static void hpu_kscatter_i(const struct hpu_kview *v, uint64_t i, size_t n, cons
 	} while (0)
 
 /* Wrapping int64 arithmetic, without the undefined behaviour of signed overflow. */
-static inline int64_t hpu_iadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static inline int64_t hpu_imul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-static inline int64_t hpu_ineg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+static inline int64_t hpu_iadd(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int64_t hpu_imul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
+static inline int64_t hpu_ineg(int64_t a)
+{
+	return (int64_t)(0 - (uint64_t)a);
+}
 
 /* ---- UNARY ---- */
 
@@ -310,6 +321,7 @@ static const struct hpu_keltwise hpu_keltwise_ops[] = {
 
 static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
+	/* The engine runs a def only for its own id, so the id picks the ops. */
 	const struct hpu_keltwise *ops = &hpu_keltwise_ops[c->kernel];
 	bool integral = ops->integral && ops->integral(c);
 	uint32_t nin = c->num_tensors - 1, j;
@@ -343,7 +355,7 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 
 /* ---- checks ---- */
 
-/* Every operand has out's shape, args from first on are 0 (unused), and the items are out's elements. */
+/* Every operand has out's shape, args from first_unused_arg on are 0; an item is an out element. */
 static int hpu_keltwise_check(const struct hpu_kcall *c, uint32_t first_unused_arg, uint64_t *items)
 {
 	const struct hpu_kview *out = &c->t[0];

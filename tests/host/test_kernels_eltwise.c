@@ -240,7 +240,8 @@ static double ref_fill(const struct elt_op *op, uint32_t out_dtype, const double
 
 /* ---- the op tables ---- */
 
-#define UNARY(op, lo, hi) { #op, HPU_KERNEL_UNARY, HPU_UNARY_##op, 0, 2.5, 0, lo, hi, false, ref_unary }
+#define UNARY(op, lo, hi) \
+	{ #op, HPU_KERNEL_UNARY, HPU_UNARY_##op, 0, 2.5, 0, lo, hi, false, ref_unary }
 
 /* COPY, NEG, ABS and RELU take any dtypes; the others want a float out. */
 static const struct elt_op unary_any_ops[] = {
@@ -255,7 +256,8 @@ static const struct elt_op unary_float_ops[] = {
 };
 
 /* Whole numbers, so integral and float domains agree and comparisons tie. */
-#define BINARY(op, lo, hi) { #op, HPU_KERNEL_BINARY, HPU_BINARY_##op, 0, 1, 0, lo, hi, true, ref_binary }
+#define BINARY(op, lo, hi) \
+	{ #op, HPU_KERNEL_BINARY, HPU_BINARY_##op, 0, 1, 0, lo, hi, true, ref_binary }
 
 static const struct elt_op binary_ops[] = {
 	BINARY(ADD, -20, 20), BINARY(SUB, -20, 20), BINARY(MUL, -20, 20), BINARY(DIV, 1, 9),
@@ -280,7 +282,8 @@ static const struct elt_op alpha_ops[] = {
 
 static const struct elt_op scalar_ops[] = {
 	{ "ADD scalar 3", HPU_KERNEL_BINARY, HPU_BINARY_ADD, 1, 1, 3, -20, 20, true, ref_binary },
-	{ "SUB scalar 1.5 alpha 2", HPU_KERNEL_BINARY, HPU_BINARY_SUB, 1, 2, 1.5, -20, 20, true, ref_binary },
+	{ "SUB scalar 1.5 alpha 2", HPU_KERNEL_BINARY, HPU_BINARY_SUB, 1, 2, 1.5, -20, 20, true,
+	  ref_binary },
 	{ "MUL scalar -0.5", HPU_KERNEL_BINARY, HPU_BINARY_MUL, 1, 1, -0.5, -20, 20, false, ref_binary },
 	{ "DIV scalar 4", HPU_KERNEL_BINARY, HPU_BINARY_DIV, 1, 1, 4, -20, 20, true, ref_binary },
 	{ "POW scalar 2", HPU_KERNEL_BINARY, HPU_BINARY_POW, 1, 1, 2, -5, 5, true, ref_binary },

@@ -282,7 +282,7 @@ static void test_wide_integers(void)
 	}
 }
 
-/* Empty: a sum of nothing is 0, a mean NaN, an extremum of nothing rejected; no outputs, no work. */
+/* Empty: the sum of nothing is 0, its mean NaN, its extremum rejected; no outputs, no work. */
 static void test_empty(void)
 {
 	struct hpu_ktensor *in = hpu_kt_new(F32, 2, HPU_KT_DIMS(0, 5), NULL);
