@@ -13,4 +13,23 @@ for t in "$HPU_TOP"/build/tests/guest/*_test; do
 	"$t" >"$HPU_OUT/$name.tap" 2>&1 || status=1
 	cat "$HPU_OUT/$name.tap"
 done
+
+# One epoch of the MNIST example must reach 80% test accuracy.
+echo "# suite mnist"
+{
+	echo "TAP version 13"
+	echo "1..1"
+	start=$(cut -d' ' -f1 /proc/uptime)
+	out=$("$HPU_TOP/build/userspace/bin/mnist" -e 1 2>&1)
+	echo "$out" | sed 's/^/# /'
+	echo "# $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
+	acc=$(echo "$out" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' | tail -n 1)
+	if awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 0.80) }'; then
+		echo "ok 1 - one epoch of MNIST reaches 80% test accuracy ($acc)"
+	else
+		echo "not ok 1 - one epoch of MNIST reaches 80% test accuracy (${acc:-no result})"
+		status=1
+	fi
+} >"$HPU_OUT/mnist.tap"
+cat "$HPU_OUT/mnist.tap"
 exit $status

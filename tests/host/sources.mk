@@ -23,3 +23,6 @@ HOST_TEST_SRCS_test_libhpu_tensor := userspace/lib/hpu_layout.c userspace/lib/hp
 	userspace/lib/hpu_ops.c userspace/lib/hpu_ops_api.c userspace/lib/hpu_fallback.c \
 	userspace/lib/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
+HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hpu_kernel_nn.c \
+	qemu-device/core/hpu_kernel_loss.c tests/host/hpu_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)

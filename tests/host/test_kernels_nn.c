@@ -1,0 +1,1313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of the neural-network kernels (softmax, NLL, cross
+ * entropy, dropout, the activation backwards, layer norm, embedding) and of
+ * Philox4x32-10: every forward against a naive reference in double over
+ * contiguous, transposed, sliced and flipped layouts and bf16; every
+ * backward against central differences of that reference; dropout's mask,
+ * statistics, reproducibility and independence from the split; every
+ * rejection.  Launches rotate through the harness's ways of splitting the
+ * items (one range, uneven parts, threads).  Prints TAP.
+ *
+ * Tolerances: a result is computed in double from the stored inputs, so
+ * the only error is its rounding: 1e-6 relative for fp32, 2^-8 for bf16
+ * (8-bit significand), the same as absolute for values near 0.  Gradients:
+ * central differences with step 1e-3 in double (truncation ~1e-6) against
+ * fp32 kernels within 1e-4 relative + 1e-5 absolute; a backward fed bf16
+ * operands within 2^-6 + 2^-7, its inputs being rounded already.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpu_kernel_harness.h"
+#include "hpu_philox.h"
+
+#define F32 HPU_DTYPE_F32
+#define BF16 HPU_DTYPE_BF16
+#define I32 HPU_DTYPE_I32
+#define I64 HPU_DTYPE_I64
+#define U8 HPU_DTYPE_U8
+
+#define GRAD_EPS 1e-3
+#define GRAD_RTOL 1e-4
+#define GRAD_ATOL 1e-5
+#define GRAD_RTOL_BF16 (1.0 / 64)
+#define GRAD_ATOL_BF16 (1.0 / 128)
+
+/* ---- tensors and launches ---- */
+
+enum layout { CONTIG, TRANSPOSED, SLICED, FLIPPED, LAYOUTS };
+
+/*
+ * A tensor in a layout (taken modulo LAYOUTS): row-major; column-major;
+ * every other element of rows padded by one; row-major with the last dim
+ * reversed.
+ */
+static struct hpu_ktensor *tensor(uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+				  unsigned int layout)
+{
+	int64_t st[HPU_TENSOR_MAX_DIMS], step = 1;
+	uint32_t d;
+
+	switch (ndim ? layout % LAYOUTS : CONTIG) {
+	case CONTIG:
+		return hpu_kt_new(dtype, ndim, shape, NULL);
+	case TRANSPOSED:
+		for (d = 0; d < ndim; step *= (int64_t)shape[d++])
+			st[d] = step;
+		break;
+	case SLICED:
+		for (d = ndim; d-- > 0; step = st[d] * (int64_t)shape[d])
+			st[d] = d == ndim - 1 ? 2 : step + 1;
+		break;
+	default:
+		for (d = ndim; d-- > 0; step *= (int64_t)shape[d])
+			st[d] = step;
+		st[ndim - 1] = -1;
+		break;
+	}
+	return hpu_kt_new(dtype, ndim, shape, st);
+}
+
+static struct hpu_ktensor *random_tensor(uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+					 unsigned int layout, double lo, double hi)
+{
+	static uint64_t seed;
+	struct hpu_ktensor *t = tensor(dtype, ndim, shape, layout);
+
+	hpu_kt_fill_random(t, ++seed, lo, hi);
+	return t;
+}
+
+/* Exact 64-bit stores (hpu_kt_set goes through double). */
+static void kt_set_i(struct hpu_ktensor *t, uint64_t i, int64_t v)
+{
+	hpu_kstore_i(t->v.dtype, hpu_kview_at(&t->v, i), v);
+}
+
+static int64_t *kt_values_i(const struct hpu_ktensor *t)
+{
+	uint64_t n = hpu_kt_numel(t);
+	int64_t *v = malloc((n ? n : 1) * sizeof(*v));
+
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = hpu_kt_get_i(t, i);
+	return v;
+}
+
+static void free_tensors(struct hpu_ktensor **t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		hpu_kt_free(t[i]);
+}
+
+static unsigned int split_turn;
+
+/* A valid launch, run with the next way of splitting. */
+static void launch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line)
+{
+	enum hpu_ksplit split = (enum hpu_ksplit)(split_turn++ % HPU_KSPLIT_COUNT);
+
+	if (hpu_krun(def, c, split)) {
+		printf("#   line %d: %s rejected a valid launch\n", line, def->name);
+		hpu_ktest_failed = true;
+	}
+}
+#define LAUNCH(def, c) launch(def, c, __LINE__)
+
+/* Within the tolerance of the tensor's dtype, relative and absolute. */
+#define EXPECT_NEAR(t, want) HPU_KEXPECT_NEAR(t, want, hpu_ktol((t)->v.dtype), hpu_ktol((t)->v.dtype))
+
+static bool is_bf16(const struct hpu_ktensor *t)
+{
+	return t->v.dtype == BF16;
+}
+
+/* Gradient check of grad against f's differences in x, at the tolerance grad's dtype allows. */
+static void gradcheck(struct hpu_ktensor *x, double (*f)(void *ctx), void *ctx,
+		      const struct hpu_ktensor *grad, bool bf16_inputs, const char *what, int line)
+{
+	bool bf16 = bf16_inputs || is_bf16(grad);
+
+	hpu_kgradcheck(x, f, ctx, grad, GRAD_EPS, bf16 ? GRAD_RTOL_BF16 : GRAD_RTOL,
+		       bf16 ? GRAD_ATOL_BF16 : GRAD_ATOL, what, line);
+}
+#define GRADCHECK(x, f, ctx, grad, bf16) gradcheck(x, f, ctx, grad, bf16, #grad, __LINE__)
+
+/* sum(w[i] * y[i]): the scalar whose gradient a backward computes for grad_out = w. */
+static double dot(const double *w, const double *y, uint64_t n)
+{
+	double s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += w[i] * y[i];
+	return s;
+}
+
+/* ---- Philox ---- */
+
+/* Random123's known answers for philox4x32_R(10, ...). */
+static void test_philox_known_answers(void)
+{
+	static const struct {
+		uint32_t ctr[4], key[2], want[4];
+	} kat[] = {
+		{ { 0, 0, 0, 0 }, { 0, 0 }, { 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 } },
+		{ { ~0u, ~0u, ~0u, ~0u }, { ~0u, ~0u },
+		  { 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd } },
+		{ { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 }, { 0xa4093822, 0x299f31d0 },
+		  { 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 } },
+	};
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(kat); i++) {
+		uint32_t out[4];
+
+		hpu_philox4x32(kat[i].ctr, kat[i].key, out);
+		HPU_KEXPECT(!memcmp(out, kat[i].want, sizeof(out)));
+	}
+}
+
+/* The draw: counter (lo, hi, 0, 0), key (lo, hi) of the seed, word 0's top 24 bits. */
+static double ref_uniform(uint64_t seed, uint64_t n)
+{
+	const uint32_t ctr[4] = { (uint32_t)n, (uint32_t)(n >> 32), 0, 0 };
+	const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
+	uint32_t out[4];
+
+	hpu_philox4x32(ctr, key, out);
+	return ldexp(out[0] >> 8, -24);
+}
+
+static void test_philox_uniform(void)
+{
+	static const uint64_t seeds[] = { 0, 1, 0x0123456789abcdefull, ~0ull };
+	double lo = 1, hi = 0;
+
+	for (size_t s = 0; s < HPU_ARRAY_SIZE(seeds); s++) {
+		for (uint64_t n = 0xfffffff0ull; n < 0x100000010ull; n++) {
+			double u = hpu_philox_uniform(seeds[s], n);
+
+			HPU_KEXPECT(u == ref_uniform(seeds[s], n));
+			lo = fmin(lo, u);
+			hi = fmax(hi, u);
+		}
+	}
+	HPU_KEXPECT(lo >= 0 && hi < 1 && hi - lo > 0.9);
+}
+
+/* ---- softmax ---- */
+
+struct shape {
+	uint32_t ndim;
+	uint64_t d[3];
+};
+
+static const struct shape softmax_shapes[] = {
+	{ 2, { 5, 7 } }, { 3, { 3, 4, 6 } }, { 1, { 9 } }, { 0, { 0 } }, { 2, { 4, 1 } },
+};
+
+/* Element (o, j, q) of a tensor seen as [outer, n, inner] around dim sits at (o * n + j) * inner + q. */
+struct around {
+	uint64_t outer, n, inner;
+};
+
+static struct around around_dim(const struct shape *s, uint32_t dim)
+{
+	struct around a = { 1, s->ndim ? s->d[dim] : 1, 1 };
+
+	for (uint32_t d = 0; d < s->ndim; d++) {
+		if (d < dim)
+			a.outer *= s->d[d];
+		else if (d > dim)
+			a.inner *= s->d[d];
+	}
+	return a;
+}
+
+static void ref_softmax(const double *x, double *y, struct around a, bool log_variant)
+{
+	for (uint64_t o = 0; o < a.outer; o++) {
+		for (uint64_t q = 0; q < a.inner; q++) {
+			const double *xr = x + o * a.n * a.inner + q;
+			double *yr = y + o * a.n * a.inner + q, m = -INFINITY, s = 0;
+			uint64_t j;
+
+			for (j = 0; j < a.n; j++)
+				m = fmax(m, xr[j * a.inner]);
+			for (j = 0; j < a.n; j++)
+				s += exp(xr[j * a.inner] - m);
+			for (j = 0; j < a.n; j++)
+				yr[j * a.inner] = log_variant ? xr[j * a.inner] - m - log(s) :
+								exp(xr[j * a.inner] - m) / s;
+		}
+	}
+}
+
+static uint32_t dims_of(const struct shape *s)
+{
+	return s->ndim ? s->ndim : 1;
+}
+
+/* (in dtype, out dtype) pairs the float kernels are run with. */
+static const uint32_t dtype_pairs[][2] = { { F32, F32 }, { BF16, F32 }, { F32, BF16 }, { BF16, BF16 } };
+
+static void softmax_forward_case(const struct shape *s, uint32_t dim, bool log_variant,
+				 const uint32_t *dtypes, unsigned int layout, double shift)
+{
+	struct hpu_ktensor *in = random_tensor(dtypes[0], s->ndim, s->d, layout, shift - 4, shift + 4);
+	struct hpu_ktensor *out = tensor(dtypes[1], s->ndim, s->d, layout + 1);
+	double *x = hpu_kt_values(in), *want = malloc(hpu_kt_numel(in) * sizeof(*want) + 1);
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX, out, in);
+	c.args[0] = dim;
+	c.args[1] = log_variant;
+	LAUNCH(&hpu_kernel_softmax, &c);
+	ref_softmax(x, want, around_dim(s, dim), log_variant);
+	EXPECT_NEAR(out, want);
+	free(x);
+	free(want);
+	hpu_kt_free(in);
+	hpu_kt_free(out);
+}
+
+static void test_softmax_forward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(softmax_shapes); i++)
+		for (uint32_t dim = 0; dim < dims_of(&softmax_shapes[i]); dim++)
+			for (int log_variant = 0; log_variant < 2; log_variant++)
+				for (size_t p = 0; p < HPU_ARRAY_SIZE(dtype_pairs); p++, turn++)
+					softmax_forward_case(&softmax_shapes[i], dim, log_variant,
+							     dtype_pairs[p], turn, 0);
+}
+
+/* Logits near 1000 overflow exp() unless the row's max is taken off first. */
+static void test_softmax_large_logits(void)
+{
+	for (int log_variant = 0; log_variant < 2; log_variant++)
+		softmax_forward_case(&softmax_shapes[1], 2, log_variant, dtype_pairs[0], log_variant,
+				     1000);
+}
+
+struct softmax_ctx {
+	struct hpu_ktensor *x;
+	const double *w;
+	struct around a;
+	bool log_variant;
+};
+
+static double softmax_f(void *p)
+{
+	struct softmax_ctx *ctx = p;
+	uint64_t n = hpu_kt_numel(ctx->x);
+	double *x = hpu_kt_values(ctx->x), *y = malloc(n * sizeof(*y)), s;
+
+	ref_softmax(x, y, ctx->a, ctx->log_variant);
+	s = dot(ctx->w, y, n);
+	free(x);
+	free(y);
+	return s;
+}
+
+/* softmax_bwd fed the forward kernel's output, against differences of the reference. */
+static void softmax_grad_case(const struct shape *s, uint32_t dim, bool log_variant, uint32_t dtype,
+			      unsigned int layout)
+{
+	struct hpu_ktensor *t[] = {
+		random_tensor(F32, s->ndim, s->d, layout, -2, 2),        /* x */
+		tensor(dtype, s->ndim, s->d, layout + 1),                /* y */
+		random_tensor(dtype, s->ndim, s->d, layout + 2, -1, 1), /* grad_out */
+		tensor(dtype, s->ndim, s->d, layout + 3),                /* grad_in */
+	};
+	double *w = hpu_kt_values(t[2]);
+	struct softmax_ctx ctx = { t[0], w, around_dim(s, dim), log_variant };
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX, t[1], t[0]);
+	c.args[0] = dim;
+	c.args[1] = log_variant;
+	LAUNCH(&hpu_kernel_softmax, &c);
+	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX_BWD, t[3], t[2], t[1]);
+	c.args[0] = dim;
+	c.args[1] = log_variant;
+	LAUNCH(&hpu_kernel_softmax_bwd, &c);
+	GRADCHECK(t[0], softmax_f, &ctx, t[3], dtype == BF16);
+	free(w);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+static void test_softmax_backward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(softmax_shapes); i++)
+		for (uint32_t dim = 0; dim < dims_of(&softmax_shapes[i]); dim++)
+			for (int log_variant = 0; log_variant < 2; log_variant++, turn++)
+				softmax_grad_case(&softmax_shapes[i], dim, log_variant,
+						  turn % 5 == 4 ? BF16 : F32, turn);
+}
+
+/* ---- NLL and cross entropy ---- */
+
+#define LOSS_N 7
+#define LOSS_C 5
+
+static double ref_row_loss(bool ce, const double *row, uint64_t classes, int64_t t)
+{
+	double m = -INFINITY, s = 0;
+
+	if (!ce)
+		return -row[t];
+	for (uint64_t j = 0; j < classes; j++)
+		m = fmax(m, row[j]);
+	for (uint64_t j = 0; j < classes; j++)
+		s += exp(row[j] - m);
+	return m + log(s) - row[t];
+}
+
+/* loss[N] for NONE, loss[0] otherwise. */
+static void ref_loss(bool ce, const double *x, const int64_t *target, uint64_t n, uint64_t classes,
+		     int64_t reduction, int64_t ignore, double *loss)
+{
+	double sum = 0;
+	uint64_t counted = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		double l = target[i] == ignore ? 0 : ref_row_loss(ce, x + i * classes, classes, target[i]);
+
+		if (reduction == HPU_REDUCTION_NONE)
+			loss[i] = l;
+		sum += l;
+		counted += target[i] != ignore;
+	}
+	if (reduction != HPU_REDUCTION_NONE)
+		loss[0] = reduction == HPU_REDUCTION_SUM ? sum : sum / (double)counted;
+}
+
+/* A launch's operands: x [N, C], target [N] (some ignored), and loss or grad_loss. */
+struct loss_case {
+	bool ce;
+	int64_t reduction, ignore;
+	struct hpu_ktensor *x, *target, *loss;
+	int64_t *t;
+	double *xv;
+};
+
+static const int64_t reductions[] = { HPU_REDUCTION_NONE, HPU_REDUCTION_MEAN, HPU_REDUCTION_SUM };
+
+static void loss_case_new(struct loss_case *lc, bool ce, int64_t reduction, int64_t ignore,
+			  uint32_t x_dtype, uint32_t loss_dtype, unsigned int layout)
+{
+	const uint64_t n = LOSS_N;
+
+	lc->ce = ce;
+	lc->reduction = reduction;
+	lc->ignore = ignore;
+	/* NLL wants log-probabilities: negative numbers. */
+	lc->x = random_tensor(x_dtype, 2, HPU_KT_DIMS(LOSS_N, LOSS_C), layout, ce ? -3 : -5,
+			      ce ? 3 : 0);
+	lc->target = random_tensor(layout % 2 ? I32 : I64, 1, &n, layout % 2 ? FLIPPED : CONTIG, 0,
+				   LOSS_C);
+	kt_set_i(lc->target, 1, ignore);
+	kt_set_i(lc->target, 4, ignore);
+	lc->loss = random_tensor(loss_dtype, reduction == HPU_REDUCTION_NONE, &n, layout + 1, 0.5, 1.5);
+	lc->t = kt_values_i(lc->target);
+	lc->xv = hpu_kt_values(lc->x);
+}
+
+static void loss_case_free(struct loss_case *lc)
+{
+	free(lc->t);
+	free(lc->xv);
+	hpu_kt_free(lc->x);
+	hpu_kt_free(lc->target);
+	hpu_kt_free(lc->loss);
+}
+
+static void loss_forward(struct loss_case *lc)
+{
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, lc->ce ? HPU_KERNEL_CROSS_ENTROPY : HPU_KERNEL_NLL_LOSS, lc->loss, lc->x,
+		  lc->target);
+	c.args[0] = lc->reduction;
+	c.args[1] = lc->ignore;
+	LAUNCH(lc->ce ? &hpu_kernel_cross_entropy : &hpu_kernel_nll_loss, &c);
+}
+
+/* ignore_index -100 (no class) and 2 (a class, also drawn at random). */
+static const int64_t ignores[] = { -100, 2 };
+
+static void test_loss_forward(void)
+{
+	unsigned int turn = 0;
+
+	for (int ce = 0; ce < 2; ce++)
+		for (size_t r = 0; r < HPU_ARRAY_SIZE(reductions); r++)
+			for (size_t g = 0; g < HPU_ARRAY_SIZE(ignores); g++)
+				for (size_t p = 0; p < HPU_ARRAY_SIZE(dtype_pairs); p++, turn++) {
+					struct loss_case lc;
+					double want[LOSS_N];
+
+					loss_case_new(&lc, ce, reductions[r], ignores[g],
+						      dtype_pairs[p][0], dtype_pairs[p][1], turn);
+					loss_forward(&lc);
+					ref_loss(ce, lc.xv, lc.t, LOSS_N, LOSS_C, reductions[r],
+						 ignores[g], want);
+					EXPECT_NEAR(lc.loss, want);
+					loss_case_free(&lc);
+				}
+}
+
+struct loss_ctx {
+	struct loss_case *lc;
+	const double *grad_loss;
+};
+
+static double loss_f(void *p)
+{
+	struct loss_ctx *ctx = p;
+	struct loss_case *lc = ctx->lc;
+	double *x = hpu_kt_values(lc->x), loss[LOSS_N], s;
+
+	ref_loss(lc->ce, x, lc->t, LOSS_N, LOSS_C, lc->reduction, lc->ignore, loss);
+	s = dot(ctx->grad_loss, loss, lc->reduction == HPU_REDUCTION_NONE ? LOSS_N : 1);
+	free(x);
+	return s;
+}
+
+/* The backward's t: grad_x, grad_loss, (logits,) target. */
+static void loss_backward(struct loss_case *lc, struct hpu_ktensor *grad)
+{
+	struct hpu_kcall c;
+
+	if (lc->ce)
+		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY_BWD, grad, lc->loss, lc->x, lc->target);
+	else
+		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS_BWD, grad, lc->loss, lc->target);
+	c.args[0] = lc->reduction;
+	c.args[1] = lc->ignore;
+	LAUNCH(lc->ce ? &hpu_kernel_cross_entropy_bwd : &hpu_kernel_nll_loss_bwd, &c);
+}
+
+static void test_loss_backward(void)
+{
+	unsigned int turn = 0;
+
+	for (int ce = 0; ce < 2; ce++)
+		for (size_t r = 0; r < HPU_ARRAY_SIZE(reductions); r++)
+			for (size_t g = 0; g < HPU_ARRAY_SIZE(ignores); g++, turn++) {
+				uint32_t dtype = turn % 4 == 3 ? BF16 : F32;
+				struct hpu_ktensor *grad =
+					tensor(dtype, 2, HPU_KT_DIMS(LOSS_N, LOSS_C), turn + 2);
+				struct loss_case lc;
+				struct loss_ctx ctx = { &lc, NULL };
+
+				loss_case_new(&lc, ce, reductions[r], ignores[g], F32, dtype, turn);
+				ctx.grad_loss = hpu_kt_values(lc.loss);
+				loss_backward(&lc, grad);
+				GRADCHECK(lc.x, loss_f, &ctx, grad, dtype == BF16);
+				free((void *)ctx.grad_loss);
+				loss_case_free(&lc);
+				hpu_kt_free(grad);
+			}
+}
+
+/* No target counted: MEAN is NaN (0 / 0, as torch), SUM 0, every gradient 0. */
+static void test_loss_all_ignored(void)
+{
+	for (int ce = 0; ce < 2; ce++)
+		for (size_t r = 1; r < HPU_ARRAY_SIZE(reductions); r++) {
+			struct hpu_ktensor *grad = tensor(F32, 2, HPU_KT_DIMS(LOSS_N, LOSS_C), 0);
+			double zeros[LOSS_N * LOSS_C] = { 0 };
+			struct loss_case lc;
+
+			loss_case_new(&lc, ce, reductions[r], -1, F32, F32, r);
+			for (uint64_t i = 0; i < LOSS_N; i++)
+				kt_set_i(lc.target, i, -1);
+			loss_forward(&lc);
+			if (reductions[r] == HPU_REDUCTION_MEAN)
+				HPU_KEXPECT(isnan(hpu_kt_get(lc.loss, 0)));
+			else
+				HPU_KEXPECT(hpu_kt_get(lc.loss, 0) == 0);
+			hpu_kt_set(lc.loss, 0, 1);
+			loss_backward(&lc, grad);
+			EXPECT_NEAR(grad, zeros);
+			loss_case_free(&lc);
+			hpu_kt_free(grad);
+		}
+}
+
+/* ---- dropout ---- */
+
+struct dropout {
+	struct hpu_ktensor *out, *mask, *in, *rng;
+	struct hpu_kcall c;
+};
+
+static void dropout_new(struct dropout *d, uint32_t ndim, const uint64_t *shape,
+			unsigned int layout, uint64_t seed, uint64_t offset, double p)
+{
+	d->out = tensor(F32, ndim, shape, layout);
+	d->mask = tensor(U8, ndim, shape, layout + 1);
+	d->in = random_tensor(F32, ndim, shape, layout + 2, -2, 2);
+	d->rng = tensor(I64, 1, HPU_KT_DIMS(2), layout % 2 ? FLIPPED : CONTIG);
+	kt_set_i(d->rng, 0, (int64_t)seed);
+	kt_set_i(d->rng, 1, (int64_t)offset);
+	HPU_KCALL(&d->c, HPU_KERNEL_DROPOUT, d->out, d->mask, d->in, d->rng);
+	d->c.scalars[0] = p;
+}
+
+static void dropout_free(struct dropout *d)
+{
+	hpu_kt_free(d->out);
+	hpu_kt_free(d->mask);
+	hpu_kt_free(d->in);
+	hpu_kt_free(d->rng);
+}
+
+static uint64_t kept_count(const struct hpu_ktensor *mask)
+{
+	uint64_t n = hpu_kt_numel(mask), kept = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		kept += hpu_kt_get_i(mask, i) != 0;
+	return kept;
+}
+
+/* The mask is the reference draw's, the kept values scaled, the offset advanced; counters cross 2^32. */
+static void test_dropout_mask(void)
+{
+	const uint64_t seed = 0x0123456789abcdefull, offset = 0xffffff80ull, n = 4 * 60;
+	const double p = 0.3;
+
+	for (unsigned int layout = 0; layout < LAYOUTS; layout++) {
+		struct dropout d;
+		double *x, want[4 * 60];
+		bool mask_ok = true;
+
+		dropout_new(&d, 2, HPU_KT_DIMS(4, 60), layout, seed, offset, p);
+		x = hpu_kt_values(d.in);
+		LAUNCH(&hpu_kernel_dropout, &d.c);
+		for (uint64_t k = 0; k < n; k++) {
+			bool kept = ref_uniform(seed, offset + k) >= p;
+
+			mask_ok &= hpu_kt_get_i(d.mask, k) == kept;
+			want[k] = kept ? x[k] / (1 - p) : 0;
+		}
+		HPU_KEXPECT(mask_ok);
+		EXPECT_NEAR(d.out, want);
+		HPU_KEXPECT(hpu_kt_get_i(d.rng, 0) == (int64_t)seed);
+		HPU_KEXPECT(hpu_kt_get_i(d.rng, 1) == (int64_t)(offset + n));
+		free(x);
+		dropout_free(&d);
+	}
+}
+
+/* 5 sigma of the binomial: a false failure once in ~3 million seeds. */
+static void test_dropout_statistics(void)
+{
+	static const double ps[] = { 0.1, 0.5, 0.9 };
+	const uint64_t n = 1 << 16;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(ps); i++) {
+		struct dropout d;
+		double kept;
+
+		dropout_new(&d, 1, &n, CONTIG, 42 + i, 0, ps[i]);
+		LAUNCH(&hpu_kernel_dropout, &d.c);
+		kept = (double)kept_count(d.mask) / (double)n;
+		HPU_KEXPECT(fabs(kept - (1 - ps[i])) <= 5 * sqrt(ps[i] * (1 - ps[i]) / (double)n));
+		dropout_free(&d);
+	}
+}
+
+/* Consecutive launches draw fresh masks; the same (seed, offset) draws the same one again. */
+static void test_dropout_reproducible(void)
+{
+	const uint64_t shape[] = { 8, 32 };
+	struct dropout d;
+	struct hpu_ktensor *first = tensor(U8, 2, shape, CONTIG), *first_out = tensor(F32, 2, shape, CONTIG);
+	uint64_t differ = 0;
+
+	dropout_new(&d, 2, shape, TRANSPOSED, 7, 1000, 0.5);
+	LAUNCH(&hpu_kernel_dropout, &d.c);
+	for (uint64_t i = 0; i < 8 * 32; i++) {
+		hpu_kt_set(first, i, hpu_kt_get(d.mask, i));
+		hpu_kt_set(first_out, i, hpu_kt_get(d.out, i));
+	}
+	LAUNCH(&hpu_kernel_dropout, &d.c);
+	HPU_KEXPECT(hpu_kt_get_i(d.rng, 1) == 1000 + 2 * 8 * 32);
+	for (uint64_t i = 0; i < 8 * 32; i++)
+		differ += hpu_kt_get_i(d.mask, i) != hpu_kt_get_i(first, i);
+	HPU_KEXPECT(differ > 8 * 32 / 4);
+	kt_set_i(d.rng, 1, 1000);
+	LAUNCH(&hpu_kernel_dropout, &d.c);
+	HPU_KEXPECT_SAME(d.mask, first);
+	HPU_KEXPECT_SAME(d.out, first_out);
+	hpu_kt_free(first);
+	hpu_kt_free(first_out);
+	dropout_free(&d);
+}
+
+/* One range, uneven parts and threads write the same bytes. */
+static void test_dropout_split(void)
+{
+	const uint64_t shape[] = { 3, 5, 67 };
+	struct dropout d[HPU_KSPLIT_COUNT];
+	double *x = NULL;
+
+	for (int s = 0; s < HPU_KSPLIT_COUNT; s++) {
+		dropout_new(&d[s], 3, shape, SLICED, 99, 5, 0.4);
+		if (!x)
+			x = hpu_kt_values(d[s].in);
+		hpu_kt_fill(d[s].in, x);
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_dropout, &d[s].c, (enum hpu_ksplit)s) == 0);
+	}
+	free(x);
+	for (int s = 1; s < HPU_KSPLIT_COUNT; s++) {
+		HPU_KEXPECT_SAME(d[s].mask, d[0].mask);
+		HPU_KEXPECT_SAME(d[s].out, d[0].out);
+	}
+	for (int s = 0; s < HPU_KSPLIT_COUNT; s++)
+		dropout_free(&d[s]);
+}
+
+/* p = 0 keeps every element as it is; p = 1 drops every one (no division by 0). */
+static void test_dropout_extremes(void)
+{
+	const uint64_t n = 500;
+
+	for (int drop_all = 0; drop_all < 2; drop_all++) {
+		struct dropout d;
+		double *want;
+
+		dropout_new(&d, 1, &n, FLIPPED, 3, 0, drop_all);
+		want = hpu_kt_values(d.in);
+		for (uint64_t i = 0; drop_all && i < n; i++)
+			want[i] = 0;
+		LAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KEXPECT(kept_count(d.mask) == (drop_all ? 0 : n));
+		EXPECT_NEAR(d.out, want);
+		free(want);
+		dropout_free(&d);
+	}
+}
+
+/* ---- elementwise backwards: dropout, relu, gelu ---- */
+
+struct elt_ctx {
+	struct hpu_ktensor *x;
+	const double *w;
+	double (*fn)(const struct elt_ctx *ctx, uint64_t i, double x);
+	const double *mask;
+	double p;
+	bool tanh_form;
+};
+
+static double elt_f(void *p)
+{
+	struct elt_ctx *ctx = p;
+	uint64_t n = hpu_kt_numel(ctx->x);
+	double s = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		s += ctx->w[i] * ctx->fn(ctx, i, hpu_kt_get(ctx->x, i));
+	return s;
+}
+
+static double ref_dropout(const struct elt_ctx *ctx, uint64_t i, double x)
+{
+	return ctx->mask[i] ? x / (1 - ctx->p) : 0;
+}
+
+static double ref_relu(const struct elt_ctx *ctx, uint64_t i, double x)
+{
+	(void)ctx;
+	(void)i;
+	return x > 0 ? x : 0;
+}
+
+static double ref_gelu(const struct elt_ctx *ctx, uint64_t i, double x)
+{
+	(void)i;
+	if (ctx->tanh_form)
+		return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	return 0.5 * x * (1 + erf(x / sqrt(2)));
+}
+
+/*
+ * One backward t: grad_in, grad_out, third (the input, or the mask) and
+ * its gradient check in x; x's values stay clear of relu's kink.
+ */
+static void elt_grad_case(const struct hpu_kernel_def *def, uint32_t kernel, struct elt_ctx *ctx,
+			  struct hpu_ktensor *third, int64_t a0, double s0, uint32_t dtype,
+			  unsigned int layout)
+{
+	const uint64_t *shape = HPU_KT_DIMS(3, 4, 5);
+	struct hpu_ktensor *gi = tensor(dtype, 3, shape, layout);
+	struct hpu_ktensor *go = random_tensor(dtype, 3, shape, layout + 1, -1, 1);
+	double *w = hpu_kt_values(go);
+	struct hpu_kcall c;
+
+	ctx->w = w;
+	HPU_KCALL(&c, kernel, gi, go, third);
+	c.args[0] = a0;
+	c.scalars[0] = s0;
+	LAUNCH(def, &c);
+	GRADCHECK(ctx->x, elt_f, ctx, gi, dtype == BF16 || third->v.dtype == BF16);
+	free(w);
+	hpu_kt_free(gi);
+	hpu_kt_free(go);
+}
+
+/*
+ * The input in dtype, and an fp32 copy for the differences (a bf16 input
+ * cannot take a small step); values clear of relu's kink.
+ */
+static struct hpu_ktensor *activation_input(uint32_t dtype, unsigned int layout,
+					    struct hpu_ktensor **x32)
+{
+	struct hpu_ktensor *x = random_tensor(dtype, 3, HPU_KT_DIMS(3, 4, 5), layout, -3, 3);
+
+	*x32 = tensor(F32, 3, HPU_KT_DIMS(3, 4, 5), layout + 1);
+	for (uint64_t i = 0; i < 60; i++) {
+		if (fabs(hpu_kt_get(x, i)) < 0.01)
+			hpu_kt_set(x, i, 0.5);
+		hpu_kt_set(*x32, i, hpu_kt_get(x, i));
+	}
+	return x;
+}
+
+static void test_relu_gelu_backward(void)
+{
+	for (unsigned int turn = 0; turn < 2 * LAYOUTS; turn++) {
+		uint32_t dtype = turn >= LAYOUTS ? BF16 : F32;
+		struct hpu_ktensor *x32, *x = activation_input(dtype, turn, &x32);
+		struct elt_ctx ctx = { .x = x32, .fn = ref_relu };
+
+		elt_grad_case(&hpu_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, &ctx, x, 0, 0, dtype, turn);
+		ctx.fn = ref_gelu;
+		for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
+			ctx.tanh_form = tanh_form;
+			elt_grad_case(&hpu_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, &ctx, x, tanh_form, 0,
+				      dtype, turn + 1);
+		}
+		hpu_kt_free(x);
+		hpu_kt_free(x32);
+	}
+}
+
+/* relu's gradient at 0 is 0 (in > 0, strictly). */
+static void test_relu_backward_at_zero(void)
+{
+	struct hpu_ktensor *t[] = { tensor(F32, 1, HPU_KT_DIMS(3), 0), tensor(F32, 1, HPU_KT_DIMS(3), 0),
+				    tensor(F32, 1, HPU_KT_DIMS(3), 0) };
+	static const double g[] = { 1, 2, 3 }, x[] = { -1, 0, 1 }, want[] = { 0, 0, 3 };
+	struct hpu_kcall c;
+
+	hpu_kt_fill(t[1], g);
+	hpu_kt_fill(t[2], x);
+	HPU_KCALL(&c, HPU_KERNEL_RELU_BWD, t[0], t[1], t[2]);
+	LAUNCH(&hpu_kernel_relu_bwd, &c);
+	EXPECT_NEAR(t[0], want);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+/* dropout_bwd with a fixed mask (a forward's), p = 1 included: no gradient at all. */
+static void test_dropout_backward(void)
+{
+	static const double ps[] = { 0.25, 0.6, 1 };
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(ps); i++) {
+		struct dropout d;
+		double *mask;
+		struct elt_ctx ctx = { .fn = ref_dropout, .p = ps[i] };
+
+		dropout_new(&d, 3, HPU_KT_DIMS(3, 4, 5), (unsigned int)i, 11, 0, ps[i]);
+		LAUNCH(&hpu_kernel_dropout, &d.c);
+		mask = hpu_kt_values(d.mask);
+		ctx.mask = mask;
+		ctx.x = d.in;
+		elt_grad_case(&hpu_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, &ctx, d.mask, 0, ps[i],
+			      i == 1 ? BF16 : F32, (unsigned int)i + 1);
+		free(mask);
+		dropout_free(&d);
+	}
+}
+
+/* ---- layer norm ---- */
+
+struct ln_shape {
+	struct shape s;
+	int64_t k; /* trailing dims normalised */
+};
+
+static const struct ln_shape ln_shapes[] = {
+	{ { 2, { 4, 6 } }, 1 }, { { 3, { 2, 3, 5 } }, 2 }, { { 3, { 3, 4, 5 } }, 1 },
+	{ { 1, { 7 } }, 1 },    { { 3, { 2, 1, 8 } }, 3 },
+};
+
+/* Operands of both directions: in [R, M], weight and bias [M] (NULL: absent). */
+struct ln_ref {
+	uint64_t rows, cols;
+	double eps;
+};
+
+static struct ln_ref ln_ref_of(const struct ln_shape *ls)
+{
+	struct ln_ref r = { 1, 1, 1e-5 };
+
+	for (uint32_t d = 0; d < ls->s.ndim; d++)
+		*(d < ls->s.ndim - ls->k ? &r.rows : &r.cols) *= ls->s.d[d];
+	return r;
+}
+
+static void ref_layer_norm(const struct ln_ref *r, const double *x, const double *w,
+			   const double *b, double *y, double *mean, double *rstd)
+{
+	for (uint64_t i = 0; i < r->rows; i++) {
+		const double *xr = x + i * r->cols;
+		double m = 0, v = 0, s;
+
+		for (uint64_t j = 0; j < r->cols; j++)
+			m += xr[j];
+		m /= (double)r->cols;
+		for (uint64_t j = 0; j < r->cols; j++)
+			v += (xr[j] - m) * (xr[j] - m);
+		s = 1 / sqrt(v / (double)r->cols + r->eps);
+		for (uint64_t j = 0; j < r->cols; j++)
+			y[i * r->cols + j] = (xr[j] - m) * s * (w ? w[j] : 1) + (b ? b[j] : 0);
+		mean[i] = m;
+		rstd[i] = s;
+	}
+}
+
+/* A forward's tensors: out, mean, rstd, in, weight, bias. */
+struct ln {
+	const struct ln_shape *ls;
+	struct ln_ref r;
+	int64_t flags;
+	struct hpu_ktensor *t[6];
+};
+
+static void ln_new(struct ln *ln, const struct ln_shape *ls, int64_t flags, uint32_t in_dtype,
+		   uint32_t out_dtype, unsigned int layout)
+{
+	uint32_t lead = ls->s.ndim - (uint32_t)ls->k;
+
+	ln->ls = ls;
+	ln->r = ln_ref_of(ls);
+	ln->flags = flags;
+	ln->t[0] = tensor(out_dtype, ls->s.ndim, ls->s.d, layout);
+	ln->t[1] = tensor(F32, lead, ls->s.d, layout + 1);
+	ln->t[2] = tensor(F32, lead, ls->s.d, layout + 2);
+	ln->t[3] = random_tensor(in_dtype, ls->s.ndim, ls->s.d, layout + 3, -2, 3);
+	ln->t[4] = random_tensor(in_dtype, (uint32_t)ls->k, ls->s.d + lead, layout, 0.5, 1.5);
+	ln->t[5] = random_tensor(in_dtype, (uint32_t)ls->k, ls->s.d + lead, layout + 1, -1, 1);
+}
+
+static void ln_forward(struct ln *ln)
+{
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM, ln->t[0], ln->t[1], ln->t[2], ln->t[3], ln->t[4], ln->t[5]);
+	c.args[0] = ln->ls->k;
+	c.args[1] = ln->flags;
+	c.scalars[0] = ln->r.eps;
+	LAUNCH(&hpu_kernel_layer_norm, &c);
+}
+
+/* The reference of in, weight and bias as they are now: out, mean and rstd (malloc'ed, 3 arrays in one). */
+static double *ln_reference(const struct ln *ln)
+{
+	uint64_t n = ln->r.rows * ln->r.cols;
+	double *x = hpu_kt_values(ln->t[3]), *w = hpu_kt_values(ln->t[4]), *b = hpu_kt_values(ln->t[5]);
+	double *y = malloc((n + 2 * ln->r.rows) * sizeof(*y));
+
+	ref_layer_norm(&ln->r, x, ln->flags & 1 ? w : NULL, ln->flags & 2 ? b : NULL, y, y + n,
+		       y + n + ln->r.rows);
+	free(x);
+	free(w);
+	free(b);
+	return y;
+}
+
+static void test_layer_norm_forward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(ln_shapes); i++)
+		for (int64_t flags = 0; flags < 4; flags++)
+			for (size_t p = 0; p < HPU_ARRAY_SIZE(dtype_pairs); p++, turn++) {
+				struct ln ln;
+				double *want;
+
+				ln_new(&ln, &ln_shapes[i], flags, dtype_pairs[p][0], dtype_pairs[p][1],
+				       turn);
+				ln_forward(&ln);
+				want = ln_reference(&ln);
+				EXPECT_NEAR(ln.t[0], want);
+				EXPECT_NEAR(ln.t[1], want + ln.r.rows * ln.r.cols);
+				EXPECT_NEAR(ln.t[2], want + ln.r.rows * ln.r.cols + ln.r.rows);
+				free(want);
+				free_tensors(ln.t, HPU_ARRAY_SIZE(ln.t));
+			}
+}
+
+struct ln_ctx {
+	struct ln *ln;
+	const double *w;
+};
+
+static double ln_f(void *p)
+{
+	struct ln_ctx *ctx = p;
+	double *y = ln_reference(ctx->ln), s = dot(ctx->w, y, ctx->ln->r.rows * ctx->ln->r.cols);
+
+	free(y);
+	return s;
+}
+
+/*
+ * t: grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight;
+ * absent operands get a one-element stand-in the kernel must not write.
+ */
+static struct hpu_kcall ln_backward_call(const struct ln *ln, struct hpu_ktensor *const *grads,
+					 struct hpu_ktensor *grad_out, struct hpu_ktensor *stand_in)
+{
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, grads[0], ln->flags & 1 ? grads[1] : stand_in,
+		  ln->flags & 2 ? grads[2] : stand_in, grad_out, ln->t[3], ln->t[1], ln->t[2],
+		  ln->flags & 1 ? ln->t[4] : stand_in);
+	c.args[0] = ln->ls->k;
+	c.args[1] = ln->flags;
+	return c;
+}
+
+/* grads[0..3): grad_in, grad_weight, grad_bias in dtype. */
+static void ln_grads_new(struct hpu_ktensor **grads, const struct ln_shape *ls, uint32_t dtype,
+			 unsigned int layout)
+{
+	uint32_t lead = ls->s.ndim - (uint32_t)ls->k;
+
+	grads[0] = tensor(dtype, ls->s.ndim, ls->s.d, layout);
+	grads[1] = tensor(dtype, (uint32_t)ls->k, ls->s.d + lead, layout + 1);
+	grads[2] = tensor(dtype, (uint32_t)ls->k, ls->s.d + lead, layout + 2);
+}
+
+static void ln_grad_case(const struct ln_shape *ls, int64_t flags, uint32_t dtype, unsigned int layout)
+{
+	struct hpu_ktensor *grads[3], *same[3];
+	struct hpu_ktensor *grad_out = random_tensor(dtype, ls->s.ndim, ls->s.d, layout + 1, -1, 1);
+	struct hpu_ktensor *stand_in = tensor(F32, 0, NULL, 0);
+	struct ln ln;
+	struct ln_ctx ctx = { &ln, hpu_kt_values(grad_out) };
+	struct hpu_kcall c;
+	bool bf16 = dtype == BF16;
+
+	ln_grads_new(grads, ls, dtype, layout + 2);
+	ln_new(&ln, ls, flags, F32, F32, layout);
+	ln_forward(&ln);
+	c = ln_backward_call(&ln, grads, grad_out, stand_in);
+	LAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	GRADCHECK(ln.t[3], ln_f, &ctx, grads[0], bf16);
+	if (flags & 1)
+		GRADCHECK(ln.t[4], ln_f, &ctx, grads[1], bf16);
+	if (flags & 2)
+		GRADCHECK(ln.t[5], ln_f, &ctx, grads[2], bf16);
+	/* grad_in in place of grad_out: one item doing the column sums first, the same bytes. */
+	for (int s = 0; s < HPU_KSPLIT_COUNT; s++) {
+		ln_grads_new(same, ls, dtype, layout + 1);
+		hpu_kt_fill(same[0], ctx.w);
+		c = ln_backward_call(&ln, same, same[0], stand_in);
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, (enum hpu_ksplit)s) == 0);
+		for (int i = 0; i < 3; i++)
+			if (i == 0 || (flags >> (i - 1) & 1))
+				HPU_KEXPECT_SAME(same[i], grads[i]);
+		free_tensors(same, HPU_ARRAY_SIZE(same));
+	}
+	free((void *)ctx.w);
+	free_tensors(grads, HPU_ARRAY_SIZE(grads));
+	free_tensors((struct hpu_ktensor *[]){ grad_out, stand_in }, 2);
+	free_tensors(ln.t, HPU_ARRAY_SIZE(ln.t));
+}
+
+static void test_layer_norm_backward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(ln_shapes); i++)
+		for (int64_t flags = 0; flags < 4; flags++, turn++)
+			ln_grad_case(&ln_shapes[i], flags, turn % 6 == 5 ? BF16 : F32, turn);
+}
+
+/* ---- embedding ---- */
+
+/* t: rows [..., D], table [V, D], indices [...]; indices repeat, padding_idx among them. */
+struct emb {
+	uint64_t v, d, n;
+	int64_t pad;
+	struct hpu_ktensor *rows, *table, *indices;
+	int64_t *idx;
+};
+
+static void emb_new(struct emb *e, uint64_t v, uint64_t d, uint32_t idx_ndim, const uint64_t *idx_shape,
+		    int64_t pad, uint32_t dtype, unsigned int layout)
+{
+	uint64_t shape[HPU_TENSOR_MAX_DIMS];
+
+	memcpy(shape, idx_shape, idx_ndim * sizeof(*shape));
+	shape[idx_ndim] = d;
+	e->v = v;
+	e->d = d;
+	e->pad = pad;
+	e->table = random_tensor(dtype, 2, HPU_KT_DIMS(v, d), layout, -1, 1);
+	e->rows = random_tensor(dtype, idx_ndim + 1, shape, layout + 1, -1, 1);
+	e->indices = random_tensor(layout % 2 ? I32 : I64, idx_ndim, idx_shape, layout + 2, 0,
+				   (double)v);
+	e->n = hpu_kt_numel(e->indices);
+	kt_set_i(e->indices, e->n - 1, hpu_kt_get_i(e->indices, 0));
+	if (pad >= 0)
+		kt_set_i(e->indices, e->n / 2, pad);
+	e->idx = kt_values_i(e->indices);
+}
+
+static void emb_free(struct emb *e)
+{
+	free(e->idx);
+	hpu_kt_free(e->table);
+	hpu_kt_free(e->rows);
+	hpu_kt_free(e->indices);
+}
+
+static void emb_launch(const struct emb *e, bool backward)
+{
+	struct hpu_kcall c;
+
+	if (backward)
+		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, e->table, e->rows, e->indices);
+	else
+		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, e->rows, e->table, e->indices);
+	c.args[0] = e->pad;
+	LAUNCH(backward ? &hpu_kernel_embedding_bwd : &hpu_kernel_embedding, &c);
+}
+
+/* Vocabularies of one block of rows and of several (the backward sums 512 rows a pass). */
+static const struct {
+	uint64_t v, d;
+	uint32_t ndim;
+	uint64_t shape[2];
+	int64_t pad;
+} emb_cases[] = {
+	{ 10, 4, 2, { 2, 3 }, -1 },
+	{ 10, 4, 2, { 3, 4 }, 3 },
+	{ 1300, 3, 1, { 700 }, 1299 },
+	{ 6, 5, 0, { 0 }, -1 },
+};
+
+static void test_embedding_forward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(emb_cases); i++)
+		for (uint32_t dtype = F32; dtype <= BF16; dtype++, turn++) {
+			struct emb e;
+			double *table, *want;
+
+			emb_new(&e, emb_cases[i].v, emb_cases[i].d, emb_cases[i].ndim, emb_cases[i].shape,
+				emb_cases[i].pad, dtype, turn);
+			emb_launch(&e, false);
+			table = hpu_kt_values(e.table);
+			want = malloc(e.n * e.d * sizeof(*want));
+			for (uint64_t k = 0; k < e.n; k++)
+				memcpy(want + k * e.d, table + e.idx[k] * e.d, e.d * sizeof(*want));
+			EXPECT_NEAR(e.rows, want);
+			free(table);
+			free(want);
+			emb_free(&e);
+		}
+}
+
+/* grad_weight is io: the rows add to what it holds; none to the padding row. */
+static void test_embedding_backward(void)
+{
+	unsigned int turn = 0;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(emb_cases); i++)
+		for (uint32_t dtype = F32; dtype <= BF16; dtype++, turn++) {
+			struct emb e;
+			double *want, *g;
+
+			emb_new(&e, emb_cases[i].v, emb_cases[i].d, emb_cases[i].ndim, emb_cases[i].shape,
+				emb_cases[i].pad, F32, turn);
+			want = hpu_kt_values(e.table);
+			g = hpu_kt_values(e.rows);
+			for (uint64_t k = 0; k < e.n; k++)
+				for (uint64_t j = 0; e.idx[k] != e.pad && j < e.d; j++)
+					want[e.idx[k] * e.d + j] += g[k * e.d + j];
+			emb_launch(&e, true);
+			EXPECT_NEAR(e.table, want);
+			free(want);
+			free(g);
+			emb_free(&e);
+		}
+}
+
+struct emb_ctx {
+	struct emb *e;
+	const double *w;
+};
+
+static double emb_f(void *p)
+{
+	struct emb_ctx *ctx = p;
+	struct emb *e = ctx->e;
+	double s = 0;
+
+	for (uint64_t k = 0; k < e->n; k++)
+		for (uint64_t j = 0; j < e->d; j++)
+			s += ctx->w[k * e->d + j] * hpu_kt_get(e->table, (uint64_t)e->idx[k] * e->d + j);
+	return s;
+}
+
+/* From a zero grad_weight, without padding (whose row the forward still reads). */
+static void test_embedding_gradcheck(void)
+{
+	for (unsigned int layout = 0; layout < LAYOUTS; layout++) {
+		struct emb e;
+		struct hpu_ktensor *grad;
+		struct emb_ctx ctx = { &e, NULL };
+		struct hpu_kcall c;
+
+		emb_new(&e, 9, 3, 2, HPU_KT_DIMS(4, 5), -1, F32, layout);
+		grad = tensor(layout == FLIPPED ? BF16 : F32, 2, HPU_KT_DIMS(9, 3), layout + 2);
+		ctx.w = hpu_kt_values(e.rows);
+		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, grad, e.rows, e.indices);
+		c.args[0] = -1;
+		LAUNCH(&hpu_kernel_embedding_bwd, &c);
+		GRADCHECK(e.table, emb_f, &ctx, grad, false);
+		free((void *)ctx.w);
+		hpu_kt_free(grad);
+		emb_free(&e);
+	}
+}
+
+/* ---- rejections ---- */
+
+#define MUT(name, k, idx, val) .what = name, .kind = HPU_KMUT_##k, .i = idx, .v = val
+#define COUNT(n) MUT("num_tensors " #n, COUNT, 0, n)
+#define DTYPE(t, d) MUT("t[" #t "] " #d, DTYPE, t, d)
+#define NDIM(t, n) MUT("t[" #t "] of " #n " dims", NDIM, t, n)
+#define SHAPE(t, d) MUT("t[" #t "] dim " #d " one larger", SHAPE, t, d)
+#define ARG(a, x) MUT("a" #a " = " #x, ARG, a, x)
+#define SCALAR(a, x) MUT("s" #a " = " #x, SCALAR, a, 0), .s = x
+#define VALUE(t, x) MUT("t[" #t "][0] = " #x, VALUE, t, x)
+#define ALIAS(t, u) MUT("t[" #t "] at t[" #u "]", ALIAS, t, u)
+
+#define T34 { F32, 2, { 3, 4 } }
+#define T56 { F32, 2, { 5, 6 } }
+
+static const struct hpu_kreject_case reject_cases[] = {
+	{ "softmax", &hpu_kernel_softmax, HPU_KERNEL_SOFTMAX, { 1 }, { 0 }, 2, { T34, T34 },
+	  HPU_KMUTS({ COUNT(1) }, { COUNT(3) }, { DTYPE(0, I32) }, { DTYPE(1, U8) }, { SHAPE(1, 0) },
+		    { NDIM(1, 3) }, { ARG(0, 2) }, { ARG(0, -1) }, { ARG(1, 2) }) },
+	{ "softmax_bwd", &hpu_kernel_softmax_bwd, HPU_KERNEL_SOFTMAX_BWD, { 0, 1 }, { 0 }, 3,
+	  { T34, T34, T34 },
+	  HPU_KMUTS({ COUNT(2) }, { DTYPE(1, I64) }, { SHAPE(2, 1) }, { ARG(0, 2) }, { ARG(1, -1) }) },
+	{ "nll_loss", &hpu_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, { HPU_REDUCTION_MEAN, -100 }, { 0 },
+	  3, { { F32, 0, { 0 } }, { F32, 2, { 4, 3 } }, { I64, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(2) }, { COUNT(4) }, { ARG(0, 3) }, { ARG(0, -1) },
+		    { ARG(0, HPU_REDUCTION_NONE) }, { NDIM(0, 1) }, { NDIM(1, 3) }, { DTYPE(1, I32) },
+		    { DTYPE(0, U8) }, { DTYPE(2, F32) }, { DTYPE(2, U8) }, { SHAPE(2, 0) },
+		    { VALUE(2, 3) }, { VALUE(2, -1) }) },
+	{ "nll_loss_bwd", &hpu_kernel_nll_loss_bwd, HPU_KERNEL_NLL_LOSS_BWD,
+	  { HPU_REDUCTION_NONE, -100 }, { 0 }, 3,
+	  { { F32, 2, { 4, 3 } }, { F32, 1, { 4 } }, { I32, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(4) }, { ARG(0, HPU_REDUCTION_MEAN) }, { ARG(0, 7) }, { SHAPE(1, 0) },
+		    { SHAPE(0, 0) }, { DTYPE(0, I64) }, { VALUE(2, 3) }, { VALUE(2, -100000) }) },
+	{ "cross_entropy", &hpu_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY,
+	  { HPU_REDUCTION_SUM, 1 }, { 0 }, 3, { { BF16, 0, { 0 } }, { BF16, 2, { 4, 3 } }, { I32, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(2) }, { ARG(0, 3) }, { NDIM(0, 1) }, { DTYPE(1, I64) }, { SHAPE(1, 0) },
+		    { VALUE(2, 3) }, { VALUE(2, -1) }) },
+	{ "cross_entropy_bwd", &hpu_kernel_cross_entropy_bwd, HPU_KERNEL_CROSS_ENTROPY_BWD,
+	  { HPU_REDUCTION_SUM, -100 }, { 0 }, 4,
+	  { { F32, 2, { 4, 3 } }, { F32, 0, { 0 } }, { F32, 2, { 4, 3 } }, { I64, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(3) }, { SHAPE(2, 1) }, { DTYPE(2, I32) }, { NDIM(1, 1) }, { VALUE(3, 5) },
+		    { ARG(0, -2) }) },
+	{ "dropout", &hpu_kernel_dropout, HPU_KERNEL_DROPOUT, { 0 }, { 0.5 }, 4,
+	  { T56, { U8, 2, { 5, 6 } }, T56, { I64, 1, { 2 } } },
+	  HPU_KMUTS({ COUNT(3) }, { SCALAR(0, -0.1) }, { SCALAR(0, 1.5) }, { SCALAR(0, NAN) },
+		    { DTYPE(1, F32) }, { DTYPE(0, U8) }, { DTYPE(3, I32) }, { SHAPE(3, 0) },
+		    { NDIM(3, 2) }, { SHAPE(2, 1) }, { SHAPE(1, 0) }) },
+	{ "dropout_bwd", &hpu_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, { 0 }, { 0.5 }, 3,
+	  { T56, T56, { U8, 2, { 5, 6 } } },
+	  HPU_KMUTS({ COUNT(4) }, { SCALAR(0, 2) }, { SCALAR(0, NAN) }, { DTYPE(2, F32) },
+		    { SHAPE(1, 0) }, { SHAPE(2, 1) }) },
+	{ "relu_bwd", &hpu_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, { 0 }, { 0 }, 3, { T56, T56, T56 },
+	  HPU_KMUTS({ COUNT(2) }, { DTYPE(2, I32) }, { DTYPE(0, U8) }, { DTYPE(1, I64) },
+		    { SHAPE(1, 0) }, { NDIM(2, 1) }) },
+	{ "gelu_bwd", &hpu_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, { 1 }, { 0 }, 3, { T56, T56, T56 },
+	  HPU_KMUTS({ ARG(0, 2) }, { ARG(0, -1) }, { SHAPE(2, 1) }, { DTYPE(2, U8) }) },
+	{ "layer_norm", &hpu_kernel_layer_norm, HPU_KERNEL_LAYER_NORM, { 1, 3 }, { 1e-5 }, 6,
+	  { T34, { F32, 1, { 3 } }, { F32, 1, { 3 } }, T34, { F32, 1, { 4 } }, { F32, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(5) }, { ARG(0, 0) }, { ARG(0, 3) }, { ARG(1, 4) }, { DTYPE(1, BF16) },
+		    { SHAPE(1, 0) }, { NDIM(2, 0) }, { SHAPE(4, 0) }, { DTYPE(5, I32) },
+		    { SCALAR(0, -1) }, { SCALAR(0, NAN) }, { SHAPE(0, 1) }, { DTYPE(3, I64) }) },
+	{ "layer_norm_bwd", &hpu_kernel_layer_norm_bwd, HPU_KERNEL_LAYER_NORM_BWD, { 1, 3 }, { 0 }, 8,
+	  { T34, { F32, 1, { 4 } }, { F32, 1, { 4 } }, T34, T34, { F32, 1, { 3 } }, { F32, 1, { 3 } },
+	    { F32, 1, { 4 } } },
+	  HPU_KMUTS({ COUNT(7) }, { ARG(0, 5) }, { ARG(1, 8) }, { SHAPE(0, 0) }, { SHAPE(1, 0) },
+		    { DTYPE(2, I32) }, { DTYPE(3, U8) }, { DTYPE(6, BF16) }, { SHAPE(7, 0) },
+		    { ALIAS(1, 7) }, { ALIAS(2, 3) }) },
+	{ "embedding", &hpu_kernel_embedding, HPU_KERNEL_EMBEDDING, { -1 }, { 0 }, 3,
+	  { { F32, 3, { 2, 3, 4 } }, { F32, 2, { 10, 4 } }, { I64, 2, { 2, 3 } } },
+	  HPU_KMUTS({ COUNT(2) }, { VALUE(2, 10) }, { VALUE(2, -1) }, { ARG(0, 10) }, { ARG(0, -2) },
+		    { NDIM(1, 3) }, { SHAPE(0, 2) }, { SHAPE(0, 0) }, { DTYPE(2, F32) },
+		    { DTYPE(0, I32) }, { ALIAS(0, 1) }) },
+	{ "embedding_bwd", &hpu_kernel_embedding_bwd, HPU_KERNEL_EMBEDDING_BWD, { 3 }, { 0 }, 3,
+	  { { F32, 2, { 10, 4 } }, { F32, 3, { 2, 3, 4 } }, { I32, 2, { 2, 3 } } },
+	  HPU_KMUTS({ VALUE(2, 10) }, { SHAPE(1, 0) }, { ALIAS(1, 0) }, { ARG(0, 10) },
+		    { DTYPE(0, I64) }, { NDIM(2, 3) }) },
+};
+
+static void test_rejections(void)
+{
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(reject_cases); i++)
+		hpu_kexpect_rejections(&reject_cases[i]);
+}
+
+static const struct hpu_ktest_case cases[] = {
+	{ "philox4x32-10 known answers", test_philox_known_answers },
+	{ "philox uniform draw across the 2^32 counter boundary", test_philox_uniform },
+	{ "softmax and log_softmax: every dim, layout and dtype", test_softmax_forward },
+	{ "softmax: logits near 1000 stay finite", test_softmax_large_logits },
+	{ "softmax_bwd: gradient check, both variants", test_softmax_backward },
+	{ "nll_loss and cross_entropy: reductions, ignore_index, dtypes", test_loss_forward },
+	{ "nll_loss_bwd and cross_entropy_bwd: gradient check", test_loss_backward },
+	{ "losses with every target ignored", test_loss_all_ignored },
+	{ "dropout: Philox mask, scaling, offset advanced", test_dropout_mask },
+	{ "dropout: kept fraction within 5 sigma of 1 - p", test_dropout_statistics },
+	{ "dropout: fresh masks per launch, same (seed, offset) same mask", test_dropout_reproducible },
+	{ "dropout: every split writes the same bytes", test_dropout_split },
+	{ "dropout: p = 0 and p = 1", test_dropout_extremes },
+	{ "dropout_bwd: gradient check with a fixed mask", test_dropout_backward },
+	{ "relu_bwd and gelu_bwd (erf, tanh): gradient check", test_relu_gelu_backward },
+	{ "relu_bwd at 0", test_relu_backward_at_zero },
+	{ "layer_norm: shapes, weight and bias, dtypes", test_layer_norm_forward },
+	{ "layer_norm_bwd: gradient check of input, weight, bias; in place", test_layer_norm_backward },
+	{ "embedding: gather, repeated indices, bf16", test_embedding_forward },
+	{ "embedding_bwd: scatter-add into grad_weight, padding, many blocks", test_embedding_backward },
+	{ "embedding_bwd: gradient check", test_embedding_gradcheck },
+	{ "every kernel's check() rejections", test_rejections },
+};
+
+int main(void)
+{
+	return hpu_ktest_main(cases, HPU_ARRAY_SIZE(cases)) ? 1 : 0;
+}
