@@ -293,47 +293,64 @@ static int hpu_op_loss(struct hpu_op *op, unsigned int x, unsigned int target, u
 	return 0;
 }
 
+/* A loss kernel: t[x] [N, C], t[target], t[loss] the loss or its gradient. */
+struct hpu_loss_kernel {
+	uint32_t kernel;
+	const char *name;
+	unsigned int x, target, loss;
+};
+
+static int hpu_op_loss_run(const char *func, struct hpu_stream *s, const struct hpu_loss_kernel *k,
+			   const struct hpu_arg *args, unsigned int count,
+			   enum hpu_loss_reduction reduction, int64_t ignore_index)
+{
+	struct hpu_op op = { 0 };
+	int ret = hpu_op_elementwise(&op, k->kernel, k->name, args, count);
+
+	if (!ret)
+		ret = hpu_op_loss(&op, k->x, k->target, k->loss, reduction, ignore_index);
+	/* A gradient of x (t[0] when x is not t[0]) is shaped and typed like x. */
+	if (!ret && k->x > 1)
+		ret = hpu_op_same_dtype(&op, 0, k->x);
+	if (!ret && k->x > 1)
+		ret = hpu_op_same_shape(&op, k->x, 0);
+	return hpu_op_finish(func, s, &op, ret);
+}
+
 int hpu_op_nll_loss(struct hpu_stream *s, struct hpu_tensor *loss, const struct hpu_tensor *logp,
 		    const struct hpu_tensor *target, enum hpu_loss_reduction reduction,
 		    int64_t ignore_index)
 {
+	static const struct hpu_loss_kernel k = { HPU_KERNEL_NLL_LOSS, "nll_loss", 1, 2, 0 };
 	const struct hpu_arg args[] = { HPU_OUT(loss, "loss"), HPU_SAME(logp, "logp"),
 					HPU_SAME(target, "target") };
-	struct hpu_op op = { 0 };
-	int ret = hpu_op_elementwise(&op, HPU_KERNEL_NLL_LOSS, "nll_loss", args, 3);
 
-	if (!ret)
-		ret = hpu_op_loss(&op, 1, 2, 0, reduction, ignore_index);
-	return hpu_op_finish(__func__, s, &op, ret);
+	return hpu_op_loss_run(__func__, s, &k, args, 3, reduction, ignore_index);
 }
 
 int hpu_op_nll_loss_backward(struct hpu_stream *s, struct hpu_tensor *grad_logp,
 			     const struct hpu_tensor *grad_loss, const struct hpu_tensor *target,
 			     enum hpu_loss_reduction reduction, int64_t ignore_index)
 {
+	static const struct hpu_loss_kernel k = { HPU_KERNEL_NLL_LOSS_BWD, "nll_loss_backward",
+						  0, 2, 1 };
 	const struct hpu_arg args[] = { HPU_OUT(grad_logp, "grad_logp"),
 					HPU_SAME(grad_loss, "grad_loss"),
 					HPU_SAME(target, "target") };
-	struct hpu_op op = { 0 };
-	int ret = hpu_op_elementwise(&op, HPU_KERNEL_NLL_LOSS_BWD, "nll_loss_backward", args, 3);
 
-	if (!ret)
-		ret = hpu_op_loss(&op, 0, 2, 1, reduction, ignore_index);
-	return hpu_op_finish(__func__, s, &op, ret);
+	return hpu_op_loss_run(__func__, s, &k, args, 3, reduction, ignore_index);
 }
 
 int hpu_op_cross_entropy(struct hpu_stream *s, struct hpu_tensor *loss,
 			 const struct hpu_tensor *logits, const struct hpu_tensor *target,
 			 enum hpu_loss_reduction reduction, int64_t ignore_index)
 {
+	static const struct hpu_loss_kernel k = { HPU_KERNEL_CROSS_ENTROPY, "cross_entropy",
+						  1, 2, 0 };
 	const struct hpu_arg args[] = { HPU_OUT(loss, "loss"), HPU_SAME(logits, "logits"),
 					HPU_SAME(target, "target") };
-	struct hpu_op op = { 0 };
-	int ret = hpu_op_elementwise(&op, HPU_KERNEL_CROSS_ENTROPY, "cross_entropy", args, 3);
 
-	if (!ret)
-		ret = hpu_op_loss(&op, 1, 2, 0, reduction, ignore_index);
-	return hpu_op_finish(__func__, s, &op, ret);
+	return hpu_op_loss_run(__func__, s, &k, args, 3, reduction, ignore_index);
 }
 
 int hpu_op_cross_entropy_backward(struct hpu_stream *s, struct hpu_tensor *grad_logits,
@@ -341,20 +358,13 @@ int hpu_op_cross_entropy_backward(struct hpu_stream *s, struct hpu_tensor *grad_
 				  const struct hpu_tensor *logits, const struct hpu_tensor *target,
 				  enum hpu_loss_reduction reduction, int64_t ignore_index)
 {
+	static const struct hpu_loss_kernel k = { HPU_KERNEL_CROSS_ENTROPY_BWD,
+						  "cross_entropy_backward", 2, 3, 1 };
 	const struct hpu_arg args[] = { HPU_OUT(grad_logits, "grad_logits"),
 					HPU_SAME(grad_loss, "grad_loss"),
 					HPU_SAME(logits, "logits"), HPU_SAME(target, "target") };
-	struct hpu_op op = { 0 };
-	int ret = hpu_op_elementwise(&op, HPU_KERNEL_CROSS_ENTROPY_BWD, "cross_entropy_backward",
-				     args, 4);
 
-	if (!ret)
-		ret = hpu_op_loss(&op, 2, 3, 1, reduction, ignore_index);
-	if (!ret)
-		ret = hpu_op_same_dtype(&op, 0, 2);
-	if (!ret)
-		ret = hpu_op_same_shape(&op, 2, 0);
-	return hpu_op_finish(__func__, s, &op, ret);
+	return hpu_op_loss_run(__func__, s, &k, args, 4, reduction, ignore_index);
 }
 
 static int hpu_check_p(double p)

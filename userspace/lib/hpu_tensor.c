@@ -293,51 +293,47 @@ static int hpu_tensor_copy_check(const struct hpu_stream *s, const struct hpu_te
 	return 0;
 }
 
-int hpu_tensor_copy_from_host(struct hpu_stream *s, struct hpu_tensor *t, const void *src,
-			      size_t size)
+/*
+ * Both directions: a contiguous view is one async copy; any other moves
+ * its span through host memory, read first so that the span's other bytes
+ * survive a write.
+ */
+static int hpu_tensor_copy_host(struct hpu_stream *s, const struct hpu_tensor *t, void *host,
+				size_t size, bool to_host)
 {
+	uint64_t addr;
 	void *span;
 	int64_t lo;
 	int ret;
 
-	ret = hpu_tensor_copy_check(s, t, src, size);
+	ret = hpu_tensor_copy_check(s, t, host, size);
 	if (ret || !size)
-		return hpu_error_in(__func__, ret);
+		return ret;
+	addr = hpu_tensor_addr(t->storage, &t->l);
 	if (hpu_layout_is_contiguous(&t->l))
-		return hpu_error_in(__func__, hpu_memcpy_h2d_async(s, hpu_tensor_addr(t->storage,
-									       &t->l),
-							       src, size));
-	if (hpu_layout_has_repeats(&t->l))
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "t repeats elements (stride 0)"));
-	/* The span's other bytes must survive: read it, fill in the view, write it back. */
+		return to_host ? hpu_memcpy_d2h_async(s, host, addr, size)
+			       : hpu_memcpy_h2d_async(s, addr, host, size);
+	if (!to_host && hpu_layout_has_repeats(&t->l))
+		return hpu_error_set(EINVAL, "t repeats elements (stride 0)");
 	ret = hpu_span_read(s, t->storage, &t->l, &span, &lo);
 	if (ret)
-		return hpu_error_in(__func__, ret);
-	hpu_pack(&t->l, span, lo, (uint8_t *)src, false);
-	ret = hpu_span_write(s, t->storage, &t->l, span, lo);
+		return ret;
+	hpu_pack(&t->l, span, lo, host, to_host);
+	if (!to_host)
+		ret = hpu_span_write(s, t->storage, &t->l, span, lo);
 	free(span);
-	return hpu_error_in(__func__, ret);
+	return ret;
+}
+
+int hpu_tensor_copy_from_host(struct hpu_stream *s, struct hpu_tensor *t, const void *src,
+			      size_t size)
+{
+	/* Only read: hpu_pack() writes the host side only towards the host. */
+	return hpu_error_in(__func__, hpu_tensor_copy_host(s, t, (void *)src, size, false));
 }
 
 int hpu_tensor_copy_to_host(struct hpu_stream *s, const struct hpu_tensor *t, void *dst,
 			    size_t size)
 {
-	void *span;
-	int64_t lo;
-	int ret;
-
-	ret = hpu_tensor_copy_check(s, t, dst, size);
-	if (ret || !size)
-		return hpu_error_in(__func__, ret);
-	if (hpu_layout_is_contiguous(&t->l))
-		return hpu_error_in(__func__, hpu_memcpy_d2h_async(s, dst,
-								   hpu_tensor_addr(t->storage,
-										   &t->l),
-								   size));
-	ret = hpu_span_read(s, t->storage, &t->l, &span, &lo);
-	if (ret)
-		return hpu_error_in(__func__, ret);
-	hpu_pack(&t->l, span, lo, dst, true);
-	free(span);
-	return 0;
+	return hpu_error_in(__func__, hpu_tensor_copy_host(s, t, dst, size, true));
 }
