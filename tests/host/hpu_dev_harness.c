@@ -235,3 +235,195 @@ unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsi
 	}
 	return failed;
 }
+
+/* ---- the submission path ---- */
+
+/* Next free table page in the MMU region; the context table takes the first two. */
+static uint64_t hpu_pt_next;
+
+uint64_t bar4_rd(struct hpu_test *t, uint64_t off)
+{
+	return hpu_core_mmu_read(t->core, off, 8);
+}
+
+void bar4_wr(struct hpu_test *t, uint64_t off, uint64_t value)
+{
+	hpu_core_mmu_write(t->core, off, value, 8);
+}
+
+uint64_t pt_table(struct hpu_test *t, uint64_t entry_off)
+{
+	uint64_t entry = bar4_rd(t, entry_off);
+
+	if (!(entry & HPU_PTE_PRESENT)) {
+		entry = hpu_pt_next | HPU_PTE_PRESENT;
+		hpu_pt_next += HPU_MMU_PAGE_SIZE;
+		bar4_wr(t, entry_off, entry);
+	}
+	return entry & HPU_PTE_ADDR_MASK;
+}
+
+void pt_map_page(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t flags)
+{
+	unsigned int leaf = flags & HPU_PTE_HUGE ? 2 : 3;
+	uint64_t table = pt_table(t, HPU_MMU_CTX_TABLE + asid * 8ull);
+	unsigned int level;
+
+	for (level = 0; level < leaf; level++)
+		table = pt_table(t, table + HPU_MMU_INDEX(va, level) * 8);
+	bar4_wr(t, table + HPU_MMU_INDEX(va, leaf) * 8, addr | flags);
+}
+
+void pt_map(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t len,
+	    uint64_t flags)
+{
+	uint64_t off;
+
+	for (off = 0; off < len; off += HPU_MMU_PAGE_SIZE)
+		pt_map_page(t, asid, va + off, addr + off, flags);
+}
+
+void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len)
+{
+	pt_map(t, asid, VA_HOST + off, BUS(off), len, PTE_HOST_RW);
+}
+
+void cb_u32(struct hpu_cb *cb, uint32_t v)
+{
+	hpu_st_le32(cb->b + cb->len, v);
+	cb->len += 4;
+}
+
+void cb_u64(struct hpu_cb *cb, uint64_t v)
+{
+	hpu_st_le64(cb->b + cb->len, v);
+	cb->len += 8;
+}
+
+void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0));
+	cb_u32(cb, 0);
+	cb_u64(cb, bus_addr);
+	cb_u64(cb, value);
+}
+
+uint64_t completion(struct hpu_test *t, unsigned int q)
+{
+	return hpu_ld_le64(t->mem + COMPLETION_OFF(q));
+}
+
+void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d)
+{
+	uint32_t pi = hpu_rd(t, REG_Q(q, PI));
+	uint8_t *p = t->mem + Q_RING_OFF(q) + (pi % Q_RING_ENTRIES) * sizeof(*d);
+
+	hpu_st_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
+	hpu_st_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
+	hpu_st_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
+	hpu_wr(t, REG_Q(q, PI), pi + 1);
+}
+
+void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_t priv_offset,
+	    uint32_t asid, uint64_t tag)
+{
+	uint32_t slot = hpu_rd(t, REG_Q(q, PI)) % Q_RING_ENTRIES;
+	struct hpu_queue_desc d = {
+		.cb_addr = BUS(CB_OFF(q, slot)),
+		.cb_size = cb->len,
+		.priv_offset = priv_offset,
+		.asid = asid,
+		.tag = tag,
+	};
+
+	memcpy(t->mem + CB_OFF(q, slot), cb->b, cb->len);
+	write_desc(t, q, &d);
+}
+
+void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag)
+{
+	uint32_t user = cb->len;
+
+	cb_completion(cb, BUS(COMPLETION_OFF(q)), COMPLETION_VALUE + tag);
+	submit(t, q, cb, user, ASID, tag);
+}
+
+void run(struct hpu_test *t)
+{
+	hpu_core_engine_run(t->core);
+}
+
+void setup(struct hpu_test *t)
+{
+	unsigned int q;
+
+	hpu_pt_next = 2 * HPU_MMU_PAGE_SIZE;
+	hpu_test_boot_good(t);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	hpu_wr(t, HPU_REG_EQ_RING_LO, (uint32_t)BUS(EQ_OFF));
+	hpu_wr(t, HPU_REG_EQ_RING_HI, (uint32_t)(BUS(EQ_OFF) >> 32));
+	hpu_wr(t, HPU_REG_EQ_RING_SIZE, EQ_ENTRIES);
+	for (q = 0; q < HPU_NUM_QUEUES; q++) {
+		hpu_wr(t, REG_Q(q, RING_LO), (uint32_t)BUS(Q_RING_OFF(q)));
+		hpu_wr(t, REG_Q(q, RING_HI), (uint32_t)(BUS(Q_RING_OFF(q)) >> 32));
+		hpu_wr(t, REG_Q(q, RING_SIZE), Q_RING_ENTRIES);
+	}
+	pt_map_host(t, ASID, SYNC_OFF, HPU_MMU_PAGE_SIZE);
+	pt_map_host(t, ASID, SRC_OFF, BUF_SIZE);
+	pt_map_host(t, ASID, DST_OFF, BUF_SIZE);
+	pt_map(t, ASID, VA_HBM, HBM_BUF, BUF_SIZE, PTE_RW);
+	HPU_EXPECT_CLEAN(t);
+}
+
+void fill_pattern(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)((i + seed) * 2654435761u >> 24);
+}
+
+#define EV_FIELD(f) \
+	{ "event " #f, offsetof(struct hpu_event, f), sizeof(((struct hpu_event *)0)->f) }
+
+static const struct {
+	const char *name;
+	size_t offset, size;
+} hpu_event_fields[] = {
+	EV_FIELD(type), EV_FIELD(queue), EV_FIELD(asid), EV_FIELD(engine), EV_FIELD(tag),
+	EV_FIELD(addr),
+};
+
+void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint32_t asid,
+		  uint32_t engine, uint64_t tag, uint64_t addr, unsigned int logs, int line)
+{
+	const uint64_t want[] = { type, queue, asid, engine, tag, addr };
+	uint32_t ci = hpu_rd(t, HPU_REG_EQ_CI);
+	const uint8_t *ev = t->mem + EQ_OFF + (ci % EQ_ENTRIES) * sizeof(struct hpu_event);
+	size_t i;
+
+	hpu_check(t, hpu_rd(t, HPU_REG_EQ_PI) != ci, "an event is pending", line);
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_event_fields); i++) {
+		const uint8_t *p = ev + hpu_event_fields[i].offset;
+
+		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p),
+			     want[i], hpu_event_fields[i].name, line);
+	}
+	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT, "EVENT cause set", line);
+	hpu_check_eq(t, t->logs - t->logs_seen, logs, "log lines for the event", line);
+	t->logs_seen = t->logs;
+	hpu_wr(t, HPU_REG_EQ_CI, ci + 1);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_EVENT);
+}
+
+void expect_done(struct hpu_test *t, unsigned int q, int line)
+{
+	hpu_check_eq(t, hpu_rd(t, REG_Q(q, CI)), hpu_rd(t, REG_Q(q, PI)), "CI", line);
+	hpu_check_eq(t, hpu_rd(t, REG_Q(q, STATUS)), 0, "STATUS", line);
+	hpu_check_eq(t, hpu_rd(t, HPU_REG_EQ_PI), hpu_rd(t, HPU_REG_EQ_CI), "EQ_PI", line);
+	hpu_test_expect_clean(t, line);
+}

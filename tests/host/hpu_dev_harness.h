@@ -102,4 +102,77 @@ unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsi
 		failed += !hpu_tap_report(t, ++n, name);                              \
 	}
 
+/* ---- the submission path: page tables, command buffers, queues, events ---- */
+
+/* Guest memory layout (offsets from HPU_TEST_MEM_BASE). */
+#define Q_RING_OFF(q) (0x10000u + (q) * 0x1000u)
+#define Q_RING_ENTRIES 16u
+#define EQ_OFF 0x18000u
+#define EQ_ENTRIES 16u
+#define CB_STRIDE 0x10400u /* > HPU_JOB_CB_MAX */
+#define CB_OFF(q, slot) (0x100000u + ((q) * Q_RING_ENTRIES + (slot)) * CB_STRIDE)
+#define SYNC_OFF 0x80000u /* a page of sync objects, completions, timestamps */
+#define SRC_OFF 0x600000u
+#define DST_OFF 0xa00000u
+#define BUF_SIZE (3u << 20)
+
+#define BUS(off) (HPU_TEST_MEM_BASE + (off))
+#define REG_Q(q, reg) HPU_REG_Q(q, HPU_Q_##reg)
+
+/* Device address space of the test context. */
+#define ASID 1u
+#define VA_HOST 0x100000000ull  /* + guest memory offset, for SYNC, SRC and DST */
+#define VA_HBM 0x200000000ull   /* + offset into HBM_BUF, BUF_SIZE mapped */
+#define HBM_BUF (20ull << 30)   /* above 4 GiB */
+#define VA_UNMAPPED 0x300000000ull
+
+#define PTE_RW (HPU_PTE_PRESENT | HPU_PTE_WRITE)
+#define PTE_HOST_RW (PTE_RW | HPU_PTE_HOST)
+
+/* The driver's tail: a completion word at SYNC_OFF + 8 * q. */
+#define COMPLETION_OFF(q) (SYNC_OFF + 0x800u + 8u * (q))
+#define COMPLETION_VALUE 0xc0ffee0000000001ull
+
+uint64_t bar4_rd(struct hpu_test *t, uint64_t off);
+void bar4_wr(struct hpu_test *t, uint64_t off, uint64_t value);
+/* The table an entry points to, made if absent. */
+uint64_t pt_table(struct hpu_test *t, uint64_t entry_off);
+/* Map one page (2 MiB if flags has HUGE) of asid at va to addr. */
+void pt_map_page(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t flags);
+void pt_map(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t len,
+	    uint64_t flags);
+/* Host buffers at VA_HOST + offset in guest memory. */
+void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len);
+
+struct hpu_cb {
+	uint8_t b[HPU_JOB_CB_MAX + 64];
+	uint32_t len;
+};
+
+void cb_u32(struct hpu_cb *cb, uint32_t v);
+void cb_u64(struct hpu_cb *cb, uint64_t v);
+void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value);
+
+uint64_t completion(struct hpu_test *t, unsigned int q);
+void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d);
+/* Queue cb on q as the driver would: privileged packets allowed from priv_offset. */
+void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_t priv_offset,
+	    uint32_t asid, uint64_t tag);
+/* A user command buffer followed by the driver's tail: a completion. */
+void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag);
+void run(struct hpu_test *t);
+/* Boot, an event ring, every queue's ring, and the test context's standard mappings. */
+void setup(struct hpu_test *t);
+void fill_pattern(uint8_t *p, uint32_t len, uint32_t seed);
+
+/* The next event in the ring is this one, logged in logs lines; consume it. */
+void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint32_t asid,
+		  uint32_t engine, uint64_t tag, uint64_t addr, unsigned int logs, int line);
+/* Every queued job of q ended, with no event and no error. */
+void expect_done(struct hpu_test *t, unsigned int q, int line);
+
+#define EXPECT_EVENT(t, type, q, asid, engine, tag, addr) \
+	expect_event(t, type, q, asid, engine, tag, addr, 1, __LINE__)
+#define EXPECT_DONE(t, q) expect_done(t, q, __LINE__)
+
 #endif /* HPU_DEV_HARNESS_H */

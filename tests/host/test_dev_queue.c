@@ -15,107 +15,9 @@
 
 #include "hpu_dev_harness.h"
 
-/* Guest memory layout (offsets from HPU_TEST_MEM_BASE). */
-#define Q_RING_OFF(q) (0x10000u + (q) * 0x1000u)
-#define Q_RING_ENTRIES 16u
-#define EQ_OFF 0x18000u
-#define EQ_ENTRIES 16u
-#define CB_STRIDE 0x10400u /* > HPU_JOB_CB_MAX */
-#define CB_OFF(q, slot) (0x100000u + ((q) * Q_RING_ENTRIES + (slot)) * CB_STRIDE)
-#define SYNC_OFF 0x80000u /* a page of sync objects, completions, timestamps */
-#define SRC_OFF 0x600000u
-#define DST_OFF 0xa00000u
-#define BUF_SIZE (3u << 20)
-
-#define BUS(off) (HPU_TEST_MEM_BASE + (off))
-#define REG_Q(q, reg) HPU_REG_Q(q, HPU_Q_##reg)
-
-/* Device address space of the test context. */
-#define ASID 1u
-#define VA_HOST 0x100000000ull  /* + guest memory offset, for SYNC, SRC and DST */
-#define VA_HBM 0x200000000ull   /* + offset into HBM_BUF, BUF_SIZE mapped */
-#define HBM_BUF (20ull << 30)   /* above 4 GiB */
-#define VA_UNMAPPED 0x300000000ull
-
-#define PTE_RW (HPU_PTE_PRESENT | HPU_PTE_WRITE)
-#define PTE_HOST_RW (PTE_RW | HPU_PTE_HOST)
-
 #define DMA_ENGINE(q) (HPU_ENGINE_DMA + (q) % hpu_test_cfg.num_dma)
 
-/* ---- page tables, built through BAR4 ---- */
-
-/* Next free table page in the MMU region; the context table takes the first two. */
-static uint64_t hpu_pt_next;
-
-static uint64_t bar4_rd(struct hpu_test *t, uint64_t off)
-{
-	return hpu_core_mmu_read(t->core, off, 8);
-}
-
-static void bar4_wr(struct hpu_test *t, uint64_t off, uint64_t value)
-{
-	hpu_core_mmu_write(t->core, off, value, 8);
-}
-
-/* The table an entry points to, made if absent. */
-static uint64_t pt_table(struct hpu_test *t, uint64_t entry_off)
-{
-	uint64_t entry = bar4_rd(t, entry_off);
-
-	if (!(entry & HPU_PTE_PRESENT)) {
-		entry = hpu_pt_next | HPU_PTE_PRESENT;
-		hpu_pt_next += HPU_MMU_PAGE_SIZE;
-		bar4_wr(t, entry_off, entry);
-	}
-	return entry & HPU_PTE_ADDR_MASK;
-}
-
-/* Map one page (2 MiB if flags has HUGE) of asid at va to addr. */
-static void pt_map_page(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr,
-			uint64_t flags)
-{
-	unsigned int leaf = flags & HPU_PTE_HUGE ? 2 : 3;
-	uint64_t table = pt_table(t, HPU_MMU_CTX_TABLE + asid * 8ull);
-	unsigned int level;
-
-	for (level = 0; level < leaf; level++)
-		table = pt_table(t, table + HPU_MMU_INDEX(va, level) * 8);
-	bar4_wr(t, table + HPU_MMU_INDEX(va, leaf) * 8, addr | flags);
-}
-
-static void pt_map(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint64_t len,
-		   uint64_t flags)
-{
-	uint64_t off;
-
-	for (off = 0; off < len; off += HPU_MMU_PAGE_SIZE)
-		pt_map_page(t, asid, va + off, addr + off, flags);
-}
-
-/* Host buffers at VA_HOST + offset in guest memory. */
-static void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len)
-{
-	pt_map(t, asid, VA_HOST + off, BUS(off), len, PTE_HOST_RW);
-}
-
 /* ---- command buffers ---- */
-
-struct hpu_cb {
-	uint8_t b[HPU_JOB_CB_MAX + 64];
-	uint32_t len;
-};
-
-static void cb_u32(struct hpu_cb *cb, uint32_t v)
-{
-	hpu_st_le32(cb->b + cb->len, v);
-	cb->len += 4;
-}
-
-static void cb_u64(struct hpu_cb *cb, uint64_t v)
-{
-	hpu_st_le64(cb->b + cb->len, v);
-	cb->len += 8;
-}
 
 static void cb_nop(struct hpu_cb *cb)
 {
@@ -146,157 +48,11 @@ static void cb_timestamp(struct hpu_cb *cb, uint64_t addr)
 	cb_u64(cb, addr);
 }
 
-static void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0));
-	cb_u32(cb, 0);
-	cb_u64(cb, bus_addr);
-	cb_u64(cb, value);
-}
-
 static void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
 {
 	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0));
 	cb_u32(cb, vector);
 }
-
-/* The driver's tail: a completion word at SYNC_OFF + 8 * q. */
-#define COMPLETION_OFF(q) (SYNC_OFF + 0x800u + 8u * (q))
-#define COMPLETION_VALUE 0xc0ffee0000000001ull
-
-static uint64_t completion(struct hpu_test *t, unsigned int q)
-{
-	return hpu_ld_le64(t->mem + COMPLETION_OFF(q));
-}
-
-/* ---- submission ---- */
-
-static void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d)
-{
-	uint32_t pi = hpu_rd(t, REG_Q(q, PI));
-	uint8_t *p = t->mem + Q_RING_OFF(q) + (pi % Q_RING_ENTRIES) * sizeof(*d);
-
-	hpu_st_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
-	hpu_st_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
-	hpu_wr(t, REG_Q(q, PI), pi + 1);
-}
-
-/* Queue cb on q as the driver would: privileged packets allowed from priv_offset. */
-static void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb,
-		   uint32_t priv_offset, uint32_t asid, uint64_t tag)
-{
-	uint32_t slot = hpu_rd(t, REG_Q(q, PI)) % Q_RING_ENTRIES;
-	struct hpu_queue_desc d = {
-		.cb_addr = BUS(CB_OFF(q, slot)),
-		.cb_size = cb->len,
-		.priv_offset = priv_offset,
-		.asid = asid,
-		.tag = tag,
-	};
-
-	memcpy(t->mem + CB_OFF(q, slot), cb->b, cb->len);
-	write_desc(t, q, &d);
-}
-
-/* A user command buffer followed by the driver's tail: a completion. */
-static void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag)
-{
-	uint32_t user = cb->len;
-
-	cb_completion(cb, BUS(COMPLETION_OFF(q)), COMPLETION_VALUE + tag);
-	submit(t, q, cb, user, ASID, tag);
-}
-
-static void run(struct hpu_test *t)
-{
-	hpu_core_engine_run(t->core);
-}
-
-/* Boot, an event ring, every queue's ring, and the test context's standard mappings. */
-static void setup(struct hpu_test *t)
-{
-	unsigned int q;
-
-	hpu_pt_next = 2 * HPU_MMU_PAGE_SIZE;
-	hpu_test_boot_good(t);
-	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
-	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
-	hpu_wr(t, HPU_REG_EQ_RING_LO, (uint32_t)BUS(EQ_OFF));
-	hpu_wr(t, HPU_REG_EQ_RING_HI, (uint32_t)(BUS(EQ_OFF) >> 32));
-	hpu_wr(t, HPU_REG_EQ_RING_SIZE, EQ_ENTRIES);
-	for (q = 0; q < HPU_NUM_QUEUES; q++) {
-		hpu_wr(t, REG_Q(q, RING_LO), (uint32_t)BUS(Q_RING_OFF(q)));
-		hpu_wr(t, REG_Q(q, RING_HI), (uint32_t)(BUS(Q_RING_OFF(q)) >> 32));
-		hpu_wr(t, REG_Q(q, RING_SIZE), Q_RING_ENTRIES);
-	}
-	pt_map_host(t, ASID, SYNC_OFF, HPU_MMU_PAGE_SIZE);
-	pt_map_host(t, ASID, SRC_OFF, BUF_SIZE);
-	pt_map_host(t, ASID, DST_OFF, BUF_SIZE);
-	pt_map(t, ASID, VA_HBM, HBM_BUF, BUF_SIZE, PTE_RW);
-	HPU_EXPECT_CLEAN(t);
-}
-
-static void fill_pattern(uint8_t *p, uint32_t len, uint32_t seed)
-{
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = (uint8_t)((i + seed) * 2654435761u >> 24);
-}
-
-/* ---- expectations ---- */
-
-#define EV_FIELD(f) \
-	{ "event " #f, offsetof(struct hpu_event, f), sizeof(((struct hpu_event *)0)->f) }
-
-static const struct {
-	const char *name;
-	size_t offset, size;
-} hpu_event_fields[] = {
-	EV_FIELD(type), EV_FIELD(queue), EV_FIELD(asid), EV_FIELD(engine), EV_FIELD(tag),
-	EV_FIELD(addr),
-};
-
-/* The next event in the ring is this one; consume it. */
-static void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint32_t asid,
-			 uint32_t engine, uint64_t tag, uint64_t addr, int line)
-{
-	const uint64_t want[] = { type, queue, asid, engine, tag, addr };
-	uint32_t ci = hpu_rd(t, HPU_REG_EQ_CI);
-	const uint8_t *ev = t->mem + EQ_OFF + (ci % EQ_ENTRIES) * sizeof(struct hpu_event);
-	size_t i;
-
-	hpu_check(t, hpu_rd(t, HPU_REG_EQ_PI) != ci, "an event is pending", line);
-	for (i = 0; i < HPU_ARRAY_SIZE(hpu_event_fields); i++) {
-		const uint8_t *p = ev + hpu_event_fields[i].offset;
-
-		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p),
-			     want[i], hpu_event_fields[i].name, line);
-	}
-	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT, "EVENT cause set", line);
-	hpu_check_eq(t, t->logs - t->logs_seen, 1, "log lines for the event", line);
-	t->logs_seen = t->logs;
-	hpu_wr(t, HPU_REG_EQ_CI, ci + 1);
-	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_EVENT);
-}
-
-#define EXPECT_EVENT(t, type, q, asid, engine, tag, addr) \
-	expect_event(t, type, q, asid, engine, tag, addr, __LINE__)
-
-/* Every queued job of q ended, with no event and no error. */
-static void expect_done(struct hpu_test *t, unsigned int q, int line)
-{
-	hpu_check_eq(t, hpu_rd(t, REG_Q(q, CI)), hpu_rd(t, REG_Q(q, PI)), "CI", line);
-	hpu_check_eq(t, hpu_rd(t, REG_Q(q, STATUS)), 0, "STATUS", line);
-	hpu_check_eq(t, hpu_rd(t, HPU_REG_EQ_PI), hpu_rd(t, HPU_REG_EQ_CI), "EQ_PI", line);
-	hpu_test_expect_clean(t, line);
-}
-
-#define EXPECT_DONE(t, q) expect_done(t, q, __LINE__)
 
 /* ---- HBM and BAR4 ---- */
 
@@ -692,7 +448,7 @@ struct hpu_illegal_case {
 #define SYNC_VA_HI ((uint32_t)((VA_HOST + SYNC_OFF) >> 32))
 
 static const struct hpu_illegal_case hpu_illegal_cases[] = {
-	{ "unknown opcode", { 0x05, 0 }, .nwords = 2 },
+	{ "unknown opcode", { 0x07, 0 }, .nwords = 2 },
 	{ "unknown privileged opcode", { 0x82, 0 }, .nwords = 2, .priv = true },
 	{ "reserved header bits", { HDR(NOP, 0) | 1u << 16, 0 }, .nwords = 2 },
 	{ "unknown NOP flag", { HDR(NOP, 1), 0 }, .nwords = 2 },
