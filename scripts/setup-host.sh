@@ -13,6 +13,8 @@ pkgs=(
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev libcap-ng-dev libattr1-dev
 	# guest firmware (SeaBIOS, option ROMs) and the initramfs
 	seabios qemu-system-data busybox-static cpio
+	# the device model's matrix engine
+	libopenblas-dev
 	# runtime, tools and tests
 	libdrm-dev libpci-dev pciutils
 	# installing the module

@@ -441,6 +441,7 @@ void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, vo
 	core->cfg = *cfg;
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
+	hpu_tpc_init(&core->tpc, cfg->num_tpc);
 	hpu_core_reset(core);
 }
 
@@ -449,6 +450,7 @@ void hpu_core_destroy(struct hpu_dev_core *core)
 	if (core->qman.retired)
 		hpu_hbm_put(core->qman.retired);
 	hpu_hbm_put(core->hbm);
+	hpu_tpc_destroy(&core->tpc);
 	pthread_cond_destroy(&core->qman.work);
 	pthread_mutex_destroy(&core->lock);
 }

@@ -26,6 +26,7 @@
 #include "hpu_hbm.h"
 #include "hpu_qman.h"
 #include "hpu_regs.h"
+#include "hpu_tpc.h"
 
 /* One word per 32-bit register, up to the end of the last queue's block. */
 #define HPU_CORE_NR_REGS (HPU_REG_Q(HPU_NUM_QUEUES, 0) / 4)
@@ -81,6 +82,7 @@ struct hpu_dev_core {
 	struct hpu_hbm *hbm;
 	bool eq_posting;      /* the engine is writing an event entry */
 	struct hpu_qman qman;
+	struct hpu_tpc_pool tpc; /* its own lock; used by the engine thread alone */
 };
 
 /* 0 if cfg describes a device we can model, else -EINVAL with the reason in err. */

@@ -3,13 +3,18 @@
  * hpu packets: one table says how each opcode is laid out and checked; the
  * checks are common, only the execution is per opcode.
  */
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_dma.h"
 #include "hpu_le.h"
+#include "hpu_mme.h"
 #include "hpu_pkt.h"
+#include "hpu_tpc.h"
 
 #define HPU_PKT_OFF(type, field) offsetof(struct hpu_pkt_##type, field)
 
@@ -19,7 +24,7 @@ struct hpu_pkt_desc {
 	uint8_t pad;        /* offset of a __u32 that must be zero; 0: none */
 	uint8_t addr;       /* offset of a __u64 address with an alignment rule; 0: none */
 	uint8_t align;
-	bool dma_engine;    /* runs on the queue's DMA engine, else on the queue manager */
+	uint16_t engine;    /* HPU_ENGINE_* kind it runs on (events name it) */
 	enum hpu_pkt_status (*exec)(struct hpu_job *job, const uint8_t *pkt); /* NULL: no effect */
 };
 
@@ -104,7 +109,7 @@ static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 		.size = sizeof(struct hpu_pkt_lin_dma),
 		.flags = HPU_PKT_LIN_DMA_MEMSET,
 		.pad = HPU_PKT_OFF(lin_dma, pad),
-		.dma_engine = true,
+		.engine = HPU_ENGINE_DMA,
 		.exec = hpu_pkt_lin_dma,
 	},
 	[HPU_PKT_SIGNAL] = {
@@ -126,6 +131,20 @@ static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 		.align = 8,
 		.exec = hpu_pkt_timestamp,
 	},
+	[HPU_PKT_MME_GEMM] = {
+		.size = sizeof(struct hpu_pkt_mme_gemm),
+		.flags = HPU_PKT_GEMM_TRANS_A | HPU_PKT_GEMM_TRANS_B,
+		.pad = HPU_PKT_OFF(mme_gemm, pad),
+		.engine = HPU_ENGINE_MME,
+		.exec = hpu_mme_gemm,
+	},
+	[HPU_PKT_TPC_LAUNCH] = {
+		.size = sizeof(struct hpu_pkt_tpc_launch),
+		.addr = HPU_PKT_OFF(tpc_launch, params),
+		.align = 8,
+		.engine = HPU_ENGINE_TPC,
+		.exec = hpu_tpc_launch,
+	},
 	[HPU_PKT_WRITE_COMPLETION] = {
 		.size = sizeof(struct hpu_pkt_write_completion),
 		.pad = HPU_PKT_OFF(write_completion, pad),
@@ -138,6 +157,34 @@ static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 		.exec = hpu_pkt_interrupt,
 	},
 };
+
+int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
+{
+	char why[96];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	hpu_log(job->core, "queue %u: packet at 0x%" PRIx32 " refused: %s", job->queue, job->pos, why);
+	return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, job->pos);
+}
+
+/* The engine that runs a packet of this kind for the job's queue. */
+static uint32_t hpu_pkt_engine(const struct hpu_job *job, uint16_t kind)
+{
+	const struct hpu_core_config *cfg = &job->core->cfg;
+
+	switch (kind) {
+	case HPU_ENGINE_DMA:
+		return kind + job->queue % cfg->num_dma;
+	case HPU_ENGINE_MME:
+		return kind + job->queue % cfg->num_mme;
+	default:
+		/* The queue manager; a launch takes the TPCs from the first one. */
+		return kind;
+	}
+}
 
 /* The checks every packet passes before it runs; on failure the job's fault says which. */
 static int hpu_pkt_check(struct hpu_job *job, uint32_t header, const struct hpu_pkt_desc *desc)
@@ -169,8 +216,7 @@ enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job)
 			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		if (hpu_pkt_check(job, header, desc))
 			return HPU_PKT_FAILED;
-		if (desc->dma_engine)
-			job->engine = HPU_ENGINE_DMA + job->queue % job->core->cfg.num_dma;
+		job->engine = hpu_pkt_engine(job, desc->engine);
 		if (desc->exec)
 			status = desc->exec(job, job->cb + job->pos);
 		if (status != HPU_PKT_DONE)

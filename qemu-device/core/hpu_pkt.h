@@ -14,6 +14,9 @@ enum hpu_pkt_status {
 	HPU_PKT_STALLED = 1, /* a WAIT is not satisfied yet: job->pos stays on it */
 };
 
+/* A compute packet's parameters break its rules: logged, BAD_KERNEL at the packet; returns -1. */
+int __attribute__((format(printf, 2, 3))) hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...);
+
 /* Run the job's packets from job->pos to the end of its command buffer. */
 enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job);
 

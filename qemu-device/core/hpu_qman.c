@@ -17,6 +17,7 @@ static const char *const hpu_event_names[] = {
 	[HPU_EVENT_PRIV_PACKET] = "privileged packet",
 	[HPU_EVENT_DMA_ERROR] = "DMA error",
 	[HPU_EVENT_ABORTED] = "aborted",
+	[HPU_EVENT_BAD_KERNEL] = "bad kernel",
 };
 
 bool hpu_job_cancelled(const struct hpu_job *job)

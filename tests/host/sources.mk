@@ -1,7 +1,7 @@
 # What each host unit test links, besides its own file (used by ../../Makefile).
 # The device core includes "hpu_packets.h" flat, as in QEMU's tree: -Iuapi/drm (flags work here).
 HPU_DEV_TEST_SRCS := $(wildcard qemu-device/core/*.c) tests/host/hpu_dev_harness.c
-HPU_DEV_TEST_LIBS := -Iuapi/drm -lz -lm -pthread
+HPU_DEV_TEST_LIBS := -Iuapi/drm -lz -lopenblas -lm -pthread
 HOST_TEST_SRCS_test_dev_core := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_core := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_SRCS_test_dev_queue := $(HPU_DEV_TEST_SRCS)

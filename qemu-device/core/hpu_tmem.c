@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu tensor memory: direct HBM pointers where the MMU allows, staging
+ * buffers elsewhere.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpu_core_internal.h"
+#include "hpu_mmu.h"
+#include "hpu_tmem.h"
+
+int hpu_tmem_extent(uint64_t va, uint32_t ndim, const uint64_t *shape, const int64_t *strides,
+		    unsigned int esize, uint64_t *lo, uint64_t *len)
+{
+	int64_t min = 0, max = 0, span, lo_bytes, hi_bytes;
+	uint64_t below;
+	uint32_t d;
+
+	*lo = va;
+	*len = 0;
+	for (d = 0; d < ndim; d++)
+		if (!shape[d])
+			return 0;
+	/* Elements from element 0 to the lowest and the highest one reached. */
+	for (d = 0; d < ndim; d++) {
+		if (shape[d] - 1 > INT64_MAX ||
+		    __builtin_mul_overflow((int64_t)(shape[d] - 1), strides[d], &span) ||
+		    __builtin_add_overflow(span < 0 ? min : max, span, span < 0 ? &min : &max))
+			return -1;
+	}
+	if (__builtin_mul_overflow(min, (int64_t)esize, &lo_bytes) ||
+	    __builtin_add_overflow(max, 1, &hi_bytes) ||
+	    __builtin_mul_overflow(hi_bytes, (int64_t)esize, &hi_bytes))
+		return -1;
+	/* Unsigned: -lo_bytes may be 2^63. */
+	below = 0 - (uint64_t)lo_bytes;
+	if (va < below || UINT64_MAX - va < (uint64_t)hi_bytes - 1)
+		return -1;
+	*lo = va - below;
+	*len = below + (uint64_t)hi_bytes;
+	return 0;
+}
+
+void hpu_tmem_init(struct hpu_tmem_set *set)
+{
+	set->count = 0;
+	set->mapped = 0;
+}
+
+unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, bool write)
+{
+	unsigned int i;
+
+	for (i = 0; i < set->count; i++) {
+		if (set->r[i].va == va && set->r[i].len == len) {
+			set->r[i].write |= write;
+			return i;
+		}
+	}
+	set->r[i] = (struct hpu_tmem){ .va = va, .len = len, .write = write };
+	set->count++;
+	return i;
+}
+
+static int hpu_tmem_xlat(struct hpu_job *job, const struct hpu_tmem *r, uint64_t done,
+			 struct hpu_mmu_run *run)
+{
+	/* va + done stays below 2^48 while it translates, so it cannot wrap. */
+	if (hpu_mmu_translate(job->hbm, job->asid, r->va + done, r->len - done, r->write, run))
+		return hpu_job_fail(job, HPU_EVENT_MMU_FAULT, r->va + done);
+	return 0;
+}
+
+/* Copy one translated run between the staging buffer and device memory. */
+static int hpu_tmem_copy_run(struct hpu_job *job, const struct hpu_mmu_run *run, uint8_t *buf,
+			     bool to_device)
+{
+	const struct hpu_core_ops *ops = job->core->ops;
+	uint8_t *hbm;
+	int err;
+
+	if (run->host) {
+		err = to_device ? ops->dma_write(job->core->opaque, run->addr, buf, run->len) :
+				  ops->dma_read(job->core->opaque, run->addr, buf, run->len);
+		return err ? hpu_job_fail(job, HPU_EVENT_DMA_ERROR, run->addr) : 0;
+	}
+	hbm = hpu_hbm_span(job->hbm, run->addr, run->len, to_device);
+	if (to_device)
+		memcpy(hbm, buf, run->len);
+	else
+		memcpy(buf, hbm, run->len);
+	return 0;
+}
+
+/* Gather the rest of r, from done on, into a fresh staging buffer. */
+static int hpu_tmem_stage(struct hpu_job *job, struct hpu_tmem *r, struct hpu_mmu_run run,
+			  uint64_t done)
+{
+	r->staged = r->len <= SIZE_MAX ? malloc(r->len) : NULL;
+	if (!r->staged)
+		return hpu_tmem_oom(job, "staging", r->va);
+	for (;;) {
+		if (hpu_tmem_copy_run(job, &run, r->staged + done, false))
+			return -1;
+		done += run.len;
+		if (done == r->len)
+			return 0;
+		if (hpu_tmem_xlat(job, r, done, &run))
+			return -1;
+	}
+}
+
+static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem *r)
+{
+	struct hpu_mmu_run run;
+
+	r->staged = NULL;
+	if (hpu_tmem_xlat(job, r, 0, &run))
+		return -1;
+	if (!run.host && run.len == r->len) {
+		r->host = hpu_hbm_span(job->hbm, run.addr, r->len, r->write);
+		return 0;
+	}
+	if (hpu_tmem_stage(job, r, run, 0))
+		return -1;
+	r->host = r->staged;
+	return 0;
+}
+
+int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
+{
+	for (set->mapped = 0; set->mapped < set->count; set->mapped++) {
+		if (hpu_tmem_map_one(job, &set->r[set->mapped])) {
+			/* The failed range's buffer too. */
+			set->mapped++;
+			hpu_tmem_release(set);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set)
+{
+	unsigned int i;
+
+	/* A reset while the engine computed: host memory is no longer the job's to write. */
+	if (hpu_job_cancelled(job))
+		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+	for (i = 0; i < set->mapped; i++) {
+		struct hpu_tmem *r = &set->r[i];
+		struct hpu_mmu_run run;
+		uint64_t done;
+
+		if (!r->staged || !r->write)
+			continue;
+		for (done = 0; done < r->len; done += run.len)
+			if (hpu_tmem_xlat(job, r, done, &run) ||
+			    hpu_tmem_copy_run(job, &run, r->staged + done, true))
+				return -1;
+	}
+	return 0;
+}
+
+int hpu_tmem_oom(struct hpu_job *job, const char *what, uint64_t addr)
+{
+	hpu_log(job->core, "queue %u: host out of memory for %s at 0x%" PRIx64, job->queue, what,
+		addr);
+	return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, addr);
+}
+
+void hpu_tmem_release(struct hpu_tmem_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < set->mapped; i++) {
+		free(set->r[i].staged);
+		set->r[i].staged = NULL;
+	}
+	set->mapped = 0;
+}

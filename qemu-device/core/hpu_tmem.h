@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu tensor memory: the device-VA ranges a compute packet names, as host
+ * memory the engines compute on.  A range that is one run of HBM is a
+ * pointer straight into HBM; any other (pages of scattered HBM, host pages)
+ * is staged: gathered into a host buffer when mapped and, for a written
+ * range, scattered back after the computation.
+ *
+ * Ranges are collected first, so that a range named twice (an output that is
+ * the very view of an input) is mapped once, with both intents.  Mapping
+ * checks every page before anything is written.
+ */
+#ifndef HPU_TMEM_H
+#define HPU_TMEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hpu_job.h"
+#include "hpu_kernels.h"
+
+/* Every tensor of a launch may be a distinct range. */
+#define HPU_TMEM_MAX HPU_KERNEL_MAX_TENSORS
+
+struct hpu_tmem {
+	uint64_t va, len;
+	bool write;
+	uint8_t *host;   /* byte va, once mapped */
+	uint8_t *staged; /* the staging buffer host points into, or NULL */
+};
+
+struct hpu_tmem_set {
+	unsigned int count;
+	unsigned int mapped;
+	struct hpu_tmem r[HPU_TMEM_MAX];
+};
+
+/*
+ * The bytes a strided view reaches: element (i0, ...) of the view at va is
+ * va + sum(ik * strides[k]) * esize, ik < shape[k], strides negative or 0
+ * too.  0 with [*lo, *lo + *len) (*len 0 for an empty view), or -1 when the
+ * range does not fit the 64-bit address space (guest input: every step is
+ * checked).
+ */
+int hpu_tmem_extent(uint64_t va, uint32_t ndim, const uint64_t *shape, const int64_t *strides,
+		    unsigned int esize, uint64_t *lo, uint64_t *len);
+
+/* Start an empty set. */
+void hpu_tmem_init(struct hpu_tmem_set *set);
+
+/*
+ * Index of the range [va, va + len) (len > 0) in the set, added if new (at
+ * most HPU_TMEM_MAX distinct ranges); write widens its intent.
+ */
+unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, bool write);
+
+/*
+ * Map every range of the set.  0, or -1 with the job's fault: MMU_FAULT at
+ * the first VA without a permitted mapping, DMA_ERROR when host memory
+ * cannot be read or staged.  On failure nothing stays mapped.
+ */
+int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/*
+ * Scatter the staged written ranges back; 0, or -1 with the job's fault
+ * (ABORTED if the job was cancelled: nothing is written then).
+ */
+int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/* The host has no memory for what an engine needs: logged, DMA_ERROR at addr; returns -1. */
+int hpu_tmem_oom(struct hpu_job *job, const char *what, uint64_t addr);
+
+/* Free the staging buffers; the set may be reused after hpu_tmem_init(). */
+void hpu_tmem_release(struct hpu_tmem_set *set);
+
+#endif /* HPU_TMEM_H */

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu tensor engines: the launch's checks, in the order the ABI states
+ * them, and the worker pool.
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "hpu_core_internal.h"
+#include "hpu_kernel.h"
+#include "hpu_le.h"
+#include "hpu_tmem.h"
+#include "hpu_tpc.h"
+
+#define HPU_PARAMS_OFF(field) offsetof(struct hpu_kernel_params, field)
+#define HPU_TDESC_OFF(field) offsetof(struct hpu_tensor_desc, field)
+
+/* Where an empty tensor points: a kernel never reads it, but its base is never NULL. */
+static uint8_t hpu_tpc_nothing[8];
+
+/* One launch as the engine thread decodes, maps and runs it. */
+struct hpu_tpc_launch {
+	const struct hpu_kernel_def *def;
+	struct hpu_kcall call;
+	uint64_t va[HPU_KERNEL_MAX_TENSORS]; /* of element (0, ..., 0) */
+	uint64_t lo[HPU_KERNEL_MAX_TENSORS]; /* the lowest byte reached */
+	uint64_t len[HPU_KERNEL_MAX_TENSORS]; /* bytes reached; 0: empty */
+	unsigned int slot[HPU_KERNEL_MAX_TENSORS];
+	struct hpu_tmem_set mem;
+};
+
+/* Run the launch's next part.  Pool lock held, dropped while the kernel runs. */
+static void hpu_tpc_part(struct hpu_tpc_pool *pool)
+{
+	uint64_t p = pool->next++, base = pool->items / pool->parts, extra = pool->items % pool->parts;
+	uint64_t begin = p * base + (p < extra ? p : extra), end = begin + base + (p < extra);
+	const struct hpu_kernel_def *def = pool->def;
+	const struct hpu_kcall *call = pool->call;
+	const struct hpu_job *job = pool->job;
+
+	pthread_mutex_unlock(&pool->lock);
+	if (!hpu_job_cancelled(job))
+		def->run(call, begin, end);
+	pthread_mutex_lock(&pool->lock);
+	if (++pool->ended == pool->parts)
+		pthread_cond_signal(&pool->done);
+}
+
+static void *hpu_tpc_worker(void *opaque)
+{
+	struct hpu_tpc_pool *pool = opaque;
+
+	pthread_mutex_lock(&pool->lock);
+	for (;;) {
+		while (!pool->stopping && pool->next >= pool->parts)
+			pthread_cond_wait(&pool->work, &pool->lock);
+		if (pool->stopping)
+			break;
+		hpu_tpc_part(pool);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return NULL;
+}
+
+void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc)
+{
+	sigset_t all, old;
+	unsigned int i;
+
+	pthread_mutex_init(&pool->lock, NULL);
+	pthread_cond_init(&pool->work, NULL);
+	pthread_cond_init(&pool->done, NULL);
+	pool->stopping = false;
+	pool->items = pool->parts = pool->next = pool->ended = 0;
+	pool->nr_threads = 0;
+	pool->threads = num_tpc > 1 ? calloc(num_tpc - 1, sizeof(*pool->threads)) : NULL;
+	if (!pool->threads)
+		return;
+	/* Workers take no signals: the embedder's threads handle them (QEMU's do the same). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 0; i < num_tpc - 1; i++) {
+		if (pthread_create(&pool->threads[i], NULL, hpu_tpc_worker, pool))
+			break;
+		pool->nr_threads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&pool->lock);
+	pool->stopping = true;
+	pthread_cond_broadcast(&pool->work);
+	pthread_mutex_unlock(&pool->lock);
+	for (i = 0; i < pool->nr_threads; i++)
+		pthread_join(pool->threads[i], NULL);
+	free(pool->threads);
+	pthread_cond_destroy(&pool->done);
+	pthread_cond_destroy(&pool->work);
+	pthread_mutex_destroy(&pool->lock);
+}
+
+/* Items [0, items) of the kernel, split between the engine thread and the workers. */
+static void hpu_tpc_run(struct hpu_tpc_pool *pool, const struct hpu_job *job,
+			const struct hpu_tpc_launch *l, uint64_t items)
+{
+	uint64_t parts = items / HPU_TPC_PART_ITEMS;
+
+	if (parts > pool->nr_threads + 1)
+		parts = pool->nr_threads + 1;
+	pthread_mutex_lock(&pool->lock);
+	pool->job = job;
+	pool->def = l->def;
+	pool->call = &l->call;
+	pool->items = items;
+	pool->parts = items && !parts ? 1 : parts;
+	pool->next = pool->ended = 0;
+	if (pool->parts > 1)
+		pthread_cond_broadcast(&pool->work);
+	while (pool->next < pool->parts)
+		hpu_tpc_part(pool);
+	while (pool->ended < pool->parts)
+		pthread_cond_wait(&pool->done, &pool->lock);
+	pool->parts = pool->next = 0;
+	pthread_mutex_unlock(&pool->lock);
+}
+
+/* Why tensor descriptor d is refused, or NULL; fills t[i] but its base, and its range. */
+static const char *hpu_tpc_tensor(struct hpu_tpc_launch *l, unsigned int i, const uint8_t *d)
+{
+	struct hpu_kview *v = &l->call.t[i];
+	unsigned int k;
+
+	l->va[i] = hpu_ld_le64(d + HPU_TDESC_OFF(addr));
+	v->dtype = hpu_ld_le32(d + HPU_TDESC_OFF(dtype));
+	v->ndim = hpu_ld_le32(d + HPU_TDESC_OFF(ndim));
+	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++) {
+		v->shape[k] = hpu_ld_le64(d + HPU_TDESC_OFF(shape) + 8 * k);
+		v->strides[k] = (int64_t)hpu_ld_le64(d + HPU_TDESC_OFF(strides) + 8 * k);
+	}
+	if (!hpu_dtype_size(v->dtype))
+		return "unknown dtype";
+	if (v->ndim > HPU_TENSOR_MAX_DIMS)
+		return "more than HPU_TENSOR_MAX_DIMS dims";
+	for (k = v->ndim; k < HPU_TENSOR_MAX_DIMS; k++)
+		if (v->shape[k] != 1 || v->strides[k])
+			return "a dim past ndim is not shape 1, stride 0";
+	if (hpu_tmem_extent(l->va[i], v->ndim, v->shape, v->strides, hpu_dtype_size(v->dtype),
+			    &l->lo[i], &l->len[i]))
+		return "its extent overflows";
+	return NULL;
+}
+
+/* Decode the parameter block p of size bytes into l. */
+static int hpu_tpc_decode(struct hpu_job *job, struct hpu_tpc_launch *l, const uint8_t *p,
+			  uint32_t size)
+{
+	uint32_t version = hpu_ld_le32(p + HPU_PARAMS_OFF(version));
+	uint32_t kernel = hpu_ld_le32(p + HPU_PARAMS_OFF(kernel));
+	uint32_t n = hpu_ld_le32(p + HPU_PARAMS_OFF(num_tensors));
+	const char *why;
+	unsigned int i;
+	uint64_t bits;
+
+	if (version != HPU_KERNEL_PARAMS_VERSION)
+		return hpu_pkt_refuse(job, "parameter version %" PRIu32, version);
+	if (hpu_ld_le32(p + HPU_PARAMS_OFF(flags)))
+		return hpu_pkt_refuse(job, "parameter flags are not 0");
+	if (n > HPU_KERNEL_MAX_TENSORS ||
+	    size != sizeof(struct hpu_kernel_params) + n * sizeof(struct hpu_tensor_desc))
+		return hpu_pkt_refuse(job, "%" PRIu32 " tensors in a %" PRIu32 "-byte parameter block", n,
+				      size);
+	l->def = hpu_kernel_lookup(kernel);
+	if (!l->def)
+		return hpu_pkt_refuse(job, "unknown kernel %" PRIu32, kernel);
+	if (n < l->def->min_tensors || n > l->def->max_tensors)
+		return hpu_pkt_refuse(job, "kernel %s takes %u to %u tensors, not %" PRIu32,
+				      l->def->name, l->def->min_tensors, l->def->max_tensors, n);
+	l->call.kernel = kernel;
+	l->call.num_tensors = n;
+	for (i = 0; i < HPU_KERNEL_MAX_ARGS; i++)
+		l->call.args[i] = (int64_t)hpu_ld_le64(p + HPU_PARAMS_OFF(args) + 8 * i);
+	for (i = 0; i < HPU_KERNEL_MAX_SCALARS; i++) {
+		bits = hpu_ld_le64(p + HPU_PARAMS_OFF(scalars) + 8 * i);
+		memcpy(&l->call.scalars[i], &bits, sizeof(bits));
+	}
+	for (i = 0; i < n; i++) {
+		why = hpu_tpc_tensor(l, i, p + sizeof(struct hpu_kernel_params) +
+					       i * sizeof(struct hpu_tensor_desc));
+		if (why)
+			return hpu_pkt_refuse(job, "tensor %u: %s", i, why);
+	}
+	return 0;
+}
+
+/* Read and decode the parameter block through the MMU. */
+static int hpu_tpc_params(struct hpu_job *job, struct hpu_tpc_launch *l, const uint8_t *pkt)
+{
+	uint32_t size = hpu_ld_le32(pkt + offsetof(struct hpu_pkt_tpc_launch, params_size));
+	uint64_t va = hpu_ld_le64(pkt + offsetof(struct hpu_pkt_tpc_launch, params));
+	struct hpu_tmem_set block;
+	int err;
+
+	if (size < sizeof(struct hpu_kernel_params) || size > HPU_KERNEL_PARAMS_MAX)
+		return hpu_pkt_refuse(job, "a %" PRIu32 "-byte parameter block", size);
+	hpu_tmem_init(&block);
+	hpu_tmem_add(&block, va, size, false);
+	if (hpu_tmem_map(job, &block))
+		return -1;
+	err = hpu_tpc_decode(job, l, block.r[0].host, size);
+	hpu_tmem_release(&block);
+	return err;
+}
+
+/* Map the tensors: the kernel's outputs for writing, the same range once. */
+static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
+{
+	uint32_t outputs = l->def->outputs(&l->call);
+	unsigned int i;
+
+	hpu_tmem_init(&l->mem);
+	for (i = 0; i < l->call.num_tensors; i++)
+		if (l->len[i])
+			l->slot[i] = hpu_tmem_add(&l->mem, l->lo[i], l->len[i], outputs >> i & 1);
+	if (hpu_tmem_map(job, &l->mem))
+		return -1;
+	for (i = 0; i < l->call.num_tensors; i++)
+		l->call.t[i].base = !l->len[i] ? hpu_tpc_nothing :
+				    l->mem.r[l->slot[i]].host + (l->va[i] - l->lo[i]);
+	return 0;
+}
+
+enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)
+{
+	struct hpu_tpc_launch l = { 0 };
+	uint64_t items = 0;
+	int err = -1;
+
+	if (hpu_tpc_params(job, &l, pkt) || hpu_tpc_map(job, &l))
+		return HPU_PKT_FAILED;
+	if (l.def->check(&l.call, &items)) {
+		hpu_pkt_refuse(job, "kernel %s refuses its operands", l.def->name);
+	} else {
+		hpu_tpc_run(&job->core->tpc, job, &l, items);
+		if (l.def->finish && !hpu_job_cancelled(job))
+			l.def->finish(&l.call);
+		err = hpu_tmem_write_back(job, &l.mem);
+	}
+	hpu_tmem_release(&l.mem);
+	return err ? HPU_PKT_FAILED : HPU_PKT_DONE;
+}
