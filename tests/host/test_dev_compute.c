@@ -1,0 +1,1120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of the hpu device core's compute engines: MME_GEMM against
+ * a double-precision reference, TPC_LAUNCH's framework (parameter checks,
+ * tensor mapping and staging, the split across TPCs) with test kernels,
+ * every refusal and fault leaving memory untouched and the queue usable.
+ *
+ * The test kernels have ids the ABI does not use; the suite is linked with
+ * --wrap=hpu_kernel_lookup so the engine finds them next to the library's.
+ * Prints TAP.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpu_dev_harness.h"
+#include "hpu_kernel.h"
+#include "hpu_mmu.h"
+#include "hpu_tpc.h"
+
+/* HBM the test maps besides setup()'s: one run of 2 MiB pages, and 2 MiB pages out of order. */
+#define VA_DATA 0x400000000ull
+#define HBM_DATA (21ull << 30)
+#define DATA_SIZE (80u << 20)
+#define VA_SCAT 0x500000000ull
+#define HBM_SCAT (22ull << 30)
+#define SCAT_PAGES 4u
+#define VA_RO 0x600000000ull /* a read-only HBM page */
+#define PARAM_OFF 0xd00000u  /* host page of parameter blocks, at VA_HOST + PARAM_OFF */
+#define PARAM_SIZE 0x10000u
+#define VA_PARAM (VA_HOST + PARAM_OFF)
+
+#define MME_ENGINE(q) (HPU_ENGINE_MME + (q) % hpu_test_cfg.num_mme)
+#define REFUSED_LOGS 2 /* why, then the failed job */
+
+static void map_compute(struct hpu_test *t)
+{
+	static const unsigned int order[SCAT_PAGES] = { 2, 0, 3, 1 };
+	unsigned int i;
+
+	setup(t);
+	for (i = 0; i < DATA_SIZE / HPU_MMU_HUGE_SIZE; i++)
+		pt_map_page(t, ASID, VA_DATA + i * HPU_MMU_HUGE_SIZE, HBM_DATA + i * HPU_MMU_HUGE_SIZE,
+			    PTE_RW | HPU_PTE_HUGE);
+	for (i = 0; i < SCAT_PAGES; i++)
+		pt_map_page(t, ASID, VA_SCAT + i * HPU_MMU_HUGE_SIZE,
+			    HBM_SCAT + order[i] * HPU_MMU_HUGE_SIZE, PTE_RW | HPU_PTE_HUGE);
+	pt_map_page(t, ASID, VA_RO, HBM_DATA + DATA_SIZE, HPU_PTE_PRESENT);
+	pt_map_host(t, ASID, PARAM_OFF, PARAM_SIZE);
+}
+
+/* Copy between test memory and the context's VAs, as the device sees them. */
+static void va_copy(struct hpu_test *t, uint64_t va, void *buf, uint64_t len, bool to_device)
+{
+	uint8_t *p = buf;
+	struct hpu_mmu_run run;
+	uint8_t *mem;
+
+	while (len) {
+		if (hpu_mmu_translate(t->core->hbm, ASID, va, len, false, &run)) {
+			printf("# test bug: VA 0x%llx unmapped\n", (unsigned long long)va);
+			exit(2);
+		}
+		mem = run.host ? t->mem + (run.addr - HPU_TEST_MEM_BASE) :
+				 hpu_hbm_span(t->core->hbm, run.addr, run.len, to_device);
+		memcpy(to_device ? mem : p, to_device ? p : mem, run.len);
+		va += run.len;
+		p += run.len;
+		len -= run.len;
+	}
+}
+
+static void va_write(struct hpu_test *t, uint64_t va, const void *buf, uint64_t len)
+{
+	va_copy(t, va, (void *)buf, len, true);
+}
+
+static void va_read(struct hpu_test *t, uint64_t va, void *buf, uint64_t len)
+{
+	va_copy(t, va, buf, len, false);
+}
+
+static uint64_t hpu_rng = 0x243f6a8885a308d3ull;
+
+static uint64_t rnd(void)
+{
+	hpu_rng ^= hpu_rng >> 12;
+	hpu_rng ^= hpu_rng << 25;
+	hpu_rng ^= hpu_rng >> 27;
+	return hpu_rng * 0x2545f4914f6cdd1dull;
+}
+
+/* A value in [-2, 2) of few bits, so bf16 holds it exactly. */
+static float rnd_value(void)
+{
+	return (float)((int)(rnd() >> 58) - 32) / 16.0f;
+}
+
+static void store(uint8_t *p, uint32_t dtype, float v)
+{
+	hpu_kstore_f(dtype, p, v);
+}
+
+static double load(const uint8_t *p, uint32_t dtype)
+{
+	return hpu_kload_f(dtype, p);
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* ---- MME_GEMM ---- */
+
+enum place { IN_HBM, IN_SCAT, IN_HOST };
+
+/* A GEMM packet, in host order. */
+struct gemm {
+	uint32_t flags, dtype_ab, dtype_c, batch, m, n, k, pad;
+	uint64_t a, b, c, lda, ldb, ldc, stride_a, stride_b, stride_c;
+	float alpha, beta;
+};
+
+static void cb_gemm(struct hpu_cb *cb, const struct gemm *g)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_MME_GEMM, g->flags));
+	cb_u32(cb, g->dtype_ab);
+	cb_u32(cb, g->dtype_c);
+	cb_u32(cb, g->batch);
+	cb_u32(cb, g->m);
+	cb_u32(cb, g->n);
+	cb_u32(cb, g->k);
+	cb_u32(cb, g->pad);
+	cb_u64(cb, g->a);
+	cb_u64(cb, g->b);
+	cb_u64(cb, g->c);
+	cb_u64(cb, g->lda);
+	cb_u64(cb, g->ldb);
+	cb_u64(cb, g->ldc);
+	cb_u64(cb, g->stride_a);
+	cb_u64(cb, g->stride_b);
+	cb_u64(cb, g->stride_c);
+	cb_u32(cb, f32_bits(g->alpha));
+	cb_u32(cb, f32_bits(g->beta));
+}
+
+struct gemm_case {
+	const char *name;
+	uint32_t dtype_ab, dtype_c, flags;
+	uint32_t batch, m, n, k;
+	uint32_t pad_a, pad_b, pad_c; /* leading dimension beyond the row */
+	int32_t gap_a, gap_b, gap_c;  /* batch stride beyond the matrix; -1: stride 0 */
+	float alpha, beta;
+	enum place pa, pb, pc;
+	uint32_t check_rows; /* 0: check every row, else the rows around each multiple of it */
+};
+
+/* One operand: batch matrices of rows x cols in a test image of its extent. */
+struct operand {
+	uint32_t dtype, rows, cols;
+	uint64_t ld, stride, bytes, va;
+	uint8_t *img;
+};
+
+static void operand_init(struct operand *o, uint32_t dtype, uint32_t batch, uint32_t rows,
+			 uint32_t cols, uint32_t pad, int32_t gap)
+{
+	uint64_t i;
+
+	o->dtype = dtype;
+	o->rows = rows;
+	o->cols = cols;
+	o->ld = cols + pad;
+	o->stride = gap < 0 ? 0 : rows * o->ld + (uint64_t)gap;
+	o->bytes = ((batch - 1) * o->stride + (rows - 1) * o->ld + cols) * hpu_dtype_size(dtype);
+	o->img = malloc(o->bytes);
+	/* Padding and gaps hold NaN: an engine reading them poisons its result. */
+	for (i = 0; i < o->bytes / hpu_dtype_size(dtype); i++)
+		store(o->img + i * hpu_dtype_size(dtype), dtype, NAN);
+}
+
+static uint8_t *operand_at(const struct operand *o, uint32_t b, uint32_t r, uint32_t c)
+{
+	return o->img + (b * o->stride + r * o->ld + c) * hpu_dtype_size(o->dtype);
+}
+
+/* Where an operand of this placement goes: crossing a page boundary where that matters. */
+static uint64_t place_va(enum place p, unsigned int which, uint64_t bytes)
+{
+	switch (p) {
+	case IN_SCAT:
+		/* Straddle the boundary after page which: the two halves are not consecutive HBM. */
+		return VA_SCAT + (which + 1) * HPU_MMU_HUGE_SIZE - bytes / 2;
+	case IN_HOST:
+		return VA_HOST + (which == 2 ? DST_OFF : SRC_OFF + which * (BUF_SIZE / 2));
+	default:
+		/* A, B (up to 64 MiB) at 8 MiB, C at 72 MiB: apart, and not 64-byte aligned. */
+		return VA_DATA + (which == 1 ? 8u << 20 : which == 2 ? 72u << 20 : 0) + 8 * which;
+	}
+}
+
+static void gemm_ref(const struct gemm_case *c, const struct operand *a, const struct operand *b,
+		     const struct operand *c0, uint32_t bi, uint32_t i, uint32_t j, double *ref,
+		     double *scale)
+{
+	double sum = 0, mag = 0, x, y, c_in;
+	uint32_t p;
+
+	for (p = 0; p < c->k; p++) {
+		x = load(c->flags & HPU_PKT_GEMM_TRANS_A ? operand_at(a, bi, p, i) :
+							   operand_at(a, bi, i, p), a->dtype);
+		y = load(c->flags & HPU_PKT_GEMM_TRANS_B ? operand_at(b, bi, j, p) :
+							   operand_at(b, bi, p, j), b->dtype);
+		sum += x * y;
+		mag += fabs(x * y);
+	}
+	c_in = c->beta != 0.0f ? load(operand_at(c0, bi, i, j), c0->dtype) : 0;
+	*ref = c->alpha * sum + c->beta * c_in;
+	*scale = fabs(c->alpha) * mag + fabs(c->beta * c_in);
+}
+
+static bool row_checked(const struct gemm_case *c, uint32_t i)
+{
+	uint32_t r = c->check_rows;
+
+	return !r || i % r < 2 || i % r >= r - 2 || i + 2 >= c->m;
+}
+
+/*
+ * fp32 results: the reference in double, within fp32 accumulation error
+ * (1e-5 of the magnitudes summed).  bf16 inputs are exact in fp32, so the
+ * same holds; a bf16 C adds its rounding, 2^-8 of the result.
+ */
+static void gemm_check(struct hpu_test *t, const struct gemm_case *c, const struct operand *a,
+		       const struct operand *b, const struct operand *c0,
+		       const struct operand *got)
+{
+	unsigned int bad = 0;
+	uint32_t bi, i, j;
+	uint64_t e;
+	double ref, scale, v, tol;
+
+	for (bi = 0; bi < c->batch; bi++) {
+		for (i = 0; i < c->m; i++) {
+			if (!row_checked(c, i))
+				continue;
+			for (j = 0; j < c->n; j++) {
+				gemm_ref(c, a, b, c0, bi, i, j, &ref, &scale);
+				v = load(operand_at(got, bi, i, j), got->dtype);
+				tol = 1e-5 * scale + 1e-30;
+				if (got->dtype == HPU_DTYPE_BF16)
+					tol += fabs(ref) / 256;
+				if (!(fabs(v - ref) <= tol) && bad++ < 5)
+					printf("# C[%u][%u][%u] = %g, expected %g\n", bi, i, j, v,
+					       ref);
+				/* Checked: mark it, so the padding comparison below skips it. */
+				memcpy(operand_at(got, bi, i, j), operand_at(c0, bi, i, j),
+				       hpu_dtype_size(got->dtype));
+			}
+		}
+	}
+	HPU_CHECK_EQ(t, bad, 0);
+	/* Everything else of C's extent (padding, gaps, unchecked rows aside) is as it was. */
+	for (e = 0, bad = 0; e < got->bytes; e++)
+		bad += got->img[e] != c0->img[e];
+	if (!c->check_rows)
+		HPU_CHECK_EQ(t, bad, 0);
+}
+
+static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand *a,
+		       struct operand *b, struct operand *c0)
+{
+	bool ta = c->flags & HPU_PKT_GEMM_TRANS_A, tb = c->flags & HPU_PKT_GEMM_TRANS_B;
+	uint32_t bi, r, col;
+
+	operand_init(a, c->dtype_ab, c->batch, ta ? c->k : c->m, ta ? c->m : c->k, c->pad_a,
+		     c->gap_a);
+	operand_init(b, c->dtype_ab, c->batch, tb ? c->n : c->k, tb ? c->k : c->n, c->pad_b,
+		     c->gap_b);
+	operand_init(c0, c->dtype_c, c->batch, c->m, c->n, c->pad_c, c->gap_c);
+	for (bi = 0; bi < c->batch; bi++) {
+		for (r = 0; r < a->rows; r++)
+			for (col = 0; col < a->cols; col++)
+				store(operand_at(a, bi, r, col), a->dtype, rnd_value());
+		for (r = 0; r < b->rows; r++)
+			for (col = 0; col < b->cols; col++)
+				store(operand_at(b, bi, r, col), b->dtype, rnd_value());
+		/* With beta 0, C is not read: NaN there must not leak into the result. */
+		for (r = 0; r < c0->rows; r++)
+			for (col = 0; col < c0->cols; col++)
+				store(operand_at(c0, bi, r, col), c0->dtype,
+				      c->beta != 0.0f ? rnd_value() : NAN);
+	}
+	a->va = place_va(c->pa, 0, a->bytes);
+	b->va = place_va(c->pb, 1, b->bytes);
+	c0->va = place_va(c->pc, 2, c0->bytes);
+	*g = (struct gemm){
+		.flags = c->flags, .dtype_ab = c->dtype_ab, .dtype_c = c->dtype_c,
+		.batch = c->batch, .m = c->m, .n = c->n, .k = c->k,
+		.a = a->va, .b = b->va, .c = c0->va, .lda = a->ld, .ldb = b->ld, .ldc = c0->ld,
+		.stride_a = a->stride, .stride_b = b->stride, .stride_c = c0->stride,
+		.alpha = c->alpha, .beta = c->beta,
+	};
+}
+
+static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
+{
+	struct operand a, b, c0, got;
+	struct hpu_cb *cb = calloc(1, sizeof(*cb));
+	struct gemm g;
+
+	map_compute(t);
+	gemm_setup(c, &g, &a, &b, &c0);
+	va_write(t, a.va, a.img, a.bytes);
+	va_write(t, b.va, b.img, b.bytes);
+	va_write(t, c0.va, c0.img, c0.bytes);
+	cb_gemm(cb, &g);
+	submit_user(t, 1, cb, 7);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + 7);
+	got = c0;
+	got.img = malloc(c0.bytes);
+	va_read(t, c0.va, got.img, c0.bytes);
+	gemm_check(t, c, &a, &b, &c0, &got);
+	free(a.img);
+	free(b.img);
+	free(c0.img);
+	free(got.img);
+	free(cb);
+}
+
+#define F32 HPU_DTYPE_F32
+#define BF16 HPU_DTYPE_BF16
+#define TA HPU_PKT_GEMM_TRANS_A
+#define TB HPU_PKT_GEMM_TRANS_B
+
+static const struct gemm_case gemm_cases[] = {
+	{ "fp32 1x1x1", F32, F32, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 37x29x53", F32, F32, 0, 1, 37, 29, 53, 0, 0, 0, 0, 0, 0, 1, 0, IN_HBM, IN_HBM,
+	  IN_HBM, 0 },
+	{ "fp32 A transposed, padded rows", F32, F32, TA, 1, 37, 29, 53, 3, 1, 5, 0, 0, 0, 1, 0,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 B transposed, padded rows", F32, F32, TB, 1, 31, 17, 64, 2, 7, 1, 0, 0, 0, 1, 0,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 both transposed, padded rows", F32, F32, TA | TB, 1, 33, 65, 19, 1, 2, 3, 0, 0, 0,
+	  1, 0, IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 alpha -1.5, beta 0.5", F32, F32, 0, 1, 40, 24, 33, 0, 0, 4, 0, 0, 0, -1.5f, 0.5f,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 batch 3, gaps between matrices", F32, F32, TB, 3, 12, 9, 7, 1, 0, 2, 5, 3, 11, 1,
+	  1, IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 batch 4, B's stride 0", F32, F32, 0, 4, 10, 11, 12, 0, 0, 0, 0, -1, 0, 2, 0,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 batch 3, A's stride 0", F32, F32, TA, 3, 10, 11, 12, 0, 2, 0, -1, 0, 1, 1, 0.25f,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "bf16 in, fp32 out", BF16, F32, 0, 1, 45, 23, 61, 0, 0, 0, 0, 0, 0, 1, 0, IN_HBM, IN_HBM,
+	  IN_HBM, 0 },
+	{ "bf16 in, bf16 out, beta 1, transposed", BF16, BF16, TA | TB, 2, 21, 34, 17, 3, 1, 2, 4,
+	  0, 6, 0.5f, 1, IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32 in, bf16 out", F32, BF16, TA, 1, 27, 30, 31, 0, 1, 0, 0, 0, 0, 1, 0, IN_HBM,
+	  IN_HBM, IN_HBM, 0 },
+	{ "bf16, B's stride 0", BF16, F32, TB, 3, 8, 9, 10, 0, 0, 0, 0, -1, 0, 1, 0, IN_HBM,
+	  IN_HBM, IN_HBM, 0 },
+	{ "operands across non-consecutive HBM pages (staged)", F32, F32, 0, 2, 300, 200, 250, 1,
+	  0, 3, 0, 0, 0, 1, 0.5f, IN_SCAT, IN_SCAT, IN_SCAT, 0 },
+	{ "bf16 C across non-consecutive HBM pages", BF16, BF16, TB, 1, 520, 600, 40, 0, 0, 0, 0,
+	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_SCAT, 0 },
+	{ "operands in host memory", F32, F32, TA, 2, 64, 48, 80, 1, 0, 2, 3, 0, 1, 1, 1, IN_HOST,
+	  IN_HOST, IN_HOST, 0 },
+	{ "bf16 operands in host memory", BF16, BF16, 0, 1, 70, 50, 90, 0, 0, 0, 0, 0, 0, -1, 0,
+	  IN_HOST, IN_HBM, IN_HOST, 0 },
+	/* n * k of 2^22: 256 rows of C per OpenBLAS call, so C's rows come in three blocks. */
+	{ "fp32 in row blocks", F32, F32, 0, 1, 520, 2048, 2048, 0, 0, 0, 0, 0, 0, 1, 0.5f, IN_HBM,
+	  IN_HBM, IN_HBM, 256 },
+	{ "bf16 in row blocks, A transposed", BF16, BF16, TA | TB, 1, 520, 2048, 2048, 0, 0, 0, 0,
+	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 256 },
+};
+
+/* ---- refusals and faults ---- */
+
+/* A good job after a failed one: the queue goes on. */
+static void expect_usable(struct hpu_test *t, unsigned int q)
+{
+	struct hpu_cb cb = { .len = 0 };
+	const float one = 1.0f;
+	float out = 0;
+	struct gemm g = {
+		.dtype_ab = F32, .dtype_c = F32, .batch = 1, .m = 1, .n = 1, .k = 1,
+		.a = VA_DATA + 0x1000, .b = VA_DATA + 0x1000, .c = VA_DATA + 0x2000,
+		.lda = 1, .ldb = 1, .ldc = 1, .alpha = 3, .beta = 0,
+	};
+
+	va_write(t, g.a, &one, sizeof(one));
+	cb_gemm(&cb, &g);
+	submit_user(t, q, &cb, 99);
+	run(t);
+	EXPECT_DONE(t, q);
+	va_read(t, g.c, &out, sizeof(out));
+	HPU_CHECK(t, out == 3.0f);
+}
+
+/* C's sentinel: a refused or faulting GEMM leaves it as it was. */
+#define C_VA (VA_DATA + 0x100000)
+#define C_BYTES 4096u
+
+static void expect_c_untouched(struct hpu_test *t)
+{
+	uint8_t buf[C_BYTES];
+	unsigned int i, bad = 0;
+
+	va_read(t, C_VA, buf, sizeof(buf));
+	for (i = 0; i < sizeof(buf); i++)
+		bad += buf[i] != 0xa5;
+	HPU_CHECK_EQ(t, bad, 0);
+}
+
+/* A valid 4 x 4 fp32 GEMM into C_VA, for the cases to break. */
+static struct gemm gemm_good(void)
+{
+	return (struct gemm){
+		.dtype_ab = F32, .dtype_c = F32, .batch = 1, .m = 4, .n = 4, .k = 4,
+		.a = VA_DATA, .b = VA_DATA + 0x1000, .c = C_VA, .lda = 4, .ldb = 4, .ldc = 4,
+		.stride_a = 16, .stride_b = 16, .stride_c = 16, .alpha = 1, .beta = 0,
+	};
+}
+
+struct gemm_bad_case {
+	const char *name;
+	void (*bend)(struct gemm *g);
+	uint32_t event;
+	uint64_t addr; /* 0: the packet's offset, 8 (a NOP comes first) */
+};
+
+#define BEND(fn, stmt) \
+	static void fn(struct gemm *g) { stmt; }
+
+BEND(bad_dtype_ab, g->dtype_ab = HPU_DTYPE_I32)
+BEND(bad_dtype_c, g->dtype_c = 0)
+BEND(bad_batch, g->batch = 0)
+BEND(bad_m, g->m = 0)
+BEND(bad_n, g->n = 0)
+BEND(bad_k, g->k = 0)
+BEND(bad_m_huge, g->m = 1u << 31)
+BEND(bad_lda, g->lda = 3)
+BEND(bad_lda_trans, (g->flags = TA, g->m = 5))
+BEND(bad_ldb, (g->flags = TB, g->ldb = 3))
+BEND(bad_ldc, g->ldc = 3)
+BEND(bad_ld_huge, (g->lda = 1ull << 31))
+BEND(bad_stride_overflow, (g->batch = 5, g->stride_a = 1ull << 62))
+BEND(bad_stride_sign, (g->batch = 2, g->stride_b = 1ull << 63))
+BEND(bad_extent_wrap, (g->c = UINT64_MAX - 16))
+BEND(bad_flag, g->flags = 4)
+BEND(bad_pad, g->pad = 1)
+BEND(fault_a, g->a = VA_UNMAPPED)
+BEND(fault_b_tail, (g->b = VA_HBM + BUF_SIZE - 32, g->ldb = 4, g->k = 4))
+BEND(fault_c, g->c = VA_UNMAPPED + 64)
+BEND(fault_c_ro, (g->c = VA_RO + 16, g->beta = 1))
+BEND(fault_batch_past, (g->batch = 2, g->stride_c = BUF_SIZE, g->c = VA_HBM + 64))
+BEND(fault_host_tail, (g->a = VA_HOST + SRC_OFF + BUF_SIZE - 16))
+
+static const struct gemm_bad_case gemm_bad_cases[] = {
+	{ "dtype of A and B", bad_dtype_ab, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "dtype of C", bad_dtype_c, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "batch 0", bad_batch, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "m 0", bad_m, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "n 0", bad_n, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "k 0", bad_k, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "m of 2^31", bad_m_huge, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "lda below k", bad_lda, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "lda below m, A transposed", bad_lda_trans, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "ldb below k, B transposed", bad_ldb, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "ldc below n", bad_ldc, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "lda of 2^31", bad_ld_huge, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "batch stride overflowing the extent", bad_stride_overflow, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "batch stride of 2^63", bad_stride_sign, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "C wrapping the address space", bad_extent_wrap, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "unknown flag", bad_flag, HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "pad", bad_pad, HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "A unmapped", fault_a, HPU_EVENT_MMU_FAULT, VA_UNMAPPED },
+	{ "B running off its mapping", fault_b_tail, HPU_EVENT_MMU_FAULT, VA_HBM + BUF_SIZE },
+	{ "C unmapped", fault_c, HPU_EVENT_MMU_FAULT, VA_UNMAPPED + 64 },
+	{ "C read-only", fault_c_ro, HPU_EVENT_MMU_FAULT, VA_RO + 16 },
+	{ "C's second matrix unmapped", fault_batch_past, HPU_EVENT_MMU_FAULT, VA_HBM + BUF_SIZE },
+	{ "A's host pages end", fault_host_tail, HPU_EVENT_MMU_FAULT, VA_HOST + SRC_OFF + BUF_SIZE },
+};
+
+static void test_gemm_bad(struct hpu_test *t, const struct gemm_bad_case *c)
+{
+	struct hpu_cb cb = { .len = 0 };
+	uint8_t sentinel[C_BYTES];
+	struct gemm g = gemm_good();
+
+	map_compute(t);
+	memset(sentinel, 0xa5, sizeof(sentinel));
+	va_write(t, C_VA, sentinel, sizeof(sentinel));
+	c->bend(&g);
+	cb_u32(&cb, HPU_PKT_HEADER(HPU_PKT_NOP, 0));
+	cb_u32(&cb, 0);
+	cb_gemm(&cb, &g);
+	submit_user(t, 2, &cb, 5);
+	run(t);
+	expect_event(t, c->event, 2, ASID,
+		     c->event == HPU_EVENT_ILLEGAL_PACKET ? HPU_ENGINE_QMAN : MME_ENGINE(2), 5,
+		     c->addr ? c->addr : 8, c->event == HPU_EVENT_BAD_KERNEL ? REFUSED_LOGS : 1,
+		     __LINE__);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, CI)), hpu_rd(t, REG_Q(2, PI)));
+	/* The driver's tail of a failed job is skipped. */
+	HPU_CHECK_EQ(t, completion(t, 2), 0);
+	expect_c_untouched(t);
+	expect_usable(t, 2);
+}
+
+/* A queue reset while the MME stages A: the third read, after the descriptor and the command buffer. */
+static void reset_queue_2(struct hpu_test *t)
+{
+	if (t->dma_reads < 3)
+		return;
+	t->on_dma = NULL;
+	hpu_wr(t, REG_Q(2, CTRL), HPU_Q_CTRL_RESET);
+}
+
+static void case_gemm_abort(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	uint8_t sentinel[C_BYTES];
+	struct gemm g = gemm_good();
+
+	map_compute(t);
+	memset(sentinel, 0xa5, sizeof(sentinel));
+	va_write(t, C_VA, sentinel, sizeof(sentinel));
+	g.a = VA_HOST + SRC_OFF;
+	cb_gemm(&cb, &g);
+	submit_user(t, 2, &cb, 6);
+	t->dma_reads = 0;
+	t->on_dma = reset_queue_2;
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 2, ASID, MME_ENGINE(2), 6, 0);
+	expect_c_untouched(t);
+	expect_usable(t, 2);
+}
+
+/* ---- TPC_LAUNCH: test kernels ---- */
+
+#define TK_COUNT 0x7e570001u  /* t: out I32, += 1 per item; items = numel(out) */
+#define TK_AXPY 0x7e570002u   /* t: y (io, F32), x (F32): y = 2 y + x; refuses other shapes */
+#define TK_ABORT 0x7e570003u  /* TK_COUNT whose first item resets queue 0 */
+
+static struct {
+	struct hpu_test *t;            /* for TK_ABORT */
+	unsigned int parts, finishes;  /* __atomic */
+	const uint8_t *bases[HPU_KERNEL_MAX_TENSORS];
+} tk;
+
+static uint32_t tk_writes_t0(const struct hpu_kcall *c)
+{
+	(void)c;
+	return 1;
+}
+
+/* Where the engine put each tensor. */
+static void tk_record(const struct hpu_kcall *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->num_tensors; i++)
+		tk.bases[i] = c->t[i].base;
+}
+
+static int tk_count_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	tk_record(c);
+	if (c->t[0].dtype != HPU_DTYPE_I32)
+		return -1;
+	*items = hpu_kview_numel(&c->t[0]);
+	return 0;
+}
+
+static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	uint8_t *p;
+
+	__atomic_add_fetch(&tk.parts, 1, __ATOMIC_RELAXED);
+	for (; begin < end; begin++) {
+		p = hpu_kview_at(&c->t[0], begin);
+		hpu_kstore_i(HPU_DTYPE_I32, p, hpu_kload_i(HPU_DTYPE_I32, p) + 1);
+	}
+}
+
+static void tk_finish(const struct hpu_kcall *c)
+{
+	(void)c;
+	__atomic_add_fetch(&tk.finishes, 1, __ATOMIC_RELAXED);
+}
+
+static int tk_axpy_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	unsigned int d;
+
+	tk_record(c);
+	if (c->t[0].dtype != F32 || c->t[1].dtype != F32 || c->t[0].ndim != c->t[1].ndim)
+		return -1;
+	for (d = 0; d < c->t[0].ndim; d++)
+		if (c->t[0].shape[d] != c->t[1].shape[d])
+			return -1;
+	*items = hpu_kview_numel(&c->t[0]);
+	return 0;
+}
+
+static void tk_axpy_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	uint8_t *y;
+
+	__atomic_add_fetch(&tk.parts, 1, __ATOMIC_RELAXED);
+	for (; begin < end; begin++) {
+		y = hpu_kview_at(&c->t[0], begin);
+		hpu_kstore_f(F32, y, 2 * hpu_kload_f(F32, y) +
+					     hpu_kload_f(F32, hpu_kview_at(&c->t[1], begin)));
+	}
+}
+
+static void tk_abort_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	if (!begin)
+		hpu_wr(tk.t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET);
+	tk_count_run(c, begin, end);
+}
+
+static const struct hpu_kernel_def tk_count = {
+	.name = "test count", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
+	.check = tk_count_check, .run = tk_count_run, .finish = tk_finish,
+};
+
+static const struct hpu_kernel_def tk_axpy = {
+	.name = "test axpy", .min_tensors = 2, .max_tensors = 2, .outputs = tk_writes_t0,
+	.check = tk_axpy_check, .run = tk_axpy_run,
+};
+
+static const struct hpu_kernel_def tk_abort = {
+	.name = "test abort", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
+	.check = tk_count_check, .run = tk_abort_run, .finish = tk_finish,
+};
+
+const struct hpu_kernel_def *__real_hpu_kernel_lookup(uint32_t id);
+const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id);
+
+const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id)
+{
+	switch (id) {
+	case TK_COUNT:
+		return &tk_count;
+	case TK_AXPY:
+		return &tk_axpy;
+	case TK_ABORT:
+		return &tk_abort;
+	default:
+		return __real_hpu_kernel_lookup(id);
+	}
+}
+
+/* ---- TPC_LAUNCH: parameter blocks ---- */
+
+struct launch {
+	struct hpu_kernel_params p;
+	struct hpu_tensor_desc t[HPU_KERNEL_MAX_TENSORS + 1];
+};
+
+/* A contiguous row-major tensor of ndim dims. */
+static struct hpu_tensor_desc tensor(uint64_t va, uint32_t dtype, uint32_t ndim,
+				     const uint64_t *shape)
+{
+	struct hpu_tensor_desc d = { .addr = va, .dtype = dtype, .ndim = ndim };
+	int64_t stride = 1;
+	unsigned int k;
+
+	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
+		d.shape[k] = 1;
+	for (k = ndim; k-- > 0;) {
+		d.shape[k] = shape[k];
+		d.strides[k] = stride;
+		stride *= (int64_t)shape[k];
+	}
+	return d;
+}
+
+static struct launch launch_new(uint32_t kernel, uint32_t n)
+{
+	return (struct launch){
+		.p = { .version = HPU_KERNEL_PARAMS_VERSION, .kernel = kernel, .num_tensors = n },
+	};
+}
+
+static uint32_t launch_size(const struct launch *l)
+{
+	return (uint32_t)(sizeof(l->p) + l->p.num_tensors * sizeof(l->t[0]));
+}
+
+/* Serialise l (with room for extra descriptors) at va; returns its exact size. */
+static uint32_t launch_write(struct hpu_test *t, uint64_t va, const struct launch *l)
+{
+	uint8_t buf[sizeof(*l)];
+	uint8_t *p = buf;
+	unsigned int i, k;
+
+	hpu_st_le32(p, l->p.version);
+	hpu_st_le32(p + 4, l->p.kernel);
+	hpu_st_le32(p + 8, l->p.num_tensors);
+	hpu_st_le32(p + 12, l->p.flags);
+	for (i = 0; i < HPU_KERNEL_MAX_ARGS; i++)
+		hpu_st_le64(p + offsetof(struct hpu_kernel_params, args) + 8 * i,
+			    (uint64_t)l->p.args[i]);
+	for (i = 0; i < HPU_KERNEL_MAX_SCALARS; i++)
+		hpu_st_le64(p + offsetof(struct hpu_kernel_params, scalars) + 8 * i,
+			    l->p.scalars[i]);
+	p += sizeof(l->p);
+	for (i = 0; i < HPU_KERNEL_MAX_TENSORS + 1; i++, p += sizeof(l->t[0])) {
+		hpu_st_le64(p, l->t[i].addr);
+		hpu_st_le32(p + 8, l->t[i].dtype);
+		hpu_st_le32(p + 12, l->t[i].ndim);
+		for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++) {
+			hpu_st_le64(p + offsetof(struct hpu_tensor_desc, shape) + 8 * k,
+				    l->t[i].shape[k]);
+			hpu_st_le64(p + offsetof(struct hpu_tensor_desc, strides) + 8 * k,
+				    (uint64_t)l->t[i].strides[k]);
+		}
+	}
+	va_write(t, va, buf, sizeof(buf));
+	return launch_size(l);
+}
+
+static void cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t size)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0));
+	cb_u32(cb, size);
+	cb_u64(cb, params);
+}
+
+/* Run one launch on queue 0 as job tag 3. */
+static void launch_run(struct hpu_test *t, uint64_t params, uint32_t size)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	cb_launch(&cb, params, size);
+	submit_user(t, 0, &cb, 3);
+	run(t);
+}
+
+static void launch_ok(struct hpu_test *t, const struct launch *l, int line)
+{
+	tk.parts = tk.finishes = 0;
+	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, l));
+	expect_done(t, 0, line);
+}
+
+static int32_t read_i32(struct hpu_test *t, uint64_t va)
+{
+	int32_t v;
+
+	va_read(t, va, &v, sizeof(v));
+	return v;
+}
+
+/* Every item of an n-element count tensor at va was done exactly once. */
+static void expect_counts(struct hpu_test *t, uint64_t va, uint64_t n, int64_t stride, int line)
+{
+	unsigned int bad = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		bad += read_i32(t, va + (uint64_t)((int64_t)i * stride * 4)) != 1;
+	hpu_check_eq(t, bad, 0, "items not done exactly once", line);
+}
+
+/* Items split into min(num_tpc, items / HPU_TPC_PART_ITEMS) parts, at least one. */
+static void test_split(struct hpu_test *t, uint64_t items, unsigned int parts)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	uint64_t shape[2] = { items / 8, 8 };
+
+	map_compute(t);
+	l.t[0] = tensor(VA_DATA, HPU_DTYPE_I32, 2, shape);
+	launch_ok(t, &l, __LINE__);
+	HPU_CHECK_EQ(t, tk.parts, parts);
+	HPU_CHECK_EQ(t, tk.finishes, 1);
+	expect_counts(t, VA_DATA, items, 1, __LINE__);
+	HPU_CHECK_EQ(t, read_i32(t, VA_DATA + items * 4), 0);
+}
+
+static void case_split_tiny(struct hpu_test *t)
+{
+	test_split(t, 96, 1);
+}
+
+static void case_split_some(struct hpu_test *t)
+{
+	test_split(t, 3 * HPU_TPC_PART_ITEMS + 8, 3);
+}
+
+static void case_split_all(struct hpu_test *t)
+{
+	test_split(t, 100 * HPU_TPC_PART_ITEMS + 24, hpu_test_cfg.num_tpc);
+}
+
+/* A strided, broadcast and reversed view: the items are the view's, wherever they live. */
+static void case_views(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	const uint64_t va = VA_DATA + 0x10000;
+
+	map_compute(t);
+	/* 5 x 7, columns reversed (stride -1 from the last), rows 16 apart. */
+	l.t[0] = (struct hpu_tensor_desc){
+		.addr = va + 6 * 4, .dtype = HPU_DTYPE_I32, .ndim = 2,
+		.shape = { 5, 7, 1, 1, 1, 1 }, .strides = { 16, -1 },
+	};
+	launch_ok(t, &l, __LINE__);
+	expect_counts(t, va, 7, 1, __LINE__);
+	expect_counts(t, va + 4 * 16 * 4, 7, 1, __LINE__);
+	HPU_CHECK_EQ(t, read_i32(t, va + 7 * 4), 0);
+	HPU_CHECK_EQ(t, read_i32(t, va - 4), 0);
+	/* A broadcast dim counts its one element for every index: 4 here. */
+	l.t[0] = (struct hpu_tensor_desc){
+		.addr = va + 0x1000, .dtype = HPU_DTYPE_I32, .ndim = 2,
+		.shape = { 4, 3, 1, 1, 1, 1 }, .strides = { 0, 1 },
+	};
+	launch_ok(t, &l, __LINE__);
+	HPU_CHECK_EQ(t, read_i32(t, va + 0x1000), 4);
+	HPU_CHECK_EQ(t, read_i32(t, va + 0x1008), 4);
+	HPU_CHECK_EQ(t, read_i32(t, va + 0x100c), 0);
+	/* A scalar (ndim 0) is one item. */
+	l.t[0] = (struct hpu_tensor_desc){
+		.addr = va + 0x2000, .dtype = HPU_DTYPE_I32,
+		.shape = { 1, 1, 1, 1, 1, 1 },
+	};
+	launch_ok(t, &l, __LINE__);
+	HPU_CHECK_EQ(t, read_i32(t, va + 0x2000), 1);
+}
+
+/* An empty tensor: no items, nothing mapped (its address may be anything), finish still runs. */
+static void case_empty(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	const uint64_t shape[3] = { 4, 0, 9 };
+
+	map_compute(t);
+	l.t[0] = tensor(VA_UNMAPPED, HPU_DTYPE_I32, 3, shape);
+	launch_ok(t, &l, __LINE__);
+	HPU_CHECK_EQ(t, tk.parts, 0);
+	HPU_CHECK_EQ(t, tk.finishes, 1);
+}
+
+static void fill_floats(struct hpu_test *t, uint64_t va, unsigned int n, float base)
+{
+	float *v = malloc(n * sizeof(*v));
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v[i] = base + (float)i;
+	va_write(t, va, v, n * sizeof(*v));
+	free(v);
+}
+
+/* y = 2y + x at y_va, x_va over n floats, and check the result. */
+static void test_axpy(struct hpu_test *t, uint64_t y_va, uint64_t x_va, unsigned int n)
+{
+	struct launch l = launch_new(TK_AXPY, 2);
+	const uint64_t shape[1] = { n };
+	float *y = malloc(n * sizeof(*y)), *x = malloc(n * sizeof(*x));
+	unsigned int i, bad = 0;
+
+	fill_floats(t, y_va, n, 1);
+	if (x_va != y_va)
+		fill_floats(t, x_va, n, 1000);
+	va_read(t, y_va, y, n * sizeof(*y));
+	va_read(t, x_va, x, n * sizeof(*x));
+	l.t[0] = tensor(y_va, F32, 1, shape);
+	l.t[1] = tensor(x_va, F32, 1, shape);
+	launch_ok(t, &l, __LINE__);
+	for (i = 0; i < n; i++)
+		x[i] = 2 * y[i] + x[i];
+	va_read(t, y_va, y, n * sizeof(*y));
+	for (i = 0; i < n; i++)
+		bad += y[i] != x[i];
+	HPU_CHECK_EQ(t, bad, 0);
+	free(y);
+	free(x);
+}
+
+/* Output and input the identical view: one mapping, y = 3y. */
+static void case_in_place(struct hpu_test *t)
+{
+	map_compute(t);
+	test_axpy(t, VA_DATA + 0x40000, VA_DATA + 0x40000, 5000);
+	HPU_CHECK(t, tk.bases[0] == tk.bases[1]);
+	/* Staged: both views still share the one staging copy. */
+	test_axpy(t, VA_SCAT + HPU_MMU_HUGE_SIZE - 4000, VA_SCAT + HPU_MMU_HUGE_SIZE - 4000, 3000);
+	HPU_CHECK(t, tk.bases[0] == tk.bases[1]);
+}
+
+/* Outputs in scattered HBM and host memory are staged and written back; inputs gathered. */
+static void case_staged(struct hpu_test *t)
+{
+	map_compute(t);
+	test_axpy(t, VA_SCAT + HPU_MMU_HUGE_SIZE - 8000, VA_SCAT + 3 * HPU_MMU_HUGE_SIZE - 6000,
+		  70000);
+	test_axpy(t, VA_HOST + DST_OFF + 4, VA_HOST + SRC_OFF + 8, 30000);
+	test_axpy(t, VA_DATA + 0x80000, VA_HOST + SRC_OFF, 20000);
+	/* Direct HBM: the kernel works in HBM itself. */
+	test_axpy(t, VA_DATA + 0x80000, VA_DATA + 0x100000, 20000);
+	HPU_CHECK(t, tk.bases[0] == hpu_hbm_span(t->core->hbm, HBM_DATA + 0x80000, 4, false));
+}
+
+/* The parameter block in HBM, read in place, and across non-consecutive pages. */
+static void case_params_in_hbm(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	const uint64_t shape[1] = { 10 };
+	const uint64_t at[] = { VA_DATA + 0x200000, VA_SCAT + HPU_MMU_HUGE_SIZE - 64 };
+	unsigned int i;
+
+	map_compute(t);
+	for (i = 0; i < HPU_ARRAY_SIZE(at); i++) {
+		l.t[0] = tensor(VA_DATA + 0x300000 + i * 0x100, HPU_DTYPE_I32, 1, shape);
+		launch_run(t, at[i], launch_write(t, at[i], &l));
+		EXPECT_DONE(t, 0);
+		expect_counts(t, VA_DATA + 0x300000 + i * 0x100, 10, 1, __LINE__);
+	}
+}
+
+/* A library kernel through the real table: relu_bwd. */
+static void case_library_kernel(struct hpu_test *t)
+{
+	struct launch l = launch_new(HPU_KERNEL_RELU_BWD, 3);
+	const uint64_t shape[2] = { 3, 4 };
+	const float grad[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	const float x[12] = { -1, 1, -1, 1, 0, 2, 0, 2, -3, 3, -3, 3 };
+	float out[12];
+	unsigned int i;
+
+	map_compute(t);
+	va_write(t, VA_DATA + 0x1000, grad, sizeof(grad));
+	va_write(t, VA_DATA + 0x2000, x, sizeof(x));
+	l.t[0] = tensor(VA_DATA, F32, 2, shape);
+	l.t[1] = tensor(VA_DATA + 0x1000, F32, 2, shape);
+	l.t[2] = tensor(VA_DATA + 0x2000, F32, 2, shape);
+	launch_ok(t, &l, __LINE__);
+	va_read(t, VA_DATA, out, sizeof(out));
+	for (i = 0; i < 12; i++)
+		HPU_CHECK(t, out[i] == (x[i] > 0 ? grad[i] : 0));
+}
+
+/* A queue reset from inside the first part: later parts skip, nothing is written back. */
+static void case_launch_abort(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_ABORT, 1);
+	const uint64_t shape[1] = { 8 * HPU_TPC_PART_ITEMS };
+	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
+	unsigned int i, bad = 0;
+
+	map_compute(t);
+	tk.t = t;
+	tk.finishes = 0;
+	l.t[0] = tensor(staged, HPU_DTYPE_I32, 1, shape);
+	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 0, ASID, HPU_ENGINE_TPC, 3, 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), hpu_rd(t, REG_Q(0, PI)));
+	HPU_CHECK_EQ(t, tk.finishes, 0);
+	for (i = 0; i < shape[0]; i++)
+		bad += read_i32(t, staged + 4 * i) != 0;
+	HPU_CHECK_EQ(t, bad, 0);
+	l = launch_new(TK_COUNT, 1);
+	l.t[0] = tensor(staged, HPU_DTYPE_I32, 1, shape);
+	launch_ok(t, &l, __LINE__);
+	expect_counts(t, staged, shape[0], 1, __LINE__);
+}
+
+/* ---- TPC_LAUNCH refusals and faults ---- */
+
+#define OUT_VA (VA_DATA + 0x500000)
+#define OUT_WORDS 64u
+
+struct launch_bad_case {
+	const char *name;
+	void (*bend)(struct launch *l, uint64_t *params, uint32_t *size);
+	uint32_t event;
+	uint64_t addr; /* 0: the packet's offset (0) */
+};
+
+/* Refusals are checked against a valid axpy launch on OUT_VA. */
+#define LBEND(fn, stmt) \
+	static void fn(struct launch *l, uint64_t *params, uint32_t *size) \
+	{                                                                   \
+		(void)l, (void)params, (void)size;                          \
+		stmt;                                                       \
+	}
+
+LBEND(size_small, *size = sizeof(struct hpu_kernel_params) - 8)
+LBEND(size_big, *size = HPU_KERNEL_PARAMS_MAX + 8)
+LBEND(size_mismatch, *size -= sizeof(struct hpu_tensor_desc))
+LBEND(size_extra, *size += sizeof(struct hpu_tensor_desc))
+LBEND(version, l->p.version = HPU_KERNEL_PARAMS_VERSION + 1)
+LBEND(flags, l->p.flags = 1)
+LBEND(too_many, (l->p.num_tensors = HPU_KERNEL_MAX_TENSORS + 1,
+		 *size = (uint32_t)(sizeof(l->p) + 17 * sizeof(l->t[0]))))
+LBEND(kernel_0, l->p.kernel = 0)
+LBEND(kernel_unknown, l->p.kernel = 0x7e57ffffu)
+LBEND(kernel_count, (l->p.num_tensors = 1, *size -= sizeof(l->t[0])))
+LBEND(dtype, l->t[1].dtype = 9)
+LBEND(dtype_0, l->t[0].dtype = 0)
+LBEND(ndim, l->t[1].ndim = HPU_TENSOR_MAX_DIMS + 1)
+LBEND(dim_shape, l->t[0].shape[3] = 2)
+LBEND(dim_stride, l->t[1].strides[2] = 1)
+LBEND(extent_overflow, (l->t[1].ndim = 2, l->t[1].shape[1] = 1ull << 62,
+			l->t[1].strides[1] = 4))
+LBEND(extent_wrap, l->t[1].addr = UINT64_MAX - 8)
+LBEND(extent_below_0, (l->t[1].addr = 8, l->t[1].strides[0] = -1))
+LBEND(shape_huge, (l->t[1].shape[0] = (1ull << 63) + 1, l->t[1].strides[0] = 0))
+LBEND(check_refuses, l->t[0].shape[0] = OUT_WORDS - 1)
+LBEND(params_unaligned, *params += 4)
+LBEND(params_unmapped, *params = VA_UNMAPPED)
+LBEND(params_tail, *params = VA_HOST + PARAM_OFF + PARAM_SIZE - 64)
+LBEND(tensor_unmapped, l->t[1].addr = VA_UNMAPPED + 4)
+LBEND(tensor_tail, l->t[1].addr = VA_HBM + BUF_SIZE - 16)
+LBEND(output_ro, l->t[0].addr = VA_RO + 64)
+LBEND(output_reversed_below, (l->t[0].addr = VA_DATA + 8, l->t[0].strides[0] = -1))
+
+static const struct launch_bad_case launch_bad_cases[] = {
+	{ "block smaller than the header", size_small, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "block past HPU_KERNEL_PARAMS_MAX", size_big, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "size one descriptor short", size_mismatch, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "size one descriptor long", size_extra, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "version", version, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "flags", flags, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "17 tensors", too_many, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "kernel id 0", kernel_0, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "unknown kernel id", kernel_unknown, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "fewer tensors than the kernel takes", kernel_count, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "unknown dtype", dtype, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "dtype 0", dtype_0, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "ndim 7", ndim, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "shape 2 past ndim", dim_shape, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "stride past ndim", dim_stride, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "extent overflowing", extent_overflow, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "extent wrapping the top", extent_wrap, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "extent reaching below 0", extent_below_0, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "shape of 2^63 + 1", shape_huge, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "the kernel's check refuses", check_refuses, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "block not 8-byte aligned", params_unaligned, HPU_EVENT_ILLEGAL_PACKET, 0 },
+	{ "block unmapped", params_unmapped, HPU_EVENT_MMU_FAULT, VA_UNMAPPED },
+	{ "block running off its mapping", params_tail, HPU_EVENT_MMU_FAULT,
+	  VA_HOST + PARAM_OFF + PARAM_SIZE },
+	{ "input unmapped", tensor_unmapped, HPU_EVENT_MMU_FAULT, VA_UNMAPPED + 4 },
+	{ "input running off its mapping", tensor_tail, HPU_EVENT_MMU_FAULT, VA_HBM + BUF_SIZE },
+	{ "output read-only", output_ro, HPU_EVENT_MMU_FAULT, VA_RO + 64 },
+	{ "reversed output reaching below its mapping", output_reversed_below, HPU_EVENT_MMU_FAULT,
+	  VA_DATA + 8 - 4 * (OUT_WORDS - 1) },
+};
+
+static void test_launch_bad(struct hpu_test *t, const struct launch_bad_case *c)
+{
+	struct launch l = launch_new(TK_AXPY, 2);
+	const uint64_t shape[1] = { OUT_WORDS };
+	uint32_t sentinel[OUT_WORDS], got[OUT_WORDS];
+	uint64_t params = VA_PARAM;
+	uint32_t size;
+
+	map_compute(t);
+	memset(sentinel, 0xa5, sizeof(sentinel));
+	va_write(t, OUT_VA, sentinel, sizeof(sentinel));
+	l.t[0] = tensor(OUT_VA, F32, 1, shape);
+	l.t[1] = tensor(VA_HBM, F32, 1, shape);
+	size = launch_size(&l);
+	c->bend(&l, &params, &size);
+	launch_write(t, VA_PARAM, &l);
+	launch_run(t, params, size);
+	expect_event(t, c->event, 0, ASID,
+		     c->event == HPU_EVENT_ILLEGAL_PACKET ? HPU_ENGINE_QMAN : HPU_ENGINE_TPC, 3,
+		     c->addr, c->event == HPU_EVENT_BAD_KERNEL ? REFUSED_LOGS : 1, __LINE__);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), hpu_rd(t, REG_Q(0, PI)));
+	va_read(t, OUT_VA, got, sizeof(got));
+	HPU_CHECK(t, !memcmp(got, sentinel, sizeof(got)));
+	expect_usable(t, 0);
+}
+
+/* ---- the list ---- */
+
+static const struct hpu_test_case hpu_tests[] = {
+	{ "GEMM: queue reset while staging", case_gemm_abort },
+	{ "launch: a tiny launch is one part", case_split_tiny },
+	{ "launch: items split over some TPCs, each done once", case_split_some },
+	{ "launch: items split over every TPC, each done once", case_split_all },
+	{ "launch: strided, reversed, broadcast and scalar views", case_views },
+	{ "launch: empty tensors", case_empty },
+	{ "launch: in place, one mapping for identical views", case_in_place },
+	{ "launch: staged outputs written back, inputs gathered", case_staged },
+	{ "launch: parameter block in HBM", case_params_in_hbm },
+	{ "launch: a library kernel through the kernel table", case_library_kernel },
+	{ "launch: queue reset from inside a part", case_launch_abort },
+};
+
+int main(void)
+{
+	unsigned int n = 0, failed = 0;
+	struct hpu_test *t;
+	char name[160];
+	size_t i;
+
+	printf("TAP version 13\n1..%zu\n",
+	       HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_bad_cases) +
+	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(launch_bad_cases));
+	HPU_RUN_TABLE(gemm_cases, test_gemm, "GEMM");
+	HPU_RUN_TABLE(gemm_bad_cases, test_gemm_bad, "GEMM refused");
+	failed += hpu_run_cases(hpu_tests, HPU_ARRAY_SIZE(hpu_tests), &n);
+	HPU_RUN_TABLE(launch_bad_cases, test_launch_bad, "launch refused");
+	return failed ? 1 : 0;
+}
