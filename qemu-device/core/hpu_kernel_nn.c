@@ -160,7 +160,8 @@ static int hpu_dropout_check(const struct hpu_kcall *c, uint64_t *items)
 /* Element k's draw depends on k alone, so parts are independent and any split draws one mask. */
 static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	uint64_t seed = (uint64_t)hpu_kget_i(&c->t[3], 0), offset = (uint64_t)hpu_kget_i(&c->t[3], 1);
+	uint64_t seed = (uint64_t)hpu_kget_i(&c->t[3], 0);
+	uint64_t offset = (uint64_t)hpu_kget_i(&c->t[3], 1);
 	double p = c->scalars[0];
 
 	for (uint64_t k = begin; k < end; k++) {
@@ -175,9 +176,9 @@ static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 static void hpu_dropout_finish(const struct hpu_kcall *c)
 {
 	uint8_t *offset = hpu_kview_at(&c->t[3], 1);
+	uint64_t next = (uint64_t)hpu_kload_i(HPU_DTYPE_I64, offset) + hpu_kview_numel(&c->t[0]);
 
-	hpu_kstore_i(HPU_DTYPE_I64, offset,
-		     (int64_t)((uint64_t)hpu_kload_i(HPU_DTYPE_I64, offset) + hpu_kview_numel(&c->t[0])));
+	hpu_kstore_i(HPU_DTYPE_I64, offset, (int64_t)next);
 }
 
 const struct hpu_kernel_def hpu_kernel_dropout = {
@@ -208,7 +209,9 @@ static struct hpu_ln hpu_ln_get(const struct hpu_kcall *c, unsigned int in, unsi
 		.rows = 1, .cols = 1, .has_weight = c->args[1] & 1, .has_bias = c->args[1] & 2,
 	};
 
-	ln.lead = c->args[0] >= 1 && c->args[0] <= ln.in->ndim ? ln.in->ndim - (uint32_t)c->args[0] : 0;
+	/* A bad a0 (check() rejects it) still gives a lead within in's dims. */
+	if (c->args[0] >= 1 && c->args[0] <= ln.in->ndim)
+		ln.lead = ln.in->ndim - (uint32_t)c->args[0];
 	for (uint32_t d = 0; d < ln.in->ndim; d++)
 		*(d < ln.lead ? &ln.rows : &ln.cols) *= ln.in->shape[d];
 	return ln;
@@ -283,9 +286,10 @@ static void hpu_ln_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 		hpu_kset(ln.mean, r, mean);
 		hpu_kset(ln.rstd, r, rstd);
 		for (uint64_t j = 0; j < ln.cols; j++) {
-			double y = (hpu_kget(ln.in, base + j) - mean) * rstd * hpu_ln_weight(&ln, j);
+			double xhat = (hpu_kget(ln.in, base + j) - mean) * rstd;
+			double b = ln.has_bias ? hpu_kget(&c->t[5], j) : 0;
 
-			hpu_kset(&c->t[0], base + j, y + (ln.has_bias ? hpu_kget(&c->t[5], j) : 0));
+			hpu_kset(&c->t[0], base + j, xhat * hpu_ln_weight(&ln, j) + b);
 		}
 	}
 }

@@ -322,6 +322,16 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum h
 	return 0;
 }
 
+void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line)
+{
+	static unsigned int turn;
+
+	if (hpu_krun(def, c, (enum hpu_ksplit)(turn++ % HPU_KSPLIT_COUNT))) {
+		printf("#   line %d: %s rejected a valid launch\n", line, def->name);
+		hpu_ktest_failed = true;
+	}
+}
+
 /* ---- comparisons ---- */
 
 #define HPU_KMISMATCHES_SHOWN 5

@@ -117,6 +117,13 @@ extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
  */
 int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum hpu_ksplit split);
 
+/*
+ * A launch that must be valid, run with each way of splitting in turn
+ * (a suite's launches then cover them all); a rejection fails the test.
+ */
+void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line);
+#define HPU_KLAUNCH(def, c) hpu_klaunch(def, c, __LINE__)
+
 /* ---- comparisons ---- */
 
 /*
@@ -139,6 +146,9 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 #define HPU_KTOL_BF16 (1.0 / 256)
 /* The relative tolerance for results stored as dtype (0 for integral: exact). */
 double hpu_ktol(uint32_t dtype);
+/* HPU_KEXPECT_NEAR with got's dtype's tolerance, relative and absolute. */
+#define HPU_KEXPECT_NEAR_DT(got, want)                                                   \
+	HPU_KEXPECT_NEAR(got, want, hpu_ktol((got)->v.dtype), hpu_ktol((got)->v.dtype))
 
 /*
  * Gradient check: for every element of x, the central difference
@@ -192,12 +202,24 @@ struct hpu_kreject_case {
 	size_t nmuts;
 };
 
+/* Mutations by kind, named after what they change. */
+#define HPU_KMUT(name, k, idx, val) { .what = name, .kind = HPU_KMUT_##k, .i = idx, .v = val }
+#define HPU_KM_COUNT(n) HPU_KMUT("num_tensors " #n, COUNT, 0, n)
+#define HPU_KM_DTYPE(t, d) HPU_KMUT("t[" #t "] " #d, DTYPE, t, d)
+#define HPU_KM_NDIM(t, n) HPU_KMUT("t[" #t "] of " #n " dims", NDIM, t, n)
+#define HPU_KM_SHAPE(t, d) HPU_KMUT("t[" #t "] dim " #d " one larger", SHAPE, t, d)
+#define HPU_KM_ARG(a, x) HPU_KMUT("a" #a " = " #x, ARG, a, x)
+#define HPU_KM_SCALAR(a, x) { .what = "s" #a " = " #x, .kind = HPU_KMUT_SCALAR, .i = a, .s = x }
+#define HPU_KM_VALUE(t, x) HPU_KMUT("t[" #t "][0] = " #x, VALUE, t, x)
+#define HPU_KM_ALIAS(t, u) HPU_KMUT("t[" #t "] at t[" #u "]", ALIAS, t, u)
+
 /* A hpu_kreject_case's mutations from a list. */
 #define HPU_KMUTS(...)                                                                   \
 	.muts = (const struct hpu_kmutation[]){ __VA_ARGS__ },                           \
-	.nmuts = sizeof((const struct hpu_kmutation[]){ __VA_ARGS__ }) / sizeof(struct hpu_kmutation)
+	.nmuts = sizeof((const struct hpu_kmutation[]){ __VA_ARGS__ }) /                 \
+		 sizeof(struct hpu_kmutation)
 
-/* Expects the valid launch to run and check() to reject each mutation of it, naming any it accepts. */
+/* Expects the valid launch to run and check() to reject each mutation, naming any it accepts. */
 void hpu_kexpect_rejections(const struct hpu_kreject_case *rc);
 
 #endif /* HPU_KERNEL_HARNESS_H */

@@ -29,3 +29,6 @@ HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
 HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hpu_kernel_nn.c \
 	qemu-device/core/hpu_kernel_loss.c tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hpu_kernel_optim.c \
+	tests/host/hpu_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
