@@ -55,11 +55,12 @@ static inline bool hpu_kview_float_like(const struct hpu_kview *v, const struct 
 /*
  * Kernels whose output elements read other elements of an input cannot run
  * in place; the ABI's only allowed overlap is the very same view, so one
- * base address is enough to see it.
+ * base address is enough to see it.  Empty views share no element (the
+ * engine may point them all at one place).
  */
 static inline bool hpu_kview_aliases(const struct hpu_kview *a, const struct hpu_kview *b)
 {
-	return a->base == b->base;
+	return a->base == b->base && hpu_kview_numel(a) && hpu_kview_numel(b);
 }
 
 /* Rows of v along dim: the product of the other dims. */

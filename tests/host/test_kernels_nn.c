@@ -1204,6 +1204,30 @@ static void test_embedding_gradcheck(void)
 	}
 }
 
+/* Empty operands at one address (as the engine maps them) are not aliases: these launches run. */
+static void test_empty_not_aliased(void)
+{
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(0, 4), 0),     /* embedding out */
+		tensor(F32, 2, HPU_KT_DIMS(0, 4), 0),     /* weight, V = 0 */
+		tensor(I64, 1, HPU_KT_DIMS(0), 0),        /* indices */
+		tensor(F32, 2, HPU_KT_DIMS(3, 0), 0),     /* layer norm in, grad_in, grad_out */
+		tensor(F32, 1, HPU_KT_DIMS(0), 0),        /* weight and grads, no column */
+		tensor(F32, 1, HPU_KT_DIMS(3), 0),        /* mean, rstd */
+	};
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
+	c.args[0] = -1;
+	c.t[0].base = c.t[1].base;
+	HPU_KLAUNCH(&hpu_kernel_embedding, &c);
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[3], t[4], t[4], t[3], t[3], t[5], t[5], t[4]);
+	c.args[0] = 1;
+	c.args[1] = 3;
+	HPU_KLAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
 /* ---- rejections ---- */
 
 #define T34 { F32, 2, { 3, 4 } }
@@ -1309,6 +1333,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "embedding: gather, repeated indices, bf16", test_embedding_forward },
 	{ "embedding_bwd: scatter-add, padding, many blocks", test_embedding_backward },
 	{ "embedding_bwd: gradient check", test_embedding_gradcheck },
+	{ "empty operands at one address are not aliases", test_empty_not_aliased },
 	{ "every kernel's check() rejections", test_rejections },
 };
 
