@@ -76,11 +76,15 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 			   u64 uaddr, u64 size)
 {
 	unsigned long npages = size >> PAGE_SHIFT, pinned = 0;
-	unsigned int gup = FOLL_LONGTERM;
+	/*
+	 * Pin for writing even when the device only reads, if the process
+	 * may write: a read pin of a page never written pins the shared zero
+	 * page (or one copy-on-write will replace), and the device would miss
+	 * what the process writes there afterwards.
+	 */
+	unsigned int gup = FOLL_LONGTERM | FOLL_WRITE;
 	int ret;
 
-	if (map->flags & DRM_HPU_VM_MAP_WRITE)
-		gup |= FOLL_WRITE;
 	if (npages > INT_MAX)
 		return -ENOMEM;
 
@@ -99,6 +103,12 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 		ret = pin_user_pages_fast(uaddr + (pinned << PAGE_SHIFT),
 					  npages - pinned, gup,
 					  map->pages + pinned);
+		if (ret <= 0 && !(map->flags & DRM_HPU_VM_MAP_WRITE) &&
+		    (gup & FOLL_WRITE)) {
+			/* A read-only VMA: the process cannot replace its pages either. */
+			gup &= ~FOLL_WRITE;
+			continue;
+		}
 		if (ret <= 0) {
 			ret = ret ?: -EFAULT;
 			goto err_unpin;

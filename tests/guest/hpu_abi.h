@@ -155,6 +155,21 @@ static inline void hpu_cb_wait(struct hpu_cb *cb, uint64_t addr, uint32_t value)
 	hpu_cb_put(cb, &p, sizeof(p));
 }
 
+static inline void hpu_cb_gemm(struct hpu_cb *cb, const struct hpu_pkt_mme_gemm *gemm)
+{
+	hpu_cb_put(cb, gemm, sizeof(*gemm));
+}
+
+static inline void hpu_cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t params_size)
+{
+	struct hpu_pkt_tpc_launch p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0),
+		.params_size = params_size, .params = params,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
 /* Page-aligned anonymous host memory, or NULL. */
 static inline void *hpu_host_pages(uint64_t size)
 {

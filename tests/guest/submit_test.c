@@ -259,6 +259,47 @@ TEST_F(sub, mmu_faults_fail_the_job_only)
 	EXPECT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
 }
 
+/*
+ * Host pages the device only reads, mapped before the process first wrote
+ * them: the device sees what was written after the mapping, not the zero
+ * page a read-only pin would have taken.
+ */
+TEST_F(sub, read_mapping_sees_later_writes)
+{
+	uint8_t *src = hpu_host_pages(2 * HPU_PAGE), *dst = hpu_host_pages(2 * HPU_PAGE);
+	uint64_t src_va, dst_va;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	src_va = host_buffer(self->fd, src, 2 * HPU_PAGE, DRM_HPU_VM_MAP_READ);
+	dst_va = host_buffer(self->fd, dst, 2 * HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	ASSERT_NE(0, src_va);
+	ASSERT_NE(0, dst_va);
+	fill(src, 2 * HPU_PAGE, 7);
+	hpu_cb_dma(&self->cb, dst_va, src_va, 2 * HPU_PAGE);
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	EXPECT_EQ(0, memcmp(src, dst, 2 * HPU_PAGE));
+}
+
+/* A read-only mapping of pages the process cannot write still works. */
+TEST_F(sub, read_mapping_of_read_only_pages)
+{
+	uint8_t *src = hpu_host_pages(HPU_PAGE), *dst = hpu_host_pages(HPU_PAGE);
+	uint64_t src_va, dst_va;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	fill(src, HPU_PAGE, 8);
+	ASSERT_EQ(0, mprotect(src, HPU_PAGE, PROT_READ));
+	src_va = host_buffer(self->fd, src, HPU_PAGE, DRM_HPU_VM_MAP_READ);
+	dst_va = host_buffer(self->fd, dst, HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	ASSERT_NE(0, src_va);
+	ASSERT_NE(0, dst_va);
+	hpu_cb_dma(&self->cb, dst_va, src_va, HPU_PAGE);
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	EXPECT_EQ(0, memcmp(src, dst, HPU_PAGE));
+}
+
 /* HBM and job accounting, per device and per context. */
 TEST_F(sub, stats_follow_usage)
 {
@@ -461,7 +502,7 @@ FIXTURE(badcb) {
 };
 
 FIXTURE_VARIANT(badcb) {
-	uint32_t words[8]; /* the packet, as __u32s */
+	uint32_t words[28]; /* the packet, as __u32s */
 	uint32_t size;
 	int err;
 };
@@ -480,6 +521,15 @@ BADCB(lin_dma_pad, -EINVAL, 32, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), 1, 0, 0, 0, 
 BADCB(lin_dma_truncated, -EINVAL, 24, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), 0, 0, 0, 0, 0);
 BADCB(signal_flags, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_SIGNAL, 1), 1, 0x1000, 0);
 BADCB(timestamp_pad, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0), 1, 0x1000, 0);
+BADCB(gemm_unknown_flag, -EINVAL, 112, HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 4), HPU_DTYPE_F32, HPU_DTYPE_F32, 1,
+      1, 1, 1, 0);
+BADCB(gemm_pad, -EINVAL, 112, HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0), HPU_DTYPE_F32, HPU_DTYPE_F32, 1,
+      1, 1, 1, 1);
+BADCB(gemm_truncated, -EINVAL, 104, HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0), HPU_DTYPE_F32, HPU_DTYPE_F32, 1,
+      1, 1, 1, 0);
+BADCB(launch_flags, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 1), 64, 0x1000, 0);
+BADCB(launch_misaligned_params, -EINVAL, 16, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0), 64, 0x1004, 0);
+BADCB(launch_truncated, -EINVAL, 8, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0), 64);
 
 FIXTURE_SETUP(badcb)
 {
@@ -496,7 +546,7 @@ FIXTURE_TEARDOWN(badcb)
 TEST_F(badcb, refused_at_submit)
 {
 	struct drm_hpu_stats before, after;
-	uint32_t cb[16] = { HPU_PKT_HEADER(HPU_PKT_NOP, 0), 0 };
+	uint32_t cb[2 + 28] = { HPU_PKT_HEADER(HPU_PKT_NOP, 0), 0 };
 
 	/* After a good NOP, so the check covers every packet, not just the first. */
 	memcpy(cb + 2, variant->words, variant->size);
