@@ -229,6 +229,24 @@ static void test_add_broadcasts_into_the_block(void)
 	EXPECT(p.num_tensors == 2 && p.args[0] == HPU_BINARY_MUL && p.args[1] == 1);
 }
 
+/* layer_norm without weight and bias: their slots hold empty tensors, the flags say absent. */
+static void test_absent_operands(void)
+{
+	struct hpu_tensor *in = FAKE(HPU_DT_BF16, 2, 3, 8), *out = FAKE(HPU_DT_BF16, 2, 3, 8),
+			  *mean = FAKE(HPU_DT_F32, 2, 3), *rstd = FAKE(HPU_DT_F32, 2, 3);
+	struct hpu_tensor_desc d[6];
+	struct hpu_kernel_params p;
+
+	EXPECT(hpu_op_layer_norm(S, out, mean, rstd, in, NULL, NULL, 1, 1e-5) == 0);
+	p = params_of(&launched, d);
+	EXPECT(p.kernel == HPU_KERNEL_LAYER_NORM && p.num_tensors == 6);
+	EXPECT(p.args[0] == 1 && p.args[1] == 0);
+	EXPECT(d[4].addr == 0 && d[4].dtype == HPU_DTYPE_F32 && d[4].ndim == 1 &&
+	       d[4].shape[0] == 0 && d[4].shape[1] == 1 && d[4].strides[0] == 0);
+	EXPECT(!memcmp(&d[4], &d[5], sizeof(d[4])));
+	EXPECT(d[3].dtype == HPU_DTYPE_BF16 && d[1].dtype == HPU_DTYPE_F32 && d[1].ndim == 2);
+}
+
 static void test_rejections(void)
 {
 	struct hpu_tensor *f = FAKE(HPU_DT_F32, 4, 4), *i = FAKE(HPU_DT_I32, 4, 4),
@@ -427,6 +445,7 @@ int main(void)
 		{ "view, permute, slice and expand", test_views },
 		{ "overlap of views", test_overlap },
 		{ "add broadcasts its inputs into the parameter block", test_add_broadcasts_into_the_block },
+		{ "absent operands are empty tensors", test_absent_operands },
 		{ "shape, dtype, overlap and argument rejections", test_rejections },
 		{ "reductions keep the reduced dims", test_reduce_keeps_dims },
 		{ "matmul and linear as GEMM packets", test_gemm_packets },

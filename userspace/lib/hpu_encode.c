@@ -54,9 +54,15 @@ size_t hpu_params_encode(const struct hpu_op *op, const uint64_t *addrs, void *b
 		const struct hpu_tensor_layout *l = &op->l[i];
 		struct hpu_tensor_desc desc = { 0 };
 
-		/* An absent operand keeps its slot with an empty descriptor (ignored). */
+		/*
+		 * An absent operand keeps its slot as an empty tensor: the kernel
+		 * ignores it and the engine maps no memory for it.
+		 */
 		for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
 			desc.shape[k] = 1;
+		desc.dtype = HPU_DTYPE_F32;
+		desc.ndim = 1;
+		desc.shape[0] = 0;
 		if (op->t[i]) {
 			desc.addr = addrs[i];
 			desc.dtype = l->dtype;
