@@ -12,6 +12,7 @@
 
 #include "hpu_core_internal.h"
 #include "hpu_le.h"
+#include "hpu_mme.h"
 
 /* Registers of the device block (identity to interrupts). */
 #define HPU_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
@@ -441,6 +442,7 @@ void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, vo
 	core->cfg = *cfg;
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
+	hpu_mme_init();
 	hpu_tpc_init(&core->tpc, cfg->num_tpc);
 	hpu_core_reset(core);
 }

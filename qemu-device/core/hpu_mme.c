@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_kernel.h"
@@ -131,14 +132,10 @@ static void hpu_mme_widen(float *dst, const uint8_t *src, uint64_t rows, uint64_
 			  uint64_t ld)
 {
 	uint64_t r, c;
-	uint16_t v;
 
-	for (r = 0; r < rows; r++) {
-		for (c = 0; c < cols; c++) {
-			memcpy(&v, src + (r * ld + c) * 2, sizeof(v));
-			*dst++ = hpu_bf16_to_f32(v);
-		}
-	}
+	for (r = 0; r < rows; r++, src += ld * 2, dst += cols)
+		for (c = 0; c < cols; c++)
+			dst[c] = hpu_bf16_to_f32((uint16_t)(src[2 * c] | src[2 * c + 1] << 8));
 }
 
 /* Round a compact rows x cols fp32 block into bf16 rows ld apart. */
@@ -148,10 +145,11 @@ static void hpu_mme_narrow(uint8_t *dst, const float *src, uint64_t rows, uint64
 	uint64_t r, c;
 	uint16_t v;
 
-	for (r = 0; r < rows; r++) {
+	for (r = 0; r < rows; r++, dst += ld * 2, src += cols) {
 		for (c = 0; c < cols; c++) {
-			v = hpu_f32_to_bf16(*src++);
-			memcpy(dst + (r * ld + c) * 2, &v, sizeof(v));
+			v = hpu_f32_to_bf16(src[c]);
+			dst[2 * c] = (uint8_t)v;
+			dst[2 * c + 1] = (uint8_t)(v >> 8);
 		}
 	}
 }
@@ -229,6 +227,17 @@ static int hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g)
 		}
 	}
 	return 0;
+}
+
+void hpu_mme_init(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/*
+	 * OpenBLAS's workers spin for about 0.1 s of CPU after every call: leave
+	 * one host CPU to the vCPUs, so on a 2-CPU host the MME is one thread.
+	 */
+	openblas_set_num_threads(cpus > 2 ? (int)cpus - 1 : 1);
 }
 
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)

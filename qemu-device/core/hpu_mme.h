@@ -15,6 +15,9 @@
 /* Beyond what the ABI asks: OpenBLAS takes dimensions and leading dimensions as int. */
 #define HPU_MME_DIM_MAX 0x7fffffffu
 
+/* At device init: how many host threads OpenBLAS computes on. */
+void hpu_mme_init(void);
+
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt);
 
 #endif /* HPU_MME_H */
