@@ -389,9 +389,7 @@ void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t val
 	hpu_core_lock(core);
 	if (hpu_mmu_bar_check(core, offset, size, "write")) {
 		p = hpu_hbm_map(core->hbm, offset, true, &avail);
-		if (!p)
-			hpu_log(core, "host out of memory for HBM: BAR4 write dropped");
-		else if (size == 8)
+		if (size == 8)
 			hpu_st_le64(p, value);
 		else
 			hpu_st_le32(p, (uint32_t)value);

@@ -5,7 +5,6 @@
  * single embedder DMA straight into or out of the chunk; only host<->host
  * goes through the bounce buffer.
  */
-#include <inttypes.h>
 #include <string.h>
 
 #include "hpu_core_internal.h"
@@ -29,12 +28,6 @@ static uint8_t *hpu_dma_hbm(struct hpu_job *job, uint64_t off, bool write, uint6
 	if (*n > avail)
 		*n = avail;
 	return p;
-}
-
-static int hpu_dma_hbm_oom(struct hpu_job *job, uint64_t off)
-{
-	hpu_log(job->core, "queue %u: host out of memory for HBM at 0x%" PRIx64, job->queue, off);
-	return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, off);
 }
 
 /* Read n bytes of a run into buf. */
@@ -76,8 +69,6 @@ static int hpu_dma_run_write(struct hpu_job *job, struct hpu_mmu_run run, const 
 		uint64_t m = n;
 		uint8_t *p = hpu_dma_hbm(job, run.addr, true, &m);
 
-		if (!p)
-			return hpu_dma_hbm_oom(job, run.addr);
 		memcpy(p, in, m);
 		in += m;
 		run.addr += m;
@@ -104,8 +95,6 @@ static int hpu_dma_move(struct hpu_job *job, struct hpu_mmu_run dst, struct hpu_
 		if (!dst.host) {
 			/* Straight into the destination chunk. */
 			p = hpu_dma_hbm(job, dst.addr, true, &m);
-			if (!p)
-				return hpu_dma_hbm_oom(job, dst.addr);
 			if (hpu_dma_run_read(job, src, p, m))
 				return -1;
 		} else {
