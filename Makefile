@@ -30,6 +30,8 @@ HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/h
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildcard tests/guest/*_test.c))
 BENCHES := $(patsubst tests/bench/bench_%.c,%,$(wildcard tests/bench/bench_*.c))
 BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
+# Host halves of benchmarks (host_<name>.c), run by tests/run-bench.sh before the guest boots.
+BENCH_HOST_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/host_*.c))
 
 .PHONY: all setup qemu firmware module userspace host-tests guest-tests run test bench \
 	install clean $(addprefix bench-,$(BENCHES))
@@ -79,7 +81,7 @@ $(KSFT_DIR)/kselftest_harness.h: | setup
 		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
 		linux-source-6.1/tools/testing/selftests/kselftest.h
 
-guest-tests: $(GUEST_TESTS) $(BENCH_BINS)
+guest-tests: $(GUEST_TESTS) $(BENCH_BINS) $(BENCH_HOST_BINS)
 
 # In-guest suites and benchmarks run against the driver and link libhpu.
 $(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h $(KSFT_DIR)/kselftest_harness.h \
@@ -88,6 +90,10 @@ $(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h $(KSFT_DIR)/kself
 
 $(BUILD)/tests/bench/%: tests/bench/%.c | userspace
 	$(guest-link)
+
+$(BUILD)/tests/bench/host_%: tests/bench/host_%.c
+	@mkdir -p $(@D)
+	$(CC) $(HOST_CFLAGS) $< -lopenblas -o $@
 
 define guest-link
 @mkdir -p $(@D)
