@@ -162,7 +162,9 @@ static int run_matmul(struct hpu_stream *s, struct hpu_tensor **t, const struct 
 
 static int run_optim(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
 {
-	const struct hpu_sgd_config sgd = { .lr = 0.1, .momentum = 0.9, .dampening = 0.1,
+	/* Nesterov wants no dampening (torch.optim.SGD's rule). */
+	const struct hpu_sgd_config sgd = { .lr = 0.1, .momentum = 0.9,
+					    .dampening = c->arg & 1 ? 0 : 0.1,
 					    .weight_decay = 0.01, .nesterov = c->arg & 1 };
 	const struct hpu_adadelta_config ada = { .lr = 1.0, .rho = 0.9, .eps = 1e-6,
 						 .weight_decay = 0.01 };

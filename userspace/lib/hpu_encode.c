@@ -60,10 +60,11 @@ size_t hpu_params_encode(const struct hpu_op *op, const uint64_t *addrs, void *b
 		 */
 		for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
 			desc.shape[k] = 1;
-		desc.dtype = HPU_DTYPE_F32;
-		desc.ndim = 1;
-		desc.shape[0] = 0;
-		if (op->t[i]) {
+		if (!op->t[i]) {
+			desc.dtype = HPU_DTYPE_F32;
+			desc.ndim = 1;
+			desc.shape[0] = 0;
+		} else {
 			desc.addr = addrs[i];
 			desc.dtype = l->dtype;
 			desc.ndim = l->ndim;

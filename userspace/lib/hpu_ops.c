@@ -13,15 +13,21 @@
 #include "hpu_internal.h"
 
 /* The public op numbers are the ABI's, so they pass through unconverted. */
-_Static_assert((int)HPU_UN_COPY == (int)HPU_UNARY_COPY && (int)HPU_UN_GELU_TANH == (int)HPU_UNARY_GELU_TANH &&
-		       (int)HPU_UN_POW_SCALAR == (int)HPU_UNARY_POW_SCALAR,
+#define HPU_SAME_VALUE(a, b) ((int)(a) == (int)(b))
+_Static_assert(HPU_SAME_VALUE(HPU_UN_COPY, HPU_UNARY_COPY) &&
+		       HPU_SAME_VALUE(HPU_UN_GELU_TANH, HPU_UNARY_GELU_TANH) &&
+		       HPU_SAME_VALUE(HPU_UN_POW_SCALAR, HPU_UNARY_POW_SCALAR),
 	       "unary functions differ from the ABI's");
-_Static_assert((int)HPU_BIN_ADD == (int)HPU_BINARY_ADD && (int)HPU_BIN_POW == (int)HPU_BINARY_POW &&
-		       (int)HPU_BIN_EQ == (int)HPU_BINARY_EQ && (int)HPU_BIN_GE == (int)HPU_BINARY_GE,
+_Static_assert(HPU_SAME_VALUE(HPU_BIN_ADD, HPU_BINARY_ADD) &&
+		       HPU_SAME_VALUE(HPU_BIN_POW, HPU_BINARY_POW) &&
+		       HPU_SAME_VALUE(HPU_BIN_EQ, HPU_BINARY_EQ) &&
+		       HPU_SAME_VALUE(HPU_BIN_GE, HPU_BINARY_GE),
 	       "binary functions differ from the ABI's");
-_Static_assert((int)HPU_RED_SUM == (int)HPU_REDUCE_SUM && (int)HPU_RED_ARGMIN == (int)HPU_REDUCE_ARGMIN,
+_Static_assert(HPU_SAME_VALUE(HPU_RED_SUM, HPU_REDUCE_SUM) &&
+		       HPU_SAME_VALUE(HPU_RED_ARGMIN, HPU_REDUCE_ARGMIN),
 	       "reductions differ from the ABI's");
-_Static_assert((int)HPU_LOSS_NONE == (int)HPU_REDUCTION_NONE && (int)HPU_LOSS_SUM == (int)HPU_REDUCTION_SUM,
+_Static_assert(HPU_SAME_VALUE(HPU_LOSS_NONE, HPU_REDUCTION_NONE) &&
+		       HPU_SAME_VALUE(HPU_LOSS_SUM, HPU_REDUCTION_SUM),
 	       "loss reductions differ from the ABI's");
 
 const char *const hpu_unary_names[HPU_UNARY_FNS] = {

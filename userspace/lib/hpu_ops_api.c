@@ -5,6 +5,7 @@
  * hpu_op_run() checks the rest and runs it.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -767,6 +768,24 @@ static int hpu_op_optimizer(struct hpu_op *op, uint32_t kernel, const char *name
 
 #define HPU_IO(t, name) { t, name, HPU_ARG_OUT }
 
+/* A hyperparameter and the range torch.optim accepts for it. */
+struct hpu_bound {
+	const char *name;
+	double value, lo, hi;
+	bool hi_open; /* [lo, hi) rather than [lo, hi] */
+};
+
+static int hpu_check_bounds(const struct hpu_bound *b, unsigned int count)
+{
+	unsigned int i;
+
+	for (i = 0; i < count; i++, b++)
+		if (!(b->value >= b->lo && (b->hi_open ? b->value < b->hi : b->value <= b->hi)))
+			return hpu_error_set(EINVAL, "%s is %g, not in [%g, %g%c", b->name, b->value,
+					     b->lo, b->hi, b->hi_open ? ')' : ']');
+	return 0;
+}
+
 int hpu_op_sgd(struct hpu_stream *s, struct hpu_tensor *param, const struct hpu_tensor *grad,
 	       struct hpu_tensor *momentum_buf, const struct hpu_sgd_config *c, bool first_step)
 {
@@ -775,6 +794,17 @@ int hpu_op_sgd(struct hpu_stream *s, struct hpu_tensor *param, const struct hpu_
 	struct hpu_op op = { .args = { (c && c->nesterov) | (first_step << 1) } };
 	int ret = hpu_op_optimizer(&op, HPU_KERNEL_SGD, "sgd", args, 3, c);
 
+	if (!ret) {
+		const struct hpu_bound b[] = {
+			{ "lr", c->lr, 0, INFINITY, false }, { "momentum", c->momentum, 0, INFINITY, false },
+			{ "dampening", c->dampening, -DBL_MAX, DBL_MAX, false },
+			{ "weight_decay", c->weight_decay, 0, INFINITY, false },
+		};
+
+		ret = hpu_check_bounds(b, HPU_ARRAY_SIZE(b));
+	}
+	if (!ret && c->nesterov && (c->momentum == 0 || c->dampening != 0))
+		ret = hpu_error_set(EINVAL, "nesterov wants a momentum and no dampening");
 	if (!ret)
 		memcpy(op.scalars, (double[]){ c->lr, c->momentum, c->dampening, c->weight_decay },
 		       4 * sizeof(double));
@@ -791,6 +821,15 @@ int hpu_op_adadelta(struct hpu_stream *s, struct hpu_tensor *param, const struct
 	struct hpu_op op = { 0 };
 	int ret = hpu_op_optimizer(&op, HPU_KERNEL_ADADELTA, "adadelta", args, 4, c);
 
+	if (!ret) {
+		const struct hpu_bound b[] = {
+			{ "lr", c->lr, 0, INFINITY, false }, { "rho", c->rho, 0, 1, false },
+			{ "eps", c->eps, 0, INFINITY, false },
+			{ "weight_decay", c->weight_decay, 0, INFINITY, false },
+		};
+
+		ret = hpu_check_bounds(b, HPU_ARRAY_SIZE(b));
+	}
 	if (!ret)
 		memcpy(op.scalars, (double[]){ c->lr, c->rho, c->eps, c->weight_decay },
 		       4 * sizeof(double));
@@ -812,6 +851,15 @@ int hpu_op_adamw(struct hpu_stream *s, struct hpu_tensor *param, const struct hp
 		ret = hpu_op_dtype_in(&op, 4, hpu_dt_bit(HPU_DT_F32) | hpu_dt_bit(HPU_DT_I64));
 	if (!ret)
 		ret = hpu_op_scalar_operand(&op, 4);
+	if (!ret) {
+		const struct hpu_bound b[] = {
+			{ "lr", c->lr, 0, INFINITY, false }, { "beta1", c->beta1, 0, 1, true },
+			{ "beta2", c->beta2, 0, 1, true }, { "eps", c->eps, 0, INFINITY, false },
+			{ "weight_decay", c->weight_decay, 0, INFINITY, false },
+		};
+
+		ret = hpu_check_bounds(b, HPU_ARRAY_SIZE(b));
+	}
 	if (!ret)
 		memcpy(op.scalars, (double[]){ c->lr, c->beta1, c->beta2, c->eps, c->weight_decay },
 		       5 * sizeof(double));

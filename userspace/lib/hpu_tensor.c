@@ -259,7 +259,7 @@ int hpu_span_write(struct hpu_stream *s, const struct hpu_storage *st,
 	return hpu_memcpy_h2d_async(s, st->va + (uint64_t)lo * hpu_dt_size(l->dtype), buf, size);
 }
 
-/* Moves every element between a view (its span at span, first element lo) and packed host memory. */
+/* Moves every element between a view (its span, first element lo) and packed host memory. */
 static void hpu_pack(const struct hpu_tensor_layout *l, uint8_t *span, int64_t lo, uint8_t *packed,
 		     bool to_packed)
 {
