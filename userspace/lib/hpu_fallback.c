@@ -160,7 +160,7 @@ static void hpu_elementwise_fn(const struct hpu_op *op, double *v, double step)
 	}
 }
 
-static void hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *l0 = &op->l[0];
 	uint32_t written = op->outputs;
@@ -175,7 +175,7 @@ static void hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview
 		written &= ~(1u << 4);
 	}
 	if (!hpu_layout_numel(l0))
-		return;
+		return 0;
 	do {
 		for (i = 0; i < op->num_tensors; i++)
 			v[i] = op->t[i] ? hpu_hload(&h[i], idx) : 0;
@@ -184,6 +184,7 @@ static void hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview
 			if (written & (1u << i))
 				hpu_hstore(&h[i], idx, v[i]);
 	} while (hpu_index_next(l0->ndim, l0->shape, idx));
+	return 0;
 }
 
 /* REDUCE: out keeps in's dims, the reduced ones of size 1 (hpu_reduce_out()). */
@@ -249,7 +250,7 @@ static bool hpu_row_next(const struct hpu_tensor_layout *l, unsigned int dim, in
 }
 
 /* SOFTMAX(_BWD): t out/grad_in, in/grad_out[, out]; a0 dim, a1 log. */
-static void hpu_host_softmax(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_softmax(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *l = &op->l[0];
 	unsigned int dim = (unsigned int)op->args[0];
@@ -257,7 +258,7 @@ static void hpu_host_softmax(const struct hpu_op *op, const struct hpu_hview *h)
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, j, n = l->shape[dim];
 
 	if (!hpu_layout_numel(l))
-		return;
+		return 0;
 	do {
 		double m = -INFINITY, sum = 0, y, g;
 
@@ -284,13 +285,14 @@ static void hpu_host_softmax(const struct hpu_op *op, const struct hpu_hview *h)
 		}
 		idx[dim] = 0;
 	} while (hpu_row_next(l, dim, idx));
+	return 0;
 }
 
 /*
  * NLL_LOSS, CROSS_ENTROPY and their backwards.  Forward: t loss, x, target;
  * backward: t grad_x, grad_loss, [logits,] target.
  */
-static void hpu_host_loss(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_loss(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	bool bwd = op->kernel == HPU_KERNEL_NLL_LOSS_BWD || op->kernel == HPU_KERNEL_CROSS_ENTROPY_BWD;
 	bool ce = op->kernel == HPU_KERNEL_CROSS_ENTROPY || op->kernel == HPU_KERNEL_CROSS_ENTROPY_BWD;
@@ -329,10 +331,11 @@ static void hpu_host_loss(const struct hpu_op *op, const struct hpu_hview *h)
 	}
 	if (!bwd && reduction != HPU_REDUCTION_NONE)
 		hpu_hstore(&h[0], zero, total * scale);
+	return 0;
 }
 
 /* GEMM: t out [B, m, n], a [B, m, k], b [B, k, n], bias (broadcast to out) or NULL. */
-static void hpu_host_gemm(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_gemm(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const int64_t *s = op->l[0].shape, k = op->l[1].shape[2];
 	int64_t b, i, j, p;
@@ -347,16 +350,17 @@ static void hpu_host_gemm(const struct hpu_op *op, const struct hpu_hview *h)
 					       hpu_hload(&h[2], (int64_t[]){ b, p, j });
 				hpu_hstore(&h[0], (int64_t[]){ b, i, j }, acc);
 			}
+	return 0;
 }
 
-static void hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *l = &op->l[0];
 	unsigned int dim = (unsigned int)op->args[0];
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, j;
 
 	if (!hpu_layout_numel(l))
-		return;
+		return 0;
 	do {
 		double sum = 0;
 
@@ -366,10 +370,11 @@ static void hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
 		}
 		idx[dim] = 0;
 	} while (hpu_row_next(l, dim, idx));
+	return 0;
 }
 
 /* LAYER_NORM: t out, mean, rstd, in, weight, bias; a0 trailing dims normalised, s0 eps. */
-static void hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *in = &op->l[3];
 	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
@@ -377,7 +382,7 @@ static void hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview 
 	const int64_t *inner = in->shape + lead;
 
 	if (!hpu_layout_numel(in))
-		return;
+		return 0;
 	do {
 		double sum = 0, var = 0, mean, rstd, y;
 
@@ -400,6 +405,7 @@ static void hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview 
 			hpu_hstore(&h[0], idx, y);
 		} while (hpu_index_next(dims, inner, idx + lead));
 	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
 }
 
 /*
@@ -407,7 +413,7 @@ static void hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview 
  * rstd, weight.  With xhat = (x - mean) * rstd and g = grad_out * weight:
  * grad_in = rstd * (g - mean(g) - xhat * mean(g * xhat)).
  */
-static void hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *in = &op->l[4];
 	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
@@ -421,7 +427,7 @@ static void hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hv
 				hpu_hstore(&h[p], idx + lead, 0);
 			while (hpu_index_next(dims, inner, idx + lead));
 	if (!hpu_layout_numel(in))
-		return;
+		return 0;
 	do {
 		double mean = hpu_hload(&h[5], idx), rstd = hpu_hload(&h[6], idx);
 		double sg = 0, sgx = 0, go, xhat, g;
@@ -443,6 +449,7 @@ static void hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hv
 			hpu_hstore(&h[0], idx, rstd * (g - sg / (double)n - xhat * sgx / (double)n));
 		} while (hpu_index_next(dims, inner, idx + lead));
 	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
 }
 
 /*
@@ -450,7 +457,7 @@ static void hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hv
  * [V, D] named by t[2]'s indices; the backward adds into the table,
  * skipping the padding index a0.
  */
-static void hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	bool bwd = op->kernel == HPU_KERNEL_EMBEDDING_BWD;
 	const struct hpu_hview *table = bwd ? &h[0] : &h[1], *rows = bwd ? &h[1] : &h[0];
@@ -458,7 +465,7 @@ static void hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *
 	int64_t idx[HPU_MAX_DIMS + 1] = { 0 }, d, D = op->l[bwd ? 0 : 1].shape[1];
 
 	if (!hpu_layout_numel(ix))
-		return;
+		return 0;
 	do {
 		int64_t row = (int64_t)hpu_hload(&h[2], idx);
 
@@ -473,10 +480,11 @@ static void hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *
 		}
 		idx[ix->ndim] = 0;
 	} while (hpu_index_next(ix->ndim, ix->shape, idx));
+	return 0;
 }
 
 /* CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or inf). */
-static void hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, zero[HPU_MAX_DIMS] = { 0 };
 	bool max_norm = isinf(op->scalars[1]);
@@ -502,6 +510,7 @@ static void hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 			hpu_hstore(&h[i], idx, hpu_hload(&h[i], idx) * scale);
 		while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
 	}
+	return 0;
 }
 
 /*
@@ -529,7 +538,7 @@ static float hpu_philox_draw(uint64_t seed, uint64_t n)
 }
 
 /* DROPOUT: t out, mask, in, rng {seed, offset} (I64, read exactly); s0 p. */
-static void hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *in = &op->l[2];
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, seed, offset, k = 0;
@@ -549,47 +558,48 @@ static void hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 	}
 	offset += k;
 	memcpy(rng_offset, &offset, sizeof(offset));
+	return 0;
 }
+
+/* The host's version of each kernel the device has, and of the ops it lacks. */
+static const struct {
+	uint32_t kernel;
+	int (*run)(const struct hpu_op *op, const struct hpu_hview *h);
+} hpu_host_kernels[] = {
+	{ HPU_KERNEL_UNARY, hpu_host_elementwise },
+	{ HPU_KERNEL_BINARY, hpu_host_elementwise },
+	{ HPU_KERNEL_WHERE, hpu_host_elementwise },
+	{ HPU_KERNEL_FILL, hpu_host_elementwise },
+	{ HPU_KERNEL_REDUCE, hpu_host_reduce },
+	{ HPU_KERNEL_SOFTMAX, hpu_host_softmax },
+	{ HPU_KERNEL_SOFTMAX_BWD, hpu_host_softmax },
+	{ HPU_KERNEL_NLL_LOSS, hpu_host_loss },
+	{ HPU_KERNEL_NLL_LOSS_BWD, hpu_host_loss },
+	{ HPU_KERNEL_CROSS_ENTROPY, hpu_host_loss },
+	{ HPU_KERNEL_CROSS_ENTROPY_BWD, hpu_host_loss },
+	{ HPU_KERNEL_DROPOUT, hpu_host_dropout },
+	{ HPU_KERNEL_DROPOUT_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_RELU_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_GELU_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_LAYER_NORM, hpu_host_layer_norm },
+	{ HPU_KERNEL_LAYER_NORM_BWD, hpu_host_layer_norm_bwd },
+	{ HPU_KERNEL_EMBEDDING, hpu_host_embedding },
+	{ HPU_KERNEL_EMBEDDING_BWD, hpu_host_embedding },
+	{ HPU_KERNEL_SGD, hpu_host_elementwise },
+	{ HPU_KERNEL_ADADELTA, hpu_host_elementwise },
+	{ HPU_KERNEL_ADAMW, hpu_host_elementwise },
+	{ HPU_KERNEL_CLIP_GRAD_NORM, hpu_host_clip },
+	{ HPU_OPK_GEMM, hpu_host_gemm },
+	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
+};
 
 static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 {
-	switch (op->kernel) {
-	case HPU_KERNEL_UNARY: case HPU_KERNEL_BINARY: case HPU_KERNEL_WHERE: case HPU_KERNEL_FILL:
-	case HPU_KERNEL_DROPOUT_BWD: case HPU_KERNEL_RELU_BWD: case HPU_KERNEL_GELU_BWD:
-	case HPU_KERNEL_SGD: case HPU_KERNEL_ADADELTA: case HPU_KERNEL_ADAMW:
-		hpu_host_elementwise(op, h);
-		return 0;
-	case HPU_KERNEL_REDUCE:
-		return hpu_host_reduce(op, h);
-	case HPU_KERNEL_SOFTMAX: case HPU_KERNEL_SOFTMAX_BWD:
-		hpu_host_softmax(op, h);
-		return 0;
-	case HPU_KERNEL_NLL_LOSS: case HPU_KERNEL_NLL_LOSS_BWD:
-	case HPU_KERNEL_CROSS_ENTROPY: case HPU_KERNEL_CROSS_ENTROPY_BWD:
-		hpu_host_loss(op, h);
-		return 0;
-	case HPU_OPK_GEMM:
-		hpu_host_gemm(op, h);
-		return 0;
-	case HPU_OPK_CUMSUM:
-		hpu_host_cumsum(op, h);
-		return 0;
-	case HPU_KERNEL_LAYER_NORM:
-		hpu_host_layer_norm(op, h);
-		return 0;
-	case HPU_KERNEL_LAYER_NORM_BWD:
-		hpu_host_layer_norm_bwd(op, h);
-		return 0;
-	case HPU_KERNEL_EMBEDDING: case HPU_KERNEL_EMBEDDING_BWD:
-		hpu_host_embedding(op, h);
-		return 0;
-	case HPU_KERNEL_CLIP_GRAD_NORM:
-		hpu_host_clip(op, h);
-		return 0;
-	case HPU_KERNEL_DROPOUT:
-		hpu_host_dropout(op, h);
-		return 0;
-	}
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_host_kernels); i++)
+		if (hpu_host_kernels[i].kernel == op->kernel)
+			return hpu_host_kernels[i].run(op, h);
 	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
 }
 
