@@ -71,7 +71,10 @@ struct hpu_kernel_params {
 /*
  * Kernels.  Operands are listed as t[i] (tensor descriptors), a[i] (args)
  * and s[i] (scalars); "out" operands are written, "io" read and written.
- * Float means F32 or BF16; index means I32 or I64.
+ * Float means F32 or BF16; index means I32 or I64; "scalar" operands are
+ * ndim 0.  Hyperparameters outside the ranges torch.optim accepts (a
+ * negative lr, eps or weight decay, betas or rho outside [0, 1), Nesterov
+ * without momentum or with dampening) fail the launch.
  */
 enum hpu_kernel_id {
 	/* t: out, in.  a0: enum hpu_unary_op.  s0: the exponent of POW_SCALAR.
@@ -115,8 +118,11 @@ enum hpu_kernel_id {
 	HPU_KERNEL_CROSS_ENTROPY_BWD = 11,
 	/* t: out, mask (out, U8), in, rng (io, I64 [2]: seed, offset).
 	 * s0: p, the probability of dropping.  Element k (row-major index over
-	 * in's shape) is kept when the Philox4x32-10 draw for counter
-	 * offset + k, key seed, is >= p; out = kept ? in / (1 - p) : 0.
+	 * in's shape) is kept when the draw for n = offset + k is >= p, the
+	 * draw being Philox4x32-10 with counter words (lo32(n), hi32(n), 0, 0)
+	 * and key words (lo32(seed), hi32(seed)), the first output word's top
+	 * 24 bits scaled to [0, 1): (w0 >> 8) * 2^-24.  p in [0, 1] (1 drops
+	 * everything).  out = kept ? in / (1 - p) : 0.
 	 * Afterwards offset grows by the number of elements, so the next
 	 * launch, or a replay of the same command buffer, draws fresh masks. */
 	HPU_KERNEL_DROPOUT = 12,
@@ -128,8 +134,9 @@ enum hpu_kernel_id {
 	HPU_KERNEL_GELU_BWD = 15,
 	/* t: out, mean (out, F32), rstd (out, F32), in, weight, bias.
 	 * a0: the number of trailing dims normalised; mean and rstd have in's
-	 * leading dims.  a1: bit 0 weight present, bit 1 bias present (absent
-	 * operands still take their slot; their descriptors are ignored).
+	 * leading dims.  a1: bit 0 weight present, bit 1 bias present (an
+	 * absent operand still takes its slot with a valid descriptor, which
+	 * is not read: an empty F32 tensor, ndim 1 and shape[0] 0, will do).
 	 * s0: eps. */
 	HPU_KERNEL_LAYER_NORM = 16,
 	/* t: grad_in (out), grad_weight (out), grad_bias (out), grad_out, in,
