@@ -149,7 +149,7 @@ const char *hpu_job_error_name(int error, char *buf, size_t len)
 		const char *symbol, *meaning;
 	} known[] = {
 		{ -EFAULT, "EFAULT", "MMU fault" },
-		{ -EINVAL, "EINVAL", "illegal packet" },
+		{ -EINVAL, "EINVAL", "illegal packet or kernel parameters" },
 		{ -EIO, "EIO", "DMA error" },
 		{ -ECANCELED, "ECANCELED", "aborted" },
 		{ -ETIMEDOUT, "ETIMEDOUT", "killed after the job timeout" },
