@@ -448,7 +448,7 @@ struct hpu_illegal_case {
 #define SYNC_VA_HI ((uint32_t)((VA_HOST + SYNC_OFF) >> 32))
 
 static const struct hpu_illegal_case hpu_illegal_cases[] = {
-	{ "unknown opcode", { 0x07, 0 }, .nwords = 2 },
+	{ "unknown opcode", { 0x7f, 0 }, .nwords = 2 },
 	{ "unknown privileged opcode", { 0x82, 0 }, .nwords = 2, .priv = true },
 	{ "reserved header bits", { HDR(NOP, 0) | 1u << 16, 0 }, .nwords = 2 },
 	{ "unknown NOP flag", { HDR(NOP, 1), 0 }, .nwords = 2 },

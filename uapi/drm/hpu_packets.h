@@ -11,6 +11,7 @@
  *
  * Version 1: bump HPU_PKT_VERSION only to add opcodes or flags.
  * Version 2: MME_GEMM and TPC_LAUNCH (operands and dtypes in hpu_kernels.h).
+ * Version 3: CALL.
  */
 #ifndef HPU_PACKETS_H
 #define HPU_PACKETS_H
@@ -19,7 +20,7 @@
 
 #include "hpu_kernels.h"
 
-#define HPU_PKT_VERSION 2
+#define HPU_PKT_VERSION 3
 
 /* A user command buffer is at most this long. */
 #define HPU_CB_MAX_SIZE (64u << 10)
@@ -38,6 +39,7 @@ enum hpu_pkt_opcode {
 	HPU_PKT_TIMESTAMP = 0x04,
 	HPU_PKT_MME_GEMM = 0x05,   /* version 2 */
 	HPU_PKT_TPC_LAUNCH = 0x06, /* version 2 */
+	HPU_PKT_CALL = 0x07,       /* version 3 */
 	/* Privileged: only in the driver's tail of a job. */
 	HPU_PKT_WRITE_COMPLETION = 0x80,
 	HPU_PKT_INTERRUPT = 0x81,
@@ -121,6 +123,24 @@ struct hpu_pkt_tpc_launch {
 	__u32 header;
 	__u32 params_size; /* bytes: the block with exactly its num_tensors descriptors */
 	__u64 params;      /* 8-byte aligned */
+};
+
+/* A CALL's command buffer is at most this long. */
+#define HPU_CALL_MAX_SIZE (64u << 20)
+
+/*
+ * Run the command buffer of size bytes at addr (device memory of the
+ * context, read through the MMU as it runs, so what is there when the
+ * packet runs is what runs), then go on after this packet: a recipe
+ * uploaded once and launched by one small job.  The callee holds user
+ * packets only, and no CALL (ILLEGAL_PACKET otherwise, PRIV_PACKET for a
+ * privileged one); a WAIT in it stalls the queue as in the caller.
+ */
+struct hpu_pkt_call {
+	__u32 header;
+	__u32 pad;  /* must be 0 */
+	__u64 addr; /* 8-byte aligned */
+	__u64 size; /* a multiple of 8, 8 .. HPU_CALL_MAX_SIZE */
 };
 
 /* Privileged: write value to the bus address addr, bypassing the MMU. */
