@@ -132,6 +132,10 @@ static const struct field fields[] = {
 	F(hpu_pkt_tpc_launch, header, 0, 4),
 	F(hpu_pkt_tpc_launch, params_size, 4, 4),
 	F(hpu_pkt_tpc_launch, params, 8, 8),
+	F(hpu_pkt_call, header, 0, 4),
+	F(hpu_pkt_call, pad, 4, 4),
+	F(hpu_pkt_call, addr, 8, 8),
+	F(hpu_pkt_call, size, 16, 8),
 
 	F(hpu_kernel_params, version, 0, 4),
 	F(hpu_kernel_params, kernel, 4, 4),
@@ -196,6 +200,7 @@ static const struct whole structs[] = {
 	{ "sizeof(struct hpu_pkt_interrupt)", sizeof(struct hpu_pkt_interrupt), 8 },
 	{ "sizeof(struct hpu_pkt_mme_gemm)", sizeof(struct hpu_pkt_mme_gemm), 112 },
 	{ "sizeof(struct hpu_pkt_tpc_launch)", sizeof(struct hpu_pkt_tpc_launch), 16 },
+	{ "sizeof(struct hpu_pkt_call)", sizeof(struct hpu_pkt_call), 24 },
 	{ "sizeof(struct hpu_kernel_params)", sizeof(struct hpu_kernel_params), 144 },
 	{ "sizeof(struct hpu_tensor_desc)", sizeof(struct hpu_tensor_desc), 112 },
 	{ "HPU_KERNEL_PARAMS_MAX", HPU_KERNEL_PARAMS_MAX, 1936 },
