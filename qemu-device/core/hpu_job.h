@@ -15,7 +15,20 @@
 
 #define HPU_JOB_CB_MAX (HPU_CB_MAX_SIZE + HPU_QUEUE_TAIL_MAX)
 
+/* Bytes of a callee fetched at once: a CALL may name 64 MiB, which is never copied whole. */
+#define HPU_CALL_WINDOW (64u << 10)
+
 struct hpu_dev_core;
+
+/* The callee of the CALL at job->pos while it runs, and the window fetched of it. */
+struct hpu_job_call {
+	uint64_t addr;    /* device VA */
+	uint64_t size;    /* 0: no callee is running */
+	uint64_t pos;     /* offset of its packet to run next (a stalled WAIT stays there) */
+	uint64_t win_off; /* callee offset of win[0] */
+	uint32_t win_len; /* bytes of win fetched; 0 fetches again */
+	uint8_t win[HPU_CALL_WINDOW];
+};
 
 struct hpu_job {
 	struct hpu_dev_core *core;
@@ -26,7 +39,8 @@ struct hpu_job {
 	uint32_t asid;
 	uint32_t cb_size;
 	uint32_t priv_offset;
-	uint32_t pos;        /* offset of the packet to run next (a stalled WAIT stays there) */
+	uint32_t pos;        /* offset of the packet to run next (a stalled WAIT or CALL stays there) */
+	struct hpu_job_call call;
 	uint32_t engine;     /* HPU_ENGINE_* of the packet running, named in its event */
 	bool signalled;      /* a SIGNAL ran: waiting queues must look again */
 	/* Why the job failed: enum hpu_event_type (0 while it has not) and the address reported. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu packets: one table says how each opcode is laid out and checked; the
- * checks are common, only the execution is per opcode.
+ * checks are common, only the execution is per opcode.  A CALL's callee
+ * runs through the same loop, its packets fetched through the MMU a window
+ * at a time.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include "hpu_dma.h"
 #include "hpu_le.h"
 #include "hpu_mme.h"
+#include "hpu_mmu.h"
 #include "hpu_pkt.h"
 #include "hpu_tpc.h"
 
@@ -100,6 +103,8 @@ static enum hpu_pkt_status hpu_pkt_interrupt(struct hpu_job *job, const uint8_t 
 	return HPU_PKT_DONE;
 }
 
+static enum hpu_pkt_status hpu_pkt_call(struct hpu_job *job, const uint8_t *pkt);
+
 static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 	[HPU_PKT_NOP] = {
 		.size = sizeof(struct hpu_pkt_nop),
@@ -145,6 +150,13 @@ static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 		.engine = HPU_ENGINE_TPC,
 		.exec = hpu_tpc_launch,
 	},
+	[HPU_PKT_CALL] = {
+		.size = sizeof(struct hpu_pkt_call),
+		.pad = HPU_PKT_OFF(call, pad),
+		.addr = HPU_PKT_OFF(call, addr),
+		.align = 8,
+		.exec = hpu_pkt_call,
+	},
 	[HPU_PKT_WRITE_COMPLETION] = {
 		.size = sizeof(struct hpu_pkt_write_completion),
 		.pad = HPU_PKT_OFF(write_completion, pad),
@@ -158,6 +170,12 @@ static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
 	},
 };
 
+/* Where the packet running is reported: its offset in the command buffer, its VA in a callee. */
+static uint64_t hpu_pkt_addr(const struct hpu_job *job)
+{
+	return job->call.size ? job->call.addr + job->call.pos : job->pos;
+}
+
 int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
 {
 	char why[96];
@@ -166,8 +184,9 @@ int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	hpu_log(job->core, "queue %u: packet at 0x%" PRIx32 " refused: %s", job->queue, job->pos, why);
-	return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, job->pos);
+	hpu_log(job->core, "queue %u: packet at 0x%" PRIx64 " refused: %s", job->queue,
+		hpu_pkt_addr(job), why);
+	return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, hpu_pkt_addr(job));
 }
 
 /* The engine that runs a packet of this kind for the job's queue. */
@@ -186,42 +205,165 @@ static uint32_t hpu_pkt_engine(const struct hpu_job *job, uint16_t kind)
 	}
 }
 
-/* The checks every packet passes before it runs; on failure the job's fault says which. */
-static int hpu_pkt_check(struct hpu_job *job, uint32_t header, const struct hpu_pkt_desc *desc)
+/*
+ * Fill the callee's window from the packet running on, as far as the callee
+ * is mapped and readable.  Returns 0, or the event type of the address it
+ * stopped at (*at): a packet needing bytes from there on fails there.
+ */
+static uint32_t hpu_call_fetch(struct hpu_job *job, uint64_t *at)
 {
-	const uint8_t *pkt = job->cb + job->pos;
+	const struct hpu_core_ops *ops = job->core->ops;
+	struct hpu_job_call *call = &job->call;
+	uint64_t want = call->size - call->pos;
+	struct hpu_mmu_run run;
 
-	if (!desc->size)
-		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
-	if (HPU_PKT_IS_PRIVILEGED(HPU_PKT_OPCODE(header)) && job->pos < job->priv_offset)
-		return hpu_job_fail(job, HPU_EVENT_PRIV_PACKET, job->pos);
-	/* The size comes first: the fields checked next must lie inside the command buffer. */
-	if (HPU_PKT_RESERVED(header) || (HPU_PKT_FLAGS(header) & ~desc->flags) ||
-	    desc->size > job->cb_size - job->pos || (desc->pad && hpu_ld_le32(pkt + desc->pad)) ||
-	    (desc->addr && hpu_ld_le64(pkt + desc->addr) % desc->align))
-		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
+	if (want > HPU_CALL_WINDOW)
+		want = HPU_CALL_WINDOW;
+	call->win_off = call->pos;
+	for (call->win_len = 0; call->win_len < want; call->win_len += run.len) {
+		uint8_t *dst = call->win + call->win_len;
+
+		*at = call->addr + call->pos + call->win_len;
+		if (hpu_mmu_translate(job->hbm, job->asid, *at, want - call->win_len, false, &run))
+			return HPU_EVENT_MMU_FAULT;
+		if (!run.host) {
+			memcpy(dst, hpu_hbm_span(job->hbm, run.addr, run.len, false), run.len);
+		} else if (ops->dma_read(job->core->opaque, run.addr, dst, run.len)) {
+			*at = run.addr;
+			return HPU_EVENT_DMA_ERROR;
+		}
+	}
 	return 0;
+}
+
+/* The first len bytes of the packet running (they lie inside its buffer); NULL on a fault. */
+static const uint8_t *hpu_pkt_bytes(struct hpu_job *job, uint32_t len)
+{
+	struct hpu_job_call *call = &job->call;
+	uint64_t at = 0;
+	uint32_t why;
+
+	if (!call->size)
+		return job->cb + job->pos;
+	/* A packet the window does not hold whole is fetched again from its start. */
+	if (call->pos + len > call->win_off + call->win_len) {
+		why = hpu_call_fetch(job, &at);
+		if (len > call->win_len) {
+			hpu_job_fail(job, why, at);
+			return NULL;
+		}
+	}
+	return call->win + (call->pos - call->win_off);
+}
+
+/*
+ * The checks every packet passes before it runs; NULL with the job's fault
+ * saying which, else its bytes.  In a callee every privileged packet is
+ * refused, and a CALL: callees do not nest.
+ */
+static const uint8_t *hpu_pkt_check(struct hpu_job *job, const struct hpu_pkt_desc **desc)
+{
+	bool callee = job->call.size;
+	uint64_t pos = callee ? job->call.pos : job->pos;
+	uint64_t size = callee ? job->call.size : job->cb_size;
+	/* Every packet is a multiple of 8 bytes, as is every buffer: a header always fits. */
+	const uint8_t *pkt = hpu_pkt_bytes(job, 8);
+	uint32_t header, opcode;
+	const struct hpu_pkt_desc *d;
+
+	if (!pkt)
+		return NULL;
+	header = hpu_ld_le32(pkt);
+	opcode = HPU_PKT_OPCODE(header);
+	d = *desc = &hpu_pkt_descs[opcode];
+	if (!d->size)
+		goto illegal;
+	if (HPU_PKT_IS_PRIVILEGED(opcode) && (callee || job->pos < job->priv_offset)) {
+		hpu_job_fail(job, HPU_EVENT_PRIV_PACKET, hpu_pkt_addr(job));
+		return NULL;
+	}
+	/* The size comes first: the fields checked next must lie inside the buffer. */
+	if ((callee && opcode == HPU_PKT_CALL) || HPU_PKT_RESERVED(header) ||
+	    (HPU_PKT_FLAGS(header) & ~d->flags) || d->size > size - pos)
+		goto illegal;
+	pkt = hpu_pkt_bytes(job, d->size);
+	if (!pkt)
+		return NULL;
+	if ((d->pad && hpu_ld_le32(pkt + d->pad)) ||
+	    (d->addr && hpu_ld_le64(pkt + d->addr) % d->align))
+		goto illegal;
+	return pkt;
+illegal:
+	hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, hpu_pkt_addr(job));
+	return NULL;
+}
+
+/* Run the packets of the job's command buffer, or of its callee while one runs, to the end. */
+static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
+{
+	bool callee = job->call.size;
+
+	while (callee ? job->call.pos < job->call.size : job->pos < job->cb_size) {
+		const struct hpu_pkt_desc *desc;
+		enum hpu_pkt_status status = HPU_PKT_DONE;
+		const uint8_t *pkt;
+
+		job->engine = HPU_ENGINE_QMAN;
+		/* As every engine reports a reset: at the command buffer's packet, the CALL in a callee. */
+		if (hpu_job_cancelled(job))
+			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+		pkt = hpu_pkt_check(job, &desc);
+		if (!pkt)
+			return HPU_PKT_FAILED;
+		job->engine = hpu_pkt_engine(job, desc->engine);
+		if (desc->exec)
+			status = desc->exec(job, pkt);
+		if (status != HPU_PKT_DONE)
+			return status;
+		if (callee)
+			job->call.pos += desc->size;
+		else
+			job->pos += desc->size;
+	}
+	return HPU_PKT_DONE;
+}
+
+/* Run the callee from job->call.pos; it is over unless a WAIT in it stalled. */
+static enum hpu_pkt_status hpu_pkt_run_callee(struct hpu_job *job)
+{
+	enum hpu_pkt_status status = hpu_pkt_run_buffer(job);
+
+	if (status != HPU_PKT_STALLED)
+		job->call.size = 0;
+	return status;
+}
+
+static enum hpu_pkt_status hpu_pkt_call(struct hpu_job *job, const uint8_t *pkt)
+{
+	struct hpu_job_call *call = &job->call;
+	uint64_t size = hpu_ld_le64(pkt + HPU_PKT_OFF(call, size));
+
+	if (!size || size % 8 || size > HPU_CALL_MAX_SIZE)
+		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
+	call->addr = hpu_ld_le64(pkt + HPU_PKT_OFF(call, addr));
+	call->size = size;
+	call->pos = 0;
+	call->win_off = 0;
+	call->win_len = 0;
+	return hpu_pkt_run_callee(job);
 }
 
 enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job)
 {
-	/* Every packet is a multiple of 8 bytes, as is cb_size: a header always fits. */
-	while (job->pos < job->cb_size) {
-		uint32_t header = hpu_ld_le32(job->cb + job->pos);
-		const struct hpu_pkt_desc *desc = &hpu_pkt_descs[HPU_PKT_OPCODE(header)];
-		enum hpu_pkt_status status = HPU_PKT_DONE;
+	enum hpu_pkt_status status;
 
-		job->engine = HPU_ENGINE_QMAN;
-		if (hpu_job_cancelled(job))
-			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
-		if (hpu_pkt_check(job, header, desc))
-			return HPU_PKT_FAILED;
-		job->engine = hpu_pkt_engine(job, desc->engine);
-		if (desc->exec)
-			status = desc->exec(job, job->cb + job->pos);
+	/* Fetch the callee anew: what other queues wrote while this one waited is what runs. */
+	job->call.win_len = 0;
+	if (job->call.size) {
+		status = hpu_pkt_run_callee(job);
 		if (status != HPU_PKT_DONE)
 			return status;
-		job->pos += desc->size;
+		job->pos += sizeof(struct hpu_pkt_call);
 	}
-	return HPU_PKT_DONE;
+	return hpu_pkt_run_buffer(job);
 }

@@ -228,6 +228,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		       (uint64_t)(HPU_Q_REG(core, q, CI) % HPU_Q_REG(core, q, RING_SIZE)) *
 			       sizeof(struct hpu_queue_desc);
 		job->pos = 0;
+		job->call.size = 0;
 		job->fault = 0;
 		job->engine = HPU_ENGINE_QMAN;
 	}

@@ -48,6 +48,14 @@ static void cb_timestamp(struct hpu_cb *cb, uint64_t addr)
 	cb_u64(cb, addr);
 }
 
+static void cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_CALL, 0));
+	cb_u32(cb, 0);
+	cb_u64(cb, addr);
+	cb_u64(cb, size);
+}
+
 static void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
 {
 	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0));
@@ -1132,7 +1140,7 @@ static void rnd_packet(struct hpu_cb *cb)
 {
 	uint32_t start = cb->len;
 
-	switch (rnd_below(9)) {
+	switch (rnd_below(10)) {
 	case 0:
 		cb_nop(cb);
 		break;
@@ -1158,6 +1166,11 @@ static void rnd_packet(struct hpu_cb *cb)
 		break;
 	case 7:
 		cb_interrupt(cb, (uint32_t)rnd_below(10));
+		break;
+	case 8:
+		/* Callees of whatever earlier packets left in memory. */
+		cb_call(cb, rnd_below(4) ? rnd_va() & ~7ull : rnd_va(),
+			rnd_below(4) ? 8 * (1 + rnd_below(8192)) : rnd());
 		break;
 	default:
 		cb_u32(cb, (uint32_t)rnd());
