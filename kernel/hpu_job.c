@@ -110,6 +110,21 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 				return -EINVAL;
 			break;
 		}
+		case HPU_PKT_CALL: {
+			/*
+			 * The callee is in the context's memory, where it may
+			 * change: the device checks its packets as they run.
+			 */
+			const struct hpu_pkt_call *pkt = p;
+
+			len = sizeof(*pkt);
+			if (left < len || flags || pkt->pad ||
+			    !IS_ALIGNED(pkt->addr, 8) || !pkt->size ||
+			    !IS_ALIGNED(pkt->size, 8) ||
+			    pkt->size > HPU_CALL_MAX_SIZE)
+				return -EINVAL;
+			break;
+		}
 		default:
 			return -EINVAL;
 		}

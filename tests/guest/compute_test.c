@@ -5,7 +5,9 @@
  * DMA -> MME -> TPC through sync objects with no host round trip, and bad
  * launches: a parameter block or tensor outside the context's memory faults
  * (-EFAULT), broken parameters fail the job (-EINVAL), and the context goes
- * on working either way.
+ * on working either way.  Recipes: a command buffer in device memory run by
+ * a one-packet job's CALL, again on new inputs, from HBM or pinned host
+ * pages, and every callee fault failing its job alone.
  */
 #include <math.h>
 
@@ -353,6 +355,173 @@ TEST_F(comp, broken_parameters_fail_the_job)
 	hpu_cb_launch(&self->cb, self->params_va, size);
 	ASSERT_EQ(0, hpu_run(self->fd, 2, self->cb.buf, self->cb.size));
 	EXPECT_EQ(0.0f, out[0]);
+}
+
+static void cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
+{
+	struct hpu_pkt_call p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_CALL, 0), .addr = addr, .size = size,
+	};
+
+	hpu_cb_put(cb, &p, sizeof(p));
+}
+
+/* Copy cb to device memory at va through staging pages, as a runtime uploads a recipe. */
+static int upload(int fd, uint64_t va, const struct hpu_cb *cb)
+{
+	uint64_t size = (cb->size + HPU_PAGE - 1) & ~(HPU_PAGE - 1), stage_va = 0;
+	void *stage = hpu_host_pages(size);
+	struct hpu_cb job = { .size = 0 };
+	int err;
+
+	if (!stage)
+		return -ENOMEM;
+	memcpy(stage, cb->buf, cb->size);
+	err = hpu_vm_map(fd, 0, 0, stage, size, DRM_HPU_VM_MAP_READ, &stage_va);
+	if (!err) {
+		hpu_cb_dma(&job, va, stage_va, cb->size);
+		err = hpu_run(fd, 0, job.buf, job.size);
+		hpu_vm_unmap(fd, stage_va);
+	}
+	munmap(stage, size);
+	return err;
+}
+
+/* The CALL of a callee of size bytes at va, alone in its job. */
+static int run_call(int fd, uint32_t queue, uint64_t va, uint64_t size)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	cb_call(&cb, va, size);
+	return hpu_run(fd, queue, cb.buf, cb.size);
+}
+
+/*
+ * A recipe uploaded to HBM once (inputs in, GEMM, relu on a TPC, output
+ * out, SIGNAL) and run twice by a one-packet job, with new inputs between.
+ */
+TEST_F(comp, recipe_in_hbm_runs_twice)
+{
+	const uint32_t m = 24, n = 20, k = 36;
+	uint64_t a_va, b_va, d_va, sync_va, ha, hb, hc, hd, recipe;
+	float *a = host_floats(self->fd, m * k, &a_va), *b = host_floats(self->fd, k * n, &b_va);
+	float *d = host_floats(self->fd, m * n, &d_va);
+	uint32_t *sync = (uint32_t *)host_floats(self->fd, 1, &sync_va);
+	struct hpu_pkt_mme_gemm g;
+	double ref[24 * 20];
+	uint32_t size;
+
+	ASSERT_NE(0, a_va && b_va && d_va && sync_va);
+	ha = hbm_buffer(self->fd, 1 << 20);
+	hb = hbm_buffer(self->fd, 1 << 20);
+	hc = hbm_buffer(self->fd, 1 << 20);
+	hd = hbm_buffer(self->fd, 1 << 20);
+	recipe = hbm_buffer(self->fd, HPU_CB_MAX_SIZE);
+	ASSERT_NE(0, ha && hb && hc && hd && recipe);
+	size = relu_launch(self->params, hd, hc, m, n);
+	g = gemm_f32(hc, ha, hb, m, n, k, HPU_PKT_GEMM_TRANS_B);
+	hpu_cb_dma(&self->cb, ha, a_va, m * k * sizeof(float));
+	hpu_cb_dma(&self->cb, hb, b_va, k * n * sizeof(float));
+	hpu_cb_gemm(&self->cb, &g);
+	hpu_cb_launch(&self->cb, self->params_va, size);
+	hpu_cb_dma(&self->cb, d_va, hd, m * n * sizeof(float));
+	hpu_cb_signal(&self->cb, sync_va, 1);
+	ASSERT_EQ(0, upload(self->fd, recipe, &self->cb));
+
+	for (uint32_t run = 1; run <= 2; run++) {
+		uint32_t bad = 0;
+
+		fill_floats(a, m * k, 10 * run);
+		fill_floats(b, k * n, 10 * run + 1);
+		memset(d, 0xff, m * n * sizeof(float));
+		ASSERT_EQ(0, run_call(self->fd, run, recipe, self->cb.size));
+		gemm_ref(ref, a, b, m, n, k, HPU_PKT_GEMM_TRANS_B);
+		for (uint32_t i = 0; i < m * n; i++)
+			bad += !near(d[i], ref[i] > 0 ? ref[i] : 0);
+		EXPECT_EQ(0, bad) TH_LOG("run %u: %u of %u elements off", run, bad, m * n);
+		EXPECT_EQ(run, *sync);
+	}
+}
+
+/* A callee in pinned host pages, read when the CALL runs: an edit shows in the next run. */
+TEST_F(comp, callee_in_pinned_host_memory)
+{
+	uint64_t callee_va = 0, sync_va, src_va, dst_va;
+	struct hpu_cb *callee = hpu_host_pages(sizeof(struct hpu_cb));
+	uint32_t *sync = (uint32_t *)host_floats(self->fd, 1, &sync_va);
+	float *src = host_floats(self->fd, 64, &src_va), *dst = host_floats(self->fd, 64, &dst_va);
+
+	ASSERT_NE(NULL, callee);
+	ASSERT_NE(0, sync_va && src_va && dst_va);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, callee->buf, HPU_PAGE, DRM_HPU_VM_MAP_READ,
+				&callee_va));
+	fill_floats(src, 64, 7);
+	hpu_cb_dma(callee, dst_va, src_va, 64 * sizeof(float));
+	hpu_cb_signal(callee, sync_va, 1);
+	ASSERT_EQ(0, run_call(self->fd, 3, callee_va, callee->size));
+	EXPECT_EQ(0, memcmp(dst, src, 64 * sizeof(float)));
+	EXPECT_EQ(1, *sync);
+
+	callee->size -= sizeof(struct hpu_pkt_signal);
+	hpu_cb_signal(callee, sync_va, 5);
+	ASSERT_EQ(0, run_call(self->fd, 3, callee_va, callee->size));
+	EXPECT_EQ(6, *sync);
+}
+
+/*
+ * Callees the device refuses as they run, each failing its job with its
+ * errno: nothing after the fault runs, and the context goes on.
+ */
+TEST_F(comp, callee_faults_fail_the_job)
+{
+	uint64_t callee_va = 0, sync_va;
+	uint32_t *callee = hpu_host_pages(HPU_PAGE);
+	uint32_t *sync = (uint32_t *)host_floats(self->fd, 1, &sync_va);
+	struct hpu_cb good = { .size = 0 };
+	const struct {
+		const char *what;
+		uint32_t words[8], nwords;
+		int err;
+	} cases[] = {
+		{ "privileged packet", { HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0), 0, 0x1000, 0, 1,
+					 0 }, 6, -EPERM },
+		{ "nested CALL", { HPU_PKT_HEADER(HPU_PKT_CALL, 0), 0, 0, 0, 8, 0 }, 6, -EINVAL },
+		{ "unknown opcode", { 0x7f, 0 }, 2, -EINVAL },
+		/* Last in the callee: nothing follows it. */
+		{ "packet cut by the callee's end", { HPU_PKT_HEADER(HPU_PKT_LIN_DMA, 0), 0 }, 2,
+		  -EINVAL },
+	};
+
+	ASSERT_NE(NULL, callee);
+	ASSERT_NE(0, sync_va);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, callee, HPU_PAGE, DRM_HPU_VM_MAP_READ,
+				&callee_va));
+	hpu_cb_signal(&good, sync_va, 1);
+
+	EXPECT_EQ(-EFAULT, run_call(self->fd, 0, UNMAPPED_VA, 8)) TH_LOG("unmapped callee");
+	/* The driver takes any size up to the limit: the device faults past the mapping. */
+	memcpy(callee, good.buf, good.size);
+	EXPECT_EQ(-EFAULT, run_call(self->fd, 0, callee_va, HPU_CALL_MAX_SIZE))
+		TH_LOG("callee running off its mapping");
+	EXPECT_EQ(1, *sync);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* A SIGNAL, the bad packet, then a SIGNAL that must not run (but for the last). */
+		uint32_t size = good.size + 4 * cases[i].nwords;
+
+		memcpy(callee, good.buf, good.size);
+		memcpy(callee + 4, cases[i].words, 4 * cases[i].nwords);
+		memcpy(callee + 4 + cases[i].nwords, good.buf, good.size);
+		*sync = 0;
+		if (i + 1 < sizeof(cases) / sizeof(cases[0]))
+			size += good.size;
+		EXPECT_EQ(cases[i].err, run_call(self->fd, 1, callee_va, size))
+			TH_LOG("%s", cases[i].what);
+		EXPECT_EQ(1, *sync) TH_LOG("%s", cases[i].what);
+	}
+
+	memcpy(callee, good.buf, good.size);
+	EXPECT_EQ(0, run_call(self->fd, 2, callee_va, good.size));
+	EXPECT_EQ(2, *sync);
 }
 
 TEST_HARNESS_MAIN
