@@ -19,6 +19,7 @@
 
 #include <hpu/hpu.h>
 #include <hpu/hpu_tensor.h>
+#include <hpu/hpu_graph.h>
 
 #include "test_libhpu_tap.h"
 
@@ -529,9 +530,17 @@ static const struct {
 	API("HPU_0.3", hpu_fallback_count),
 	API("HPU_0.3", hpu_fallback_total),
 	API("HPU_0.3", hpu_fallback_set_strict),
+	API("HPU_0.4", hpu_stream_set_lazy),
+	API("HPU_0.4", hpu_stream_get_lazy),
+	API("HPU_0.4", hpu_mark_step),
+	API("HPU_0.4", hpu_stream_set_max_graph_ops),
+	API("HPU_0.4", hpu_recipe_cache_set_capacity),
+	API("HPU_0.4", hpu_metric_global),
+	API("HPU_0.4", hpu_metric_value),
+	API("HPU_0.4", hpu_metrics_dump_json),
 };
 
-static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3" };
+static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4" };
 
 static bool is_version_node(const char *name)
 {

@@ -34,6 +34,26 @@ int hpu_launch(struct hpu_stream *s, const struct hpu_op *op)
 	return 0;
 }
 
+/* Eager streams only here: lazy mode has its own test (test_libhpu_graph). */
+bool hpu_stream_lazy(struct hpu_stream *s)
+{
+	(void)s;
+	return false;
+}
+
+int hpu_graph_record(struct hpu_stream *s, const struct hpu_op *op)
+{
+	(void)s;
+	(void)op;
+	return -ENOSYS;
+}
+
+int hpu_graph_flush_stream(struct hpu_stream *s)
+{
+	(void)s;
+	return 0;
+}
+
 static uint8_t *fake_bytes(const struct hpu_storage *st, int64_t lo, uint32_t dtype)
 {
 	return (uint8_t *)(uintptr_t)st->va + lo * (int64_t)hpu_dt_size(dtype);

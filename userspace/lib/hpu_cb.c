@@ -92,6 +92,17 @@ void hpu_cb_tpc_launch(struct hpu_cb *cb, uint64_t params, uint32_t params_size)
 	hpu_cb_put(cb, &pkt, sizeof(pkt));
 }
 
+void hpu_cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
+{
+	struct hpu_pkt_call pkt = {
+		.header = HPU_PKT_HEADER(HPU_PKT_CALL, 0),
+		.addr = addr,
+		.size = size,
+	};
+
+	hpu_cb_put(cb, &pkt, sizeof(pkt));
+}
+
 void hpu_cb_gemm(struct hpu_cb *cb, const void *gemm)
 {
 	hpu_cb_put(cb, gemm, sizeof(struct hpu_pkt_mme_gemm));

@@ -102,6 +102,9 @@ static int hpu_device_setup(struct hpu_device *dev)
 	ret = hpu_host_init(dev);
 	if (ret)
 		goto err_mem;
+	hpu_recipe_cache_init(&dev->recipes, (uint32_t)info.fw_version.major << 16 |
+						     info.fw_version.minor << 8 | info.fw_version.patch);
+	hpu_metrics_device_open(dev);
 	return 0;
 
 err_mem:
@@ -187,12 +190,19 @@ int hpu_device_open_path(const char *path, struct hpu_device **devp)
 
 void hpu_device_close(struct hpu_device *dev)
 {
+	struct hpu_list *it;
+
 	if (!dev)
 		return;
+	/* What lazy streams recorded is enqueued work: it runs first. */
+	for (it = dev->streams.next; it != &dev->streams; it = it->next)
+		hpu_graph_flush_stream(hpu_container_of(it, struct hpu_stream, node));
 	/* Slabs are unmapped only once no job can touch them. */
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	hpu_events_close(dev);
 	hpu_streams_close(dev);
+	hpu_recipe_cache_fini(&dev->recipes);
+	hpu_metrics_device_close(dev);
 	hpu_suballoc_destroy(dev->mem);
 	hpu_host_fini(dev);
 	hpu_jobs_fini(&dev->jobs);

@@ -4,8 +4,8 @@
  * exported: the library builds with -fvisibility=hidden and only HPU_API
  * declarations of <hpu/hpu.h> are visible.
  *
- * Lock order, outermost first: device, stream, event, sub-allocator, host
- * table, jobs.  No lock is held across a call into an outer one.
+ * Lock order, outermost first: device, stream, recipe cache, recipe, event,
+ * sub-allocator, host table, jobs.  No lock is held across a call into an outer one.
  */
 #ifndef HPU_INTERNAL_H
 #define HPU_INTERNAL_H
@@ -18,6 +18,7 @@
 
 #include <hpu/hpu.h>
 #include <hpu/hpu_tensor.h>
+#include <hpu/hpu_graph.h>
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define HPU_PAGE_SIZE 4096ull
@@ -166,6 +167,14 @@ struct hpu_device;
 int hpu_jobs_init(struct hpu_jobs *jobs, unsigned int num_queues);
 void hpu_jobs_fini(struct hpu_jobs *jobs);
 int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *cb, uint64_t *seq);
+/* Jobs submitted together, in one SUBMIT; *last_seq is the last one's. */
+struct hpu_job_cb {
+	uint32_t queue;
+	const void *cb;
+	uint32_t size;
+};
+int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, unsigned int count,
+		    uint64_t *last_seq);
 /*
  * Waits up to timeout_ns (0 polls) for job seq of queue: 0 once it ended,
  * with its error (0 or -errno) in *job_error; -ETIME if it has not.
@@ -256,6 +265,10 @@ struct hpu_stream {
 	unsigned int params_chunk; /* the chunk being filled */
 	uint32_t params_used;      /* bytes of it */
 	uint64_t params_job[HPU_PARAM_CHUNKS]; /* the last job using each chunk */
+	/* Lazy mode (hpu_graph.c) */
+	int lazy;                    /* 0: as HPU_LAZY_MODE says, 1 lazy, 2 eager */
+	unsigned int max_graph_ops;  /* 0: as HPU_MAX_COMPOUND_OP_SIZE says */
+	struct hpu_graph *graph;     /* recorded ops, NULL before the first */
 };
 
 /*
@@ -273,8 +286,14 @@ struct hpu_settle {
 	uint32_t target;
 };
 
-/* The stream's lock is held for these. */
+/* The stream's lock is held for these.  A submit first flushes what a lazy stream recorded. */
 int hpu_stream_submit(struct hpu_stream *stream, struct hpu_cb *cb, const char *what);
+/*
+ * Submits jobs together, the last on the stream's queue; each must end by
+ * adding 1 to the stream's done counter, and all count as the stream's.
+ */
+int hpu_stream_submit_group(struct hpu_stream *stream, const struct hpu_job_cb *jobs,
+			    unsigned int count, const char *what);
 int hpu_stream_settle(struct hpu_stream *stream, const struct hpu_settle *settle,
 		      int64_t timeout_ns);
 /* Settles everything submitted on the stream. */
@@ -452,6 +471,165 @@ const char *hpu_fallback_reason(const struct hpu_op *op);
 /* Runs op on the host (s's lock not held), or fails in strict mode. */
 int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *reason);
 
+/*
+ * Lazy mode and graphs (<hpu/hpu_graph.h>).  hpu_graph.c records ops into a
+ * struct hpu_graph per stream and flushes it; hpu_compiler.c turns a graph
+ * into a recipe (no device: the host unit tests run it); hpu_recipe.c puts
+ * a recipe on the device and launches it; hpu_recipe_cache.c keeps recipes
+ * per device; hpu_metrics.c counts.
+ */
+
+/* Engines a recipe schedules onto, each a hardware queue: DMA, MME, TPC x 2. */
+#define HPU_GRAPH_MAX_ENGINES 4
+#define HPU_GRAPH_NONE UINT32_MAX
+
+/* A recorded op: operands name graph buffers, not tensors (which may be gone). */
+struct hpu_gnode {
+	/* t[i] only tells a present operand (hpu_graph_present); l[i].offset is 0 */
+	struct hpu_op op;
+	uint32_t buf[HPU_OP_TENSORS];  /* buffer of operand i, HPU_GRAPH_NONE if absent */
+	int64_t delta[HPU_OP_TENSORS]; /* bytes from the buffer's base to operand i's element 0 */
+};
+
+/* A storage the graph uses. */
+struct hpu_gbuf {
+	struct hpu_storage *st; /* a reference of the graph's; NULL in the host tests */
+	uint64_t size;          /* bytes */
+	int64_t anchor;         /* persistent: bytes from the storage's start to the buffer's base */
+	bool internal;          /* an intermediate, in the recipe's workspace */
+};
+
+struct hpu_graph {
+	struct hpu_gnode *nodes;
+	unsigned int num_nodes, cap_nodes;
+	struct hpu_gbuf *bufs;
+	unsigned int num_bufs, cap_bufs;
+};
+
+extern const struct hpu_tensor hpu_graph_present;
+
+/* With s->lock held: records op (checked already) instead of launching it. */
+int hpu_graph_record(struct hpu_stream *s, const struct hpu_op *op);
+/* With s->lock held: compiles and launches what s recorded; 0 if nothing. */
+int hpu_graph_flush(struct hpu_stream *s);
+/* Whether ops on s are recorded (HPU_LAZY_MODE decides until set). */
+bool hpu_stream_lazy(struct hpu_stream *s);
+/* Locks s and flushes: before a synchronize, a query, a destroy. */
+int hpu_graph_flush_stream(struct hpu_stream *s);
+void hpu_graph_free(struct hpu_graph *g);
+/*
+ * The flush's decision, apart for the tests: a buffer nobody else holds
+ * (holders[b] == 0) whose first access writes all of it is internal; the
+ * others get the lowest operand address as base.
+ */
+void hpu_graph_finalize(struct hpu_graph *g, const unsigned int *holders);
+
+struct hpu_compile_config {
+	unsigned int engines; /* 1..HPU_GRAPH_MAX_ENGINES hardware queues */
+	uint32_t fw_version;  /* recipes belong to a firmware: part of the key */
+};
+
+/* The u64 at blob offset `at` gets an address added: the blob's, the workspace's or a binding's. */
+#define HPU_SITE_BLOB UINT32_MAX
+#define HPU_SITE_WORKSPACE (UINT32_MAX - 1)
+struct hpu_site {
+	uint32_t at;
+	uint32_t base; /* HPU_SITE_BLOB, or the index of a binding (a persistent buffer) */
+};
+
+/*
+ * A compiled graph: per-engine command buffers, parameter blocks and sync
+ * objects in one blob whose addresses are relative (sites), a workspace
+ * after it, and the persistent buffers to bind at launch.
+ */
+struct hpu_recipe {
+	atomic_uint refs;
+	struct hpu_list lru; /* in the cache */
+	uint64_t hash;
+	uint8_t *key;
+	size_t key_size;
+	uint8_t *blob;
+	uint32_t blob_size;
+	uint32_t sync_off, sync_size; /* the engines' sync objects, zeroed at each launch */
+	uint64_t workspace_off, workspace_size; /* device memory: workspace_off + workspace_size */
+	struct hpu_site *sites;
+	unsigned int num_sites;
+	unsigned int num_bindings;
+	unsigned int num_engines;
+	struct {
+		uint32_t off, size; /* its command buffer in the blob */
+		unsigned int nodes;
+	} engine[HPU_GRAPH_MAX_ENGINES];
+	unsigned int num_nodes, num_signals, num_waits;
+	/* hpu_recipe.c's state on the device, freed with the recipe */
+	void *inst;
+	void (*inst_free)(void *inst);
+};
+
+/* hpu_compiler.c */
+int hpu_compile(const struct hpu_graph *g, const struct hpu_compile_config *cfg,
+		struct hpu_recipe **rp);
+/* The cache key: every byte that decides what the recipe computes, and its hash. */
+int hpu_graph_key(const struct hpu_graph *g, const struct hpu_compile_config *cfg, uint8_t **key,
+		  size_t *size, uint64_t *hash);
+void hpu_recipe_get(struct hpu_recipe *r);
+void hpu_recipe_put(struct hpu_recipe *r);
+/* A growing byte array; a failed growth is remembered (oom) and reported once. */
+struct hpu_bytes {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+/* Appends len bytes of data (zeros if NULL); returns where they start. */
+size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len);
+/* Bytes of the packet starting with header (0 for an unknown opcode). */
+uint32_t hpu_pkt_size(uint32_t header);
+
+/* hpu_recipe_cache.c: least recently launched first out. */
+struct hpu_recipe_cache {
+	pthread_mutex_t lock;
+	struct hpu_list lru; /* most recent first */
+	unsigned int count, capacity;
+	uint32_t fw_version;
+	int call; /* the device runs CALL: 0 not known yet, 1 yes, -1 no */
+};
+
+void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version);
+void hpu_recipe_cache_fini(struct hpu_recipe_cache *c);
+/* The recipe of key with a reference, or NULL; counts a hit or a miss. */
+struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t hash,
+					 const uint8_t *key, size_t size);
+/* Keeps r (a reference of the cache's), evicting the least recent beyond the capacity. */
+void hpu_recipe_cache_insert(struct hpu_recipe_cache *c, struct hpu_recipe *r);
+void hpu_recipe_cache_resize(struct hpu_recipe_cache *c, unsigned int capacity);
+
+/* hpu_recipe.c: with s->lock held; bindings[i] is binding i's device address. */
+int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t *bindings);
+
+/* hpu_metrics.c */
+enum hpu_counter {
+	HPU_C_COMPILES, HPU_C_COMPILE_NS,
+	HPU_C_LAUNCHES, HPU_C_LAUNCH_NS, HPU_C_UPLOADS,
+	HPU_C_GRAPHS, HPU_C_OPS, HPU_C_CAP_SPLITS,
+	HPU_C_HITS, HPU_C_MISSES, HPU_C_EVICTIONS, HPU_C_ENTRIES,
+	HPU_COUNTERS
+};
+void hpu_counter_add(enum hpu_counter c, int64_t v);
+uint64_t hpu_now_ns(void);
+/* Open devices count in the memory and fallback metrics; closed ones leave their totals. */
+void hpu_metrics_device_open(struct hpu_device *dev);
+void hpu_metrics_device_close(struct hpu_device *dev);
+/* The op of a fallback counter's index (hpu_op_index()), NULL past the last. */
+const char *hpu_op_name(int index);
+/* A positive number from the environment, or def. */
+unsigned int hpu_env_uint(const char *name, unsigned int def);
+
+/* hpu_cb.c */
+void hpu_cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size);
+
+/* hpu_tensor.c: a storage reference for the graph. */
+void hpu_storage_put(struct hpu_storage *st);
+
 /* An open device. */
 struct hpu_device {
 	int fd;
@@ -470,6 +648,7 @@ struct hpu_device {
 	struct hpu_suballoc *pinned; /* pinned host memory */
 	struct hpu_host_table host;
 	struct hpu_fallback_state fallback;
+	struct hpu_recipe_cache recipes;
 };
 
 /* -EOPNOTSUPP, with a message, if the driver predates command submission (ABI 1.1). */

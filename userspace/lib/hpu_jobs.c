@@ -36,32 +36,48 @@ void hpu_jobs_fini(struct hpu_jobs *jobs)
 	free(jobs->queue_ended);
 }
 
-int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *cb, uint64_t *seq)
+int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsigned int count,
+		    uint64_t *last_seq)
 {
 	struct hpu_jobs *jobs = &dev->jobs;
-	struct drm_hpu_job job = {
-		.cb_ptr = (uintptr_t)cb->buf,
-		.cb_size = cb->size,
-		.queue = queue,
-	};
+	struct drm_hpu_job job[DRM_HPU_SUBMIT_MAX_JOBS] = { 0 };
 	struct drm_hpu_submit args = {
-		.jobs_ptr = (uintptr_t)&job,
-		.num_jobs = 1,
+		.jobs_ptr = (uintptr_t)job,
+		.num_jobs = count,
 	};
+	unsigned int i;
 	int ret;
 
-	/* The driver copies the command buffer in: it may be reused on return. */
+	if (count > DRM_HPU_SUBMIT_MAX_JOBS)
+		return hpu_error_set(E2BIG, "%u jobs in one submission, at most %u", count,
+				     DRM_HPU_SUBMIT_MAX_JOBS);
+	for (i = 0; i < count; i++)
+		job[i] = (struct drm_hpu_job){ .cb_ptr = (uintptr_t)cbs[i].cb,
+					       .cb_size = cbs[i].size, .queue = cbs[i].queue };
+	/* The driver copies the command buffers in: they may be reused on return. */
 	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_SUBMIT, &args);
 	if (ret)
 		return ret;
+	/* The jobs got consecutive numbers, the last args.seq. */
 	pthread_mutex_lock(&jobs->lock);
 	if (args.seq > jobs->last)
 		jobs->last = args.seq;
-	if (args.seq > jobs->queue_last[queue])
-		jobs->queue_last[queue] = args.seq;
+	for (i = 0; i < count; i++) {
+		uint64_t seq = args.seq - (count - 1 - i);
+
+		if (seq > jobs->queue_last[cbs[i].queue])
+			jobs->queue_last[cbs[i].queue] = seq;
+	}
 	pthread_mutex_unlock(&jobs->lock);
-	*seq = args.seq;
+	*last_seq = args.seq;
 	return 0;
+}
+
+int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *cb, uint64_t *seq)
+{
+	const struct hpu_job_cb job = { .queue = queue, .cb = cb->buf, .size = cb->size };
+
+	return hpu_jobs_submit(dev, &job, 1, seq);
 }
 
 void hpu_jobs_ended(struct hpu_device *dev, uint32_t queue, uint64_t seq)

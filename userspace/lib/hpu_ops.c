@@ -54,25 +54,38 @@ _Static_assert(HPU_UNARY_FNS + HPU_BINARY_FNS + HPU_REDUCE_FNS + HPU_ARRAY_SIZE(
 		       HPU_FALLBACK_OPS,
 	       "more ops than fallback counters");
 
+/* Every op name, numbered in this order. */
+static const struct {
+	const char *const *names;
+	int count;
+} hpu_op_tables[] = {
+	{ hpu_unary_names, HPU_UNARY_FNS },
+	{ hpu_binary_names, HPU_BINARY_FNS },
+	{ hpu_reduce_names, HPU_REDUCE_FNS },
+	{ hpu_other_names, (int)HPU_ARRAY_SIZE(hpu_other_names) },
+};
+
 int hpu_op_index(const char *name)
 {
-	static const struct {
-		const char *const *names;
-		size_t count;
-	} tables[] = {
-		{ hpu_unary_names, HPU_UNARY_FNS },
-		{ hpu_binary_names, HPU_BINARY_FNS },
-		{ hpu_reduce_names, HPU_REDUCE_FNS },
-		{ hpu_other_names, HPU_ARRAY_SIZE(hpu_other_names) },
-	};
-	size_t t, i;
-	int base = 0;
+	size_t t;
+	int i, base = 0;
 
-	for (t = 0; t < HPU_ARRAY_SIZE(tables); base += (int)tables[t++].count)
-		for (i = 0; i < tables[t].count; i++)
-			if (!strcmp(tables[t].names[i], name))
-				return base + (int)i;
+	for (t = 0; t < HPU_ARRAY_SIZE(hpu_op_tables); base += hpu_op_tables[t++].count)
+		for (i = 0; i < hpu_op_tables[t].count; i++)
+			if (!strcmp(hpu_op_tables[t].names[i], name))
+				return base + i;
 	return -1;
+}
+
+const char *hpu_op_name(int index)
+{
+	size_t t;
+
+	for (t = 0; t < HPU_ARRAY_SIZE(hpu_op_tables) && index >= 0;
+	     index -= hpu_op_tables[t++].count)
+		if (index < hpu_op_tables[t].count)
+			return hpu_op_tables[t].names[index];
+	return NULL;
 }
 
 int hpu_op_operand(struct hpu_op *op, unsigned int i, const struct hpu_tensor *t,
@@ -197,10 +210,13 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 	if (ret)
 		return ret;
 	reason = hpu_fallback_reason(op);
-	if (reason)
-		return hpu_fallback_run(s, op, reason);
+	if (reason) {
+		/* The host reads the operands: what a lazy stream recorded runs first. */
+		ret = hpu_graph_flush_stream(s);
+		return ret ? ret : hpu_fallback_run(s, op, reason);
+	}
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_launch(s, op);
+	ret = hpu_stream_lazy(s) ? hpu_graph_record(s, op) : hpu_launch(s, op);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }

@@ -33,41 +33,68 @@ static void hpu_stream_advance(struct hpu_stream *s, uint64_t index)
 	s->verified = index;
 }
 
-static int hpu_stream_ring_reserve(struct hpu_stream *s)
+/* Room for n more jobs. */
+static int hpu_stream_ring_reserve(struct hpu_stream *s, unsigned int n)
 {
 	uint64_t i, count = s->jobs - s->verified;
 	struct hpu_stream_job *ring;
+	size_t capacity = s->ring_capacity;
 
-	if (count < s->ring_capacity)
+	while (count + n > capacity)
+		capacity *= 2;
+	if (capacity == s->ring_capacity)
 		return 0;
-	ring = malloc(2 * s->ring_capacity * sizeof(*ring));
+	ring = malloc(capacity * sizeof(*ring));
 	if (!ring)
 		return hpu_error_set(ENOMEM, "out of memory");
 	for (i = 0; i < count; i++)
 		ring[i] = *hpu_stream_job_at(s, s->verified + 1 + i);
 	free(s->ring);
 	s->ring = ring;
-	s->ring_capacity *= 2;
+	s->ring_capacity = capacity;
 	s->ring_head = 0;
+	return 0;
+}
+
+/*
+ * Jobs on other queues than the stream's are scanned like its own when one
+ * fails: each has ended once the last (on the stream's queue, waiting for
+ * them) has, and so have the jobs of the stream's queue numbered before it.
+ */
+int hpu_stream_submit_group(struct hpu_stream *s, const struct hpu_job_cb *jobs,
+			    unsigned int count, const char *what)
+{
+	uint64_t seq;
+	unsigned int i;
+	int ret;
+
+	/* Room first: a submitted job must be tracked. */
+	ret = hpu_stream_ring_reserve(s, count);
+	if (ret)
+		return ret;
+	ret = hpu_jobs_submit(s->dev, jobs, count, &seq);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		s->jobs++;
+		*hpu_stream_job_at(s, s->jobs) =
+			(struct hpu_stream_job){ .seq = seq - (count - 1 - i), .what = what };
+	}
 	return 0;
 }
 
 int hpu_stream_submit(struct hpu_stream *s, struct hpu_cb *cb, const char *what)
 {
-	uint64_t seq;
+	struct hpu_job_cb job;
 	int ret;
 
-	/* Room first: a submitted job must be tracked. */
-	ret = hpu_stream_ring_reserve(s);
+	/* Recorded ops come first: they were enqueued before this. */
+	ret = hpu_graph_flush(s);
 	if (ret)
 		return ret;
 	hpu_cb_signal(cb, s->done_va, 1);
-	ret = hpu_job_submit(s->dev, s->queue, cb, &seq);
-	if (ret)
-		return ret;
-	s->jobs++;
-	*hpu_stream_job_at(s, s->jobs) = (struct hpu_stream_job){ .seq = seq, .what = what };
-	return 0;
+	job = (struct hpu_job_cb){ .queue = s->queue, .cb = cb->buf, .size = cb->size };
+	return hpu_stream_submit_group(s, &job, 1, what);
 }
 
 /* Asks the driver about every job up to index (all ended) and reports the first failure. */
@@ -221,6 +248,7 @@ void hpu_stream_put(struct hpu_stream *s)
 	if (s->staging)
 		hpu_pinned_free(s->dev, s->staging_va);
 	hpu_params_release(s);
+	hpu_graph_free(s->graph);
 	pthread_mutex_destroy(&s->lock);
 	free(s->ring);
 	free(s);
@@ -257,6 +285,8 @@ void hpu_stream_destroy(struct hpu_stream *s)
 {
 	if (!s)
 		return;
+	/* Recorded ops are enqueued work: they run.  A failure is not reported, as for jobs. */
+	hpu_graph_flush_stream(s);
 	pthread_mutex_lock(&s->dev->lock);
 	hpu_list_del(&s->node);
 	pthread_mutex_unlock(&s->dev->lock);
@@ -281,7 +311,9 @@ int hpu_stream_synchronize(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_stream_settle_all(s, HPU_FOREVER);
+	ret = hpu_graph_flush(s);
+	if (!ret)
+		ret = hpu_stream_settle_all(s, HPU_FOREVER);
 	pthread_mutex_unlock(&s->lock);
 	return hpu_error_in(__func__, ret);
 }
@@ -293,7 +325,9 @@ int hpu_stream_query(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_stream_settle_all(s, 0);
+	ret = hpu_graph_flush(s);
+	if (!ret)
+		ret = hpu_stream_settle_all(s, 0);
 	if (ret == -ETIME)
 		ret = hpu_error_set(EAGAIN, "stream %u: work still running", s->id);
 	pthread_mutex_unlock(&s->lock);
@@ -311,6 +345,10 @@ int hpu_device_synchronize(struct hpu_device *dev)
 
 	if (!dev)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
+	pthread_mutex_lock(&dev->lock);
+	for (it = dev->streams.next; it != &dev->streams && !ret; it = it->next)
+		ret = hpu_graph_flush_stream(hpu_container_of(it, struct hpu_stream, node));
+	pthread_mutex_unlock(&dev->lock);
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	pthread_mutex_lock(&dev->lock);
 	for (it = dev->streams.next; it != &dev->streams && !ret; it = it->next) {

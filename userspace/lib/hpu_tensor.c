@@ -10,7 +10,7 @@
 
 #include "hpu_internal.h"
 
-static void hpu_storage_put(struct hpu_storage *st)
+void hpu_storage_put(struct hpu_storage *st)
 {
 	if (atomic_fetch_sub(&st->refs, 1) != 1)
 		return;

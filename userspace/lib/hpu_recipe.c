@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recipes on the device: upload, binding, launch.
+ *
+ * A recipe takes one block of device memory: its blob (sync objects,
+ * parameter blocks, one command buffer per engine) and its workspace.
+ * Binding is by patching: the blob's address fields (sites) are resolved
+ * on the host against the block and the persistent tensors' addresses, and
+ * the resolved blob is uploaded by the launch that needs it - the first,
+ * and any whose tensors moved.  Patching costs a host pass and a DMA only
+ * when something moved; an address table would cost every launch an
+ * indirection the packets do not have (GEMM addresses are inline, and a
+ * TPC parameter block holds its descriptors' addresses).  In a training
+ * loop the same tensors come back every step, so a replay uploads nothing.
+ *
+ * A launch is one SUBMIT of one job per engine with work, engine e on
+ * queue (stream's queue + e) % queues; the head (engine 0, the stream's
+ * queue) orders it in the stream:
+ *   head:   [WAIT previous launch finished: only if it was another stream's]
+ *           [LIN_DMA the resolved blob in: only when binding changed]
+ *           FILL the engines' sync objects with 0;  SIGNAL go
+ *           CALL engine 0's command buffer
+ *           WAIT done[e] for every other engine;  SIGNAL finished
+ *   engine: WAIT go;  CALL its command buffer;  SIGNAL done[e]
+ * and each job adds 1 to the stream's done counter, as the stream's jobs
+ * do.  go, done[] and finished live in a control block of pinned memory
+ * that is new for every launch (zeroed by the host, so every target is 1):
+ * nothing carries over from launch to launch, so a failed launch cannot
+ * leave counters that stall the next one.  The sync objects inside the
+ * command buffers are zeroed by the head before go, when no engine can be
+ * running the recipe: the previous launch on this stream ended before the
+ * head started (it waited for all its engines), one on another stream is
+ * waited for through its control block, kept until the next launch.
+ *
+ * Until the device runs CALL (packets version 3) the command buffers are
+ * copied into the jobs instead, split into several jobs of a queue when
+ * longer than a job may be; the parameter blocks are in device memory
+ * either way.  Whether it does is asked once per device, by a probe job.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <drm/hpu_accel.h>
+#include <drm/hpu_packets.h>
+
+#include "hpu_internal.h"
+
+struct hpu_launch_ctrl {
+	uint32_t go;
+	uint32_t finished;
+	uint32_t done[HPU_GRAPH_MAX_ENGINES];
+};
+
+/* A recipe's state on a device. */
+struct hpu_recipe_inst {
+	struct hpu_device *dev;
+	pthread_mutex_t lock; /* the rest */
+	uint64_t va;          /* blob, then workspace */
+	uint8_t *image;       /* the blob resolved against bound[] */
+	uint64_t *bound;
+	bool uploaded;        /* image is what the device has */
+	unsigned int last_stream; /* id of the stream of the last launch */
+	uint64_t last_ctrl_va;    /* its control block, 0 if none */
+	struct hpu_launch_ctrl *last_ctrl;
+};
+
+static void hpu_recipe_inst_free(void *p)
+{
+	struct hpu_recipe_inst *inst = p;
+
+	/* Both wait in their caches for the work that uses them. */
+	hpu_mem_free(inst->dev, inst->va);
+	if (inst->last_ctrl_va)
+		hpu_pinned_free(inst->dev, inst->last_ctrl_va);
+	pthread_mutex_destroy(&inst->lock);
+	free(inst->image);
+	free(inst->bound);
+	free(inst);
+}
+
+/* r's state on s's device, made on its first launch. */
+static int hpu_recipe_inst(struct hpu_stream *s, struct hpu_recipe *r,
+			   struct hpu_recipe_inst **instp)
+{
+	struct hpu_recipe_inst *inst;
+	int ret;
+
+	/* A recipe lives in one device's cache: made once, under that cache's lock. */
+	pthread_mutex_lock(&s->dev->recipes.lock);
+	inst = r->inst;
+	if (!inst) {
+		inst = calloc(1, sizeof(*inst));
+		if (inst) {
+			inst->image = malloc(r->blob_size);
+			inst->bound = calloc(r->num_bindings + 1, sizeof(*inst->bound));
+		}
+		if (!inst || !inst->image || !inst->bound) {
+			ret = hpu_error_set(ENOMEM, "out of memory");
+		} else {
+			inst->dev = s->dev;
+			ret = hpu_mem_alloc(s->dev, r->workspace_off + r->workspace_size, &inst->va);
+		}
+		if (ret) {
+			if (inst) {
+				free(inst->image);
+				free(inst->bound);
+			}
+			free(inst);
+			pthread_mutex_unlock(&s->dev->recipes.lock);
+			return ret;
+		}
+		pthread_mutex_init(&inst->lock, NULL);
+		r->inst = inst;
+		r->inst_free = hpu_recipe_inst_free;
+	}
+	pthread_mutex_unlock(&s->dev->recipes.lock);
+	*instp = inst;
+	return 0;
+}
+
+/* Resolves every site of the blob into inst->image. */
+static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
+			       const uint64_t *bindings)
+{
+	unsigned int i;
+
+	memcpy(inst->image, r->blob, r->blob_size);
+	for (i = 0; i < r->num_sites; i++) {
+		const struct hpu_site *site = &r->sites[i];
+		uint64_t v, base = site->base == HPU_SITE_BLOB	    ? inst->va
+				   : site->base == HPU_SITE_WORKSPACE ? inst->va + r->workspace_off
+								      : bindings[site->base];
+
+		memcpy(&v, inst->image + site->at, sizeof(v));
+		v += base;
+		memcpy(inst->image + site->at, &v, sizeof(v));
+	}
+	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+}
+
+/* Whether the device runs CALL: one probe job per device, the first launch waiting for it. */
+static int hpu_call_supported(struct hpu_stream *s, bool *call)
+{
+	struct hpu_recipe_cache *c = &s->dev->recipes;
+	struct hpu_cb cb;
+	uint64_t va, seq;
+	int ret, error = 0;
+
+	if (c->call) {
+		*call = c->call > 0;
+		return 0;
+	}
+	ret = hpu_suballoc_alloc(s->dev->mem, 8, &va, &(void *){ NULL });
+	if (ret)
+		return ret;
+	/* Zeros are a NOP: the callee. */
+	hpu_cb_init(&cb);
+	hpu_cb_fill(&cb, va, 0, 8);
+	hpu_cb_call(&cb, va, 8);
+	ret = hpu_job_submit(s->dev, s->queue, &cb, &seq);
+	if (!ret)
+		ret = hpu_job_wait(s->dev, s->queue, seq, HPU_FOREVER, &error);
+	hpu_suballoc_free(s->dev->mem, va);
+	/* The driver or the device refuses an opcode it does not know. */
+	if (ret && ret != -EINVAL)
+		return ret;
+	c->call = !ret && !error ? 1 : -1;
+	*call = c->call > 0;
+	return 0;
+}
+
+/* The jobs of one launch, their bytes in one buffer (offsets until submitted). */
+struct hpu_launch {
+	struct hpu_stream *s;
+	struct hpu_bytes bytes;
+	struct hpu_job_cb jobs[DRM_HPU_SUBMIT_MAX_JOBS];
+	size_t off[DRM_HPU_SUBMIT_MAX_JOBS];
+	unsigned int count;
+};
+
+struct hpu_part {
+	const void *p;
+	size_t len;
+};
+
+/* A job of the parts in order, then the stream's signal. */
+static int hpu_launch_job(struct hpu_launch *L, uint32_t queue, const struct hpu_part *parts,
+			  unsigned int count)
+{
+	struct hpu_cb done;
+	unsigned int i;
+
+	if (L->count == DRM_HPU_SUBMIT_MAX_JOBS)
+		return hpu_error_set(E2BIG, "a launch needs more than %u jobs",
+				     DRM_HPU_SUBMIT_MAX_JOBS);
+	hpu_cb_init(&done);
+	hpu_cb_signal(&done, L->s->done_va, 1);
+	L->off[L->count] = L->bytes.len;
+	for (i = 0; i < count; i++)
+		hpu_bytes_put(&L->bytes, parts[i].p, parts[i].len);
+	hpu_bytes_put(&L->bytes, done.buf, done.size);
+	L->jobs[L->count] = (struct hpu_job_cb){
+		.queue = queue,
+		.size = (uint32_t)(L->bytes.len - L->off[L->count]),
+	};
+	L->count++;
+	return 0;
+}
+
+/*
+ * An engine's jobs: prefix, its command buffer (a CALL, or the packets
+ * themselves, split at packet boundaries into as many jobs as it takes),
+ * suffix.
+ */
+static int hpu_launch_engine(struct hpu_launch *L, uint32_t queue, const struct hpu_cb *prefix,
+			     const uint8_t *body, uint32_t size, const struct hpu_cb *suffix)
+{
+	const uint32_t room = HPU_CB_MAX_SIZE - prefix->size - suffix->size - 16;
+	uint32_t at = 0, len, n, header;
+	bool first = true;
+	int ret;
+
+	do {
+		struct hpu_part parts[3] = { { NULL, 0 } };
+
+		for (len = 0; at + len < size; len += n) {
+			memcpy(&header, body + at + len, sizeof(header));
+			n = hpu_pkt_size(header);
+			if (!n || len + n > room)
+				break;
+		}
+		if (!len && at < size)
+			return hpu_error_set(EINVAL, "a recipe packet does not fit a job");
+		if (first)
+			parts[0] = (struct hpu_part){ prefix->buf, prefix->size };
+		parts[1] = (struct hpu_part){ body + at, len };
+		at += len;
+		if (at == size)
+			parts[2] = (struct hpu_part){ suffix->buf, suffix->size };
+		ret = hpu_launch_job(L, queue, parts, 3);
+		first = false;
+	} while (!ret && at < size);
+	return ret;
+}
+
+static uint64_t hpu_ctrl_done(uint64_t ctrl_va, unsigned int e)
+{
+	return ctrl_va + offsetof(struct hpu_launch_ctrl, done) + e * sizeof(uint32_t);
+}
+
+/*
+ * The jobs of a launch into L: the engines', then the head's (the stream's
+ * job, last).  head holds the head's packets before its command buffer.
+ */
+static int hpu_launch_build(struct hpu_launch *L, const struct hpu_recipe *r,
+			    const struct hpu_recipe_inst *inst, bool call, const struct hpu_cb *head,
+			    uint64_t ctrl_va)
+{
+	uint32_t queues = L->s->dev->num_queues;
+	struct hpu_cb pre, post, callee;
+	unsigned int e;
+	int ret = 0;
+
+	hpu_cb_init(&pre);
+	hpu_cb_wait(&pre, ctrl_va + offsetof(struct hpu_launch_ctrl, go), 1);
+	hpu_cb_init(&post);
+	for (e = r->num_engines; e-- > 0 && !ret;) {
+		const uint8_t *body = inst->image + r->engine[e].off;
+		uint32_t size = r->engine[e].size, queue = (L->s->queue + e) % queues;
+
+		if (!size && e)
+			continue;
+		if (call && size) {
+			hpu_cb_init(&callee);
+			hpu_cb_call(&callee, inst->va + r->engine[e].off, size);
+			body = (const uint8_t *)callee.buf;
+			size = callee.size;
+		}
+		if (!e) {
+			hpu_cb_signal(&post, ctrl_va + offsetof(struct hpu_launch_ctrl, finished), 1);
+			return hpu_launch_engine(L, queue, head, body, size, &post);
+		}
+		{
+			struct hpu_cb done;
+
+			hpu_cb_init(&done);
+			hpu_cb_signal(&done, hpu_ctrl_done(ctrl_va, e), 1);
+			ret = hpu_launch_engine(L, queue, &pre, body, size, &done);
+		}
+		/* The head ends only once this engine has. */
+		hpu_cb_wait(&post, hpu_ctrl_done(ctrl_va, e), 1);
+	}
+	return ret;
+}
+
+/* The head's packets before its command buffer; stage_va the resolved blob, if uploading. */
+static void hpu_launch_head(const struct hpu_stream *s, const struct hpu_recipe *r,
+			    const struct hpu_recipe_inst *inst, uint64_t stage_va, uint64_t ctrl_va,
+			    struct hpu_cb *head)
+{
+	hpu_cb_init(head);
+	/* Another stream's launch may still run the recipe: its end first. */
+	if (inst->last_ctrl && inst->last_stream != s->id &&
+	    !hpu_device_word(&inst->last_ctrl->finished))
+		hpu_cb_wait(head, inst->last_ctrl_va + offsetof(struct hpu_launch_ctrl, finished), 1);
+	if (stage_va)
+		hpu_cb_copy(head, inst->va, stage_va, r->blob_size);
+	hpu_cb_fill(head, inst->va + r->sync_off, 0, r->sync_size);
+	hpu_cb_signal(head, ctrl_va + offsetof(struct hpu_launch_ctrl, go), 1);
+}
+
+/* With inst->lock held. */
+static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
+			     struct hpu_recipe_inst *inst, bool call, uint64_t stage_va,
+			     uint64_t *ctrl_va, struct hpu_launch_ctrl **ctrl)
+{
+	struct hpu_launch L = { .s = s };
+	struct hpu_cb head;
+	void *host;
+	unsigned int i;
+	int ret;
+
+	ret = hpu_pinned_alloc(s->dev, sizeof(**ctrl), ctrl_va, &host);
+	if (ret)
+		return ret;
+	/* A new slot is used by no job: the host may zero it. */
+	*ctrl = host;
+	memset(*ctrl, 0, sizeof(**ctrl));
+	hpu_launch_head(s, r, inst, stage_va, *ctrl_va, &head);
+	ret = hpu_launch_build(&L, r, inst, call, &head, *ctrl_va);
+	if (!ret && L.bytes.oom)
+		ret = hpu_error_set(ENOMEM, "out of memory");
+	for (i = 0; i < L.count && !ret; i++)
+		L.jobs[i].cb = L.bytes.p + L.off[i];
+	if (!ret)
+		ret = hpu_stream_submit_group(s, L.jobs, L.count, "hpu_mark_step");
+	free(L.bytes.p);
+	if (ret)
+		hpu_pinned_free(s->dev, *ctrl_va);
+	return ret;
+}
+
+int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t *bindings)
+{
+	uint64_t start = hpu_now_ns(), stage_va = 0, ctrl_va;
+	struct hpu_launch_ctrl *ctrl;
+	struct hpu_recipe_inst *inst;
+	bool call, upload;
+	void *host;
+	int ret;
+
+	ret = hpu_recipe_inst(s, r, &inst);
+	if (!ret)
+		ret = hpu_call_supported(s, &call);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&inst->lock);
+	upload = !inst->uploaded ||
+		 memcmp(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+	if (upload) {
+		inst->uploaded = false;
+		hpu_recipe_resolve(r, inst, bindings);
+		ret = hpu_pinned_alloc(s->dev, r->blob_size, &stage_va, &host);
+		if (!ret)
+			memcpy(host, inst->image, r->blob_size);
+	}
+	if (!ret)
+		ret = hpu_launch_submit(s, r, inst, call, stage_va, &ctrl_va, &ctrl);
+	/* Freeing never waits: the staging copy stays until the launch has ended. */
+	if (stage_va)
+		hpu_pinned_free(s->dev, stage_va);
+	if (!ret) {
+		if (inst->last_ctrl_va)
+			hpu_pinned_free(s->dev, inst->last_ctrl_va);
+		inst->last_ctrl_va = ctrl_va;
+		inst->last_ctrl = ctrl;
+		inst->last_stream = s->id;
+		inst->uploaded = true;
+	}
+	pthread_mutex_unlock(&inst->lock);
+	if (!ret) {
+		hpu_counter_add(HPU_C_LAUNCHES, 1);
+		hpu_counter_add(HPU_C_LAUNCH_NS, (int64_t)(hpu_now_ns() - start));
+		hpu_counter_add(HPU_C_UPLOADS, upload);
+	}
+	return ret;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-memory recipe cache of a device: an LRU list, most recently
+ * launched first, of recipes found by their key's hash and then the whole
+ * key (a hash collision can never launch the wrong recipe).  A hit skips
+ * compilation and, if the tensors are where they were, the upload too.
+ * Lookups walk the list: caches hold tens of recipes, and a hit is almost
+ * always the first or second entry in a training loop.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpu_internal.h"
+
+#define HPU_RECIPE_CACHE_DEFAULT 64u
+
+void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version)
+{
+	pthread_mutex_init(&c->lock, NULL);
+	hpu_list_init(&c->lru);
+	c->count = 0;
+	c->capacity = hpu_env_uint("HPU_RECIPE_CACHE_SIZE", HPU_RECIPE_CACHE_DEFAULT);
+	c->fw_version = fw_version;
+	c->call = 0;
+}
+
+/* With the lock held: drops the least recent recipes beyond capacity (more may run still). */
+static void hpu_recipe_cache_trim(struct hpu_recipe_cache *c, unsigned int capacity, bool evict)
+{
+	while (c->count > capacity) {
+		struct hpu_recipe *r = hpu_container_of(c->lru.prev, struct hpu_recipe, lru);
+
+		hpu_list_del(&r->lru);
+		c->count--;
+		hpu_counter_add(HPU_C_ENTRIES, -1);
+		if (evict)
+			hpu_counter_add(HPU_C_EVICTIONS, 1);
+		hpu_recipe_put(r);
+	}
+}
+
+void hpu_recipe_cache_fini(struct hpu_recipe_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	hpu_recipe_cache_trim(c, 0, false);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_destroy(&c->lock);
+}
+
+struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t hash,
+					 const uint8_t *key, size_t size)
+{
+	struct hpu_recipe *found = NULL;
+	struct hpu_list *it;
+
+	pthread_mutex_lock(&c->lock);
+	for (it = c->lru.next; it != &c->lru; it = it->next) {
+		struct hpu_recipe *r = hpu_container_of(it, struct hpu_recipe, lru);
+
+		if (r->hash == hash && r->key_size == size && !memcmp(r->key, key, size)) {
+			found = r;
+			break;
+		}
+	}
+	if (found) {
+		hpu_list_del(&found->lru);
+		hpu_list_add_tail(c->lru.next, &found->lru);
+		hpu_recipe_get(found);
+	}
+	pthread_mutex_unlock(&c->lock);
+	hpu_counter_add(found ? HPU_C_HITS : HPU_C_MISSES, 1);
+	return found;
+}
+
+void hpu_recipe_cache_insert(struct hpu_recipe_cache *c, struct hpu_recipe *r)
+{
+	hpu_recipe_get(r);
+	pthread_mutex_lock(&c->lock);
+	/* Before the first entry: the front of the list. */
+	hpu_list_add_tail(c->lru.next, &r->lru);
+	c->count++;
+	hpu_counter_add(HPU_C_ENTRIES, 1);
+	hpu_recipe_cache_trim(c, c->capacity, true);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void hpu_recipe_cache_resize(struct hpu_recipe_cache *c, unsigned int capacity)
+{
+	pthread_mutex_lock(&c->lock);
+	c->capacity = capacity;
+	hpu_recipe_cache_trim(c, capacity, true);
+	pthread_mutex_unlock(&c->lock);
+}
