@@ -609,7 +609,7 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t
 /* hpu_metrics.c */
 enum hpu_counter {
 	HPU_C_COMPILES, HPU_C_COMPILE_NS,
-	HPU_C_LAUNCHES, HPU_C_LAUNCH_NS, HPU_C_UPLOADS,
+	HPU_C_LAUNCHES, HPU_C_LAUNCH_NS, HPU_C_UPLOADS, HPU_C_INLINE,
 	HPU_C_GRAPHS, HPU_C_OPS, HPU_C_CAP_SPLITS,
 	HPU_C_HITS, HPU_C_MISSES, HPU_C_EVICTIONS, HPU_C_ENTRIES,
 	HPU_COUNTERS

@@ -70,7 +70,10 @@ HPU_API int hpu_recipe_cache_set_capacity(struct hpu_device *dev, unsigned int c
  *
  *   graph_compilation  TotalNumber, TotalTime, AvgTime (ns of host time)
  *   graph_launch       TotalNumber, TotalTime, AvgTime, Uploads (launches
- *                      that uploaded the recipe or re-bound its tensors)
+ *                      that uploaded the recipe or re-bound its tensors),
+ *                      Inline (launches that copied the command buffers
+ *                      into their jobs: a device without CALL, or
+ *                      HPU_RECIPE_INLINE=1)
  *   lazy_mode          Graphs (flushed), Ops (recorded), CapSplits
  *                      (flushes forced by the op cap)
  *   recipe_cache       Hits, Misses, Evictions, Entries
