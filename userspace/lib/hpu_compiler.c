@@ -129,9 +129,9 @@ struct hpu_compiler {
 	unsigned int num_sites, cap_sites, cap_site_sec;
 };
 
-static int hpu_compiler_grow(void **p, unsigned int *cap, unsigned int need, size_t elem)
+int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem)
 {
-	unsigned int n = *cap ? *cap : 64;
+	unsigned int n = *cap ? *cap : 16;
 	void *q;
 
 	if (need <= *cap)
@@ -351,7 +351,7 @@ static int hpu_dependencies(struct hpu_compiler *c)
 			for (j = 0; j < num_live && !ret; j++) {
 				if (!hpu_access_conflict(&a, &live[j]))
 					continue;
-				ret = hpu_compiler_grow((void **)&c->deps, &c->cap_deps,
+				ret = hpu_array_grow((void **)&c->deps, &c->cap_deps,
 							c->num_deps + 1, sizeof(*c->deps));
 				if (!ret)
 					c->deps[c->num_deps++] = live[j].node;
@@ -368,7 +368,7 @@ static int hpu_dependencies(struct hpu_compiler *c)
 					live[k++] = live[j];
 			if (a.write)
 				num_live = k;
-			ret = hpu_compiler_grow((void **)&live, &cap_live, num_live + 1,
+			ret = hpu_array_grow((void **)&live, &cap_live, num_live + 1,
 						sizeof(*live));
 			if (!ret)
 				live[num_live++] = a;
@@ -462,11 +462,11 @@ static void hpu_schedule(struct hpu_compiler *c)
 
 static int hpu_site(struct hpu_compiler *c, unsigned int sec, size_t at, uint32_t base)
 {
-	int ret = hpu_compiler_grow((void **)&c->sites, &c->cap_sites, c->num_sites + 1,
+	int ret = hpu_array_grow((void **)&c->sites, &c->cap_sites, c->num_sites + 1,
 				    sizeof(*c->sites));
 
 	if (!ret)
-		ret = hpu_compiler_grow((void **)&c->site_sec, &c->cap_site_sec, c->num_sites + 1,
+		ret = hpu_array_grow((void **)&c->site_sec, &c->cap_site_sec, c->num_sites + 1,
 					sizeof(*c->site_sec));
 	if (ret)
 		return ret;

@@ -33,23 +33,6 @@ bool hpu_stream_lazy(struct hpu_stream *s)
 	return s->lazy == 1;
 }
 
-static int hpu_grow(void **p, unsigned int *cap, unsigned int need, size_t elem)
-{
-	unsigned int n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, (size_t)n * elem);
-	if (!q)
-		return hpu_error_set(ENOMEM, "out of memory");
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static int hpu_graph_buffer(struct hpu_graph *g, struct hpu_storage *st, uint32_t *index)
 {
 	uint32_t i;
@@ -59,7 +42,7 @@ static int hpu_graph_buffer(struct hpu_graph *g, struct hpu_storage *st, uint32_
 		if (g->bufs[i].st == st)
 			break;
 	if (i == g->num_bufs) {
-		ret = hpu_grow((void **)&g->bufs, &g->cap_bufs, i + 1, sizeof(*g->bufs));
+		ret = hpu_array_grow((void **)&g->bufs, &g->cap_bufs, i + 1, sizeof(*g->bufs));
 		if (ret)
 			return ret;
 		atomic_fetch_add(&st->refs, 1);
@@ -122,7 +105,7 @@ int hpu_graph_record(struct hpu_stream *s, const struct hpu_op *op)
 		if (ret)
 			return ret;
 	}
-	ret = hpu_grow((void **)&g->nodes, &g->cap_nodes, g->num_nodes + 1, sizeof(*g->nodes));
+	ret = hpu_array_grow((void **)&g->nodes, &g->cap_nodes, g->num_nodes + 1, sizeof(*g->nodes));
 	if (ret)
 		return ret;
 	node = &g->nodes[g->num_nodes];

@@ -580,6 +580,8 @@ struct hpu_bytes {
 	size_t len, cap;
 	bool oom;
 };
+/* Room for need elements of elem bytes in the array *p of *cap (grown by doubling). */
+int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem);
 /* Appends len bytes of data (zeros if NULL); returns where they start. */
 size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len);
 /* Bytes of the packet starting with header (0 for an unknown opcode). */
