@@ -39,7 +39,7 @@ struct hpu_job {
 	uint32_t asid;
 	uint32_t cb_size;
 	uint32_t priv_offset;
-	uint32_t pos;        /* offset of the packet to run next (a stalled WAIT or CALL stays there) */
+	uint32_t pos;        /* offset of the packet to run next; a stalled WAIT or CALL stays */
 	struct hpu_job_call call;
 	uint32_t engine;     /* HPU_ENGINE_* of the packet running, named in its event */
 	bool signalled;      /* a SIGNAL ran: waiting queues must look again */

@@ -309,7 +309,7 @@ static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
 		const uint8_t *pkt;
 
 		job->engine = HPU_ENGINE_QMAN;
-		/* As every engine reports a reset: at the command buffer's packet, the CALL in a callee. */
+		/* At the top-level packet, as every engine reports it: in a callee, the CALL. */
 		if (hpu_job_cancelled(job))
 			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		pkt = hpu_pkt_check(job, &desc);

@@ -483,8 +483,8 @@ TEST_F(comp, callee_faults_fail_the_job)
 		uint32_t words[8], nwords;
 		int err;
 	} cases[] = {
-		{ "privileged packet", { HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0), 0, 0x1000, 0, 1,
-					 0 }, 6, -EPERM },
+		{ "privileged packet",
+		  { HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0), 0, 0x1000, 0, 1, 0 }, 6, -EPERM },
 		{ "nested CALL", { HPU_PKT_HEADER(HPU_PKT_CALL, 0), 0, 0, 0, 8, 0 }, 6, -EINVAL },
 		{ "unknown opcode", { 0x7f, 0 }, 2, -EINVAL },
 		/* Last in the callee: nothing follows it. */

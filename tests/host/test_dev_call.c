@@ -56,8 +56,8 @@ static void map_call(struct hpu_test *t)
 		pt_map_page(t, ASID, VA_SCAT + i * HPU_MMU_HUGE_SIZE,
 			    HBM_SCAT + order[i] * HPU_MMU_HUGE_SIZE, PTE_RW | HPU_PTE_HUGE);
 	for (i = 0; i < HPU_CALL_MAX_SIZE / HPU_MMU_HUGE_SIZE; i++)
-		pt_map_page(t, ASID, VA_BIG + i * HPU_MMU_HUGE_SIZE, HBM_BIG + i * HPU_MMU_HUGE_SIZE,
-			    PTE_RW | HPU_PTE_HUGE);
+		pt_map_page(t, ASID, VA_BIG + i * HPU_MMU_HUGE_SIZE,
+			    HBM_BIG + i * HPU_MMU_HUGE_SIZE, PTE_RW | HPU_PTE_HUGE);
 	pt_map_host(t, ASID, PARAM_OFF, HPU_MMU_PAGE_SIZE);
 	pt_map_page(t, ASID, VA_BAD_HOST, BAD_BUS, PTE_HOST_RW);
 }
@@ -401,6 +401,30 @@ static uint32_t upload_waiting_callee(struct hpu_test *t, uint32_t value)
 	return len;
 }
 
+/* Job tag 1 on q, parked on the WAIT of the waiting callee; returns the callee's size. */
+static uint32_t park_in_callee(struct hpu_test *t, unsigned int q)
+{
+	uint32_t len;
+
+	map_call(t);
+	len = upload_waiting_callee(t, 1);
+	submit_call(t, q, VA_CALLEE, len, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+	return len;
+}
+
+/* q ended its jobs, the last having run the waiting callee once more, its SIGNAL adding sync2. */
+static void expect_callee_ran(struct hpu_test *t, unsigned int q, uint32_t sync1, uint32_t sync2,
+			      int line)
+{
+	expect_done(t, q, line);
+	hpu_check_eq(t, sync_value(t, 1), sync1, "SIGNALs before the WAIT", line);
+	hpu_check_eq(t, sync_value(t, 2), sync2, "SIGNALs after the WAIT", line);
+	hpu_check_eq(t, sync_value(t, AFTER), 1, "SIGNALs after the CALL", line);
+}
+
 /*
  * A WAIT in a callee parks the queue; a SIGNAL from another queue resumes
  * it at that WAIT, fetching anew: what was written meanwhile is what runs.
@@ -408,72 +432,48 @@ static uint32_t upload_waiting_callee(struct hpu_test *t, uint32_t value)
 static void case_wait_in_callee(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
-	uint32_t len;
 
-	map_call(t);
-	len = upload_waiting_callee(t, 1);
-	submit_call(t, 1, VA_CALLEE, len, 1);
-	run(t);
-	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+	park_in_callee(t, 1);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 0);
-	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
 	HPU_CHECK_EQ(t, sync_value(t, 2), 0);
-
 	upload_waiting_callee(t, 5);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+
 	cb_signal(&cb, 0, 1);
 	submit_user(t, 0, &cb, 2);
 	run(t);
 	EXPECT_DONE(t, 0);
-	EXPECT_DONE(t, 1);
 	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + 1);
-	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
-	HPU_CHECK_EQ(t, sync_value(t, 2), 5);
-	HPU_CHECK_EQ(t, sync_value(t, AFTER), 1);
+	expect_callee_ran(t, 1, 1, 5, __LINE__);
 }
 
 /* A queue reset of a job waiting in a callee: ABORTED at the CALL; the next CALL starts over. */
 static void case_reset_waiting_in_callee(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
-	uint32_t len;
+	uint32_t len = park_in_callee(t, 1);
 
-	map_call(t);
-	len = upload_waiting_callee(t, 1);
-	submit_call(t, 1, VA_CALLEE, len, 1);
 	cb_signal(&cb, 3, 1);
 	submit_user(t, 1, &cb, 2);
-	run(t);
-	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
-
 	hpu_wr(t, REG_Q(1, CTRL), HPU_Q_CTRL_RESET);
 	run(t);
+	/* The queued job is dropped with the waiting one. */
 	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 1, ASID, HPU_ENGINE_QMAN, 1, 8);
-	EXPECT_DONE(t, 1);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 2);
-	HPU_CHECK_EQ(t, sync_value(t, 3), 0);
-	HPU_CHECK_EQ(t, sync_value(t, AFTER), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 3) + sync_value(t, AFTER), 0);
 
 	hpu_st_le32(t->mem + SYNC_OFF, 1);
 	submit_call(t, 1, VA_CALLEE, len, 3);
 	run(t);
-	EXPECT_DONE(t, 1);
-	HPU_CHECK_EQ(t, sync_value(t, 1), 2);
-	HPU_CHECK_EQ(t, sync_value(t, 2), 1);
-	HPU_CHECK_EQ(t, sync_value(t, AFTER), 1);
+	expect_callee_ran(t, 1, 2, 1, __LINE__);
 }
 
 /* A device reset of a job waiting in a callee: the next job is a new one. */
 static void case_device_reset_in_callee(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
-	uint32_t len;
 
-	map_call(t);
-	len = upload_waiting_callee(t, 1);
-	submit_call(t, 2, VA_CALLEE, len, 1);
-	run(t);
-	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
+	park_in_callee(t, 2);
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	run(t);
 	HPU_EXPECT_CLEAN(t);
