@@ -7,8 +7,8 @@
  * one stream and lazily on another from the same values: every result is
  * bitwise the same.  Also: one compilation and N-1 cache hits for N
  * identical steps, dropout drawing fresh masks each step, a host read
- * flushing implicitly, the op cap splitting a graph, eviction, misuse,
- * and the metrics' JSON.
+ * flushing implicitly, a CPU fallback flushing first, the op cap splitting
+ * a graph, eviction, misuse, and the metrics' JSON.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -328,6 +328,26 @@ TEST_F(lazy, a_host_read_flushes_and_tensors_moving_rebind)
 	EXPECT_EQ(uploads + 1, metric("graph_launch", "Uploads"));
 	hpu_tensor_destroy(a);
 	hpu_tensor_destroy(b);
+}
+
+/* A CPU fallback reads its operands on the host: what was recorded runs first. */
+TEST_F(lazy, a_fallback_flushes_first)
+{
+	struct hpu_tensor *a = tensor(self->dev, HPU_DT_F32, 16, 0);
+	struct hpu_tensor *c = tensor(self->dev, HPU_DT_F32, 16, 0);
+	uint64_t graphs = metric("lazy_mode", "Graphs"), falls = metric("cpu_fallback", "Total");
+	float got[16];
+
+	ASSERT_EQ(0, hpu_op_fill(self->lazy, a, 2));
+	ASSERT_EQ(0, hpu_op_cumsum(self->lazy, c, a, 0)) TH_LOG("%s", hpu_last_error());
+	EXPECT_EQ(graphs + 1, metric("lazy_mode", "Graphs"));
+	EXPECT_EQ(falls + 1, metric("cpu_fallback", "Total"));
+	EXPECT_EQ(1, metric("cpu_fallback", "cumsum"));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->lazy, c, got, sizeof(got)));
+	EXPECT_EQ(2, got[0]);
+	EXPECT_EQ(32, got[15]);
+	hpu_tensor_destroy(a);
+	hpu_tensor_destroy(c);
 }
 
 TEST_F(lazy, the_op_cap_splits_a_graph)
