@@ -196,11 +196,12 @@ struct hpu_queue_desc {
 /* A job failed; the rest of it, kernel tail included, was skipped. */
 enum hpu_event_type {
 	HPU_EVENT_MMU_FAULT = 1,       /* addr: the VA with no valid, permitted mapping */
-	HPU_EVENT_ILLEGAL_PACKET = 2,  /* addr: packet offset in the command buffer */
-	HPU_EVENT_PRIV_PACKET = 3,     /* addr: packet offset of a privileged packet before priv_offset */
+	/* Packet errors name a packet by its offset in the job's command buffer, or inside a CALL by its VA. */
+	HPU_EVENT_ILLEGAL_PACKET = 2,  /* addr: the packet */
+	HPU_EVENT_PRIV_PACKET = 3,     /* addr: a privileged packet before priv_offset, or in a callee */
 	HPU_EVENT_DMA_ERROR = 4,       /* addr: the bus address that failed */
 	HPU_EVENT_ABORTED = 5,         /* the queue was reset while the job ran */
-	HPU_EVENT_BAD_KERNEL = 6,      /* (1.2) addr: packet offset of a GEMM or launch whose parameters break its rules */
+	HPU_EVENT_BAD_KERNEL = 6,      /* (1.2) addr: a GEMM or launch whose parameters break its rules */
 };
 
 /* Engines named in events: DMA engine n is HPU_ENGINE_DMA + n. */

@@ -192,7 +192,7 @@ struct drm_hpu_submit {
  * DRM_IOCTL_HPU_WAIT: wait until job seq of this file has ended.  Returns 0
  * with error = 0 if it completed, or a negative errno the job failed with
  * (-EFAULT MMU fault, -EINVAL illegal packet or broken GEMM/kernel
- * parameters, -EIO DMA error, -ECANCELED aborted, -ETIMEDOUT killed after
+ * parameters, -EPERM a privileged packet in a CALLed buffer, -EIO DMA error, -ECANCELED aborted, -ETIMEDOUT killed after
  * the job timeout); -ETIME if timeout_ns passed first (0 polls).
  */
 struct drm_hpu_wait {

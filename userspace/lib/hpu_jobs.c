@@ -165,6 +165,7 @@ const char *hpu_job_error_name(int error, char *buf, size_t len)
 		const char *symbol, *meaning;
 	} known[] = {
 		{ -EFAULT, "EFAULT", "MMU fault" },
+		{ -EPERM, "EPERM", "privileged packet in a called command buffer" },
 		{ -EINVAL, "EINVAL", "illegal packet or kernel parameters" },
 		{ -EIO, "EIO", "DMA error" },
 		{ -ECANCELED, "ECANCELED", "aborted" },
