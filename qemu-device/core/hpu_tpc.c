@@ -22,6 +22,7 @@ static uint8_t hpu_tpc_nothing[8];
 
 /* One launch as the engine thread decodes, maps and runs it. */
 struct hpu_tpc_launch {
+	const struct hpu_job *job;
 	const struct hpu_kernel_def *def;
 	struct hpu_kcall call;
 	uint64_t va[HPU_KERNEL_MAX_TENSORS]; /* of element (0, ..., 0) */
@@ -29,20 +30,18 @@ struct hpu_tpc_launch {
 	uint64_t len[HPU_KERNEL_MAX_TENSORS]; /* bytes reached; 0: empty */
 	unsigned int slot[HPU_KERNEL_MAX_TENSORS];
 	struct hpu_tmem_set mem;
+	uint64_t items, parts; /* the work split over the TPCs */
 };
 
-/* Run the launch's next part.  Pool lock held, dropped while the kernel runs. */
+/* Run the next part.  Pool lock held, dropped while the part runs. */
 static void hpu_tpc_part(struct hpu_tpc_pool *pool)
 {
-	uint64_t p = pool->next++, base = pool->items / pool->parts, extra = pool->items % pool->parts;
-	uint64_t begin = p * base + (p < extra ? p : extra), end = begin + base + (p < extra);
-	const struct hpu_kernel_def *def = pool->def;
-	const struct hpu_kcall *call = pool->call;
-	const struct hpu_job *job = pool->job;
+	uint64_t p = pool->next++;
+	hpu_tpc_part_fn *fn = pool->fn;
+	void *ctx = pool->ctx;
 
 	pthread_mutex_unlock(&pool->lock);
-	if (!hpu_job_cancelled(job))
-		def->run(call, begin, end);
+	fn(ctx, p);
 	pthread_mutex_lock(&pool->lock);
 	if (++pool->ended == pool->parts)
 		pthread_cond_signal(&pool->done);
@@ -73,7 +72,7 @@ void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc)
 	pthread_cond_init(&pool->work, NULL);
 	pthread_cond_init(&pool->done, NULL);
 	pool->stopping = false;
-	pool->items = pool->parts = pool->next = pool->ended = 0;
+	pool->parts = pool->next = pool->ended = 0;
 	pool->nr_threads = 0;
 	pool->threads = num_tpc > 1 ? calloc(num_tpc - 1, sizeof(*pool->threads)) : NULL;
 	if (!pool->threads)
@@ -105,22 +104,14 @@ void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
 	pthread_mutex_destroy(&pool->lock);
 }
 
-/* Items [0, items) of the kernel, split between the engine thread and the workers. */
-static void hpu_tpc_run(struct hpu_tpc_pool *pool, const struct hpu_job *job,
-			const struct hpu_tpc_launch *l, uint64_t items)
+void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts)
 {
-	uint64_t parts = items / HPU_TPC_PART_ITEMS;
-
-	if (parts > pool->nr_threads + 1)
-		parts = pool->nr_threads + 1;
 	pthread_mutex_lock(&pool->lock);
-	pool->job = job;
-	pool->def = l->def;
-	pool->call = &l->call;
-	pool->items = items;
-	pool->parts = items && !parts ? 1 : parts;
+	pool->fn = fn;
+	pool->ctx = ctx;
+	pool->parts = parts;
 	pool->next = pool->ended = 0;
-	if (pool->parts > 1)
+	if (parts > 1)
 		pthread_cond_broadcast(&pool->work);
 	while (pool->next < pool->parts)
 		hpu_tpc_part(pool);
@@ -128,6 +119,30 @@ static void hpu_tpc_run(struct hpu_tpc_pool *pool, const struct hpu_job *job,
 		pthread_cond_wait(&pool->done, &pool->lock);
 	pool->parts = pool->next = 0;
 	pthread_mutex_unlock(&pool->lock);
+}
+
+/* Part p of the launch: an even share of its items, the first items % parts parts one longer. */
+static void hpu_tpc_run_part(void *ctx, uint64_t p)
+{
+	const struct hpu_tpc_launch *l = ctx;
+	uint64_t base = l->items / l->parts, extra = l->items % l->parts;
+	uint64_t begin = p * base + (p < extra ? p : extra), end = begin + base + (p < extra);
+
+	if (!hpu_job_cancelled(l->job))
+		l->def->run(&l->call, begin, end);
+}
+
+/* The launch's items, split over up to one part per TPC. */
+static void hpu_tpc_run(struct hpu_tpc_pool *pool, struct hpu_tpc_launch *l)
+{
+	uint32_t num_tpc = l->job->core->cfg.num_tpc;
+
+	l->parts = l->items / HPU_TPC_PART_ITEMS;
+	if (l->parts > num_tpc)
+		l->parts = num_tpc;
+	if (l->items && !l->parts)
+		l->parts = 1;
+	hpu_tpc_pool_run(pool, hpu_tpc_run_part, l, l->parts);
 }
 
 /* Why tensor descriptor d is refused, or NULL; fills t[i] but its base, and its range. */
@@ -237,16 +252,15 @@ static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)
 {
-	struct hpu_tpc_launch l = { 0 };
-	uint64_t items = 0;
+	struct hpu_tpc_launch l = { .job = job };
 	int err = -1;
 
 	if (hpu_tpc_params(job, &l, pkt) || hpu_tpc_map(job, &l))
 		return HPU_PKT_FAILED;
-	if (l.def->check(&l.call, &items)) {
+	if (l.def->check(&l.call, &l.items)) {
 		hpu_pkt_refuse(job, "kernel %s refuses its operands", l.def->name);
 	} else {
-		hpu_tpc_run(&job->core->tpc, job, &l, items);
+		hpu_tpc_run(&job->core->tpc, &l);
 		if (l.def->finish && !hpu_job_cancelled(job))
 			l.def->finish(&l.call);
 		err = hpu_tmem_write_back(job, &l.mem);

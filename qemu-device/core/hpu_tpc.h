@@ -5,6 +5,9 @@
  * maps them (hpu_tmem.h), lets the kernel check its operands, then splits
  * the kernel's work items between itself and a pool of worker threads, one
  * per further TPC.  A queue reset is noticed between parts.
+ *
+ * The pool runs any work split in parts; the engine thread alone starts
+ * runs, one at a time.
  */
 #ifndef HPU_TPC_H
 #define HPU_TPC_H
@@ -15,30 +18,31 @@
 
 #include "hpu_pkt.h"
 
-struct hpu_kernel_def;
-struct hpu_kcall;
-
 /* Fewest work items worth a TPC of their own: smaller launches run on fewer. */
 #define HPU_TPC_PART_ITEMS 4096u
 
+/* One part of a run: part is 0 .. parts - 1, each run once, on any of the pool's threads. */
+typedef void hpu_tpc_part_fn(void *ctx, uint64_t part);
+
 struct hpu_tpc_pool {
-	pthread_mutex_t lock; /* guards the launch below */
+	pthread_mutex_t lock; /* guards the run below */
 	pthread_cond_t work;  /* parts are waiting, or the pool stops */
-	pthread_cond_t done;  /* the launch's last part ended */
+	pthread_cond_t done;  /* the run's last part ended */
 	bool stopping;
 	unsigned int nr_threads;
 	pthread_t *threads;
-	/* The launch running, if parts > 0: part p covers about items / parts items. */
-	const struct hpu_job *job;
-	const struct hpu_kernel_def *def;
-	const struct hpu_kcall *call;
-	uint64_t items, parts, next, ended;
+	/* The run in progress, if parts > 0. */
+	hpu_tpc_part_fn *fn;
+	void *ctx;
+	uint64_t parts, next, ended;
 };
 
 /* Start num_tpc - 1 workers (the engine thread is the first TPC); fewer if the host refuses. */
 void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc);
-/* Stop and join the workers; no launch may be running. */
+/* Stop and join the workers; no run may be in progress. */
 void hpu_tpc_destroy(struct hpu_tpc_pool *pool);
+/* fn(ctx, p) for every p < parts, on the calling thread and workers; returns once all ended. */
+void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts);
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt);
 
