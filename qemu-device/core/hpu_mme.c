@@ -4,12 +4,18 @@
  * straight from HBM.  bf16 ones are widened (exactly) to fp32 blocks first:
  * Debian's OpenBLAS declares cblas_sbgemm but is built without it.  A bf16
  * C is computed in fp32 and rounded once.
+ *
+ * Steps (hpu_mme.h) run on several threads at once, each with working
+ * buffers of its own.  OpenBLAS limited to one thread computes on its
+ * caller's, and its pthread build (Debian's default) locks the table of
+ * buffers it packs into, so such calls can overlap.  Its sequential build
+ * does not lock, its OpenMP build runs its own threads: with those the MME
+ * keeps to one thread.
  */
 #include <cblas.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_kernel.h"
@@ -19,10 +25,12 @@
 
 #define HPU_GEMM_OFF(field) offsetof(struct hpu_pkt_mme_gemm, field)
 
-/* Multiply-adds per OpenBLAS call: tens of ms, the longest a queue reset waits for the MME. */
+/* Multiply-adds per step at most: tens of ms, the longest a queue reset waits for the MME. */
 #define HPU_MME_STEP_MACS (1ull << 30)
 /* Elements of an fp32 working block, so a step's buffers stay small. */
 #define HPU_MME_STEP_ELEMS (1ull << 24)
+/* What openblas_get_parallel() says of the pthread build. */
+#define HPU_MME_OPENBLAS_PTHREADS 1
 
 /* One operand as stored: batch matrices of rows x cols, rows ld elements apart. */
 struct hpu_mme_operand {
@@ -33,13 +41,23 @@ struct hpu_mme_operand {
 	uint8_t *host;     /* element 0 of matrix 0, once mapped */
 };
 
+/* A part's fp32 working copies of bf16 blocks (or NULL), and the blocks of A and B they hold. */
+struct hpu_mme_work {
+	float *wa, *wb, *wc;
+	const uint8_t *a_src, *b_src; /* where the block starts, NULL: none yet */
+	uint64_t a_len, b_len;        /* its rows of op(A), its columns of op(B) */
+};
+
 struct hpu_gemm {
+	const struct hpu_job *job;
 	struct hpu_mme_operand a, b, c;
 	uint32_t batch, m, n, k;
 	bool trans_a, trans_b;
 	float alpha, beta;
-	uint64_t block_rows; /* rows of C per step */
-	float *wa, *wb, *wc; /* fp32 working copies of bf16 operands, or NULL */
+	struct hpu_mme_plan plan;
+	uint64_t next_step; /* __atomic */
+	struct hpu_mme_work *work; /* nr_work of them, the first plan.parts with their buffers */
+	uint64_t nr_work;
 };
 
 static float hpu_mme_f32(uint32_t bits)
@@ -159,91 +177,160 @@ static uint64_t hpu_mme_min(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The fp32 working buffers a bf16 GEMM needs; false if the host has no memory for them. */
+static uint64_t hpu_mme_max(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint64_t hpu_mme_div_up(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Length of the blocks cutting len: about one per HPU_MME_PART_MACS of macs, at most max_len. */
+static uint64_t hpu_mme_block(uint64_t len, double macs, uint64_t max_len)
+{
+	uint64_t blocks = len / HPU_MME_MIN_BLOCK;
+
+	if (macs / HPU_MME_PART_MACS < (double)blocks)
+		blocks = (uint64_t)(macs / HPU_MME_PART_MACS);
+	blocks = hpu_mme_max(blocks, hpu_mme_div_up(len, hpu_mme_max(max_len, 1)));
+	return hpu_mme_div_up(len, hpu_mme_max(blocks, 1));
+}
+
+void hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+		  unsigned int cpus)
+{
+	double macs = (double)m * n * k, worth = batch * macs / HPU_MME_PART_MACS;
+	/* Bounded work per step, and bounded working memory for bf16 operands. */
+	uint64_t max_rows = hpu_mme_min(HPU_MME_STEP_MACS / ((uint64_t)n * k),
+					HPU_MME_STEP_ELEMS / hpu_mme_max(n, k));
+
+	plan->block_rows = hpu_mme_block(m, macs, max_rows);
+	plan->block_cols = plan->block_rows < m ? n :
+			   hpu_mme_block(n, macs, HPU_MME_STEP_MACS / ((uint64_t)m * k));
+	plan->steps = batch * hpu_mme_div_up(m, plan->block_rows) *
+		      hpu_mme_div_up(n, plan->block_cols);
+	plan->parts = hpu_mme_min(cpus, plan->steps);
+	if (worth < (double)plan->parts)
+		plan->parts = worth < 1 ? 1 : (uint64_t)worth;
+}
+
+/* Working buffers for each part, fewer parts if the host runs short; false if none. */
 static bool hpu_mme_alloc(struct hpu_gemm *g)
 {
 	bool bf16_ab = g->a.esize == 2, bf16_c = g->c.esize == 2;
+	uint64_t rows = g->plan.block_rows, cols = g->plan.block_cols, p;
+	struct hpu_mme_work *w;
 
-	/* Rows of C per step: a bounded amount of work and of working memory, at least one row. */
-	g->block_rows = hpu_mme_min(HPU_MME_STEP_MACS / ((uint64_t)g->n * g->k),
-				    hpu_mme_min(HPU_MME_STEP_ELEMS / g->k, HPU_MME_STEP_ELEMS / g->n));
-	g->block_rows = hpu_mme_min(g->m, g->block_rows ? g->block_rows : 1);
-	g->wa = bf16_ab ? malloc(g->block_rows * g->k * sizeof(float)) : NULL;
-	g->wb = bf16_ab ? malloc((uint64_t)g->k * g->n * sizeof(float)) : NULL;
-	g->wc = bf16_c ? malloc(g->block_rows * g->n * sizeof(float)) : NULL;
-	return (!bf16_ab || (g->wa && g->wb)) && (!bf16_c || g->wc);
+	g->work = calloc(g->plan.parts, sizeof(*g->work));
+	g->nr_work = g->work ? g->plan.parts : 0;
+	for (p = 0; p < g->nr_work; p++) {
+		w = &g->work[p];
+		w->wa = bf16_ab ? malloc(rows * g->k * sizeof(float)) : NULL;
+		w->wb = bf16_ab ? malloc((uint64_t)g->k * cols * sizeof(float)) : NULL;
+		w->wc = bf16_c ? malloc(rows * cols * sizeof(float)) : NULL;
+		if ((bf16_ab && (!w->wa || !w->wb)) || (bf16_c && !w->wc))
+			break;
+	}
+	g->plan.parts = p;
+	return p;
 }
 
-/* C rows [i, i + rows) of matrix bi; b is matrix bi of op(B) in fp32. */
-static void hpu_mme_block(struct hpu_gemm *g, uint64_t bi, uint64_t i, uint64_t rows,
-			  const float *b, uint64_t ldb)
+static void hpu_mme_free(struct hpu_gemm *g)
 {
-	const uint8_t *a = g->a.host + bi * g->a.stride * g->a.esize;
-	uint8_t *c = g->c.host + (bi * g->c.stride + i * g->c.ld) * g->c.esize;
-	uint64_t lda = g->a.ld, ldc = g->c.ld;
+	uint64_t p;
+
+	for (p = 0; p < g->nr_work; p++) {
+		free(g->work[p].wa);
+		free(g->work[p].wb);
+		free(g->work[p].wc);
+	}
+	free(g->work);
+}
+
+/* The fp32 block at src (len rows of op(A) or columns of op(B)) in dst, widened unless there. */
+static const float *hpu_mme_stage(float *dst, const uint8_t **held, uint64_t *held_len,
+				  const uint8_t *src, uint64_t len, uint64_t rows, uint64_t cols,
+				  uint64_t ld)
+{
+	if (*held != src || *held_len != len) {
+		hpu_mme_widen(dst, src, rows, cols, ld);
+		*held = src;
+		*held_len = len;
+	}
+	return dst;
+}
+
+/* Step s: block (i, j) of C's batch matrix bi, with a part's working buffers w. */
+static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint64_t s)
+{
+	uint64_t row_blocks = hpu_mme_div_up(g->m, g->plan.block_rows);
+	uint64_t col_blocks = hpu_mme_div_up(g->n, g->plan.block_cols);
+	uint64_t bi = s / col_blocks / row_blocks;
+	uint64_t i = s / col_blocks % row_blocks * g->plan.block_rows;
+	uint64_t j = s % col_blocks * g->plan.block_cols;
+	uint64_t rows = hpu_mme_min(g->plan.block_rows, g->m - i);
+	uint64_t cols = hpu_mme_min(g->plan.block_cols, g->n - j);
+	uint64_t lda = g->a.ld, ldb = g->b.ld, ldc = g->c.ld;
+	/* Stored A is k x m when transposed, stored B n x k: their blocks are columns, rows. */
+	const uint8_t *a = g->a.host + (bi * g->a.stride + (g->trans_a ? i : i * lda)) * g->a.esize;
+	const uint8_t *b = g->b.host + (bi * g->b.stride + (g->trans_b ? j * ldb : j)) * g->b.esize;
+	uint8_t *c = g->c.host + (bi * g->c.stride + i * ldc + j) * g->c.esize;
+	const float *af = (const float *)a, *bf = (const float *)b;
 	float *cf = (float *)c;
 
-	/* Stored A is k x m when transposed: the block is columns i.., else rows i... */
-	a += (g->trans_a ? i : i * g->a.ld) * g->a.esize;
-	if (g->wa) {
-		hpu_mme_widen(g->wa, a, g->trans_a ? g->k : rows, g->trans_a ? rows : g->k, lda);
+	/* A batch stride of 0 repeats a block: a part widens it once. */
+	if (w->wa) {
+		af = hpu_mme_stage(w->wa, &w->a_src, &w->a_len, a, rows, g->trans_a ? g->k : rows,
+				   g->trans_a ? rows : g->k, lda);
 		lda = g->trans_a ? rows : g->k;
-		a = (const uint8_t *)g->wa;
 	}
-	if (g->wc) {
+	if (w->wb) {
+		bf = hpu_mme_stage(w->wb, &w->b_src, &w->b_len, b, cols, g->trans_b ? cols : g->k,
+				   g->trans_b ? g->k : cols, ldb);
+		ldb = g->trans_b ? g->k : cols;
+	}
+	if (w->wc) {
 		/* With beta 0, C is not read. */
 		if (g->beta != 0.0f)
-			hpu_mme_widen(g->wc, c, rows, g->n, ldc);
-		cf = g->wc;
-		ldc = g->n;
+			hpu_mme_widen(w->wc, c, rows, cols, ldc);
+		cf = w->wc;
+		ldc = cols;
 	}
 	cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-		    g->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)g->n, (int)g->k,
-		    g->alpha, (const float *)a, (int)lda, b, (int)ldb, g->beta, cf, (int)ldc);
-	if (g->wc)
-		hpu_mme_narrow(c, g->wc, rows, g->n, g->c.ld);
+		    g->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)cols, (int)g->k,
+		    g->alpha, af, (int)lda, bf, (int)ldb, g->beta, cf, (int)ldc);
+	if (w->wc)
+		hpu_mme_narrow(c, w->wc, rows, cols, g->c.ld);
 }
 
-static int hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g)
+/* Part p: steps in turn until none is left or the queue is reset. */
+static void hpu_mme_part(void *ctx, uint64_t p)
 {
-	uint64_t bi, i, ldb = g->b.ld;
-	const uint8_t *b = NULL;
+	struct hpu_gemm *g = ctx;
+	uint64_t s;
 
-	for (bi = 0; bi < g->batch; bi++) {
-		/* A batch stride of 0 reuses B: widen it once. */
-		if (!b || g->b.stride) {
-			b = g->b.host + bi * g->b.stride * g->b.esize;
-			if (g->wb) {
-				hpu_mme_widen(g->wb, b, g->b.rows, g->b.cols, g->b.ld);
-				b = (const uint8_t *)g->wb;
-				ldb = g->b.cols;
-			}
-		}
-		for (i = 0; i < g->m; i += g->block_rows) {
-			if (hpu_job_cancelled(job))
-				return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
-			hpu_mme_block(g, bi, i, hpu_mme_min(g->block_rows, g->m - i),
-				      (const float *)b, ldb);
-		}
-	}
-	return 0;
+	while (!hpu_job_cancelled(g->job) &&
+	       (s = __atomic_fetch_add(&g->next_step, 1, __ATOMIC_RELAXED)) < g->plan.steps)
+		hpu_mme_step(g, &g->work[p], s);
 }
 
 void hpu_mme_init(void)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
 	/*
-	 * OpenBLAS's workers spin for about 0.1 s of CPU after every call: leave
-	 * one host CPU to the vCPUs, so on a 2-CPU host the MME is one thread.
+	 * The MME spreads GEMMs over the TPC pool, whose threads sleep when
+	 * idle; OpenBLAS's own workers would spin ~0.1 s of CPU after every
+	 * call, taking host CPUs from the vCPUs.
 	 */
-	openblas_set_num_threads(cpus > 2 ? (int)cpus - 1 : 1);
+	openblas_set_num_threads(1);
 }
 
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 {
-	struct hpu_gemm g = { 0 };
+	struct hpu_gemm g = { .job = job };
 	struct hpu_tmem_set set;
+	unsigned int cpus;
 	int err = -1;
 
 	hpu_tmem_init(&set);
@@ -252,13 +339,16 @@ enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 	g.a.host = set.r[g.a.slot].host;
 	g.b.host = set.r[g.b.slot].host;
 	g.c.host = set.r[g.c.slot].host;
-	if (!hpu_mme_alloc(&g))
+	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
+	hpu_mme_plan(&g.plan, g.batch, g.m, g.n, g.k, cpus);
+	if (!hpu_mme_alloc(&g)) {
 		hpu_tmem_oom(job, "GEMM working memory", job->pos);
-	else if (!hpu_mme_run(job, &g))
+	} else {
+		hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, &g, g.plan.parts);
+		/* A reset that stopped the steps fails the job here, as aborted. */
 		err = hpu_tmem_write_back(job, &set);
-	free(g.wa);
-	free(g.wb);
-	free(g.wc);
+	}
+	hpu_mme_free(&g);
 	hpu_tmem_release(&set);
 	return err ? HPU_PKT_FAILED : HPU_PKT_DONE;
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu matrix engine: runs MME_GEMM packets (format in hpu_packets.h) with
- * OpenBLAS on the operands' host memory (hpu_tmem.h).
+ * OpenBLAS on the operands' host memory (hpu_tmem.h), on the TPC pool's
+ * threads (hpu_tpc.h).
  *
  * Parameters the packet's rules refuse fail the job with BAD_KERNEL at the
  * packet, before any memory is touched; unmapped operands fail it with an
- * MMU fault.  A queue reset is noticed between batches and row blocks.
+ * MMU fault.  A queue reset is noticed between steps.
  */
 #ifndef HPU_MME_H
 #define HPU_MME_H
@@ -15,7 +16,29 @@
 /* Beyond what the ABI asks: OpenBLAS takes dimensions and leading dimensions as int. */
 #define HPU_MME_DIM_MAX 0x7fffffffu
 
-/* At device init: how many host threads OpenBLAS computes on. */
+/* Multiply-adds worth a host thread: about 0.4 ms here, far more than waking one. */
+#define HPU_MME_PART_MACS (1ull << 24)
+/* Fewest rows (or columns) worth a step: each OpenBLAS call repacks the other operand (~7 %). */
+#define HPU_MME_MIN_BLOCK 128u
+
+/*
+ * How a GEMM runs: every batch matrix of C is cut into blocks of block_rows
+ * rows, or when that leaves one block (m is small) of block_cols columns.
+ * A step computes one block with one single-threaded OpenBLAS call; parts
+ * threads take the steps in turn.  The cut follows from the shape alone,
+ * not from the host's CPUs: OpenBLAS's result for an element depends (in
+ * its last bits) on where the element's block starts.
+ */
+struct hpu_mme_plan {
+	uint64_t block_rows, block_cols;
+	uint64_t steps; /* blocks of the whole batch */
+	uint64_t parts; /* at most cpus and steps, about one per HPU_MME_PART_MACS */
+};
+
+void hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+		  unsigned int cpus);
+
+/* At device init: OpenBLAS computes on its caller's thread alone. */
 void hpu_mme_init(void);
 
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt);

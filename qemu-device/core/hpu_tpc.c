@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_kernel.h"
@@ -65,22 +66,25 @@ static void *hpu_tpc_worker(void *opaque)
 
 void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int i, threads;
 	sigset_t all, old;
-	unsigned int i;
 
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->work, NULL);
 	pthread_cond_init(&pool->done, NULL);
 	pool->stopping = false;
 	pool->parts = pool->next = pool->ended = 0;
+	pool->cpus = cpus > 1 ? (unsigned int)cpus : 1;
+	threads = num_tpc > pool->cpus ? num_tpc : pool->cpus;
 	pool->nr_threads = 0;
-	pool->threads = num_tpc > 1 ? calloc(num_tpc - 1, sizeof(*pool->threads)) : NULL;
+	pool->threads = threads > 1 ? calloc(threads - 1, sizeof(*pool->threads)) : NULL;
 	if (!pool->threads)
 		return;
 	/* Workers take no signals: the embedder's threads handle them (QEMU's do the same). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < num_tpc - 1; i++) {
+	for (i = 0; i < threads - 1; i++) {
 		if (pthread_create(&pool->threads[i], NULL, hpu_tpc_worker, pool))
 			break;
 		pool->nr_threads++;

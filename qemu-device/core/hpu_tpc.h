@@ -6,8 +6,9 @@
  * the kernel's work items between itself and a pool of worker threads, one
  * per further TPC.  A queue reset is noticed between parts.
  *
- * The pool runs any work split in parts; the engine thread alone starts
- * runs, one at a time.
+ * The pool also runs the MME's GEMMs (hpu_mme.h), on up to one thread per
+ * host CPU: it has max(TPCs, host CPUs) threads, the engine thread first.
+ * The engine thread alone starts runs, one at a time.
  */
 #ifndef HPU_TPC_H
 #define HPU_TPC_H
@@ -29,6 +30,7 @@ struct hpu_tpc_pool {
 	pthread_cond_t work;  /* parts are waiting, or the pool stops */
 	pthread_cond_t done;  /* the run's last part ended */
 	bool stopping;
+	unsigned int cpus;    /* host CPUs: the most threads a GEMM runs on (tests set it) */
 	unsigned int nr_threads;
 	pthread_t *threads;
 	/* The run in progress, if parts > 0. */
@@ -37,7 +39,7 @@ struct hpu_tpc_pool {
 	uint64_t parts, next, ended;
 };
 
-/* Start num_tpc - 1 workers (the engine thread is the first TPC); fewer if the host refuses. */
+/* Start max(num_tpc, host CPUs) - 1 workers; fewer if the host refuses. */
 void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc);
 /* Stop and join the workers; no run may be in progress. */
 void hpu_tpc_destroy(struct hpu_tpc_pool *pool);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host unit test of the hpu device core's compute engines: MME_GEMM against
- * a double-precision reference, TPC_LAUNCH's framework (parameter checks,
+ * a double-precision reference and split over threads (bitwise the result
+ * of one thread), TPC_LAUNCH's framework (parameter checks,
  * tensor mapping and staging, the split across TPCs) with test kernels,
  * every refusal and fault leaving memory untouched and the queue usable.
  *
@@ -16,6 +17,7 @@
 
 #include "hpu_dev_harness.h"
 #include "hpu_kernel.h"
+#include "hpu_mme.h"
 #include "hpu_mmu.h"
 #include "hpu_tpc.h"
 
@@ -97,6 +99,18 @@ static float rnd_value(void)
 	return (float)((int)(rnd() >> 58) - 32) / 16.0f;
 }
 
+/*
+ * A value that dtype holds exactly but whose products and sums round in
+ * fp32, so the order of a dot product shows in its bits: all 24 bits for
+ * F32, a few bits scaled by 2^-8 .. 2^7 for BF16.
+ */
+static float rnd_rounding(uint32_t dtype)
+{
+	if (dtype == HPU_DTYPE_BF16)
+		return ldexpf(rnd_value(), (int)(rnd() >> 60) - 8);
+	return (float)((int64_t)(rnd() >> 40) - (1 << 23)) / (1 << 22);
+}
+
 static void store(uint8_t *p, uint32_t dtype, float v)
 {
 	hpu_kstore_f(dtype, p, v);
@@ -176,7 +190,7 @@ static void operand_init(struct operand *o, uint32_t dtype, uint32_t batch, uint
 	o->rows = rows;
 	o->cols = cols;
 	o->ld = cols + pad;
-	o->stride = gap < 0 ? 0 : rows * o->ld + (uint64_t)gap;
+	o->stride = gap == -1 ? 0 : (uint64_t)((int64_t)(rows * o->ld) + gap);
 	o->bytes = ((batch - 1) * o->stride + (rows - 1) * o->ld + cols) * hpu_dtype_size(dtype);
 	o->img = malloc(o->bytes);
 	/* Padding and gaps hold NaN: an engine reading them poisons its result. */
@@ -272,8 +286,9 @@ static void gemm_check(struct hpu_test *t, const struct gemm_case *c, const stru
 		HPU_CHECK_EQ(t, bad, 0);
 }
 
+/* Operands of random values: of few bits, or rounding (rnd_rounding()). */
 static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand *a,
-		       struct operand *b, struct operand *c0)
+		       struct operand *b, struct operand *c0, bool rounding)
 {
 	bool ta = c->flags & HPU_PKT_GEMM_TRANS_A, tb = c->flags & HPU_PKT_GEMM_TRANS_B;
 	uint32_t bi, r, col;
@@ -286,15 +301,18 @@ static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand
 	for (bi = 0; bi < c->batch; bi++) {
 		for (r = 0; r < a->rows; r++)
 			for (col = 0; col < a->cols; col++)
-				store(operand_at(a, bi, r, col), a->dtype, rnd_value());
+				store(operand_at(a, bi, r, col), a->dtype,
+				      rounding ? rnd_rounding(a->dtype) : rnd_value());
 		for (r = 0; r < b->rows; r++)
 			for (col = 0; col < b->cols; col++)
-				store(operand_at(b, bi, r, col), b->dtype, rnd_value());
+				store(operand_at(b, bi, r, col), b->dtype,
+				      rounding ? rnd_rounding(b->dtype) : rnd_value());
 		/* With beta 0, C is not read: NaN there must not leak into the result. */
 		for (r = 0; r < c0->rows; r++)
 			for (col = 0; col < c0->cols; col++)
 				store(operand_at(c0, bi, r, col), c0->dtype,
-				      c->beta != 0.0f ? rnd_value() : NAN);
+				      c->beta == 0.0f ? NAN :
+				      rounding ? rnd_rounding(c0->dtype) : rnd_value());
 	}
 	a->va = place_va(c->pa, 0, a->bytes);
 	b->va = place_va(c->pb, 1, b->bytes);
@@ -308,31 +326,80 @@ static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand
 	};
 }
 
+/* Run g on queue 1, C first reset to c0, the MME on at most cpus threads; C's image after. */
+static uint8_t *gemm_run(struct hpu_test *t, const struct gemm *g, const struct operand *c0,
+			 unsigned int cpus, uint64_t tag)
+{
+	struct hpu_cb *cb = calloc(1, sizeof(*cb));
+	uint8_t *img = malloc(c0->bytes);
+
+	t->core->tpc.cpus = cpus;
+	va_write(t, c0->va, c0->img, c0->bytes);
+	cb_gemm(cb, g);
+	submit_user(t, 1, cb, tag);
+	run(t);
+	EXPECT_DONE(t, 1);
+	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + tag);
+	va_read(t, c0->va, img, c0->bytes);
+	free(cb);
+	return img;
+}
+
+static void gemm_free(struct operand *a, struct operand *b, struct operand *c0)
+{
+	free(a->img);
+	free(b->img);
+	free(c0->img);
+}
+
+/* On the host's CPUs, as the device runs it. */
 static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
 {
 	struct operand a, b, c0, got;
-	struct hpu_cb *cb = calloc(1, sizeof(*cb));
 	struct gemm g;
 
 	map_compute(t);
-	gemm_setup(c, &g, &a, &b, &c0);
+	gemm_setup(c, &g, &a, &b, &c0, false);
 	va_write(t, a.va, a.img, a.bytes);
 	va_write(t, b.va, b.img, b.bytes);
-	va_write(t, c0.va, c0.img, c0.bytes);
-	cb_gemm(cb, &g);
-	submit_user(t, 1, cb, 7);
-	run(t);
-	EXPECT_DONE(t, 1);
-	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + 7);
 	got = c0;
-	got.img = malloc(c0.bytes);
-	va_read(t, c0.va, got.img, c0.bytes);
+	got.img = gemm_run(t, &g, &c0, t->core->tpc.cpus, 7);
 	gemm_check(t, c, &a, &b, &c0, &got);
-	free(a.img);
-	free(b.img);
-	free(c0.img);
+	gemm_free(&a, &b, &c0);
 	free(got.img);
-	free(cb);
+}
+
+/*
+ * Split over 2 and over num_tpc threads (each case's plan has several
+ * parts): every byte of C's extent as one thread leaves it, since every
+ * step is the same OpenBLAS call whichever thread makes it.
+ */
+static void test_gemm_split(struct hpu_test *t, const struct gemm_case *c)
+{
+	const unsigned int cpus[2] = { 2, hpu_test_cfg.num_tpc };
+	struct operand a, b, c0, got;
+	struct hpu_mme_plan plan;
+	uint8_t *one;
+	unsigned int i;
+	struct gemm g;
+
+	hpu_mme_plan(&plan, c->batch, c->m, c->n, c->k, 2);
+	HPU_CHECK(t, plan.parts == 2);
+	map_compute(t);
+	gemm_setup(c, &g, &a, &b, &c0, true);
+	va_write(t, a.va, a.img, a.bytes);
+	va_write(t, b.va, b.img, b.bytes);
+	one = gemm_run(t, &g, &c0, 1, 1);
+	got = c0;
+	for (i = 0; i < 2; i++) {
+		got.img = gemm_run(t, &g, &c0, cpus[i], 2 + i);
+		HPU_CHECK(t, !memcmp(got.img, one, c0.bytes));
+		free(got.img);
+	}
+	got.img = one;
+	gemm_check(t, c, &a, &b, &c0, &got);
+	gemm_free(&a, &b, &c0);
+	free(one);
 }
 
 #define F32 HPU_DTYPE_F32
@@ -374,12 +441,89 @@ static const struct gemm_case gemm_cases[] = {
 	  IN_HOST, IN_HOST, 0 },
 	{ "bf16 operands in host memory", BF16, BF16, 0, 1, 70, 50, 90, 0, 0, 0, 0, 0, 0, -1, 0,
 	  IN_HOST, IN_HBM, IN_HOST, 0 },
-	/* n * k of 2^22: 256 rows of C per OpenBLAS call, so C's rows come in three blocks. */
+	/* n * k of 2^22: at most 256 rows of C per step, so C's rows come in four blocks of 130. */
 	{ "fp32 in row blocks", F32, F32, 0, 1, 520, 2048, 2048, 0, 0, 0, 0, 0, 0, 1, 0.5f, IN_HBM,
-	  IN_HBM, IN_HBM, 256 },
+	  IN_HBM, IN_HBM, 130 },
 	{ "bf16 in row blocks, A transposed", BF16, BF16, TA | TB, 1, 520, 2048, 2048, 0, 0, 0, 0,
-	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 256 },
+	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 130 },
 };
+
+/* Shapes each cut into several steps (block sizes in the comments), several threads' worth. */
+static const struct gemm_case gemm_split_cases[] = {
+	/* 7 blocks of 143 rows. */
+	{ "rows, alpha -1.5, beta 0.5, padded rows", F32, F32, 0, 1, 1000, 300, 400, 3, 1, 5, 0, 0,
+	  0, -1.5f, 0.5f, IN_HBM, IN_HBM, IN_HBM, 143 },
+	/* 5 blocks of 140 rows. */
+	{ "rows, both transposed, beta 1", F32, F32, TA | TB, 1, 700, 256, 512, 0, 0, 0, 0, 0, 0, 1,
+	  1, IN_HBM, IN_HBM, IN_HBM, 140 },
+	/* m is small: 3 blocks of 667 columns. */
+	{ "columns, B transposed, beta -1", F32, F32, TB, 1, 64, 2000, 500, 1, 2, 3, 0, 0, 0, 1, -1,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	/* 2 blocks of 2048 columns. */
+	{ "columns, bf16 in, A transposed", BF16, F32, TA, 1, 32, 4096, 300, 0, 0, 0, 0, 0, 0, 1, 0,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	/* 3 blocks of 1000 columns. */
+	{ "columns, bf16 out, beta 1", F32, BF16, 0, 1, 48, 3000, 400, 0, 0, 2, 0, 0, 0, 1, 1,
+	  IN_HBM, IN_HBM, IN_HBM, 0 },
+	/* One block per batch matrix. */
+	{ "batch 6, A transposed, gaps, beta 0.5", F32, F32, TA, 6, 128, 256, 600, 1, 0, 2, 5, 3,
+	  11, 1, 0.5f, IN_HBM, IN_HBM, IN_HBM, 0 },
+	/* 3 x 3 blocks of 134 rows. */
+	{ "batch 3 in rows, bf16, beta 1", BF16, BF16, TB, 3, 400, 256, 512, 0, 0, 0, 0, 0, 0, 0.5f,
+	  1, IN_HBM, IN_HBM, IN_HBM, 134 },
+	/* 4 x 2 blocks of 150 rows, each thread widening the one B once. */
+	{ "batch 4 in rows, bf16, B's stride 0", BF16, F32, TB, 4, 300, 200, 600, 0, 0, 0, 0, -1,
+	  0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 150 },
+	/* 2 x 2 blocks of 150 and 149 rows; A's second matrix starts at its first's 2nd block. */
+	{ "batch 2 in rows, bf16, A's matrices overlapping", BF16, F32, 0, 2, 299, 256, 512, 0, 0,
+	  0, -149 * 512, 0, 0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 150 },
+	/* 2 x 2 blocks of 128 rows, each thread widening each block of A once. */
+	{ "batch 2 in rows, bf16, A's stride 0, staged", BF16, F32, 0, 2, 256, 300, 500, 0, 0, 0,
+	  -1, 0, 0, 1, 0, IN_SCAT, IN_HBM, IN_SCAT, 128 },
+};
+
+/* How GEMMs are cut: by shape alone; small ones are one step on one thread. */
+static void case_gemm_plan(struct hpu_test *t)
+{
+	static const struct {
+		uint32_t batch, m, n, k;
+		unsigned int cpus;
+		uint64_t block_rows, block_cols, steps, parts;
+	} plans[] = {
+		/* The MNIST MLP's GEMMs, forward and weight gradient. */
+		{ 1, 200, 10, 128, 64, 200, 10, 1, 1 },
+		{ 1, 200, 128, 784, 64, 200, 128, 1, 1 },
+		{ 1, 128, 784, 200, 64, 128, 784, 1, 1 },
+		/* Rows of at least HPU_MME_MIN_BLOCK, as many threads as there are CPUs for. */
+		{ 1, 1024, 1024, 1024, 2, 128, 1024, 8, 2 },
+		{ 1, 1024, 1024, 1024, 64, 128, 1024, 8, 8 },
+		/* About HPU_MME_PART_MACS a step when rows are short. */
+		{ 1, 1000000, 16, 16, 64, 66667, 16, 15, 15 },
+		/* No more than 2^30 multiply-adds a step. */
+		{ 1, 4096, 4096, 4096, 64, 64, 4096, 64, 64 },
+		/* m is small: columns. */
+		{ 1, 64, 2000, 500, 64, 64, 667, 3, 3 },
+		{ 1, 1, 1u << 20, 4096, 4, 1, 4096, 256, 4 },
+		/* One step per batch matrix, one thread when all of them are little work. */
+		{ 6, 128, 256, 600, 64, 128, 256, 6, 6 },
+		{ 64, 10, 11, 12, 64, 10, 11, 64, 1 },
+	};
+	struct hpu_mme_plan p;
+	unsigned int i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(plans); i++) {
+		hpu_mme_plan(&p, plans[i].batch, plans[i].m, plans[i].n, plans[i].k, plans[i].cpus);
+		if (p.block_rows != plans[i].block_rows || p.block_cols != plans[i].block_cols ||
+		    p.steps != plans[i].steps || p.parts != plans[i].parts)
+			printf("# plan %u: %llu x %llu blocks, %llu steps, %llu parts\n", i,
+			       (unsigned long long)p.block_rows, (unsigned long long)p.block_cols,
+			       (unsigned long long)p.steps, (unsigned long long)p.parts);
+		HPU_CHECK_EQ(t, p.block_rows, plans[i].block_rows);
+		HPU_CHECK_EQ(t, p.block_cols, plans[i].block_cols);
+		HPU_CHECK_EQ(t, p.steps, plans[i].steps);
+		HPU_CHECK_EQ(t, p.parts, plans[i].parts);
+	}
+}
 
 /* ---- refusals and faults ---- */
 
@@ -1089,6 +1233,7 @@ static void test_launch_bad(struct hpu_test *t, const struct launch_bad_case *c)
 /* ---- the list ---- */
 
 static const struct hpu_test_case hpu_tests[] = {
+	{ "GEMM: how GEMMs are cut into steps and parts", case_gemm_plan },
 	{ "GEMM: queue reset while staging", case_gemm_abort },
 	{ "launch: a tiny launch is one part", case_split_tiny },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
@@ -1110,9 +1255,11 @@ int main(void)
 	size_t i;
 
 	printf("TAP version 13\n1..%zu\n",
-	       HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_bad_cases) +
-	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(launch_bad_cases));
+	       HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_split_cases) +
+	       HPU_ARRAY_SIZE(gemm_bad_cases) + HPU_ARRAY_SIZE(hpu_tests) +
+	       HPU_ARRAY_SIZE(launch_bad_cases));
 	HPU_RUN_TABLE(gemm_cases, test_gemm, "GEMM");
+	HPU_RUN_TABLE(gemm_split_cases, test_gemm_split, "GEMM split");
 	HPU_RUN_TABLE(gemm_bad_cases, test_gemm_bad, "GEMM refused");
 	failed += hpu_run_cases(hpu_tests, HPU_ARRAY_SIZE(hpu_tests), &n);
 	HPU_RUN_TABLE(launch_bad_cases, test_launch_bad, "launch refused");
