@@ -18,8 +18,8 @@
 
 /* Multiply-adds worth a host thread: about 0.4 ms here, far more than waking one. */
 #define HPU_MME_PART_MACS (1ull << 24)
-/* Fewest rows (or columns) worth a step: each OpenBLAS call repacks the other operand (~7 %). */
-#define HPU_MME_MIN_BLOCK 128u
+/* Fewest rows (or columns) worth a step: each OpenBLAS call repacks the other operand (~3 %). */
+#define HPU_MME_MIN_BLOCK 256u
 
 /*
  * How a GEMM runs: every batch matrix of C is cut into blocks of block_rows

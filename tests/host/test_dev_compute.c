@@ -441,21 +441,21 @@ static const struct gemm_case gemm_cases[] = {
 	  IN_HOST, IN_HOST, 0 },
 	{ "bf16 operands in host memory", BF16, BF16, 0, 1, 70, 50, 90, 0, 0, 0, 0, 0, 0, -1, 0,
 	  IN_HOST, IN_HBM, IN_HOST, 0 },
-	/* n * k of 2^22: at most 256 rows of C per step, so C's rows come in four blocks of 130. */
+	/* n * k of 2^22: at most 256 rows of C per step, so C's rows come in three blocks of 174. */
 	{ "fp32 in row blocks", F32, F32, 0, 1, 520, 2048, 2048, 0, 0, 0, 0, 0, 0, 1, 0.5f, IN_HBM,
-	  IN_HBM, IN_HBM, 130 },
+	  IN_HBM, IN_HBM, 174 },
 	{ "bf16 in row blocks, A transposed", BF16, BF16, TA | TB, 1, 520, 2048, 2048, 0, 0, 0, 0,
-	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 130 },
+	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 174 },
 };
 
 /* Shapes each cut into several steps (block sizes in the comments), several threads' worth. */
 static const struct gemm_case gemm_split_cases[] = {
-	/* 7 blocks of 143 rows. */
+	/* 3 blocks of 334 rows. */
 	{ "rows, alpha -1.5, beta 0.5, padded rows", F32, F32, 0, 1, 1000, 300, 400, 3, 1, 5, 0, 0,
-	  0, -1.5f, 0.5f, IN_HBM, IN_HBM, IN_HBM, 143 },
-	/* 5 blocks of 140 rows. */
+	  0, -1.5f, 0.5f, IN_HBM, IN_HBM, IN_HBM, 334 },
+	/* 2 blocks of 350 rows. */
 	{ "rows, both transposed, beta 1", F32, F32, TA | TB, 1, 700, 256, 512, 0, 0, 0, 0, 0, 0, 1,
-	  1, IN_HBM, IN_HBM, IN_HBM, 140 },
+	  1, IN_HBM, IN_HBM, IN_HBM, 350 },
 	/* m is small: 3 blocks of 667 columns. */
 	{ "columns, B transposed, beta -1", F32, F32, TB, 1, 64, 2000, 500, 1, 2, 3, 0, 0, 0, 1, -1,
 	  IN_HBM, IN_HBM, IN_HBM, 0 },
@@ -468,18 +468,18 @@ static const struct gemm_case gemm_split_cases[] = {
 	/* One block per batch matrix. */
 	{ "batch 6, A transposed, gaps, beta 0.5", F32, F32, TA, 6, 128, 256, 600, 1, 0, 2, 5, 3,
 	  11, 1, 0.5f, IN_HBM, IN_HBM, IN_HBM, 0 },
-	/* 3 x 3 blocks of 134 rows. */
-	{ "batch 3 in rows, bf16, beta 1", BF16, BF16, TB, 3, 400, 256, 512, 0, 0, 0, 0, 0, 0, 0.5f,
-	  1, IN_HBM, IN_HBM, IN_HBM, 134 },
-	/* 4 x 2 blocks of 150 rows, each thread widening the one B once. */
-	{ "batch 4 in rows, bf16, B's stride 0", BF16, F32, TB, 4, 300, 200, 600, 0, 0, 0, 0, -1,
-	  0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 150 },
-	/* 2 x 2 blocks of 150 and 149 rows; A's second matrix starts at its first's 2nd block. */
-	{ "batch 2 in rows, bf16, A's matrices overlapping", BF16, F32, 0, 2, 299, 256, 512, 0, 0,
-	  0, -149 * 512, 0, 0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 150 },
-	/* 2 x 2 blocks of 128 rows, each thread widening each block of A once. */
-	{ "batch 2 in rows, bf16, A's stride 0, staged", BF16, F32, 0, 2, 256, 300, 500, 0, 0, 0,
-	  -1, 0, 0, 1, 0, IN_SCAT, IN_HBM, IN_SCAT, 128 },
+	/* 3 x 2 blocks of 300 rows. */
+	{ "batch 3 in rows, bf16, beta 1", BF16, BF16, TB, 3, 600, 256, 512, 0, 0, 0, 0, 0, 0, 0.5f,
+	  1, IN_HBM, IN_HBM, IN_HBM, 300 },
+	/* 4 x 2 blocks of 300 rows, each thread widening the one B once. */
+	{ "batch 4 in rows, bf16, B's stride 0", BF16, F32, TB, 4, 600, 200, 600, 0, 0, 0, 0, -1,
+	  0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 300 },
+	/* 2 x 2 blocks of 300 and 299 rows; A's second matrix starts at its first's 2nd block. */
+	{ "batch 2 in rows, bf16, A's matrices overlapping", BF16, F32, 0, 2, 599, 256, 512, 0, 0,
+	  0, -299 * 512, 0, 0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 300 },
+	/* 2 x 2 blocks of 256 rows, each thread widening each block of A once. */
+	{ "batch 2 in rows, bf16, A's stride 0, staged", BF16, F32, 0, 2, 512, 300, 500, 0, 0, 0,
+	  -1, 0, 0, 1, 0, IN_SCAT, IN_HBM, IN_SCAT, 256 },
 };
 
 /* How GEMMs are cut: by shape alone; small ones are one step on one thread. */
@@ -495,8 +495,8 @@ static void case_gemm_plan(struct hpu_test *t)
 		{ 1, 200, 128, 784, 64, 200, 128, 1, 1 },
 		{ 1, 128, 784, 200, 64, 128, 784, 1, 1 },
 		/* Rows of at least HPU_MME_MIN_BLOCK, as many threads as there are CPUs for. */
-		{ 1, 1024, 1024, 1024, 2, 128, 1024, 8, 2 },
-		{ 1, 1024, 1024, 1024, 64, 128, 1024, 8, 8 },
+		{ 1, 1024, 1024, 1024, 2, 256, 1024, 4, 2 },
+		{ 1, 1024, 1024, 1024, 64, 256, 1024, 4, 4 },
 		/* About HPU_MME_PART_MACS a step when rows are short. */
 		{ 1, 1000000, 16, 16, 64, 66667, 16, 15, 15 },
 		/* No more than 2^30 multiply-adds a step. */
