@@ -110,16 +110,13 @@ void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
 
 void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts)
 {
-	uint64_t i;
-
 	pthread_mutex_lock(&pool->lock);
 	pool->fn = fn;
 	pool->ctx = ctx;
 	pool->parts = parts;
 	pool->next = pool->ended = 0;
-	/* Wake only the workers the run can use: more would find nothing to do. */
-	for (i = 1; i < parts && i <= pool->nr_threads; i++)
-		pthread_cond_signal(&pool->work);
+	if (parts > 1)
+		pthread_cond_broadcast(&pool->work);
 	while (pool->next < pool->parts)
 		hpu_tpc_part(pool);
 	while (pool->ended < pool->parts)
