@@ -26,14 +26,6 @@ void hpu_storage_put(struct hpu_storage *st)
 	(void)st;
 }
 
-int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t *bindings)
-{
-	(void)s;
-	(void)r;
-	(void)bindings;
-	return 0;
-}
-
 const char *hpu_op_name(int index)
 {
 	return index == 0 ? "copy" : NULL;
@@ -46,7 +38,7 @@ int hpu_op_index(const char *name)
 
 enum { N = 1024 }; /* elements of a vector operand */
 
-static struct hpu_graph g;
+static struct hpu_ir g;
 static const struct hpu_compile_config cfg4 = { .engines = 4, .fw_version = 0x010000 };
 
 static void graph_reset(unsigned int num_bufs, const bool *internal)
@@ -55,7 +47,7 @@ static void graph_reset(unsigned int num_bufs, const bool *internal)
 
 	free(g.nodes);
 	free(g.bufs);
-	g = (struct hpu_graph){ .num_bufs = num_bufs, .cap_bufs = num_bufs };
+	g = (struct hpu_ir){ .num_bufs = num_bufs, .cap_bufs = num_bufs };
 	g.bufs = calloc(num_bufs, sizeof(*g.bufs));
 	for (b = 0; b < num_bufs; b++)
 		g.bufs[b] = (struct hpu_gbuf){ .size = N * 4, .internal = internal && internal[b] };
@@ -85,7 +77,7 @@ static struct hpu_gnode *node(uint32_t kernel, int64_t arg0, unsigned int count,
 	for (i = 0; i < HPU_OP_TENSORS; i++)
 		n->buf[i] = i < count ? bufs[i] : HPU_GRAPH_NONE;
 	for (i = 0; i < count; i++) {
-		n->op.t[i] = &hpu_graph_present;
+		n->op.t[i] = &hpu_ir_present;
 		n->op.l[i] = l ? l[i] : vec(1, N, 0);
 	}
 	return n;
@@ -290,7 +282,7 @@ static uint64_t key_hash(const struct hpu_compile_config *cfg, uint8_t **key, si
 {
 	uint64_t hash = 0;
 
-	EXPECT(hpu_graph_key(&g, cfg, key, size, &hash) == 0);
+	EXPECT(hpu_ir_key(&g, cfg, key, size, &hash) == 0);
 	return hash;
 }
 
@@ -370,7 +362,7 @@ static void test_finalize_finds_intermediates_and_bases(void)
 	node(HPU_KERNEL_SGD, 0, 3, (uint32_t[]){ 4, 1, 4 }, NULL); /* 4: in place: keeps it */
 	g.nodes[0].delta[1] = 256;
 	g.nodes[2].delta[1] = 128;
-	hpu_graph_finalize(&g, holders);
+	hpu_ir_finalize(&g, holders);
 	EXPECT(!g.bufs[0].internal && g.bufs[1].internal && !g.bufs[2].internal &&
 	       !g.bufs[3].internal && !g.bufs[4].internal);
 	/* Buffer 0's base is its lowest operand address; deltas are from there. */

@@ -41,14 +41,14 @@ bool hpu_stream_lazy(struct hpu_stream *s)
 	return false;
 }
 
-int hpu_graph_record(struct hpu_stream *s, const struct hpu_op *op)
+int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 {
 	(void)s;
 	(void)op;
 	return -ENOSYS;
 }
 
-int hpu_graph_flush_stream(struct hpu_stream *s)
+int hpu_lazy_flush_stream(struct hpu_stream *s)
 {
 	(void)s;
 	return 0;

@@ -109,7 +109,7 @@ struct hpu_access {
 };
 
 struct hpu_compiler {
-	const struct hpu_graph *g;
+	const struct hpu_ir *g;
 	const struct hpu_compile_config *cfg;
 	struct hpu_lnode *nodes;
 	unsigned int num_nodes;
@@ -175,7 +175,7 @@ static struct hpu_lnode hpu_lnode_of(const struct hpu_gnode *g)
 
 static int hpu_lower(struct hpu_compiler *c)
 {
-	const struct hpu_graph *g = c->g;
+	const struct hpu_ir *g = c->g;
 	unsigned int i, k = 0;
 
 	c->nodes = calloc(2 * (size_t)g->num_nodes + 1, sizeof(*c->nodes));
@@ -238,7 +238,7 @@ static uint64_t hpu_first_fit(const uint64_t *lo, const uint64_t *hi, unsigned i
 
 static int hpu_plan_workspace(struct hpu_compiler *c)
 {
-	const struct hpu_graph *g = c->g;
+	const struct hpu_ir *g = c->g;
 	unsigned int nb = g->num_bufs, i, j, k, n, t, placed = 0;
 	uint32_t *first, *last, *order;
 	uint64_t *lo, *hi;
@@ -687,7 +687,7 @@ static void hpu_compiler_engines(struct hpu_compiler *c)
 	c->tpc_count = c->engines - c->tpc_first;
 }
 
-int hpu_compile(const struct hpu_graph *g, const struct hpu_compile_config *cfg,
+int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 		struct hpu_recipe **rp)
 {
 	struct hpu_compiler c = { .g = g, .cfg = cfg };
@@ -757,7 +757,7 @@ static void hpu_key_u64(struct hpu_bytes *k, uint64_t v)
 	hpu_bytes_put(k, &v, sizeof(v));
 }
 
-int hpu_graph_key(const struct hpu_graph *g, const struct hpu_compile_config *cfg, uint8_t **key,
+int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uint8_t **key,
 		  size_t *size, uint64_t *hash)
 {
 	struct hpu_bytes k = { 0 };

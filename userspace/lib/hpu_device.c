@@ -196,7 +196,7 @@ void hpu_device_close(struct hpu_device *dev)
 		return;
 	/* What lazy streams recorded is enqueued work: it runs first. */
 	for (it = dev->streams.next; it != &dev->streams; it = it->next)
-		hpu_graph_flush_stream(hpu_container_of(it, struct hpu_stream, node));
+		hpu_lazy_flush_stream(hpu_container_of(it, struct hpu_stream, node));
 	/* Slabs are unmapped only once no job can touch them. */
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	hpu_events_close(dev);

@@ -265,10 +265,10 @@ struct hpu_stream {
 	unsigned int params_chunk; /* the chunk being filled */
 	uint32_t params_used;      /* bytes of it */
 	uint64_t params_job[HPU_PARAM_CHUNKS]; /* the last job using each chunk */
-	/* Lazy mode (hpu_graph.c) */
+	/* Lazy mode (hpu_lazy.c) */
 	int lazy;                    /* 0: as HPU_LAZY_MODE says, 1 lazy, 2 eager */
 	unsigned int max_graph_ops;  /* 0: as HPU_MAX_COMPOUND_OP_SIZE says */
-	struct hpu_graph *graph;     /* recorded ops, NULL before the first */
+	struct hpu_ir *graph;     /* recorded ops, NULL before the first */
 };
 
 /*
@@ -472,10 +472,11 @@ const char *hpu_fallback_reason(const struct hpu_op *op);
 int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *reason);
 
 /*
- * Lazy mode and graphs (<hpu/hpu_graph.h>).  hpu_graph.c records ops into a
- * struct hpu_graph per stream and flushes it; hpu_compiler.c turns a graph
- * into a recipe (no device: the host unit tests run it); hpu_recipe.c puts
- * a recipe on the device and launches it; hpu_recipe_cache.c keeps recipes
+ * Lazy mode and graphs (<hpu/hpu_graph.h>).  hpu_ir.c is the graph IR ops
+ * are recorded into; hpu_lazy.c records a lazy stream's ops and flushes
+ * them, hpu_graph.c captures HPU graphs; hpu_compiler.c turns an IR into a
+ * recipe (no device: the host unit tests run it); hpu_recipe.c puts a
+ * recipe on the device and launches it; hpu_recipe_cache.c keeps recipes
  * per device; hpu_metrics.c counts.
  */
 
@@ -483,46 +484,58 @@ int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *
 #define HPU_GRAPH_MAX_ENGINES 4
 #define HPU_GRAPH_NONE UINT32_MAX
 
-/* A recorded op: operands name graph buffers, not tensors (which may be gone). */
+/* A recorded op: operands name IR buffers, not tensors (which may be gone). */
 struct hpu_gnode {
-	/* t[i] only tells a present operand (hpu_graph_present); l[i].offset is 0 */
+	/* t[i] only tells a present operand (hpu_ir_present); l[i].offset is 0 */
 	struct hpu_op op;
 	uint32_t buf[HPU_OP_TENSORS];  /* buffer of operand i, HPU_GRAPH_NONE if absent */
 	int64_t delta[HPU_OP_TENSORS]; /* bytes from the buffer's base to operand i's element 0 */
 };
 
-/* A storage the graph uses. */
+/* A storage the IR uses. */
 struct hpu_gbuf {
-	struct hpu_storage *st; /* a reference of the graph's; NULL in the host tests */
+	struct hpu_storage *st; /* a reference of the IR's; NULL in the host tests */
 	uint64_t size;          /* bytes */
 	int64_t anchor;         /* persistent: bytes from the storage's start to the buffer's base */
 	bool internal;          /* an intermediate, in the recipe's workspace */
 };
 
-struct hpu_graph {
+struct hpu_ir {
 	struct hpu_gnode *nodes;
 	unsigned int num_nodes, cap_nodes;
 	struct hpu_gbuf *bufs;
 	unsigned int num_bufs, cap_bufs;
 };
 
-extern const struct hpu_tensor hpu_graph_present;
+extern const struct hpu_tensor hpu_ir_present;
 
-/* With s->lock held: records op (checked already) instead of launching it. */
-int hpu_graph_record(struct hpu_stream *s, const struct hpu_op *op);
+/* Appends op (checked already), taking a reference to each storage it uses. */
+int hpu_ir_add(struct hpu_ir *ir, const struct hpu_op *op);
+/* Drops the ops and the IR's references. */
+void hpu_ir_clear(struct hpu_ir *ir);
+void hpu_ir_free(struct hpu_ir *ir);
+/*
+ * The decision made once recording ends, apart for the tests: a buffer
+ * nobody else holds (holders[b] == 0) whose first access writes all of it
+ * is internal; the others get the lowest operand address as base.
+ */
+void hpu_ir_finalize(struct hpu_ir *ir, const unsigned int *holders);
+/* hpu_ir_finalize() with the holders the storages' reference counts tell. */
+int hpu_ir_seal(struct hpu_ir *ir);
+/* Device addresses of the persistent buffers, in binding order (malloc'ed). */
+int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings);
+struct hpu_recipe;
+/* The recipe of a sealed IR: from dev's cache, or compiled and cached; a reference. */
+int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
+
+/* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
+int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
 /* With s->lock held: compiles and launches what s recorded; 0 if nothing. */
-int hpu_graph_flush(struct hpu_stream *s);
+int hpu_lazy_flush(struct hpu_stream *s);
 /* Whether ops on s are recorded (HPU_LAZY_MODE decides until set). */
 bool hpu_stream_lazy(struct hpu_stream *s);
 /* Locks s and flushes: before a synchronize, a query, a destroy. */
-int hpu_graph_flush_stream(struct hpu_stream *s);
-void hpu_graph_free(struct hpu_graph *g);
-/*
- * The flush's decision, apart for the tests: a buffer nobody else holds
- * (holders[b] == 0) whose first access writes all of it is internal; the
- * others get the lowest operand address as base.
- */
-void hpu_graph_finalize(struct hpu_graph *g, const unsigned int *holders);
+int hpu_lazy_flush_stream(struct hpu_stream *s);
 
 struct hpu_compile_config {
 	unsigned int engines; /* 1..HPU_GRAPH_MAX_ENGINES hardware queues */
@@ -567,10 +580,10 @@ struct hpu_recipe {
 };
 
 /* hpu_compiler.c */
-int hpu_compile(const struct hpu_graph *g, const struct hpu_compile_config *cfg,
+int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 		struct hpu_recipe **rp);
 /* The cache key: every byte that decides what the recipe computes, and its hash. */
-int hpu_graph_key(const struct hpu_graph *g, const struct hpu_compile_config *cfg, uint8_t **key,
+int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uint8_t **key,
 		  size_t *size, uint64_t *hash);
 void hpu_recipe_get(struct hpu_recipe *r);
 void hpu_recipe_put(struct hpu_recipe *r);
@@ -605,8 +618,21 @@ struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t ha
 void hpu_recipe_cache_insert(struct hpu_recipe_cache *c, struct hpu_recipe *r);
 void hpu_recipe_cache_resize(struct hpu_recipe_cache *c, unsigned int capacity);
 
-/* hpu_recipe.c: with s->lock held; bindings[i] is binding i's device address. */
-int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t *bindings);
+/*
+ * hpu_recipe.c.  An instance is a recipe's memory and state on a device:
+ * a cached recipe makes its own at its first launch; an HPU graph has one
+ * of its own, so that its bindings never change.
+ */
+struct hpu_recipe_inst;
+int hpu_recipe_inst_create(struct hpu_device *dev, const struct hpu_recipe *r,
+			   struct hpu_recipe_inst **inst);
+/* Its memory is reused once the work launched so far has ended. */
+void hpu_recipe_inst_destroy(void *inst);
+/* Device memory it holds. */
+uint64_t hpu_recipe_inst_bytes(const struct hpu_recipe_inst *inst);
+/* With s->lock held; inst NULL: the recipe's own; bindings[i] is binding i's device address. */
+int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
+		      const uint64_t *bindings);
 
 /* hpu_metrics.c */
 enum hpu_counter {

@@ -212,11 +212,11 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 	reason = hpu_fallback_reason(op);
 	if (reason) {
 		/* The host reads the operands: what a lazy stream recorded runs first. */
-		ret = hpu_graph_flush_stream(s);
+		ret = hpu_lazy_flush_stream(s);
 		return ret ? ret : hpu_fallback_run(s, op, reason);
 	}
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_stream_lazy(s) ? hpu_graph_record(s, op) : hpu_launch(s, op);
+	ret = hpu_stream_lazy(s) ? hpu_lazy_record(s, op) : hpu_launch(s, op);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }

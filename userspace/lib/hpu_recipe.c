@@ -59,6 +59,7 @@ struct hpu_recipe_inst {
 	struct hpu_device *dev;
 	pthread_mutex_t lock; /* the rest */
 	uint64_t va;          /* blob, then workspace */
+	uint64_t bytes;       /* of device memory at va */
 	uint8_t *image;       /* the blob resolved against bound[] */
 	uint64_t *bound;
 	bool uploaded;        /* image is what the device has */
@@ -67,10 +68,12 @@ struct hpu_recipe_inst {
 	struct hpu_launch_ctrl *last_ctrl;
 };
 
-static void hpu_recipe_inst_free(void *p)
+void hpu_recipe_inst_destroy(void *p)
 {
 	struct hpu_recipe_inst *inst = p;
 
+	if (!inst)
+		return;
 	/* Both wait in their caches for the work that uses them. */
 	hpu_mem_free(inst->dev, inst->va);
 	if (inst->last_ctrl_va)
@@ -81,44 +84,58 @@ static void hpu_recipe_inst_free(void *p)
 	free(inst);
 }
 
-/* r's state on s's device, made on its first launch. */
-static int hpu_recipe_inst(struct hpu_stream *s, struct hpu_recipe *r,
+int hpu_recipe_inst_create(struct hpu_device *dev, const struct hpu_recipe *r,
 			   struct hpu_recipe_inst **instp)
 {
 	struct hpu_recipe_inst *inst;
 	int ret;
 
-	/* A recipe lives in one device's cache: made once, under that cache's lock. */
-	pthread_mutex_lock(&s->dev->recipes.lock);
-	inst = r->inst;
-	if (!inst) {
-		inst = calloc(1, sizeof(*inst));
-		if (inst) {
-			inst->image = malloc(r->blob_size);
-			inst->bound = calloc(r->num_bindings + 1, sizeof(*inst->bound));
-		}
-		if (!inst || !inst->image || !inst->bound) {
-			ret = hpu_error_set(ENOMEM, "out of memory");
-		} else {
-			inst->dev = s->dev;
-			ret = hpu_mem_alloc(s->dev, r->workspace_off + r->workspace_size, &inst->va);
-		}
-		if (ret) {
-			if (inst) {
-				free(inst->image);
-				free(inst->bound);
-			}
-			free(inst);
-			pthread_mutex_unlock(&s->dev->recipes.lock);
-			return ret;
-		}
-		pthread_mutex_init(&inst->lock, NULL);
-		r->inst = inst;
-		r->inst_free = hpu_recipe_inst_free;
+	inst = calloc(1, sizeof(*inst));
+	if (!inst)
+		return hpu_error_set(ENOMEM, "out of memory");
+	inst->image = malloc(r->blob_size);
+	inst->bound = calloc(r->num_bindings + 1, sizeof(*inst->bound));
+	if (!inst->image || !inst->bound) {
+		ret = hpu_error_set(ENOMEM, "out of memory");
+		goto free_inst;
 	}
-	pthread_mutex_unlock(&s->dev->recipes.lock);
+	inst->dev = dev;
+	inst->bytes = r->workspace_off + r->workspace_size;
+	ret = hpu_mem_alloc(dev, inst->bytes, &inst->va);
+	if (ret)
+		goto free_inst;
+	pthread_mutex_init(&inst->lock, NULL);
 	*instp = inst;
 	return 0;
+
+free_inst:
+	free(inst->image);
+	free(inst->bound);
+	free(inst);
+	return ret;
+}
+
+uint64_t hpu_recipe_inst_bytes(const struct hpu_recipe_inst *inst)
+{
+	return inst->bytes;
+}
+
+/* r's own state on s's device, made on its first launch. */
+static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
+			       struct hpu_recipe_inst **instp)
+{
+	int ret = 0;
+
+	/* A recipe lives in one device's cache: made once, under that cache's lock. */
+	pthread_mutex_lock(&s->dev->recipes.lock);
+	if (!r->inst) {
+		ret = hpu_recipe_inst_create(s->dev, r, (struct hpu_recipe_inst **)&r->inst);
+		if (!ret)
+			r->inst_free = hpu_recipe_inst_destroy;
+	}
+	*instp = r->inst;
+	pthread_mutex_unlock(&s->dev->recipes.lock);
+	return ret;
 }
 
 /* Resolves every site of the blob into inst->image. */
@@ -345,16 +362,16 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	return ret;
 }
 
-int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, const uint64_t *bindings)
+int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
+		      const uint64_t *bindings)
 {
 	uint64_t start = hpu_now_ns(), stage_va = 0, ctrl_va;
 	struct hpu_launch_ctrl *ctrl;
-	struct hpu_recipe_inst *inst;
 	bool call, upload;
 	void *host;
 	int ret;
 
-	ret = hpu_recipe_inst(s, r, &inst);
+	ret = inst ? 0 : hpu_recipe_own_inst(s, r, &inst);
 	if (!ret)
 		ret = hpu_call_supported(s, &call);
 	if (ret)

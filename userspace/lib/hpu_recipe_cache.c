@@ -7,6 +7,7 @@
  * Lookups walk the list: caches hold tens of recipes, and a hit is almost
  * always the first or second entry in a training loop.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,4 +91,14 @@ void hpu_recipe_cache_resize(struct hpu_recipe_cache *c, unsigned int capacity)
 	c->capacity = capacity;
 	hpu_recipe_cache_trim(c, capacity, true);
 	pthread_mutex_unlock(&c->lock);
+}
+
+int hpu_recipe_cache_set_capacity(struct hpu_device *dev, unsigned int capacity)
+{
+	if (!dev)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
+	if (!capacity)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "capacity is 0"));
+	hpu_recipe_cache_resize(&dev->recipes, capacity);
+	return 0;
 }

@@ -89,7 +89,7 @@ int hpu_stream_submit(struct hpu_stream *s, struct hpu_cb *cb, const char *what)
 	int ret;
 
 	/* Recorded ops come first: they were enqueued before this. */
-	ret = hpu_graph_flush(s);
+	ret = hpu_lazy_flush(s);
 	if (ret)
 		return ret;
 	hpu_cb_signal(cb, s->done_va, 1);
@@ -248,7 +248,7 @@ void hpu_stream_put(struct hpu_stream *s)
 	if (s->staging)
 		hpu_pinned_free(s->dev, s->staging_va);
 	hpu_params_release(s);
-	hpu_graph_free(s->graph);
+	hpu_ir_free(s->graph);
 	pthread_mutex_destroy(&s->lock);
 	free(s->ring);
 	free(s);
@@ -286,7 +286,7 @@ void hpu_stream_destroy(struct hpu_stream *s)
 	if (!s)
 		return;
 	/* Recorded ops are enqueued work: they run.  A failure is not reported, as for jobs. */
-	hpu_graph_flush_stream(s);
+	hpu_lazy_flush_stream(s);
 	pthread_mutex_lock(&s->dev->lock);
 	hpu_list_del(&s->node);
 	pthread_mutex_unlock(&s->dev->lock);
@@ -311,7 +311,7 @@ int hpu_stream_synchronize(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_graph_flush(s);
+	ret = hpu_lazy_flush(s);
 	if (!ret)
 		ret = hpu_stream_settle_all(s, HPU_FOREVER);
 	pthread_mutex_unlock(&s->lock);
@@ -325,7 +325,7 @@ int hpu_stream_query(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_graph_flush(s);
+	ret = hpu_lazy_flush(s);
 	if (!ret)
 		ret = hpu_stream_settle_all(s, 0);
 	if (ret == -ETIME)
@@ -347,7 +347,7 @@ int hpu_device_synchronize(struct hpu_device *dev)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
 	pthread_mutex_lock(&dev->lock);
 	for (it = dev->streams.next; it != &dev->streams && !ret; it = it->next)
-		ret = hpu_graph_flush_stream(hpu_container_of(it, struct hpu_stream, node));
+		ret = hpu_lazy_flush_stream(hpu_container_of(it, struct hpu_stream, node));
 	pthread_mutex_unlock(&dev->lock);
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	pthread_mutex_lock(&dev->lock);
