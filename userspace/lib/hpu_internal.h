@@ -528,6 +528,13 @@ struct hpu_recipe;
 /* The recipe of a sealed IR: from dev's cache, or compiled and cached; a reference. */
 int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
 
+/*
+ * hpu_dynamic.c: called for every compilation of ir, tells its site (the
+ * same ops with other shapes) and warns once when the site has compiled
+ * more than HPU_RECOMPILE_WARN recipes.
+ */
+void hpu_recompile_note(const struct hpu_ir *ir);
+
 /* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
 /* With s->lock held: compiles and launches what s recorded; 0 if nothing. */
@@ -640,6 +647,8 @@ enum hpu_counter {
 	HPU_C_LAUNCHES, HPU_C_LAUNCH_NS, HPU_C_UPLOADS, HPU_C_INLINE,
 	HPU_C_GRAPHS, HPU_C_OPS, HPU_C_CAP_SPLITS,
 	HPU_C_HITS, HPU_C_MISSES, HPU_C_EVICTIONS, HPU_C_ENTRIES,
+	HPU_C_CAPTURES, HPU_C_CAPTURED_OPS, HPU_C_REPLAYS, HPU_C_REPLAY_NS,
+	HPU_C_RECOMPILE_WARNINGS,
 	HPU_COUNTERS
 };
 void hpu_counter_add(enum hpu_counter c, int64_t v);

@@ -73,7 +73,6 @@ int hpu_ir_add(struct hpu_ir *ir, const struct hpu_op *op)
 		node->op.t[i] = &hpu_ir_present;
 	}
 	ir->num_nodes++;
-	hpu_counter_add(HPU_C_OPS, 1);
 	return 0;
 }
 
@@ -223,6 +222,7 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 		return ret;
 	}
 	hpu_counter_add(HPU_C_COMPILES, 1);
+	hpu_recompile_note(g);
 	hpu_counter_add(HPU_C_COMPILE_NS, (int64_t)(hpu_now_ns() - start));
 	(*rp)->hash = hash;
 	(*rp)->key = key;

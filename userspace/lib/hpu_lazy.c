@@ -45,7 +45,10 @@ int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 		if (ret)
 			return ret;
 	}
-	return hpu_ir_add(s->graph, op);
+	ret = hpu_ir_add(s->graph, op);
+	if (!ret)
+		hpu_counter_add(HPU_C_OPS, 1);
+	return ret;
 }
 
 /* Binds the persistent buffers and launches, through the recipe cache. */

@@ -116,6 +116,7 @@ static void hpu_timed(struct hpu_metric *m, enum hpu_counter count, enum hpu_cou
 static void hpu_metric_compilation(struct hpu_metric *m)
 {
 	hpu_timed(m, HPU_C_COMPILES, HPU_C_COMPILE_NS);
+	hpu_stat(m, "RecompileWarnings", hpu_counter(HPU_C_RECOMPILE_WARNINGS));
 }
 
 static void hpu_metric_launch(struct hpu_metric *m)
@@ -130,6 +131,17 @@ static void hpu_metric_lazy(struct hpu_metric *m)
 	hpu_stat(m, "Graphs", hpu_counter(HPU_C_GRAPHS));
 	hpu_stat(m, "Ops", hpu_counter(HPU_C_OPS));
 	hpu_stat(m, "CapSplits", hpu_counter(HPU_C_CAP_SPLITS));
+}
+
+static void hpu_metric_hpu_graph(struct hpu_metric *m)
+{
+	uint64_t n = hpu_counter(HPU_C_REPLAYS), t = hpu_counter(HPU_C_REPLAY_NS);
+
+	hpu_stat(m, "Captures", hpu_counter(HPU_C_CAPTURES));
+	hpu_stat(m, "CapturedOps", hpu_counter(HPU_C_CAPTURED_OPS));
+	hpu_stat(m, "Replays", n);
+	hpu_stat(m, "ReplayTime", t);
+	hpu_stat(m, "AvgReplayTime", n ? t / n : 0);
 }
 
 static void hpu_metric_cache(struct hpu_metric *m)
@@ -185,6 +197,7 @@ static const struct {
 	{ "graph_compilation", hpu_metric_compilation },
 	{ "graph_launch", hpu_metric_launch },
 	{ "lazy_mode", hpu_metric_lazy },
+	{ "hpu_graph", hpu_metric_hpu_graph },
 	{ "recipe_cache", hpu_metric_cache },
 	{ "cpu_fallback", hpu_metric_fallback },
 	{ "memory", hpu_metric_memory },

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhpu graphs (0.4): lazy mode, recipes, the recipe cache and metrics.
+ * libhpu graphs (0.5): lazy mode, recipes, the recipe cache, HPU graphs
+ * (capture and replay, graphed callables, a per-shape graph cache),
+ * dynamic shapes and metrics.
  *
  * Lazy mode.  On a lazy stream the ops of <hpu/hpu_tensor.h> are recorded,
  * not launched: they accumulate into a graph until hpu_mark_step(), or
@@ -29,6 +31,8 @@
  *   HPU_RECIPE_CACHE_SIZE=n      recipes cached per device (default 64)
  *   HPU_METRICS_FILE=path        the metrics are written there as JSON at
  *                                exit (or when libhpu is unloaded)
+ *   HPU_RECOMPILE_WARN=n         warn (once, on stderr) when one graph site
+ *                                has compiled more than n recipes (default 8)
  */
 #ifndef HPU_HPU_GRAPH_H
 #define HPU_HPU_GRAPH_H
@@ -37,6 +41,7 @@
 #include <stdint.h>
 
 #include <hpu/hpu.h>
+#include <hpu/hpu_tensor.h>
 
 #if defined(__cplusplus)
 extern "C" {
@@ -66,9 +71,170 @@ HPU_API int hpu_stream_set_max_graph_ops(struct hpu_stream *stream, unsigned int
 HPU_API int hpu_recipe_cache_set_capacity(struct hpu_device *dev, unsigned int capacity);
 
 /* ------------------------------------------------------------------------
+ * HPU graphs: capture once, replay many times.
+ *
+ * Between hpu_graph_capture_begin() and hpu_graph_capture_end() the ops
+ * enqueued on the capturing stream are recorded into the graph, not run
+ * (whether the stream is lazy or eager).  The end compiles them into a
+ * recipe (through the recipe cache) with memory of its own; each replay
+ * then runs every captured op as one submission, whatever their number,
+ * with no host work per op.  The tensors the ops used keep their device
+ * memory: the graph holds it, so the caller may destroy them.  Those the
+ * caller still holds at the end are the graph's static inputs and outputs
+ * (write new data into an input before a replay, read an output after
+ * it); those it destroyed during the capture, written before being read,
+ * are intermediates in the graph's workspace.  Dropout draws fresh masks
+ * at every replay (its RNG state lives in device memory).
+ *
+ * Only ops are captured: anything else on the capturing stream - a copy
+ * to or from the host, an event, a synchronize or query, an op that falls
+ * back to the host, a replay - fails with -EBUSY and leaves the capture
+ * going.  A graph is used by one thread at a time.
+ */
+struct hpu_graph;
+
+HPU_API int hpu_graph_create(struct hpu_device *dev, struct hpu_graph **graphp);
+/* Its memory is reused once its replays have ended.  NULL is a no-op. */
+HPU_API void hpu_graph_destroy(struct hpu_graph *graph);
+/*
+ * Starts recording stream's ops into graph; what a lazy stream recorded
+ * before is launched first.  -EBUSY if either is capturing already,
+ * -EINVAL if graph was captured before.
+ */
+HPU_API int hpu_graph_capture_begin(struct hpu_graph *graph, struct hpu_stream *stream);
+/* Ends the capture and compiles the graph.  A failure leaves graph empty (replays fail). */
+HPU_API int hpu_graph_capture_end(struct hpu_graph *graph);
+/* Enqueues the captured ops on stream (any stream of the graph's device). */
+HPU_API int hpu_graph_replay(struct hpu_graph *graph, struct hpu_stream *stream);
+
+struct hpu_graph_info {
+	uint32_t size;        /* in: sizeof(struct hpu_graph_info); out: bytes filled */
+	uint32_t num_ops;     /* captured */
+	uint32_t num_tensors; /* static inputs and outputs the graph keeps */
+	uint32_t num_engines; /* hardware queues a replay uses */
+	uint64_t workspace_bytes; /* intermediates */
+	uint64_t device_bytes;    /* held by the graph: command buffers and workspace */
+	uint64_t replays;
+};
+
+/* Fills info (the size rule of hpu_device_get_info()).  -EINVAL before the capture ended. */
+HPU_API int hpu_graph_get_info(struct hpu_graph *graph, struct hpu_graph_info *info);
+
+/*
+ * A callable, as the graph helpers below take it: enqueues its ops on
+ * stream, reading in[] and writing out[] - tensors it creates, which its
+ * caller owns - and whatever state it keeps in ctx.
+ */
+typedef int (*hpu_callable_fn)(void *ctx, struct hpu_stream *stream,
+			       struct hpu_tensor *const *in, struct hpu_tensor **out);
+
+/* ------------------------------------------------------------------------
+ * Graphed callables (torch.hpu.make_graphed_callables): a callable's
+ * forward and its backward, which the framework supplies, each captured
+ * into a graph of its own after warm-up runs, with static inputs and
+ * outputs the graphed callable keeps.
+ */
+struct hpu_graphed;
+
+struct hpu_graphed_config {
+	hpu_callable_fn forward;  /* in: num_inputs tensors; out: num_outputs */
+	hpu_callable_fn backward; /* optional.  in: a gradient per output; out: num_grad_inputs */
+	void *ctx;
+	unsigned int num_inputs, num_outputs, num_grad_inputs;
+	unsigned int warmup;      /* eager runs of forward (and backward) before the capture */
+};
+
+/*
+ * Allocates static inputs shaped as sample_inputs (which it copies in),
+ * runs the warm-up on stream, captures forward, then backward with static
+ * gradients shaped as forward's outputs.  Returns once stream has run it all.
+ */
+HPU_API int hpu_make_graphed_callable(struct hpu_stream *stream,
+				      const struct hpu_graphed_config *config,
+				      struct hpu_tensor *const *sample_inputs,
+				      struct hpu_graphed **graphedp);
+/*
+ * Copies inputs into the static inputs (skipping those that are them),
+ * replays forward on stream and points outputs[] at the static outputs:
+ * handles the graphed callable owns, overwritten by the next replay.
+ * -EINVAL if an input's dtype or shape is not its static input's.
+ */
+HPU_API int hpu_graphed_forward(struct hpu_graphed *graphed, struct hpu_stream *stream,
+				struct hpu_tensor *const *inputs, struct hpu_tensor **outputs);
+/* The same for backward: grad_outputs in, grad_inputs out (if num_grad_inputs). */
+HPU_API int hpu_graphed_backward(struct hpu_graphed *graphed, struct hpu_stream *stream,
+				 struct hpu_tensor *const *grad_outputs,
+				 struct hpu_tensor **grad_inputs);
+HPU_API void hpu_graphed_destroy(struct hpu_graphed *graphed);
+
+/* ------------------------------------------------------------------------
+ * Module cacher (torch.hpu.ModuleCacher): a callable whose calls run as
+ * HPU graphs, one per distinct key - the inputs' dtypes and shapes and the
+ * bytes of its non-tensor arguments.  A new key is captured (with static
+ * inputs of its own) and replayed; a known one copies the inputs in and
+ * replays.  At most max_graphs are kept, and, if budget_bytes is set, at
+ * most that much device memory (static tensors, workspace, command
+ * buffers): the least recently called go first.
+ */
+struct hpu_module_cacher;
+
+typedef int (*hpu_module_fn)(void *ctx, struct hpu_stream *stream, struct hpu_tensor *const *in,
+			     const void *args, struct hpu_tensor **out);
+
+struct hpu_module_cacher_config {
+	hpu_module_fn fn;
+	void *ctx;
+	unsigned int num_inputs, num_outputs;
+	unsigned int max_graphs;   /* >= 1 */
+	uint64_t budget_bytes;     /* 0: no budget */
+};
+
+HPU_API int hpu_module_cacher_create(struct hpu_device *dev,
+				     const struct hpu_module_cacher_config *config,
+				     struct hpu_module_cacher **cacherp);
+/*
+ * Runs fn on inputs and args (args_size bytes, part of the key) as a graph.
+ * outputs[] are the graph's static outputs, owned by the cacher: valid
+ * until its next call or destruction.
+ */
+HPU_API int hpu_module_cacher_call(struct hpu_module_cacher *cacher, struct hpu_stream *stream,
+				   struct hpu_tensor *const *inputs, const void *args,
+				   size_t args_size, struct hpu_tensor **outputs);
+
+struct hpu_module_cacher_stats {
+	uint32_t size;   /* in: sizeof(struct hpu_module_cacher_stats); out: bytes filled */
+	uint32_t graphs; /* cached now */
+	uint64_t calls, hits, captures, evictions;
+	uint64_t bytes;  /* device memory of the cached graphs */
+};
+
+HPU_API int hpu_module_cacher_get_stats(struct hpu_module_cacher *cacher,
+					struct hpu_module_cacher_stats *stats);
+HPU_API void hpu_module_cacher_destroy(struct hpu_module_cacher *cacher);
+
+/* ------------------------------------------------------------------------
+ * Dynamic shapes.  Each distinct shape is a graph to compile; padding a
+ * dynamic dim to a few bucket sizes bounds their number.  A graph site -
+ * the same ops with other shapes - that compiles more than
+ * HPU_RECOMPILE_WARN recipes gets one warning on stderr naming it.
+ */
+
+/* The bucket of n: the least power of two >= max(n, min), capped at max (itself a bucket); n for n > max. */
+HPU_API int64_t hpu_bucket_size(int64_t n, int64_t min, int64_t max);
+/*
+ * *outp = a new tensor shaped as in but for dim, of size elements, in's
+ * elements first and value after (enqueued on stream: recorded by lazy
+ * mode and captures like any op).  size >= in's size along dim.
+ */
+HPU_API int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *in,
+			   unsigned int dim, int64_t size, double value,
+			   struct hpu_tensor **outp);
+
+/* ------------------------------------------------------------------------
  * Metrics, process-wide: each a named set of counters.
  *
- *   graph_compilation  TotalNumber, TotalTime, AvgTime (ns of host time)
+ *   graph_compilation  TotalNumber, TotalTime, AvgTime (ns of host time),
+ *                      RecompileWarnings (sites warned about)
  *   graph_launch       TotalNumber, TotalTime, AvgTime, Uploads (launches
  *                      that uploaded the recipe or re-bound its tensors),
  *                      Inline (launches that copied the command buffers
@@ -76,6 +242,8 @@ HPU_API int hpu_recipe_cache_set_capacity(struct hpu_device *dev, unsigned int c
  *                      HPU_RECIPE_INLINE=1)
  *   lazy_mode          Graphs (flushed), Ops (recorded), CapSplits
  *                      (flushes forced by the op cap)
+ *   hpu_graph          Captures, CapturedOps, Replays, ReplayTime (ns of
+ *                      host time), AvgReplayTime
  *   recipe_cache       Hits, Misses, Evictions, Entries
  *   cpu_fallback       Total, and one counter per op that fell back
  *   memory             InUse, Peak, Allocations, Reserved: device memory
