@@ -84,7 +84,7 @@ $(KSFT_DIR)/kselftest_harness.h: | setup
 guest-tests: $(GUEST_TESTS) $(BENCH_BINS) $(BENCH_HOST_BINS)
 
 # In-guest suites and benchmarks run against the driver and link libhpu.
-$(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h $(KSFT_DIR)/kselftest_harness.h \
+$(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h tests/guest/hpu_mlp.h $(KSFT_DIR)/kselftest_harness.h \
 		| userspace
 	$(guest-link)
 

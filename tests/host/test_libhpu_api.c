@@ -538,9 +538,26 @@ static const struct {
 	API("HPU_0.4", hpu_metric_global),
 	API("HPU_0.4", hpu_metric_value),
 	API("HPU_0.4", hpu_metrics_dump_json),
+	API("HPU_0.5", hpu_graph_create),
+	API("HPU_0.5", hpu_graph_destroy),
+	API("HPU_0.5", hpu_graph_capture_begin),
+	API("HPU_0.5", hpu_graph_capture_end),
+	API("HPU_0.5", hpu_graph_replay),
+	API("HPU_0.5", hpu_graph_get_info),
+	API("HPU_0.5", hpu_make_graphed_callable),
+	API("HPU_0.5", hpu_graphed_forward),
+	API("HPU_0.5", hpu_graphed_backward),
+	API("HPU_0.5", hpu_graphed_destroy),
+	API("HPU_0.5", hpu_module_cacher_create),
+	API("HPU_0.5", hpu_module_cacher_call),
+	API("HPU_0.5", hpu_module_cacher_get_stats),
+	API("HPU_0.5", hpu_module_cacher_destroy),
+	API("HPU_0.5", hpu_bucket_size),
+	API("HPU_0.5", hpu_tensor_pad),
 };
 
-static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4" };
+static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",
+						"HPU_0.5" };
 
 static bool is_version_node(const char *name)
 {

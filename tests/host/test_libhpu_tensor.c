@@ -48,10 +48,17 @@ int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 	return -ENOSYS;
 }
 
-int hpu_lazy_flush_stream(struct hpu_stream *s)
+int hpu_lazy_flush(struct hpu_stream *s)
 {
 	(void)s;
 	return 0;
+}
+
+int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op)
+{
+	(void)s;
+	(void)op;
+	return -ENOSYS;
 }
 
 static uint8_t *fake_bytes(const struct hpu_storage *st, int64_t lo, uint32_t dtype)

@@ -269,6 +269,7 @@ struct hpu_stream {
 	int lazy;                    /* 0: as HPU_LAZY_MODE says, 1 lazy, 2 eager */
 	unsigned int max_graph_ops;  /* 0: as HPU_MAX_COMPOUND_OP_SIZE says */
 	struct hpu_ir *graph;     /* recorded ops, NULL before the first */
+	struct hpu_graph *capture; /* the HPU graph capturing the stream's ops, or NULL */
 };
 
 /*
@@ -537,12 +538,21 @@ void hpu_recompile_note(const struct hpu_ir *ir);
 
 /* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
-/* With s->lock held: compiles and launches what s recorded; 0 if nothing. */
+/*
+ * With s->lock held: compiles and launches what s recorded; 0 if nothing.
+ * Everything that needs the stream's ops done or ordered calls it first,
+ * so it is also where a capturing stream refuses them (-EBUSY).
+ */
 int hpu_lazy_flush(struct hpu_stream *s);
 /* Whether ops on s are recorded (HPU_LAZY_MODE decides until set). */
 bool hpu_stream_lazy(struct hpu_stream *s);
 /* Locks s and flushes: before a synchronize, a query, a destroy. */
 int hpu_lazy_flush_stream(struct hpu_stream *s);
+
+/* hpu_graph.c, with s->lock held: records op (checked already) into s->capture. */
+int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op);
+/* With s->lock held, for a stream the user destroys: its capture fails. */
+void hpu_stream_capture_abort(struct hpu_stream *s);
 
 struct hpu_compile_config {
 	unsigned int engines; /* 1..HPU_GRAPH_MAX_ENGINES hardware queues */

@@ -76,6 +76,9 @@ int hpu_lazy_flush(struct hpu_stream *s)
 {
 	int ret;
 
+	if (s->capture)
+		return hpu_error_set(EBUSY, "stream %u is capturing a graph, which takes device "
+				     "ops only", s->id);
 	if (!s->graph || !s->graph->num_nodes)
 		return 0;
 	ret = hpu_lazy_launch(s, s->graph);
@@ -122,9 +125,16 @@ int hpu_stream_get_lazy(struct hpu_stream *s, bool *lazy)
 
 int hpu_mark_step(struct hpu_stream *s)
 {
+	int ret = 0;
+
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
-	return hpu_error_in(__func__, hpu_lazy_flush_stream(s));
+	pthread_mutex_lock(&s->lock);
+	/* A capture is one graph already: its step marks mean nothing. */
+	if (!s->capture)
+		ret = hpu_lazy_flush(s);
+	pthread_mutex_unlock(&s->lock);
+	return hpu_error_in(__func__, ret);
 }
 
 int hpu_stream_set_max_graph_ops(struct hpu_stream *s, unsigned int max_ops)

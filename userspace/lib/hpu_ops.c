@@ -210,13 +210,17 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 	if (ret)
 		return ret;
 	reason = hpu_fallback_reason(op);
-	if (reason) {
-		/* The host reads the operands: what a lazy stream recorded runs first. */
-		ret = hpu_lazy_flush_stream(s);
-		return ret ? ret : hpu_fallback_run(s, op, reason);
-	}
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_stream_lazy(s) ? hpu_lazy_record(s, op) : hpu_launch(s, op);
+	if (reason && s->capture)
+		ret = hpu_error_set(EBUSY, "%s runs on the host (%s): stream %u is capturing a "
+				    "graph, which takes device ops only", op->name, reason, s->id);
+	else if (reason)
+		/* The host reads the operands: what a lazy stream recorded runs first. */
+		ret = hpu_lazy_flush(s);
+	else if (s->capture)
+		ret = hpu_graph_capture_record_locked(s, op);
+	else
+		ret = hpu_stream_lazy(s) ? hpu_lazy_record(s, op) : hpu_launch(s, op);
 	pthread_mutex_unlock(&s->lock);
-	return ret;
+	return !ret && reason ? hpu_fallback_run(s, op, reason) : ret;
 }

@@ -286,7 +286,10 @@ void hpu_stream_destroy(struct hpu_stream *s)
 	if (!s)
 		return;
 	/* Recorded ops are enqueued work: they run.  A failure is not reported, as for jobs. */
-	hpu_lazy_flush_stream(s);
+	pthread_mutex_lock(&s->lock);
+	hpu_stream_capture_abort(s);
+	hpu_lazy_flush(s);
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->dev->lock);
 	hpu_list_del(&s->node);
 	pthread_mutex_unlock(&s->dev->lock);

@@ -56,8 +56,8 @@ HPU_API int hpu_stream_get_lazy(struct hpu_stream *stream, bool *lazy);
 
 /*
  * Compiles (or finds in the cache) and launches the ops recorded on the
- * stream, then returns without waiting.  Nothing recorded, or an eager
- * stream: a no-op.
+ * stream, then returns without waiting.  Nothing recorded, an eager
+ * stream, or one capturing an HPU graph: a no-op.
  */
 HPU_API int hpu_mark_step(struct hpu_stream *stream);
 

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * HPU graphs against the live device (<hpu/hpu_graph.h>): a training step
+ * of the seeds' MLP captured once and replayed gives bitwise the results
+ * of running it eagerly, with fresh dropout masks and the new data copied
+ * into its static inputs at every replay; one compilation, one upload, and
+ * each replay one ioctl whatever the number of ops.  Misuse - a replay, a
+ * host read, a synchronize or a CPU fallback inside a capture, replaying
+ * what holds no capture - fails with its errno and the capture goes on.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hpu/hpu.h>
+#include <hpu/hpu_graph.h>
+#include <hpu/hpu_tensor.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_mlp.h"
+
+/* ioctls libhpu issued on dev before this call (which issues one itself). */
+static uint64_t ioctls(struct hpu_device *dev)
+{
+	struct hpu_device_stats st = { .size = sizeof(st) };
+
+	return hpu_device_get_stats(dev, &st) ? 0 : st.ioctls;
+}
+
+FIXTURE(graph) {
+	struct hpu_device *dev;
+	struct hpu_stream *eager, *s;
+	struct hpu_graph *g;
+};
+
+FIXTURE_SETUP(graph)
+{
+	ASSERT_EQ(0, hpu_device_open(0, &self->dev)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_stream_create(self->dev, &self->eager));
+	ASSERT_EQ(0, hpu_stream_create(self->dev, &self->s));
+	ASSERT_EQ(0, hpu_graph_create(self->dev, &self->g));
+}
+
+FIXTURE_TEARDOWN(graph)
+{
+	hpu_graph_destroy(self->g);
+	hpu_stream_destroy(self->eager);
+	hpu_stream_destroy(self->s);
+	hpu_device_close(self->dev);
+}
+
+TEST_F(graph, replayed_mlp_steps_match_eager_bitwise)
+{
+	struct mlp me = { 0 }, mg = { 0 };
+	struct hpu_graph_info info = { .size = sizeof(info) };
+	uint64_t compiles, uploads, before;
+	void *mask_prev = NULL, *mask;
+	unsigned int step, i;
+	size_t size;
+
+	lcg = 1;
+	mlp_init(self->dev, self->eager, &me);
+	lcg = 1;
+	mlp_init(self->dev, self->s, &mg);
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+	compiles = metric("graph_compilation", "TotalNumber");
+	uploads = metric("graph_launch", "Uploads");
+	/* Captured, not run: the parameters are as they were. */
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, mlp_step(self->dev, self->s, &mg)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g)) TH_LOG("%s", hpu_last_error());
+	same(_metadata, self->eager, me.p[W1], self->s, mg.p[W1], "W1 after the capture");
+	ASSERT_EQ(0, hpu_graph_get_info(self->g, &info));
+	EXPECT_EQ(24, info.num_ops);
+	/* The step's two scratch tensors went during the capture: workspace. */
+	EXPECT_GE(info.workspace_bytes, 2 * B * HID * sizeof(float));
+	EXPECT_GE(info.device_bytes, info.workspace_bytes);
+	for (step = 0; step < STEPS; step++) {
+		ASSERT_EQ(0, load_batch(self->eager, &me, step));
+		ASSERT_EQ(0, load_batch(self->s, &mg, step));
+		ASSERT_EQ(0, mlp_step(self->dev, self->eager, &me));
+		before = ioctls(self->dev);
+		ASSERT_EQ(0, hpu_graph_replay(self->g, self->s)) TH_LOG("%s", hpu_last_error());
+		/* One submission (and the stats call): no upload, no allocation, nothing per op. */
+		if (step)
+			EXPECT_EQ(1 + 1, ioctls(self->dev) - before);
+		ASSERT_EQ(0, hpu_stream_synchronize(self->s)) TH_LOG("%s", hpu_last_error());
+		for (i = 0; i < NPARAMS; i++)
+			same(_metadata, self->eager, me.p[i], self->s, mg.p[i], "a parameter");
+		same(_metadata, self->eager, me.loss_sum, self->s, mg.loss_sum, "loss_sum");
+		same(_metadata, self->eager, me.stat, self->s, mg.stat, "stat");
+		same(_metadata, self->eager, me.mask, self->s, mg.mask, "the dropout mask");
+		mask = read_all(self->s, mg.mask, &size);
+		ASSERT_NE(NULL, mask);
+		if (mask_prev)
+			EXPECT_NE(0, memcmp(mask, mask_prev, size));
+		free(mask_prev);
+		mask_prev = mask;
+	}
+	free(mask_prev);
+	EXPECT_EQ(1, metric("graph_compilation", "TotalNumber") - compiles);
+	EXPECT_EQ(1, metric("graph_launch", "Uploads") - uploads);
+	ASSERT_EQ(0, hpu_graph_get_info(self->g, &info));
+	EXPECT_EQ(STEPS, info.replays);
+	fflush(stdout);
+	mlp_free(&me);
+	mlp_free(&mg);
+}
+
+/* y = 2 x + 1 captured; x rewritten between replays, and both handles gone. */
+TEST_F(graph, static_inputs_take_new_data_and_outlive_their_handles)
+{
+	struct hpu_tensor *x = tensor(self->dev, HPU_DT_F32, 64, 0);
+	struct hpu_tensor *y = tensor(self->dev, HPU_DT_F32, 64, 0);
+	struct hpu_tensor *t = tensor(self->dev, HPU_DT_F32, 64, 0);
+	struct hpu_graph_info info = { .size = sizeof(info) };
+	float in[64], out[64];
+	int round, i;
+
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_MUL, t, x, 2));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, y, t, 1));
+	hpu_tensor_destroy(t);
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	ASSERT_EQ(0, hpu_graph_get_info(self->g, &info));
+	EXPECT_EQ(2, info.num_ops);
+	EXPECT_EQ(2, info.num_tensors);
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 64; i++)
+			in[i] = (float)(i * (round + 1));
+		ASSERT_EQ(0, hpu_tensor_copy_from_host(self->s, x, in, sizeof(in)));
+		ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+		ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, y, out, sizeof(out)));
+		for (i = 0; i < 64; i++) {
+			ASSERT_EQ(2 * in[i] + 1, out[i]) TH_LOG("round %d, element %d", round, i);
+		}
+	}
+	/* The graph holds their memory: replays still run, on another stream too. */
+	hpu_tensor_destroy(x);
+	hpu_tensor_destroy(y);
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->eager));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_device_synchronize(self->dev)) TH_LOG("%s", hpu_last_error());
+}
+
+TEST_F(graph, lazy_ops_before_the_capture_are_not_captured)
+{
+	struct hpu_tensor *a = tensor(self->dev, HPU_DT_F32, 16, 0);
+	float got[16];
+
+	ASSERT_EQ(0, hpu_stream_set_lazy(self->s, true));
+	ASSERT_EQ(0, hpu_op_fill(self->s, a, 5));
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_MUL, a, a, 3));
+	/* Inside a capture a step mark is nothing: the capture is the graph. */
+	ASSERT_EQ(0, hpu_mark_step(self->s));
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, a, got, sizeof(got)));
+	EXPECT_EQ(5, got[0]);
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, a, got, sizeof(got)));
+	EXPECT_EQ(45, got[15]);
+	hpu_tensor_destroy(a);
+}
+
+TEST_F(graph, misuse_fails_and_the_capture_goes_on)
+{
+	struct hpu_tensor *a = tensor(self->dev, HPU_DT_F32, 16, 0);
+	struct hpu_tensor *c = tensor(self->dev, HPU_DT_F32, 16, 0);
+	struct hpu_graph_info info = { .size = sizeof(info) };
+	struct hpu_graph *other = NULL;
+	struct hpu_stream *gone = NULL;
+	struct hpu_event *ev = NULL;
+	float got[16];
+
+	EXPECT_EQ(-EINVAL, hpu_graph_create(NULL, &other));
+	EXPECT_EQ(-EINVAL, hpu_graph_create(self->dev, NULL));
+	EXPECT_EQ(-EINVAL, hpu_graph_capture_begin(NULL, self->s));
+	EXPECT_EQ(-EINVAL, hpu_graph_capture_begin(self->g, NULL));
+	EXPECT_EQ(-EINVAL, hpu_graph_capture_end(self->g));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay(self->g, self->s));
+	EXPECT_EQ(-EINVAL, hpu_graph_get_info(self->g, &info));
+	ASSERT_EQ(0, hpu_graph_create(self->dev, &other));
+	ASSERT_EQ(0, hpu_event_create(self->dev, &ev));
+
+	ASSERT_EQ(0, hpu_op_fill(self->s, a, 1));
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	EXPECT_EQ(-EBUSY, hpu_graph_capture_begin(self->g, self->eager));
+	EXPECT_EQ(-EBUSY, hpu_graph_capture_begin(other, self->s));
+	EXPECT_EQ(-EBUSY, hpu_graph_replay(self->g, self->eager));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, a, a, 1));
+	EXPECT_EQ(-EBUSY, hpu_tensor_copy_to_host(self->s, a, got, sizeof(got)));
+	ksft_print_msg("a host read: %s\n", hpu_last_error());
+	EXPECT_EQ(-EBUSY, hpu_stream_synchronize(self->s));
+	EXPECT_EQ(-EBUSY, hpu_stream_query(self->s));
+	EXPECT_EQ(-EBUSY, hpu_event_record(ev, self->s));
+	EXPECT_EQ(-EBUSY, hpu_op_cumsum(self->s, c, a, 0));
+	ksft_print_msg("a fallback: %s\n", hpu_last_error());
+	/* Another stream works meanwhile, and the capture still takes ops. */
+	ASSERT_EQ(0, hpu_op_fill(self->eager, c, 7));
+	ASSERT_EQ(0, hpu_stream_synchronize(self->eager));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_MUL, a, a, 10));
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g)) TH_LOG("%s", hpu_last_error());
+	EXPECT_EQ(-EINVAL, hpu_graph_capture_begin(self->g, self->s));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, a, got, sizeof(got)));
+	EXPECT_EQ(20, got[3]);
+	/* A capture whose stream goes fails: the graph holds none. */
+	ASSERT_EQ(0, hpu_stream_create(self->dev, &gone));
+	ASSERT_EQ(0, hpu_graph_capture_begin(other, gone));
+	ASSERT_EQ(0, hpu_op_fill(gone, c, 3));
+	hpu_stream_destroy(gone);
+	EXPECT_EQ(-EINVAL, hpu_graph_capture_end(other));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay(other, self->s));
+	hpu_event_destroy(ev);
+	hpu_graph_destroy(other);
+	hpu_tensor_destroy(a);
+	hpu_tensor_destroy(c);
+}
+
+TEST_HARNESS_MAIN
