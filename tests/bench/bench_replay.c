@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench-replay: the host's cost of running a step of n ops (n = 10, 100,
+ * 1000 elementwise ops on one tensor) as an HPU graph replay, against
+ * enqueueing the same ops eagerly or lazily (recorded, then hpu_mark_step:
+ * a cache hit).  Host time is the CPU time of the calls that enqueue a
+ * step, median over the steps (the device runs each step to its end before
+ * the next, untimed); the results are checked.
+ *   replay_<n>_host_us   a replay
+ *   lazy_<n>_host_us     recording the ops and launching the cached recipe
+ *   eager_<n>_host_us    enqueueing the ops one by one
+ *   replay_flatness      replay_1000_host_us / replay_10_host_us
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <hpu/hpu.h>
+#include <hpu/hpu_graph.h>
+#include <hpu/hpu_tensor.h>
+
+enum { ELEMS = 1024, REPLAYS = 30, LAZY_STEPS = 10, EAGER_STEPS = 3 };
+
+static void check(int ret, const char *what)
+{
+	if (ret < 0) {
+		fprintf(stderr, "bench-replay: %s: %s (%d)\n", what, hpu_last_error(), ret);
+		exit(1);
+	}
+}
+
+static double cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The step: n ops adding 1 to a (alternately to b and back, so that ops depend on each other). */
+static void step_ops(struct hpu_stream *s, struct hpu_tensor *a, struct hpu_tensor *b, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		check(hpu_op_binary_scalar(s, HPU_BIN_ADD, i % 2 ? a : b, i % 2 ? b : a, 1), "op");
+}
+
+/* a's first element, which every step adds n to. */
+static float first(struct hpu_stream *s, struct hpu_tensor *a)
+{
+	float v[ELEMS];
+
+	check(hpu_tensor_copy_to_host(s, a, v, sizeof(v)), "read");
+	return v[0];
+}
+
+enum how { REPLAY, LAZY, EAGER };
+
+/* Median host time of a step of n ops run as how; the values checked after. */
+static double measure(struct hpu_device *dev, struct hpu_stream *s, int n, enum how how)
+{
+	int steps = how == REPLAY ? REPLAYS : how == LAZY ? LAZY_STEPS : EAGER_STEPS, i;
+	struct hpu_tensor *a, *b;
+	struct hpu_graph *g = NULL;
+	double *t = calloc(steps, sizeof(*t)), c, result;
+
+	check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &a), "tensor");
+	check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &b), "tensor");
+	check(hpu_op_fill(s, a, 0), "fill");
+	if (how == REPLAY) {
+		check(hpu_graph_create(dev, &g), "graph");
+		check(hpu_graph_capture_begin(g, s), "capture");
+		step_ops(s, a, b, n);
+		check(hpu_graph_capture_end(g), "capture end");
+	}
+	check(hpu_stream_set_lazy(s, how == LAZY), "lazy");
+	/* One untimed step: the first replay uploads, the first lazy step compiles. */
+	for (i = -1; i < steps; i++) {
+		c = cpu_us();
+		if (how == REPLAY) {
+			check(hpu_graph_replay(g, s), "replay");
+		} else {
+			step_ops(s, a, b, n);
+			check(hpu_mark_step(s), "mark_step");
+		}
+		if (i >= 0)
+			t[i] = cpu_us() - c;
+		check(hpu_stream_synchronize(s), "synchronize");
+	}
+	check(hpu_stream_set_lazy(s, false), "eager");
+	if (first(s, a) != (float)((steps + 1) * n)) {
+		fprintf(stderr, "bench-replay: %d ops x %d steps gave %g\n", n, steps + 1,
+			first(s, a));
+		exit(1);
+	}
+	result = median(t, steps);
+	hpu_graph_destroy(g);
+	hpu_tensor_destroy(a);
+	hpu_tensor_destroy(b);
+	free(t);
+	return result;
+}
+
+int main(void)
+{
+	static const int sizes[] = { 10, 100, 1000 };
+	static const char *const names[] = { "replay", "lazy", "eager" };
+	double host[3][3];
+	struct hpu_device *dev;
+	struct hpu_stream *s;
+	int i, how;
+
+	check(hpu_device_open(0, &dev), "open");
+	check(hpu_stream_create(dev, &s), "stream");
+	for (how = REPLAY; how <= EAGER; how++) {
+		for (i = 0; i < 3; i++) {
+			host[how][i] = measure(dev, s, sizes[i], how);
+			printf("BENCH %s_%d_host_us %.1f us\n", names[how], sizes[i], host[how][i]);
+			fflush(stdout);
+		}
+	}
+	printf("BENCH replay_flatness %.2f ratio\n", host[REPLAY][2] / host[REPLAY][0]);
+	printf("BENCH replay_vs_lazy_1000 %.1f ratio\n", host[LAZY][2] / host[REPLAY][2]);
+	hpu_stream_destroy(s);
+	hpu_device_close(dev);
+	return 0;
+}
