@@ -39,3 +39,6 @@ HOST_TEST_SRCS_test_libhpu_graph := userspace/lib/hpu_ir.c userspace/lib/hpu_dyn
 	userspace/lib/hpu_layout.c userspace/lib/hpu_cb.c userspace/lib/hpu_suballoc.c \
 	userspace/lib/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_graph := -pthread -lm
+# The dynamic-shape helpers sit on the graph's sources; the tensor calls of padding are faked.
+HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph)
+HOST_TEST_LIBS_test_libhpu_dynamic := $(HOST_TEST_LIBS_test_libhpu_graph)

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Dynamic shapes: telling a graph site that keeps recompiling.
+ * Dynamic shapes: bounding the shapes a graph sees, and telling a graph
+ * site that keeps recompiling.
+ *
+ * Buckets: a dynamic dim padded up to the next power of two (within
+ * [min, max]) takes a logarithmic number of sizes, so its graphs compile a
+ * few recipes instead of one per size.  The padding is made of ordinary
+ * ops, so lazy mode and captures record it like any others.
  *
  * A site is a graph's ops without their shapes: the same code path run on
  * other shapes is the same site, and each new shape compiles another
@@ -8,6 +14,7 @@
  * first time a site passes HPU_RECOMPILE_WARN, one warning says which
  * ops it is and how to bound it.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,4 +99,72 @@ void hpu_recompile_note(const struct hpu_ir *ir)
 		"dims to a few sizes (hpu_bucket_size(), hpu_tensor_pad())\n",
 		hash, ir->num_nodes, ir->nodes[0].op.name, ir->nodes[ir->num_nodes - 1].op.name,
 		limit + 1, limit);
+}
+
+/* Bad sizes return -EINVAL (with a message): n must be >= 1, and 1 <= min <= max. */
+int64_t hpu_bucket_size(int64_t n, int64_t min, int64_t max)
+{
+	int64_t want, b = 1;
+
+	if (n < 1 || min < 1 || min > max)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "n %" PRId64 ", min %" PRId64
+							    ", max %" PRId64 ": want n >= 1 and "
+							    "1 <= min <= max", n, min, max));
+	if (n > max)
+		return n;
+	want = n > min ? n : min;
+	/* Doubling only up to max / 2 cannot overflow; past it the bucket is max. */
+	while (b < want && b <= max / 2)
+		b <<= 1;
+	return b < want ? max : b;
+}
+
+static int hpu_pad_check(const struct hpu_stream *stream, const struct hpu_tensor *in,
+			 unsigned int dim, int64_t size)
+{
+	if (!stream || !in)
+		return hpu_error_set(EINVAL, "%s is NULL", stream ? "in" : "stream");
+	if (dim >= in->l.ndim)
+		return hpu_error_set(EINVAL, "dim %u of a tensor of %u dims", dim, in->l.ndim);
+	if (size < in->l.shape[dim])
+		return hpu_error_set(EINVAL, "size %" PRId64 " is less than in's %" PRId64
+				     " along dim %u", size, in->l.shape[dim], dim);
+	return 0;
+}
+
+/*
+ * A fill of the whole new tensor, then a copy into its first elements: a
+ * tensor whose first access writes all of it can live in a lazy graph's
+ * workspace once the caller drops it.  The copy has in's shape, so a step
+ * recorded with its padding compiles once per size of in: bucketing pays
+ * only when the padding runs outside the step's graph (eagerly).
+ */
+int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *in, unsigned int dim,
+		   int64_t size, double value, struct hpu_tensor **outp)
+{
+	struct hpu_tensor *out = NULL, *head = NULL;
+	int64_t shape[HPU_MAX_DIMS];
+	int ret;
+
+	if (!outp)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "outp is NULL"));
+	*outp = NULL;
+	ret = hpu_pad_check(stream, in, dim, size);
+	if (!ret) {
+		memcpy(shape, in->l.shape, sizeof(shape));
+		shape[dim] = size;
+		ret = hpu_tensor_empty(stream->dev, in->l.dtype, in->l.ndim, shape, &out);
+	}
+	if (!ret)
+		ret = hpu_op_fill(stream, out, value);
+	if (!ret)
+		ret = hpu_tensor_slice(out, dim, 0, in->l.shape[dim], 1, &head);
+	if (!ret)
+		ret = hpu_op_unary(stream, HPU_UN_COPY, head, in);
+	hpu_tensor_destroy(head);
+	if (ret)
+		hpu_tensor_destroy(out);
+	else
+		*outp = out;
+	return hpu_error_in(__func__, ret);
 }
