@@ -112,11 +112,20 @@ static inline uint16_t hpu_f32_to_bf16(float f)
 	return (uint16_t)(bits >> 16);
 }
 
-/* Host memory is little-endian on every host QEMU builds this core for. */
+/*
+ * Host memory is little-endian on every host QEMU builds this core for.
+ * F32 is tested before the switch, which compilers lay out as a search
+ * that tries other dtypes first: the common case is one compare.
+ */
 static inline double hpu_kload_f(uint32_t dtype, const uint8_t *p)
 {
+	if (dtype == HPU_DTYPE_F32) {
+		float v;
+
+		memcpy(&v, p, 4);
+		return v;
+	}
 	switch (dtype) {
-	case HPU_DTYPE_F32: { float v; memcpy(&v, p, 4); return v; }
 	case HPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return hpu_bf16_to_f32(v); }
 	case HPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
 	case HPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
@@ -137,8 +146,13 @@ static inline int64_t hpu_kload_i(uint32_t dtype, const uint8_t *p)
 /* Floating stores round (fp32 first, then bf16: the order hardware does it). */
 static inline void hpu_kstore_f(uint32_t dtype, uint8_t *p, double v)
 {
+	if (dtype == HPU_DTYPE_F32) {
+		float f = (float)v;
+
+		memcpy(p, &f, 4);
+		return;
+	}
 	switch (dtype) {
-	case HPU_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
 	case HPU_DTYPE_BF16: { uint16_t b = hpu_f32_to_bf16((float)v); memcpy(p, &b, 2); break; }
 	case HPU_DTYPE_I32: { int32_t i = (int32_t)(int64_t)v; memcpy(p, &i, 4); break; }
 	case HPU_DTYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
@@ -154,6 +168,21 @@ static inline void hpu_kstore_i(uint32_t dtype, uint8_t *p, int64_t v)
 	case HPU_DTYPE_U8: *p = v != 0; break;
 	default: hpu_kstore_f(dtype, p, (double)v); break;
 	}
+}
+
+/*
+ * keep ? v : +0.0 without a branch: which way it goes is data (signs,
+ * dropout draws), so a branch would mispredict half the time, and
+ * compilers keep a double's ?: a branch.
+ */
+static inline double hpu_kkeep(bool keep, double v)
+{
+	uint64_t bits;
+
+	memcpy(&bits, &v, sizeof(bits));
+	bits &= (uint64_t)0 - keep;
+	memcpy(&v, &bits, sizeof(v));
+	return v;
 }
 
 static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)
@@ -175,6 +204,177 @@ static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
 		i /= v->shape[d];
 	}
 	return v->base + off * (int64_t)hpu_dtype_size(v->dtype);
+}
+
+/* ---- walking views ---- */
+
+/*
+ * A cursor over a view's elements in row-major order, from any linear
+ * index: the next element is one add away, and a dim that runs out carries
+ * into the next like an odometer, where hpu_kview_at() would divide by
+ * every dim for every element.  Dims that continue the next inner one are
+ * merged first, so a dense view walks as one row and never carries.
+ */
+struct hpu_kcur {
+	uint8_t *base;
+	int64_t off;   /* bytes from base to the current element */
+	uint64_t left; /* elements from the current one to dim 0's end */
+	uint32_t dtype;
+	uint32_t ndim; /* merged dims, innermost first; at least 1 */
+	uint64_t shape[HPU_TENSOR_MAX_DIMS];
+	int64_t step[HPU_TENSOR_MAX_DIMS]; /* bytes */
+	uint64_t idx[HPU_TENSOR_MAX_DIMS]; /* in dims past 0 (left counts dim 0) */
+};
+
+/* A cursor on element i of v; i may be numel (a walk of no elements). */
+static inline void hpu_kcur_init(struct hpu_kcur *k, const struct hpu_kview *v, uint64_t i)
+{
+	int64_t esize = hpu_dtype_size(v->dtype);
+	uint32_t n = 0;
+
+	k->base = v->base;
+	k->dtype = v->dtype;
+	for (uint32_t d = v->ndim; d-- > 0;) {
+		int64_t step = v->strides[d] * esize;
+
+		if (v->shape[d] == 1)
+			continue;
+		if (n && step == k->step[n - 1] * (int64_t)k->shape[n - 1]) {
+			k->shape[n - 1] *= v->shape[d];
+		} else {
+			k->shape[n] = v->shape[d];
+			k->step[n++] = step;
+		}
+	}
+	/* A single element (or none: the walk never starts) is a row of one. */
+	if (!n || !hpu_kview_numel(v)) {
+		n = 1;
+		k->shape[0] = 1;
+		k->step[0] = 0;
+	}
+	k->ndim = n;
+	k->off = 0;
+	for (uint32_t d = 0; d < n; d++) {
+		uint64_t x = i % k->shape[d];
+
+		k->off += (int64_t)x * k->step[d];
+		k->idx[d] = x;
+		i /= k->shape[d];
+	}
+	k->left = k->shape[0] - k->idx[0];
+}
+
+/* On by m elements, m <= left: along dim 0, then carrying outwards if it ran out. */
+static inline void hpu_kcur_skip(struct hpu_kcur *k, uint64_t m)
+{
+	k->off += (int64_t)m * k->step[0];
+	k->left -= m;
+	if (k->left)
+		return;
+	k->off -= (int64_t)k->shape[0] * k->step[0];
+	k->left = k->shape[0];
+	for (uint32_t d = 1; d < k->ndim; d++) {
+		k->off += k->step[d];
+		if (++k->idx[d] < k->shape[d])
+			return;
+		k->off -= (int64_t)k->shape[d] * k->step[d];
+		k->idx[d] = 0;
+	}
+}
+
+static inline void hpu_kcur_next(struct hpu_kcur *k)
+{
+	hpu_kcur_skip(k, 1);
+}
+
+static inline uint8_t *hpu_kcur_ptr(const struct hpu_kcur *k)
+{
+	return k->base + k->off;
+}
+
+static inline double hpu_kcur_get(const struct hpu_kcur *k)
+{
+	return hpu_kload_f(k->dtype, hpu_kcur_ptr(k));
+}
+
+static inline void hpu_kcur_set(const struct hpu_kcur *k, double x)
+{
+	hpu_kstore_f(k->dtype, hpu_kcur_ptr(k), x);
+}
+
+/* One operand's element in an elementwise walk. */
+struct hpu_kel {
+	uint8_t *p;
+	uint32_t dtype;
+};
+
+static inline double hpu_kel_get(const struct hpu_kel *e)
+{
+	return hpu_kload_f(e->dtype, e->p);
+}
+
+static inline int64_t hpu_kel_get_i(const struct hpu_kel *e)
+{
+	return hpu_kload_i(e->dtype, e->p);
+}
+
+static inline void hpu_kel_set(const struct hpu_kel *e, double x)
+{
+	hpu_kstore_f(e->dtype, e->p, x);
+}
+
+static inline void hpu_kel_set_i(const struct hpu_kel *e, int64_t x)
+{
+	hpu_kstore_i(e->dtype, e->p, x);
+}
+
+/* Element i of an elementwise kernel: e[j] is operand t[j]'s; ctx is the kernel's own. */
+typedef void hpu_kel_fn(const void *ctx, uint64_t i, const struct hpu_kel *e);
+
+/*
+ * Calls f on elements [begin, end) of operands t[0, n) of one shape, in
+ * order, so each element is read and written as an indexed loop would.
+ * Between carries every operand's element is a pointer bumped by a
+ * constant step; f is inlined into that inner loop (hence always_inline:
+ * an indirect call per element would cost more than most kernels' math),
+ * and a ctx of per-launch constants stays in registers there, which c
+ * would not: f's stores may alias it as far as the compiler knows.
+ */
+static inline __attribute__((always_inline)) void
+hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t end, hpu_kel_fn *f,
+	  const void *ctx)
+{
+	struct hpu_kcur k[HPU_KERNEL_MAX_TENSORS];
+	struct hpu_kel e[HPU_KERNEL_MAX_TENSORS];
+	uint8_t *first[HPU_KERNEL_MAX_TENSORS];
+	int64_t step[HPU_KERNEL_MAX_TENSORS];
+	unsigned int j;
+
+	for (j = 0; j < n; j++) {
+		hpu_kcur_init(&k[j], &c->t[j], begin);
+		e[j].dtype = k[j].dtype;
+	}
+	while (begin < end) {
+		uint64_t span = end - begin;
+
+		/* A span: as far as every operand goes along its dim 0. */
+		for (j = 0; j < n; j++) {
+			if (k[j].left < span)
+				span = k[j].left;
+			first[j] = hpu_kcur_ptr(&k[j]);
+			step[j] = k[j].step[0];
+		}
+		for (uint64_t s = 0; s < span; s++) {
+			/* Unrolled (n is a constant here), so that e[] lives in registers. */
+#pragma GCC unroll 16
+			for (j = 0; j < n; j++)
+				e[j].p = first[j] + (int64_t)s * step[j];
+			f(ctx, begin + s, e);
+		}
+		for (j = 0; j < n; j++)
+			hpu_kcur_skip(&k[j], span);
+		begin += span;
+	}
 }
 
 #endif /* HPU_KERNEL_H */

@@ -137,18 +137,10 @@ static inline int64_t hpu_ineg(int64_t a)
 
 /* ---- UNARY ---- */
 
-/*
- * max(v, 0) letting NaN through, as torch.relu, without a branch: signs
- * come at random, and compilers keep a double's ?: a branch.
- */
+/* max(v, 0) letting NaN through, as torch.relu. */
 static inline double hpu_relu(double v)
 {
-	uint64_t bits;
-
-	memcpy(&bits, &v, sizeof(bits));
-	bits &= (uint64_t)0 - !(v < 0);
-	memcpy(&v, &bits, sizeof(v));
-	return v;
+	return hpu_kkeep(!(v < 0), v);
 }
 
 static void hpu_unary_f(const struct hpu_kcall *c, size_t n, double *o, double (*x)[HPU_KBLOCK])

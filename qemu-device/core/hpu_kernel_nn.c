@@ -26,11 +26,27 @@ static int hpu_grad_check(const struct hpu_kcall *c, uint32_t x_dtype, uint64_t 
 	return 0;
 }
 
-static void hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end,
-			 hpu_grad_fn *f)
+struct hpu_grad {
+	const struct hpu_kcall *c;
+	hpu_grad_fn *f;
+};
+
+/* e: grad_in, grad_out, x. */
+static inline void hpu_grad_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 {
-	for (uint64_t i = begin; i < end; i++)
-		hpu_kset(&c->t[0], i, f(c, hpu_kget(&c->t[1], i), hpu_kget(&c->t[2], i)));
+	const struct hpu_grad *g = ctx;
+
+	(void)i;
+	hpu_kel_set(&e[0], g->f(g->c, hpu_kel_get(&e[1]), hpu_kel_get(&e[2])));
+}
+
+/* Always inlined, so that each kernel's own f is inlined into its walk. */
+static inline __attribute__((always_inline)) void
+hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end, hpu_grad_fn *f)
+{
+	const struct hpu_grad g = { c, f };
+
+	hpu_kwalk(c, 3, begin, end, hpu_grad_el, &g);
 }
 
 static int hpu_relu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
@@ -41,7 +57,7 @@ static int hpu_relu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 static double hpu_relu_grad(const struct hpu_kcall *c, double g, double x)
 {
 	(void)c;
-	return x > 0 ? g : 0;
+	return hpu_kkeep(x > 0, g);
 }
 
 static void hpu_relu_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
@@ -106,7 +122,7 @@ static bool hpu_dropout_p_ok(double p)
 /* out = kept ? x / (1 - p) : 0, for the forward's input and the backward's grad_out alike. */
 static double hpu_dropout_apply(double p, bool kept, double x)
 {
-	return kept ? x / (1 - p) : 0;
+	return hpu_kkeep(kept, x / (1 - p));
 }
 
 static int hpu_dropout_bwd_check(const struct hpu_kcall *c, uint64_t *items)
@@ -157,18 +173,42 @@ static int hpu_dropout_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+/* Draws made ahead of their elements' walk, in lanes (hpu_philox_uniforms()). */
+#define HPU_DROPOUT_CHUNK 256
+
+/* The rng's state and p, as every part reads them before any finish(); u[k - first] is k's draw. */
+struct hpu_dropout {
+	uint64_t seed, offset, first;
+	double p;
+	float u[HPU_DROPOUT_CHUNK];
+};
+
+/* e: out, mask, in. */
+static void hpu_dropout_el(const void *ctx, uint64_t k, const struct hpu_kel *e)
+{
+	const struct hpu_dropout *d = ctx;
+	bool kept = d->u[k - d->first] >= d->p;
+
+	hpu_kel_set_i(&e[1], kept);
+	hpu_kel_set(&e[0], hpu_dropout_apply(d->p, kept, hpu_kel_get(&e[2])));
+}
+
 /* Element k's draw depends on k alone, so parts are independent and any split draws one mask. */
 static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	uint64_t seed = (uint64_t)hpu_kget_i(&c->t[3], 0);
-	uint64_t offset = (uint64_t)hpu_kget_i(&c->t[3], 1);
-	double p = c->scalars[0];
+	struct hpu_dropout d = {
+		.seed = (uint64_t)hpu_kget_i(&c->t[3], 0),
+		.offset = (uint64_t)hpu_kget_i(&c->t[3], 1),
+		.p = c->scalars[0],
+	};
 
-	for (uint64_t k = begin; k < end; k++) {
-		bool kept = hpu_philox_uniform(seed, offset + k) >= p;
+	for (d.first = begin; d.first < end; d.first += HPU_DROPOUT_CHUNK) {
+		uint64_t n = end - d.first < HPU_DROPOUT_CHUNK ? end - d.first : HPU_DROPOUT_CHUNK;
 
-		hpu_kstore_i(HPU_DTYPE_U8, hpu_kview_at(&c->t[1], k), kept);
-		hpu_kset(&c->t[0], k, hpu_dropout_apply(p, kept, hpu_kget(&c->t[2], k)));
+		/* Whole lanes: a draw past end is never used. */
+		for (uint64_t l = 0; l < n; l += HPU_PHILOX_LANES)
+			hpu_philox_uniforms(d.seed, d.offset + d.first + l, HPU_PHILOX_LANES, &d.u[l]);
+		hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d);
 	}
 }
 

@@ -27,9 +27,9 @@ static int hpu_optim_check(const struct hpu_kcall *c, unsigned int ntensors, uns
 }
 
 /* torch adds weight decay to the gradient only when it is set (0 * inf would be NaN). */
-static double hpu_decayed_grad(const struct hpu_kcall *c, uint64_t i, double param, double wd)
+static double hpu_decayed_grad(const struct hpu_kel *grad, double param, double wd)
 {
-	double g = hpu_kget(&c->t[1], i);
+	double g = hpu_kel_get(grad);
 
 	return wd != 0 ? g + wd * param : g;
 }
@@ -58,23 +58,35 @@ static int hpu_sgd_check(const struct hpu_kcall *c, uint64_t *items)
 	return hpu_optim_check(c, 3, 3, items);
 }
 
+struct hpu_sgd {
+	double lr, momentum, dampening, wd;
+	bool nesterov, first;
+};
+
+/* e: param, grad, buf. */
+static void hpu_sgd_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+{
+	const struct hpu_sgd *o = ctx;
+	double p = hpu_kel_get(&e[0]), d = hpu_decayed_grad(&e[1], p, o->wd);
+
+	(void)i;
+	if (o->momentum != 0) {
+		double b = o->first ? d : o->momentum * hpu_kel_get(&e[2]) + (1 - o->dampening) * d;
+
+		hpu_kel_set(&e[2], b);
+		d = o->nesterov ? d + o->momentum * b : b;
+	}
+	hpu_kel_set(&e[0], p - o->lr * d);
+}
+
 static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_kview *param = &c->t[0], *buf = &c->t[2];
-	double lr = c->scalars[0], momentum = c->scalars[1], dampening = c->scalars[2];
-	bool nesterov = c->args[0] & HPU_SGD_NESTEROV, first = c->args[0] & HPU_SGD_FIRST_STEP;
+	const struct hpu_sgd o = {
+		c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3],
+		c->args[0] & HPU_SGD_NESTEROV, c->args[0] & HPU_SGD_FIRST_STEP,
+	};
 
-	for (uint64_t i = begin; i < end; i++) {
-		double p = hpu_kget(param, i), d = hpu_decayed_grad(c, i, p, c->scalars[3]);
-
-		if (momentum != 0) {
-			double b = first ? d : momentum * hpu_kget(buf, i) + (1 - dampening) * d;
-
-			hpu_kset(buf, i, b);
-			d = nesterov ? d + momentum * b : b;
-		}
-		hpu_kset(param, i, p - lr * d);
-	}
+	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o);
 }
 
 const struct hpu_kernel_def hpu_kernel_sgd = {
@@ -106,21 +118,30 @@ static int hpu_adadelta_check(const struct hpu_kcall *c, uint64_t *items)
 	return hpu_optim_check(c, 4, 4, items);
 }
 
+struct hpu_adadelta {
+	double lr, rho, eps, wd;
+};
+
+/* e: param, grad, square_avg, acc_delta. */
+static void hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+{
+	const struct hpu_adadelta *o = ctx;
+	double p = hpu_kel_get(&e[0]), g = hpu_decayed_grad(&e[1], p, o->wd);
+	double sq = o->rho * hpu_kel_get(&e[2]) + (1 - o->rho) * g * g;
+	double acc = hpu_kel_get(&e[3]);
+	double delta = sqrt(acc + o->eps) / sqrt(sq + o->eps) * g;
+
+	(void)i;
+	hpu_kel_set(&e[2], sq);
+	hpu_kel_set(&e[3], o->rho * acc + (1 - o->rho) * delta * delta);
+	hpu_kel_set(&e[0], p - o->lr * delta);
+}
+
 static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_kview *param = &c->t[0], *square_avg = &c->t[2], *acc_delta = &c->t[3];
-	double lr = c->scalars[0], rho = c->scalars[1], eps = c->scalars[2];
+	const struct hpu_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
 
-	for (uint64_t i = begin; i < end; i++) {
-		double p = hpu_kget(param, i), g = hpu_decayed_grad(c, i, p, c->scalars[3]);
-		double sq = rho * hpu_kget(square_avg, i) + (1 - rho) * g * g;
-		double acc = hpu_kget(acc_delta, i);
-		double delta = sqrt(acc + eps) / sqrt(sq + eps) * g;
-
-		hpu_kset(square_avg, i, sq);
-		hpu_kset(acc_delta, i, rho * acc + (1 - rho) * delta * delta);
-		hpu_kset(param, i, p - lr * delta);
-	}
+	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o);
 }
 
 const struct hpu_kernel_def hpu_kernel_adadelta = {
@@ -160,22 +181,34 @@ static int hpu_adamw_check(const struct hpu_kcall *c, uint64_t *items)
  * Every part reads the steps done so far from the step tensor, which only
  * finish() advances, so all parts use the same t = step + 1.
  */
+struct hpu_adamw {
+	double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+};
+
+/* e: param, grad, exp_avg, exp_avg_sq. */
+static void hpu_adamw_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+{
+	const struct hpu_adamw *o = ctx;
+	double g = hpu_kel_get(&e[1]), p = hpu_kel_get(&e[0]) * (1 - o->lr * o->wd);
+	double m = o->beta1 * hpu_kel_get(&e[2]) + (1 - o->beta1) * g;
+	double v = o->beta2 * hpu_kel_get(&e[3]) + (1 - o->beta2) * g * g;
+
+	(void)i;
+	hpu_kel_set(&e[2], m);
+	hpu_kel_set(&e[3], v);
+	hpu_kel_set(&e[0], p - o->step_size * m / (sqrt(v) / o->bc2_sqrt + o->eps));
+}
+
 static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_kview *param = &c->t[0], *exp_avg = &c->t[2], *exp_avg_sq = &c->t[3];
 	double lr = c->scalars[0], beta1 = c->scalars[1], beta2 = c->scalars[2];
-	double eps = c->scalars[3], wd = c->scalars[4], t = hpu_kget(&c->t[4], 0) + 1;
-	double step_size = lr / (1 - pow(beta1, t)), bc2_sqrt = sqrt(1 - pow(beta2, t));
+	double t = hpu_kget(&c->t[4], 0) + 1;
+	const struct hpu_adamw o = {
+		lr, beta1, beta2, c->scalars[3], c->scalars[4],
+		lr / (1 - pow(beta1, t)), sqrt(1 - pow(beta2, t)),
+	};
 
-	for (uint64_t i = begin; i < end; i++) {
-		double g = hpu_kget(&c->t[1], i), p = hpu_kget(param, i) * (1 - lr * wd);
-		double m = beta1 * hpu_kget(exp_avg, i) + (1 - beta1) * g;
-		double v = beta2 * hpu_kget(exp_avg_sq, i) + (1 - beta2) * g * g;
-
-		hpu_kset(exp_avg, i, m);
-		hpu_kset(exp_avg_sq, i, v);
-		hpu_kset(param, i, p - step_size * m / (sqrt(v) / bc2_sqrt + eps));
-	}
+	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o);
 }
 
 static void hpu_adamw_finish(const struct hpu_kcall *c)
@@ -231,9 +264,10 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 		return;
 	for (unsigned int i = 1; i < c->num_tensors; i++) {
 		uint64_t n = hpu_kview_numel(&c->t[i]);
+		struct hpu_kcur k;
 
-		for (uint64_t k = 0; k < n; k++) {
-			double x = fabs(hpu_kget(&c->t[i], k));
+		for (hpu_kcur_init(&k, &c->t[i], 0); n--; hpu_kcur_next(&k)) {
+			double x = fabs(hpu_kcur_get(&k));
 
 			if (!max_norm)
 				total += x * x;
@@ -250,9 +284,10 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 		coef = 1;
 	for (unsigned int i = 1; i < c->num_tensors; i++) {
 		uint64_t n = hpu_kview_numel(&c->t[i]);
+		struct hpu_kcur k;
 
-		for (uint64_t k = 0; k < n; k++)
-			hpu_kset(&c->t[i], k, hpu_kget(&c->t[i], k) * coef);
+		for (hpu_kcur_init(&k, &c->t[i], 0); n--; hpu_kcur_next(&k))
+			hpu_kcur_set(&k, hpu_kcur_get(&k) * coef);
 	}
 }
 

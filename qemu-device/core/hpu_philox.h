@@ -16,42 +16,66 @@
 #define HPU_PHILOX_W1 0xbb67ae85u /* sqrt(3) - 1 */
 #define HPU_PHILOX_ROUNDS 10
 
-/* The 4-word block for counter ctr and key key (Random123's philox4x32_R(10, ...)). */
-static inline void hpu_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+/* The most blocks hpu_philox4x32_n() computes at once. */
+#define HPU_PHILOX_LANES 16
+
+/*
+ * The 4-word blocks for n counters, n <= HPU_PHILOX_LANES, all with key
+ * key, in place: word j of block l is c[j][l].  One block's ten rounds are
+ * a chain of multiplies; the rounds of independent blocks side by side let
+ * the CPU overlap them, and the compiler use vector multiplies.
+ */
+static inline void hpu_philox4x32_n(uint32_t (*c)[HPU_PHILOX_LANES], unsigned int n,
+				    const uint32_t key[2])
 {
-	uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
 	uint32_t k0 = key[0], k1 = key[1];
 
 	for (int r = 0; r < HPU_PHILOX_ROUNDS; r++) {
-		uint64_t p0 = (uint64_t)HPU_PHILOX_M0 * c0;
-		uint64_t p1 = (uint64_t)HPU_PHILOX_M1 * c2;
+		for (unsigned int l = 0; l < n; l++) {
+			uint64_t p0 = (uint64_t)HPU_PHILOX_M0 * c[0][l];
+			uint64_t p1 = (uint64_t)HPU_PHILOX_M1 * c[2][l];
 
-		c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-		c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-		c1 = (uint32_t)p1;
-		c3 = (uint32_t)p0;
+			c[0][l] = (uint32_t)(p1 >> 32) ^ c[1][l] ^ k0;
+			c[2][l] = (uint32_t)(p0 >> 32) ^ c[3][l] ^ k1;
+			c[1][l] = (uint32_t)p1;
+			c[3][l] = (uint32_t)p0;
+		}
 		k0 += HPU_PHILOX_W0;
 		k1 += HPU_PHILOX_W1;
 	}
-	out[0] = c0;
-	out[1] = c1;
-	out[2] = c2;
-	out[3] = c3;
+}
+
+/* The 4-word block for counter ctr and key key (Random123's philox4x32_R(10, ...)). */
+static inline void hpu_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+	uint32_t block[4][HPU_PHILOX_LANES];
+
+	for (int j = 0; j < 4; j++)
+		block[j][0] = ctr[j];
+	hpu_philox4x32_n(block, 1, key);
+	for (int j = 0; j < 4; j++)
+		out[j] = block[j][0];
 }
 
 /*
- * The draw for a 64-bit counter n and seed: the block for counter words
- * (lo32(n), hi32(n), 0, 0) and key (lo32(seed), hi32(seed)); its first word's
- * top 24 bits make a float in [0, 1), every value exact: (w0 >> 8) * 2^-24.
+ * The draws for 64-bit counters n, n + 1, ... (count of them, at most
+ * HPU_PHILOX_LANES) and seed: the block for counter words (lo32(n),
+ * hi32(n), 0, 0) and key (lo32(seed), hi32(seed)); its first word's top 24
+ * bits make a float in [0, 1), every value exact: (w0 >> 8) * 2^-24.
  */
-static inline float hpu_philox_uniform(uint64_t seed, uint64_t n)
+static inline void hpu_philox_uniforms(uint64_t seed, uint64_t n, unsigned int count, float *u)
 {
-	const uint32_t ctr[4] = { (uint32_t)n, (uint32_t)(n >> 32), 0, 0 };
 	const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
-	uint32_t out[4];
+	uint32_t block[4][HPU_PHILOX_LANES];
 
-	hpu_philox4x32(ctr, key, out);
-	return (float)(out[0] >> 8) * 0x1p-24f;
+	for (unsigned int l = 0; l < count; l++) {
+		block[0][l] = (uint32_t)(n + l);
+		block[1][l] = (uint32_t)((n + l) >> 32);
+		block[2][l] = block[3][l] = 0;
+	}
+	hpu_philox4x32_n(block, count, key);
+	for (unsigned int l = 0; l < count; l++)
+		u[l] = (float)(block[0][l] >> 8) * 0x1p-24f;
 }
 
 #endif /* HPU_PHILOX_H */

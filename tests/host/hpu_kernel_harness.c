@@ -384,6 +384,59 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 	return !bad;
 }
 
+/* A copy of v's elements, contiguous or scattered as hpu_kexpect_layouts_agree() says. */
+static struct hpu_ktensor *hpu_kt_copy(const struct hpu_kview *v, bool scattered)
+{
+	unsigned int esize = hpu_dtype_size(v->dtype);
+	int64_t strides[HPU_TENSOR_MAX_DIMS], step = 2;
+	uint64_t i, n = hpu_kview_numel(v);
+	struct hpu_ktensor *t;
+	uint32_t d;
+
+	for (d = 0; d < v->ndim; d++) {
+		strides[d] = step;
+		step *= (int64_t)(v->shape[d] ? v->shape[d] : 1);
+	}
+	if (v->ndim)
+		strides[v->ndim - 1] = -strides[v->ndim - 1];
+	t = hpu_kt_new(v->dtype, v->ndim, v->shape, scattered ? strides : NULL);
+	for (i = 0; i < n; i++)
+		memcpy(hpu_kview_at(&t->v, i), hpu_kview_at(v, i), esize);
+	return t;
+}
+
+void hpu_kexpect_layouts_agree(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+			       int line)
+{
+	struct hpu_ktensor *t[2][HPU_KERNEL_MAX_TENSORS];
+	uint32_t outputs = def->outputs(c), i, j;
+	struct hpu_kcall run[2];
+	char what[64];
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		run[k] = *c;
+		for (i = 0; i < c->num_tensors; i++) {
+			for (j = 0; j < i && memcmp(&c->t[j], &c->t[i], sizeof(c->t[i])); j++)
+				;
+			t[k][i] = j < i ? NULL : hpu_kt_copy(&c->t[i], k);
+			run[k].t[i] = t[k][j]->v;
+		}
+		if (hpu_krun(def, &run[k], k ? HPU_KSPLIT_SEQ : HPU_KSPLIT_ONE)) {
+			printf("#   line %d: %s rejected a valid launch\n", line, def->name);
+			hpu_ktest_failed = true;
+		}
+	}
+	for (i = 0; i < c->num_tensors; i++) {
+		if ((outputs >> i & 1) && t[0][i]) {
+			snprintf(what, sizeof(what), "%s t[%u] contiguous vs scattered", def->name, i);
+			hpu_kexpect_same(t[0][i], t[1][i], what, line);
+		}
+		hpu_kt_free(t[0][i]);
+		hpu_kt_free(t[1][i]);
+	}
+}
+
 double hpu_ktol(uint32_t dtype)
 {
 	switch (dtype) {

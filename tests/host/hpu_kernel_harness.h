@@ -141,6 +141,18 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 		      int line);
 #define HPU_KEXPECT_SAME(a, b) hpu_kexpect_same(a, b, #a " vs " #b, __LINE__)
 
+/*
+ * Runs a valid launch on two sets of copies of its tensors: all contiguous
+ * (the kernels walk each as one row), and all scattered, with the dims in
+ * reverse order in memory, a gap after every element and the last dim
+ * flipped (the walks carry at the end of every row), split into uneven
+ * ranges; expects every output the same bytes both ways.  Tensors that
+ * are the same view stay one tensor; the launch's own are only read.
+ */
+void hpu_kexpect_layouts_agree(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+			       int line);
+#define HPU_KEXPECT_LAYOUTS_AGREE(def, c) hpu_kexpect_layouts_agree(def, c, __LINE__)
+
 /* Tolerances: fp32 computed in double and rounded once; bf16's 8-bit significand. */
 #define HPU_KTOL_F32 1e-6
 #define HPU_KTOL_BF16 (1.0 / 256)

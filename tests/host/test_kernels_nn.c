@@ -163,6 +163,7 @@ static double ref_uniform(uint64_t seed, uint64_t n)
 	return ldexp(out[0] >> 8, -24);
 }
 
+/* Draws in lanes of every count up to HPU_PHILOX_LANES, each against its own block. */
 static void test_philox_uniform(void)
 {
 	static const uint64_t seeds[] = { 0, 1, 0x0123456789abcdefull, ~0ull };
@@ -170,11 +171,15 @@ static void test_philox_uniform(void)
 
 	for (size_t s = 0; s < HPU_ARRAY_SIZE(seeds); s++) {
 		for (uint64_t n = 0xfffffff0ull; n < 0x100000010ull; n++) {
-			double u = hpu_philox_uniform(seeds[s], n);
+			unsigned int count = 1 + n % HPU_PHILOX_LANES;
+			float u[HPU_PHILOX_LANES];
 
-			HPU_KEXPECT(u == ref_uniform(seeds[s], n));
-			lo = fmin(lo, u);
-			hi = fmax(hi, u);
+			hpu_philox_uniforms(seeds[s], n, count, u);
+			for (unsigned int l = 0; l < count; l++) {
+				HPU_KEXPECT(u[l] == ref_uniform(seeds[s], n + l));
+				lo = fmin(lo, u[l]);
+				hi = fmax(hi, u[l]);
+			}
 		}
 	}
 	HPU_KEXPECT(lo >= 0 && hi < 1 && hi - lo > 0.9);
@@ -836,6 +841,37 @@ static void test_dropout_backward(void)
 	}
 }
 
+/* The elementwise kernels, f32 and bf16: contiguous and scattered operands give the same bytes. */
+static void test_elementwise_layouts_agree(void)
+{
+	const uint64_t *shape = HPU_KT_DIMS(5, 7, 9); /* 315 elements: past a dropout chunk */
+
+	for (uint32_t dtype = F32; dtype <= BF16; dtype++) {
+		struct hpu_ktensor *t[] = {
+			tensor(dtype, 3, shape, CONTIG),
+			random_tensor(dtype, 3, shape, CONTIG, -1, 1),
+			random_tensor(dtype, 3, shape, CONTIG, -3, 3),
+			random_tensor(U8, 3, shape, CONTIG, 0, 2),
+		};
+		struct dropout d;
+		struct hpu_kcall c;
+
+		HPU_KCALL(&c, HPU_KERNEL_RELU_BWD, t[0], t[1], t[2]);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_relu_bwd, &c);
+		c.kernel = HPU_KERNEL_GELU_BWD;
+		for (c.args[0] = 0; c.args[0] < 2; c.args[0]++)
+			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_gelu_bwd, &c);
+		HPU_KCALL(&c, HPU_KERNEL_DROPOUT_BWD, t[0], t[1], t[3]);
+		c.scalars[0] = 0.3;
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_dropout_bwd, &c);
+		/* Counters across 2^32. */
+		dropout_new(&d, 3, shape, CONTIG, 7, (1ull << 32) - 100, 0.3);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_dropout, &d.c);
+		dropout_free(&d);
+		free_tensors(t, HPU_ARRAY_SIZE(t));
+	}
+}
+
 /* ---- layer norm ---- */
 
 struct ln_shape {
@@ -1313,7 +1349,7 @@ static void test_rejections(void)
 
 static const struct hpu_ktest_case cases[] = {
 	{ "philox4x32-10 known answers", test_philox_known_answers },
-	{ "philox uniform draw across the 2^32 counter boundary", test_philox_uniform },
+	{ "philox uniform draws in lanes across the 2^32 counter boundary", test_philox_uniform },
 	{ "softmax and log_softmax: every dim, layout and dtype", test_softmax_forward },
 	{ "softmax: logits near 1000 stay finite", test_softmax_large_logits },
 	{ "softmax_bwd: gradient check, both variants", test_softmax_backward },
@@ -1328,6 +1364,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "dropout_bwd: gradient check with a fixed mask", test_dropout_backward },
 	{ "relu_bwd and gelu_bwd (erf, tanh): gradient check", test_relu_gelu_backward },
 	{ "relu_bwd at 0", test_relu_backward_at_zero },
+	{ "relu, gelu, dropout backward, dropout: layouts give the same bytes",
+	  test_elementwise_layouts_agree },
 	{ "layer_norm: shapes, weight and bias, dtypes", test_layer_norm_forward },
 	{ "layer_norm_bwd: gradient check of all three; in place", test_layer_norm_backward },
 	{ "embedding: gather, repeated indices, bf16", test_embedding_forward },

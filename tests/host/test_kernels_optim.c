@@ -245,6 +245,37 @@ static void test_adamw_split(void)
 		opt_launch_free(&l[s]);
 }
 
+/* Every step config, and clip_grad_norm: contiguous and scattered operands give the same bytes. */
+static void test_layouts_agree(void)
+{
+	struct hpu_ktensor *t[3] = {
+		hpu_kt_new(F32, 0, NULL, NULL),
+		tensor(F32, 0),
+		hpu_kt_new(BF16, 3, HPU_KT_DIMS(2, 3, 2), NULL),
+	};
+	struct hpu_kcall c;
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(step_configs); i++) {
+		struct opt_launch l;
+
+		opt_launch_new(&l, &step_configs[i], 0);
+		for (unsigned int j = 1; j < 4 && j < l.n; j++)
+			hpu_kt_fill_random(l.t[j], i * 10 + j, 0, 1);
+		HPU_KEXPECT_LAYOUTS_AGREE(l.def, &l.c);
+		opt_launch_free(&l);
+	}
+	for (unsigned int i = 1; i < 3; i++)
+		hpu_kt_fill_random(t[i], i, -2, 2);
+	HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0], t[1], t[2]);
+	c.scalars[0] = 1;
+	for (int inf = 0; inf < 2; inf++) {
+		c.scalars[1] = inf ? INFINITY : 2;
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_clip_grad_norm, &c);
+	}
+	for (unsigned int i = 0; i < 3; i++)
+		hpu_kt_free(t[i]);
+}
+
 /* ---- torch's own numbers ---- */
 
 /*
@@ -496,6 +527,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "sgd, adadelta, adamw: four steps against torch.optim's algorithm", test_steps },
 	{ "sgd without momentum leaves the buffer alone", test_sgd_no_buffer_written },
 	{ "adamw: one step + 1 and the same bytes whatever the split", test_adamw_split },
+	{ "sgd, adadelta, adamw, clip_grad_norm: layouts give the same bytes", test_layouts_agree },
 	{ "sgd, adadelta, adamw: torch 1.13's numbers", test_torch_golden },
 	{ "clip_grad_norm: 2-norm and max norm, clipped and not", test_clip },
 	{ "clip_grad_norm: torch 1.13's numbers", test_clip_torch_golden },
