@@ -1,105 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Dynamic shapes: bounding the shapes a graph sees, and telling a graph
- * site that keeps recompiling.
+ * Dynamic shapes: bounding the shapes a graph sees.
  *
  * Buckets: a dynamic dim padded up to the next power of two (within
  * [min, max]) takes a logarithmic number of sizes, so its graphs compile a
  * few recipes instead of one per size.  The padding is made of ordinary
- * ops, so lazy mode and captures record it like any others.
- *
- * A site is a graph's ops without their shapes: the same code path run on
- * other shapes is the same site, and each new shape compiles another
- * recipe.  The count of compilations per site is kept process-wide; the
- * first time a site passes HPU_RECOMPILE_WARN, one warning says which
- * ops it is and how to bound it.
+ * ops; it bounds compilations when it runs outside the graph it feeds (the
+ * copy of the unpadded input has the input's shape: recorded into the
+ * step, it would make the step's graph one per size again).
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hpu_internal.h"
-
-#define HPU_RECOMPILE_WARN_DEFAULT 8u
-
-struct hpu_site_count {
-	uint64_t hash;
-	unsigned int compiles;
-};
-
-static pthread_mutex_t hpu_sites_lock = PTHREAD_MUTEX_INITIALIZER; /* the table */
-static struct hpu_site_count *hpu_sites;
-static unsigned int hpu_num_sites, hpu_cap_sites;
-
-/* FNV-1a over the words that make a site: kernels, dtypes, ranks, args, scalars. */
-static uint64_t hpu_mix(uint64_t h, uint64_t v)
-{
-	unsigned int i;
-
-	for (i = 0; i < 8; i++, v >>= 8)
-		h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t hpu_site_hash(const struct hpu_ir *ir)
-{
-	uint64_t h = 0xcbf29ce484222325ull, bits;
-	unsigned int n, i;
-
-	for (n = 0; n < ir->num_nodes; n++) {
-		const struct hpu_op *op = &ir->nodes[n].op;
-
-		h = hpu_mix(h, op->kernel);
-		h = hpu_mix(h, op->num_tensors);
-		for (i = 0; i < op->num_tensors; i++)
-			h = hpu_mix(h, (uint64_t)op->l[i].dtype << 32 | op->l[i].ndim);
-		for (i = 0; i < HPU_ARRAY_SIZE(op->args); i++)
-			h = hpu_mix(h, (uint64_t)op->args[i]);
-		for (i = 0; i < HPU_ARRAY_SIZE(op->scalars); i++) {
-			memcpy(&bits, &op->scalars[i], sizeof(bits));
-			h = hpu_mix(h, bits);
-		}
-	}
-	return h;
-}
-
-/* The site's count after this compilation; 0 if the table could not grow. */
-static unsigned int hpu_site_count(uint64_t hash)
-{
-	unsigned int i, count = 0;
-
-	pthread_mutex_lock(&hpu_sites_lock);
-	for (i = 0; i < hpu_num_sites && hpu_sites[i].hash != hash; i++)
-		;
-	if (i == hpu_num_sites &&
-	    !hpu_array_grow((void **)&hpu_sites, &hpu_cap_sites, i + 1, sizeof(*hpu_sites)))
-		hpu_sites[hpu_num_sites++] = (struct hpu_site_count){ .hash = hash };
-	if (i < hpu_num_sites)
-		count = ++hpu_sites[i].compiles;
-	pthread_mutex_unlock(&hpu_sites_lock);
-	return count;
-}
-
-void hpu_recompile_note(const struct hpu_ir *ir)
-{
-	unsigned int limit = hpu_env_uint("HPU_RECOMPILE_WARN", HPU_RECOMPILE_WARN_DEFAULT);
-	uint64_t hash;
-
-	if (!ir->num_nodes)
-		return;
-	hash = hpu_site_hash(ir);
-	if (hpu_site_count(hash) != limit + 1)
-		return;
-	hpu_counter_add(HPU_C_RECOMPILE_WARNINGS, 1);
-	fprintf(stderr,
-		"libhpu: warning: graph site %016" PRIx64 " (%u ops, first %s, last %s) has "
-		"compiled %u recipes, one per new shape (HPU_RECOMPILE_WARN=%u); pad dynamic "
-		"dims to a few sizes (hpu_bucket_size(), hpu_tensor_pad())\n",
-		hash, ir->num_nodes, ir->nodes[0].op.name, ir->nodes[ir->num_nodes - 1].op.name,
-		limit + 1, limit);
-}
 
 /* Bad sizes return -EINVAL (with a message): n must be >= 1, and 1 <= min <= max. */
 int64_t hpu_bucket_size(int64_t n, int64_t min, int64_t max)

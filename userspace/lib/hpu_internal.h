@@ -530,7 +530,7 @@ struct hpu_recipe;
 int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
 
 /*
- * hpu_dynamic.c: called for every compilation of ir, tells its site (the
+ * hpu_recompile.c: called for every compilation of ir, tells its site (the
  * same ops with other shapes) and warns once when the site has compiled
  * more than HPU_RECOMPILE_WARN recipes.
  */

@@ -24,7 +24,8 @@
  * caller's tensors are: an identical step launches the cached recipe with
  * no compilation, as one submission.
  *
- * Environment (read when a stream first records, or a device opens):
+ * Environment (read when a stream first records, a device opens, or - for
+ * HPU_RECOMPILE_WARN - at each compilation):
  *   HPU_LAZY_MODE=1              streams start lazy (default 0: eager)
  *   HPU_MAX_COMPOUND_OP_SIZE=n   a graph holds at most n ops; recording
  *                                the next flushes it (default 1000)
@@ -219,12 +220,18 @@ HPU_API void hpu_module_cacher_destroy(struct hpu_module_cacher *cacher);
  * HPU_RECOMPILE_WARN recipes gets one warning on stderr naming it.
  */
 
-/* The bucket of n: the least power of two >= max(n, min), capped at max (itself a bucket); n for n > max. */
+/*
+ * The bucket of n: the least power of two >= max(n, min), capped at max
+ * (itself a bucket); n for n > max.  -EINVAL unless n >= 1 and
+ * 1 <= min <= max.
+ */
 HPU_API int64_t hpu_bucket_size(int64_t n, int64_t min, int64_t max);
 /*
  * *outp = a new tensor shaped as in but for dim, of size elements, in's
- * elements first and value after (enqueued on stream: recorded by lazy
- * mode and captures like any op).  size >= in's size along dim.
+ * elements first and value after (ops enqueued on stream).  size >= in's
+ * size along dim.  Pad outside the graph the padded tensor feeds (e.g. on
+ * an eager stream): recorded into it, the copy of in - of in's shape -
+ * would make that graph one per shape again.
  */
 HPU_API int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *in,
 			   unsigned int dim, int64_t size, double value,
