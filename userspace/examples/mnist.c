@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Trains an MLP on Fashion-MNIST with libhpu's ops, eagerly (every op is
- * enqueued on one stream as it is called) or lazily (the ops of a step are
- * recorded, and hpu_mark_step() launches them as one compiled recipe, from
- * the recipe cache after the first step); the host waits only to read the
- * loss and accuracy at the end of an epoch.  The model, its
- * initialisation, batch size and optimizer are those of the PyTorch MNIST
- * example of the HPU graphs documentation:
+ * Trains an MLP on Fashion-MNIST with libhpu's ops, in one of the modes of
+ * the HPU graphs documentation's MNIST example (-m):
+ *   eager               every op enqueued on one stream as it is called
+ *   lazy                a step's ops recorded; hpu_mark_step() launches them
+ *                       as one recipe, from the recipe cache after the first
+ *   graphed_callables   the model's forward and backward each an HPU graph
+ *                       (hpu_make_graphed_callable()), loss and optimizer lazy
+ *   capture_replay      the whole step captured once; each step copies the
+ *                       batch into the static inputs and replays
+ *   module_cacher       the step as a module of hpu_module_cacher_call(),
+ *                       one graph per batch shape
+ * All run the same ops on the same values: their results are the same.
+ * The host waits only to read the loss and accuracy at the end of an epoch
+ * (and after each step with -t or -B, to time it).  The model, its
+ * initialisation, batch size and optimizer are those of the example:
  *
  *   x [200, 784] -> Linear(784, 128) -> ReLU -> Dropout(0.5) -> Linear(128, 10)
  *     -> log_softmax -> nll_loss, Adadelta; batches in dataset order
@@ -20,9 +28,10 @@
  *     -s        at most this many steps per epoch (default: the whole set)
  *     -l        Adadelta's learning rate (default 0.1, the example's)
  *     -t        print each step's total and host time (synchronizes each step)
- *     -B        print BENCH lines: mean step total and host time, accuracy
+ *     -B        print BENCH lines: mean step time (enqueue to done), host
+ *               time (CPU time enqueueing it), accuracy
  *     -S        seed of the initial weights and of dropout
- *     -m        eager (default) or lazy; lazy prints the graph metrics at the end
+ *     -m        the mode (default eager); the others print the metrics at the end
  *
  * On Fashion-MNIST one epoch at lr 0.1 reaches 81.0-81.5% test accuracy
  * in a NumPy model of this very loop (four seeds); torch's own MNIST
@@ -264,22 +273,29 @@ static void batch_views(const struct split *d, int64_t step, struct hpu_tensor *
 	TRY(hpu_tensor_slice(d->y, 0, step * BATCH, (step + 1) * BATCH, 1, y));
 }
 
-/* One training step, enqueued: forward, hand-written backward, Adadelta. */
-static void train_step(struct hpu_stream *s, struct model *m, struct hpu_tensor *x,
-		       struct hpu_tensor *y, const struct hpu_adadelta_config *opt)
+/* The model: x [N, 784] -> log-probabilities in m->logp. */
+static void model_forward(struct hpu_stream *s, struct model *m, struct hpu_tensor *x)
 {
-	unsigned int i;
-
 	TRY(hpu_op_linear(s, m->h1, x, m->p[W1], m->p[B1]));
 	TRY(hpu_op_unary(s, HPU_UN_RELU, m->a1, m->h1));
 	TRY(hpu_op_dropout(s, m->d1, m->mask, m->a1, m->rng, DROPOUT));
 	TRY(hpu_op_linear(s, m->z, m->d1, m->p[W2], m->p[B2]));
 	TRY(hpu_op_softmax(s, m->logp, m->z, 1, true));
+}
+
+/* The loss of m->logp against y (summed into loss_sum) and its gradient in m->g_logp. */
+static void model_loss(struct hpu_stream *s, struct model *m, struct hpu_tensor *y)
+{
 	TRY(hpu_op_nll_loss(s, m->loss, m->logp, y, HPU_LOSS_MEAN, -100));
 	TRY(hpu_op_add(s, m->loss_sum, m->loss_sum, m->loss, 1));
-
 	TRY(hpu_op_nll_loss_backward(s, m->g_logp, m->grad_loss, y, HPU_LOSS_MEAN, -100));
-	TRY(hpu_op_softmax_backward(s, m->g_z, m->g_logp, m->logp, 1, true));
+}
+
+/* The hand-written backward from g_logp to the parameters' gradients; x the forward's input. */
+static void model_backward(struct hpu_stream *s, struct model *m, struct hpu_tensor *x,
+			   struct hpu_tensor *g_logp)
+{
+	TRY(hpu_op_softmax_backward(s, m->g_z, g_logp, m->logp, 1, true));
 	TRY(hpu_op_matmul(s, m->grad[W2], m->g_z_t, m->d1));
 	TRY(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B2], m->g_z, 1));
 	TRY(hpu_op_matmul(s, m->g_d1, m->g_z, m->p[W2]));
@@ -287,9 +303,25 @@ static void train_step(struct hpu_stream *s, struct model *m, struct hpu_tensor 
 	TRY(hpu_op_relu_backward(s, m->g_h1, m->g_a1, m->h1));
 	TRY(hpu_op_matmul(s, m->grad[W1], m->g_h1_t, x));
 	TRY(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B1], m->g_h1, 1));
+}
+
+static void optimizer_step(struct hpu_stream *s, struct model *m,
+			   const struct hpu_adadelta_config *opt)
+{
+	unsigned int i;
 
 	for (i = 0; i < NPARAMS; i++)
 		TRY(hpu_op_adadelta(s, m->p[i], m->grad[i], m->square_avg[i], m->acc_delta[i], opt));
+}
+
+/* One training step, enqueued: forward, hand-written backward, Adadelta. */
+static void train_step(struct hpu_stream *s, struct model *m, struct hpu_tensor *x,
+		       struct hpu_tensor *y, const struct hpu_adadelta_config *opt)
+{
+	model_forward(s, m, x);
+	model_loss(s, m, y);
+	model_backward(s, m, x, m->g_logp);
+	optimizer_step(s, m, opt);
 }
 
 static float read_scalar(struct hpu_stream *s, struct hpu_tensor *t)
@@ -324,19 +356,159 @@ static double evaluate(struct hpu_stream *s, struct model *m, const struct split
 	return read_scalar(s, m->correct) / (double)(steps * BATCH);
 }
 
+enum mode { EAGER, LAZY, GRAPHED, CAPTURE, CACHER, MODES };
+
+static const char *const mode_names[MODES] = {
+	[EAGER] = "eager", [LAZY] = "lazy", [GRAPHED] = "graphed_callables",
+	[CAPTURE] = "capture_replay", [CACHER] = "module_cacher",
+};
+
+/* How the steps run, and what each mode keeps for it. */
+struct trainer {
+	enum mode mode;
+	struct hpu_stream *s;
+	struct model *m;
+	const struct hpu_adadelta_config *opt;
+	struct hpu_tensor *x, *y;  /* capture_replay: the graph's static inputs */
+	struct hpu_tensor *x_seen; /* graphed_callables: the forward's input, for the backward */
+	struct hpu_graph *graph;
+	struct hpu_graphed *graphed;
+	struct hpu_module_cacher *cacher;
+};
+
+/* graphed_callables: the model's forward and backward; loss and Adadelta run lazily outside. */
+static int graphed_forward(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+			   struct hpu_tensor **out)
+{
+	struct trainer *t = ctx;
+
+	t->x_seen = in[0];
+	model_forward(s, t->m, in[0]);
+	return hpu_tensor_view(t->m->logp, 2, (int64_t[]){ BATCH, CLASSES }, &out[0]);
+}
+
+static int graphed_backward(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+			    struct hpu_tensor **out)
+{
+	struct trainer *t = ctx;
+
+	(void)out;
+	model_backward(s, t->m, t->x_seen, in[0]);
+	return 0;
+}
+
+/* module_cacher: the whole step is the module, its graphs keyed by the batch's shape. */
+static int cached_step(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+		       const void *args, struct hpu_tensor **out)
+{
+	struct trainer *t = ctx;
+
+	(void)args;
+	(void)out;
+	train_step(s, t->m, in[0], in[1], t->opt);
+	return 0;
+}
+
+static void trainer_init(struct hpu_device *dev, struct trainer *t, const struct split *train)
+{
+	struct hpu_tensor *x, *y;
+
+	switch (t->mode) {
+	case EAGER:
+		break;
+	case LAZY:
+		TRY(hpu_stream_set_lazy(t->s, true));
+		break;
+	case GRAPHED: {
+		const struct hpu_graphed_config config = {
+			.forward = graphed_forward, .backward = graphed_backward, .ctx = t,
+			.num_inputs = 1, .num_outputs = 1,
+		};
+
+		/* No warm-up: nothing here needs one, and the steps stay those of eager mode. */
+		batch_views(train, 0, &x, &y);
+		TRY(hpu_stream_set_lazy(t->s, true));
+		TRY(hpu_make_graphed_callable(t->s, &config, &x, &t->graphed));
+		hpu_tensor_destroy(x);
+		hpu_tensor_destroy(y);
+		break;
+	}
+	case CAPTURE:
+		/* The seed's loop: copy each batch into the static inputs, replay. */
+		TRY(hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ BATCH, PIXELS }, &t->x));
+		TRY(hpu_tensor_empty(dev, HPU_DT_I64, 1, (int64_t[]){ BATCH }, &t->y));
+		TRY(hpu_graph_create(dev, &t->graph));
+		TRY(hpu_graph_capture_begin(t->graph, t->s));
+		train_step(t->s, t->m, t->x, t->y, t->opt);
+		TRY(hpu_graph_capture_end(t->graph));
+		break;
+	case CACHER: {
+		const struct hpu_module_cacher_config config = {
+			.fn = cached_step, .ctx = t, .num_inputs = 2, .max_graphs = 10,
+		};
+
+		TRY(hpu_module_cacher_create(dev, &config, &t->cacher));
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void trainer_step(struct trainer *t, struct hpu_tensor *x, struct hpu_tensor *y)
+{
+	struct hpu_tensor *in[2] = { x, y }, *logp;
+
+	switch (t->mode) {
+	case EAGER:
+	case LAZY:
+		train_step(t->s, t->m, x, y, t->opt);
+		TRY(hpu_mark_step(t->s));
+		break;
+	case GRAPHED:
+		/* The static output logp is m->logp's memory: the loss reads it there. */
+		TRY(hpu_graphed_forward(t->graphed, t->s, &x, &logp));
+		model_loss(t->s, t->m, y);
+		TRY(hpu_graphed_backward(t->graphed, t->s, &t->m->g_logp, NULL));
+		optimizer_step(t->s, t->m, t->opt);
+		TRY(hpu_mark_step(t->s));
+		break;
+	case CAPTURE:
+		TRY(hpu_op_unary(t->s, HPU_UN_COPY, t->x, x));
+		TRY(hpu_op_unary(t->s, HPU_UN_COPY, t->y, y));
+		TRY(hpu_graph_replay(t->graph, t->s));
+		break;
+	case CACHER:
+		TRY(hpu_module_cacher_call(t->cacher, t->s, in, NULL, 0, NULL));
+		break;
+	default:
+		break;
+	}
+}
+
+static void trainer_fini(struct trainer *t)
+{
+	hpu_module_cacher_destroy(t->cacher);
+	hpu_graphed_destroy(t->graphed);
+	hpu_graph_destroy(t->graph);
+	hpu_tensor_destroy(t->x);
+	hpu_tensor_destroy(t->y);
+}
+
 struct options {
 	const char *dir;
 	unsigned int epochs;
 	long steps;
 	double lr;
-	bool per_step, bench, lazy;
+	bool per_step, bench;
+	enum mode mode;
 	uint64_t seed;
 };
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: mnist [-d DIR] [-e EPOCHS] [-s STEPS] [-l LR] [-t] [-B] [-S SEED] "
-		"[-m eager|lazy]\n");
+		"[-m eager|lazy|graphed_callables|capture_replay|module_cacher]\n");
 	exit(2);
 }
 
@@ -356,9 +528,11 @@ static void parse(int argc, char **argv, struct options *o)
 		case 'B': o->bench = true; break;
 		case 'S': o->seed = strtoull(optarg, NULL, 0); break;
 		case 'm':
-			if (strcmp(optarg, "eager") && strcmp(optarg, "lazy"))
+			for (o->mode = 0; o->mode < MODES && strcmp(optarg, mode_names[o->mode]);
+			     o->mode++)
+				;
+			if (o->mode == MODES)
 				usage();
-			o->lazy = !strcmp(optarg, "lazy");
 			break;
 		default: usage();
 		}
@@ -367,14 +541,23 @@ static void parse(int argc, char **argv, struct options *o)
 		usage();
 }
 
+/* CPU time of this thread: the host's work, whatever the guest's scheduling. */
+static double cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 int main(int argc, char **argv)
 {
 	struct hpu_adadelta_config opt = { .rho = 0.9, .eps = 1e-6 };
 	double total_us = 0, host_us = 0, accuracy = 0;
 	struct hpu_device *dev;
-	struct hpu_stream *s;
 	struct split train, test;
 	struct model m = { 0 };
+	struct trainer t = { 0 };
 	long timed = 0;
 	unsigned int epoch;
 	struct options o;
@@ -382,64 +565,66 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	opt.lr = o.lr;
 	TRY(hpu_device_open(0, &dev));
-	TRY(hpu_stream_create(dev, &s));
-	load_split(dev, s, o.dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &train);
-	load_split(dev, s, o.dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &test);
-	model_init(dev, s, &m, o.seed);
-	TRY(hpu_stream_synchronize(s));
-	TRY(hpu_stream_set_lazy(s, o.lazy));
+	t = (struct trainer){ .mode = o.mode, .m = &m, .opt = &opt };
+	TRY(hpu_stream_create(dev, &t.s));
+	load_split(dev, t.s, o.dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+		   &train);
+	load_split(dev, t.s, o.dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &test);
+	model_init(dev, t.s, &m, o.seed);
+	TRY(hpu_stream_synchronize(t.s));
+	trainer_init(dev, &t, &train);
 
 	for (epoch = 1; epoch <= o.epochs; epoch++) {
 		int64_t step, steps = train.n / BATCH;
 
 		if (o.steps >= 0 && o.steps < steps)
 			steps = o.steps;
-		TRY(hpu_op_fill(s, m.loss_sum, 0));
+		TRY(hpu_op_fill(t.s, m.loss_sum, 0));
 		for (step = 0; step < steps; step++) {
-			double t0 = now_us(), t1, t2;
+			double t0 = now_us(), c0 = cpu_us(), host, t2;
 			struct hpu_tensor *x, *y;
 
 			batch_views(&train, step, &x, &y);
-			train_step(s, &m, x, y, &opt);
-			TRY(hpu_mark_step(s));
+			trainer_step(&t, x, y);
 			hpu_tensor_destroy(x);
 			hpu_tensor_destroy(y);
 			if (!o.per_step && !o.bench)
 				continue;
-			t1 = now_us();
-			TRY(hpu_stream_synchronize(s));
+			host = cpu_us() - c0;
+			TRY(hpu_stream_synchronize(t.s));
 			t2 = now_us();
 			if (o.per_step)
 				printf("step %lld: total %.0f us, host %.0f us\n", (long long)step + 1,
-				       t2 - t0, t1 - t0);
-			/* The first step pays for first touches of memory: not timed. */
+				       t2 - t0, host);
+			/* The first step pays for first touches of memory and compiles: not timed. */
 			if (step || epoch > 1) {
 				total_us += t2 - t0;
-				host_us += t1 - t0;
+				host_us += host;
 				timed++;
 			}
 		}
-		accuracy = evaluate(s, &m, &test);
+		accuracy = evaluate(t.s, &m, &test);
 		printf("epoch %u: train loss %.4f, test accuracy %.4f\n", epoch,
-		       steps ? read_scalar(s, m.loss_sum) / (double)steps : 0.0, accuracy);
+		       steps ? read_scalar(t.s, m.loss_sum) / (double)steps : 0.0, accuracy);
 		fflush(stdout);
 	}
 	if (o.bench && timed) {
-		printf("BENCH mnist%s_step_total_us %.0f us\n", o.lazy ? "_lazy" : "",
-		       total_us / (double)timed);
-		printf("BENCH mnist%s_step_host_us %.0f us\n", o.lazy ? "_lazy" : "",
-		       host_us / (double)timed);
+		printf("BENCH mnist_%s_step_ms %.3f ms\n", mode_names[o.mode],
+		       total_us / (double)timed / 1e3);
+		printf("BENCH mnist_%s_host_ms %.3f ms\n", mode_names[o.mode],
+		       host_us / (double)timed / 1e3);
 	}
 	if (o.bench)
-		printf("BENCH mnist%s_accuracy %.4f fraction\n", o.lazy ? "_lazy" : "", accuracy);
-	if (o.lazy)
+		printf("BENCH mnist_%s_accuracy %.4f fraction\n", mode_names[o.mode], accuracy);
+	if (o.mode != EAGER)
 		TRY(hpu_metrics_dump_json("-"));
+	trainer_fini(&t);
 	model_free(&m);
 	hpu_tensor_destroy(train.x);
 	hpu_tensor_destroy(train.y);
 	hpu_tensor_destroy(test.x);
 	hpu_tensor_destroy(test.y);
-	hpu_stream_destroy(s);
+	hpu_stream_destroy(t.s);
 	hpu_device_close(dev);
 	return 0;
 }
