@@ -761,9 +761,7 @@ int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uin
 		  size_t *size, uint64_t *hash)
 {
 	struct hpu_bytes k = { 0 };
-	uint64_t h = 0xcbf29ce484222325ull;
 	unsigned int n, i, d;
-	size_t j;
 
 	hpu_key_u64(&k, (uint64_t)HPU_COMPILER_VERSION << 32 | HPU_PKT_VERSION << 16 |
 				HPU_KERNEL_PARAMS_VERSION);
@@ -797,11 +795,9 @@ int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uin
 		free(k.p);
 		return hpu_error_set(ENOMEM, "out of memory");
 	}
-	for (j = 0; j < k.len; j++)
-		h = (h ^ k.p[j]) * 0x100000001b3ull;
 	*key = k.p;
 	*size = k.len;
-	*hash = h;
+	*hash = hpu_fnv1a(HPU_FNV1A_INIT, k.p, k.len);
 	return 0;
 }
 

@@ -612,6 +612,16 @@ struct hpu_bytes {
 };
 /* Room for need elements of elem bytes in the array *p of *cap (grown by doubling). */
 int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem);
+/* FNV-1a, the hash of cache keys: h (HPU_FNV1A_INIT to start) continued over n bytes. */
+#define HPU_FNV1A_INIT 0xcbf29ce484222325ull
+static inline uint64_t hpu_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 0x100000001b3ull;
+	return h;
+}
 /* Appends len bytes of data (zeros if NULL); returns where they start. */
 size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len);
 /* Bytes of the packet starting with header (0 for an unknown opcode). */

@@ -130,9 +130,7 @@ static int hpu_cacher_call_check(const struct hpu_module_cacher *c, const struct
 static int hpu_cacher_key(const struct hpu_module_cacher *c, struct hpu_tensor *const *in,
 			  const void *args, size_t args_size, struct hpu_bytes *k, uint64_t *hash)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
 	unsigned int i;
-	size_t j;
 
 	for (i = 0; i < c->config.num_inputs; i++) {
 		const struct hpu_tensor_layout *l = &in[i]->l;
@@ -146,9 +144,7 @@ static int hpu_cacher_key(const struct hpu_module_cacher *c, struct hpu_tensor *
 		free(k->p);
 		return hpu_error_set(ENOMEM, "out of memory");
 	}
-	for (j = 0; j < k->len; j++)
-		h = (h ^ k->p[j]) * 0x100000001b3ull;
-	*hash = h;
+	*hash = hpu_fnv1a(HPU_FNV1A_INIT, k->p, k->len);
 	return 0;
 }
 

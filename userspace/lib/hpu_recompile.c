@@ -26,19 +26,15 @@ static pthread_mutex_t hpu_sites_lock = PTHREAD_MUTEX_INITIALIZER; /* the table 
 static struct hpu_site_count *hpu_sites;
 static unsigned int hpu_num_sites, hpu_cap_sites;
 
-/* FNV-1a over the words that make a site: kernels, dtypes, ranks, args, scalars. */
+/* Hashes a word of what makes a site: kernels, dtypes, ranks, args, scalars. */
 static uint64_t hpu_mix(uint64_t h, uint64_t v)
 {
-	unsigned int i;
-
-	for (i = 0; i < 8; i++, v >>= 8)
-		h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-	return h;
+	return hpu_fnv1a(h, &v, sizeof(v));
 }
 
 static uint64_t hpu_site_hash(const struct hpu_ir *ir)
 {
-	uint64_t h = 0xcbf29ce484222325ull, bits;
+	uint64_t h = HPU_FNV1A_INIT, bits;
 	unsigned int n, i;
 
 	for (n = 0; n < ir->num_nodes; n++) {
