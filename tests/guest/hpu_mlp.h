@@ -32,13 +32,13 @@ struct mlp {
 
 static uint64_t lcg = 12345;
 
-static float rnd(void)
+static inline float rnd(void)
 {
 	lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
 	return (float)((lcg >> 40) / (double)(1 << 24)) - 0.5f;
 }
 
-static struct hpu_tensor *tensor(struct hpu_device *dev, enum hpu_dt dt, int64_t d0, int64_t d1)
+static inline struct hpu_tensor *tensor(struct hpu_device *dev, enum hpu_dt dt, int64_t d0, int64_t d1)
 {
 	int64_t shape[2] = { d0, d1 };
 	struct hpu_tensor *t = NULL;
@@ -47,7 +47,7 @@ static struct hpu_tensor *tensor(struct hpu_device *dev, enum hpu_dt dt, int64_t
 	return t;
 }
 
-static struct hpu_tensor *transposed(struct hpu_tensor *t)
+static inline struct hpu_tensor *transposed(struct hpu_tensor *t)
 {
 	struct hpu_tensor *v = NULL;
 
@@ -55,7 +55,7 @@ static struct hpu_tensor *transposed(struct hpu_tensor *t)
 	return v;
 }
 
-static void fill_random(struct hpu_stream *s, struct hpu_tensor *t)
+static inline void fill_random(struct hpu_stream *s, struct hpu_tensor *t)
 {
 	int64_t n = hpu_tensor_numel(t), i;
 	float *v = malloc(n * sizeof(*v));
@@ -69,7 +69,7 @@ static void fill_random(struct hpu_stream *s, struct hpu_tensor *t)
 static const int64_t shapes[NPARAMS][2] = { { HID, IN }, { HID, 0 }, { OUT, HID }, { OUT, 0 } };
 
 /* The same model whatever the stream: lcg is reset by the caller. */
-static void mlp_init(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
+static inline void mlp_init(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
 {
 	int64_t seed[2] = { 42, 0 };
 	int i;
@@ -108,7 +108,7 @@ static void mlp_init(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m
 	hpu_op_fill(s, m->grad_loss, 1);
 }
 
-static void mlp_free(struct mlp *m)
+static inline void mlp_free(struct mlp *m)
 {
 	struct hpu_tensor **t = (struct hpu_tensor **)m;
 	size_t i;
@@ -118,7 +118,7 @@ static void mlp_free(struct mlp *m)
 }
 
 /* One batch: x and y from the generator (the caller resets it alike for both runs). */
-static int load_batch(struct hpu_stream *s, struct mlp *m, unsigned int step)
+static inline int load_batch(struct hpu_stream *s, struct mlp *m, unsigned int step)
 {
 	int64_t y[B];
 	int i;
@@ -131,7 +131,7 @@ static int load_batch(struct hpu_stream *s, struct mlp *m, unsigned int step)
 }
 
 /* The step: forward, backward, update; plus intermediates gone before it ends. */
-static int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
+static inline int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
 {
 	static const struct hpu_adadelta_config opt = { .lr = 1.0, .rho = 0.9, .eps = 1e-6 };
 	struct hpu_tensor *tmp = tensor(dev, HPU_DT_F32, B, HID);
@@ -168,7 +168,7 @@ static int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
 	return ret;
 }
 
-static void *read_all(struct hpu_stream *s, struct hpu_tensor *t, size_t *size)
+static inline void *read_all(struct hpu_stream *s, struct hpu_tensor *t, size_t *size)
 {
 	struct hpu_tensor_layout l;
 	void *v;
@@ -184,7 +184,7 @@ static void *read_all(struct hpu_stream *s, struct hpu_tensor *t, size_t *size)
 }
 
 /* Bitwise comparison of a tensor of each model. */
-static int same(struct __test_metadata *_metadata, struct hpu_stream *se, struct hpu_tensor *te,
+static inline int same(struct __test_metadata *_metadata, struct hpu_stream *se, struct hpu_tensor *te,
 		struct hpu_stream *sl, struct hpu_tensor *tl, const char *name)
 {
 	size_t ne, nl;
@@ -197,12 +197,28 @@ static int same(struct __test_metadata *_metadata, struct hpu_stream *se, struct
 	return ok;
 }
 
-static uint64_t metric(const char *name, const char *stat)
+static inline uint64_t metric(const char *name, const char *stat)
 {
 	uint64_t v = 0;
 
 	hpu_metric_value(name, stat, &v);
 	return v;
+}
+
+/*
+ * Whether m2's mask (read on s) differs from the one of the previous call
+ * (*prev, freed and replaced; NULL the first time): a replayed dropout
+ * must draw a fresh mask, its RNG state living on the device.
+ */
+static inline int mask_is_fresh(struct hpu_stream *s, struct mlp *m, void **prev)
+{
+	size_t size;
+	void *mask = read_all(s, m->mask, &size);
+	int fresh = mask && (!*prev || memcmp(mask, *prev, size));
+
+	free(*prev);
+	*prev = mask;
+	return fresh;
 }
 
 #endif /* HPU_MLP_H */

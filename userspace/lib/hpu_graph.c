@@ -103,16 +103,23 @@ void hpu_graph_destroy(struct hpu_graph *g)
 	free(g);
 }
 
+/* A graph and a stream of its device. */
+static int hpu_graph_stream_check(const struct hpu_graph *g, const struct hpu_stream *s)
+{
+	if (!g || !s)
+		return hpu_error_set(EINVAL, "%s is NULL", g ? "stream" : "graph");
+	if (s->dev != g->dev)
+		return hpu_error_set(EINVAL, "stream %u belongs to another device than the graph",
+				     s->id);
+	return 0;
+}
+
 int hpu_graph_capture_begin(struct hpu_graph *g, struct hpu_stream *s)
 {
-	int ret;
+	int ret = hpu_graph_stream_check(g, s);
 
-	if (!g || !s)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "%s is NULL",
-							    g ? "stream" : "graph"));
-	if (s->dev != g->dev)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream %u belongs to another "
-							    "device than the graph", s->id));
+	if (ret)
+		return hpu_error_in(__func__, ret);
 	if (g->state == HPU_GRAPH_CAPTURING)
 		return hpu_error_in(__func__, hpu_error_set(EBUSY, "the graph is capturing "
 							    "already (stream %u)", g->stream->id));
@@ -199,14 +206,10 @@ int hpu_graph_capture_end(struct hpu_graph *g)
 int hpu_graph_replay(struct hpu_graph *g, struct hpu_stream *s)
 {
 	uint64_t start = hpu_now_ns();
-	int ret;
+	int ret = hpu_graph_stream_check(g, s);
 
-	if (!g || !s)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "%s is NULL",
-							    g ? "stream" : "graph"));
-	if (s->dev != g->dev)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream %u belongs to another "
-							    "device than the graph", s->id));
+	if (ret)
+		return hpu_error_in(__func__, ret);
 	if (g->state != HPU_GRAPH_READY)
 		return hpu_error_in(__func__, hpu_error_set(g->state == HPU_GRAPH_CAPTURING ? EBUSY
 										    : EINVAL,
