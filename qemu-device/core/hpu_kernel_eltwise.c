@@ -31,28 +31,14 @@ static bool hpu_kview_dense_f32(const struct hpu_kview *v)
 	return true;
 }
 
-/* Addresses of elements [i, i + n) of v, row-major: one division per dim, then carries. */
+/* Addresses of elements [i, i + n) of v, row-major. */
 static void hpu_kview_ptrs(const struct hpu_kview *v, uint64_t i, size_t n, uint8_t **p)
 {
-	int64_t esize = hpu_dtype_size(v->dtype), off = 0;
-	uint64_t idx[HPU_TENSOR_MAX_DIMS];
-	uint32_t d;
+	struct hpu_kcur k;
 
-	for (d = v->ndim; d-- > 0;) {
-		idx[d] = i % v->shape[d];
-		i /= v->shape[d];
-		off += (int64_t)idx[d] * v->strides[d];
-	}
-	for (size_t k = 0; k < n; k++) {
-		p[k] = v->base + off * esize;
-		for (d = v->ndim; d-- > 0;) {
-			off += v->strides[d];
-			if (++idx[d] < v->shape[d])
-				break;
-			off -= (int64_t)v->shape[d] * v->strides[d];
-			idx[d] = 0;
-		}
-	}
+	hpu_kcur_init(&k, v, i);
+	for (size_t j = 0; j < n; j++, hpu_kcur_next(&k))
+		p[j] = hpu_kcur_ptr(&k);
 }
 
 /* Elements [i, i + n) of v as doubles: dense fp32 straight, any other layout by address. */

@@ -18,10 +18,8 @@ struct hpu_kreduce {
 	bool int_sum; /* SUM of integral into integral: int64, wrapping, exact */
 	bool int_cmp; /* integral in: compared as int64, exact past 2^53 */
 	bool reverse; /* MIN, ARGMIN */
-	uint32_t nr;  /* reduced dims, outermost first */
-	uint64_t rshape[HPU_TENSOR_MAX_DIMS];
-	int64_t rstride[HPU_TENSOR_MAX_DIMS]; /* bytes */
-	uint64_t count;                       /* elements under one output */
+	struct hpu_kview sub; /* in's reduced dims, outermost first: the elements under one output */
+	uint64_t count;
 };
 
 /* What a walk ends with: the sum, or the best key and where it was. */
@@ -69,22 +67,20 @@ static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, cons
 }
 
 /* Reduces the sub-tensor whose first element is at p into the output element at o. */
-static void hpu_reduce_one(const struct hpu_kreduce *r, const uint8_t *p, uint32_t out_dtype,
-			   uint8_t *o)
+static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out_dtype, uint8_t *o)
 {
-	uint64_t idx[HPU_TENSOR_MAX_DIMS] = { 0 };
+	struct hpu_kview sub = r->sub;
 	struct hpu_kacc acc = { 0 };
+	struct hpu_kcur k;
+	uint64_t i = 0;
 
-	for (uint64_t k = 0; k < r->count; k++) {
-		hpu_kacc_add(r, &acc, p, k);
-		/* Next element: carry through the reduced dims, innermost first. */
-		for (uint32_t d = r->nr; d-- > 0;) {
-			p += r->rstride[d];
-			if (++idx[d] < r->rshape[d])
-				break;
-			p -= (int64_t)r->rshape[d] * r->rstride[d];
-			idx[d] = 0;
-		}
+	sub.base = p;
+	/* Row by row of the walk, each a pointer stepping along. */
+	for (hpu_kcur_init(&k, &sub, 0); i < r->count; hpu_kcur_skip(&k, k.left)) {
+		const uint8_t *row = hpu_kcur_ptr(&k);
+
+		for (uint64_t j = 0; j < k.left; j++)
+			hpu_kacc_add(r, &acc, row + (int64_t)j * k.step[0], i++);
 	}
 	switch (r->op) {
 	case HPU_REDUCE_SUM:
@@ -120,34 +116,35 @@ static void hpu_reduce_init(const struct hpu_kcall *c, struct hpu_kreduce *r)
 	r->int_sum = r->op == HPU_REDUCE_SUM && int_in && !hpu_dtype_is_float(c->t[0].dtype);
 	r->int_cmp = int_in;
 	r->reverse = r->op == HPU_REDUCE_MIN || r->op == HPU_REDUCE_ARGMIN;
-	r->count = 1;
+	r->sub.dtype = in->dtype;
+	for (uint32_t d = 0; d < HPU_TENSOR_MAX_DIMS; d++)
+		r->sub.shape[d] = 1;
 	for (uint32_t d = 0; d < in->ndim; d++) {
 		if (!(c->args[1] >> d & 1))
 			continue;
-		r->rshape[r->nr] = in->shape[d];
-		r->rstride[r->nr++] = in->strides[d] * (int64_t)hpu_dtype_size(in->dtype);
-		r->count *= in->shape[d];
+		r->sub.shape[r->sub.ndim] = in->shape[d];
+		r->sub.strides[r->sub.ndim++] = in->strides[d];
 	}
+	r->count = hpu_kview_numel(&r->sub);
 }
 
 static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_kview *out = &c->t[0], *in = &c->t[1];
-	int64_t in_esize = hpu_dtype_size(in->dtype);
+	const struct hpu_kview *out = &c->t[0];
+	/*
+	 * in with out's shape: out's index is in's with the reduced dims at 0,
+	 * where its sub-tensor starts.
+	 */
+	struct hpu_kview starts = c->t[1];
+	struct hpu_kcur o, s;
 	struct hpu_kreduce r;
 
 	hpu_reduce_init(c, &r);
-	for (uint64_t i = begin; i < end; i++) {
-		/* out's index is in's with the reduced dims at 0: their sub-tensor starts there. */
-		int64_t off = 0;
-		uint64_t rest = i;
-
-		for (uint32_t d = out->ndim; d-- > 0;) {
-			off += (int64_t)(rest % out->shape[d]) * in->strides[d];
-			rest /= out->shape[d];
-		}
-		hpu_reduce_one(&r, in->base + off * in_esize, out->dtype, hpu_kview_at(out, i));
-	}
+	memcpy(starts.shape, out->shape, sizeof(starts.shape));
+	hpu_kcur_init(&o, out, begin);
+	hpu_kcur_init(&s, &starts, begin);
+	for (uint64_t i = begin; i < end; i++, hpu_kcur_next(&o), hpu_kcur_next(&s))
+		hpu_reduce_one(&r, hpu_kcur_ptr(&s), out->dtype, hpu_kcur_ptr(&o));
 }
 
 static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
@@ -171,7 +168,7 @@ static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
 	if (op == HPU_REDUCE_MEAN && !hpu_dtype_is_float(out->dtype))
 		return -1;
 	if (hpu_reduce_is_arg(op)) {
-		if (r.nr != 1 || (out->dtype != HPU_DTYPE_I64 && out->dtype != HPU_DTYPE_I32))
+		if (r.sub.ndim != 1 || (out->dtype != HPU_DTYPE_I64 && out->dtype != HPU_DTYPE_I32))
 			return -1;
 		if (out->dtype == HPU_DTYPE_I32 && r.count > (uint64_t)INT32_MAX + 1)
 			return -1;

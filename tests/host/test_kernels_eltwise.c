@@ -509,6 +509,36 @@ static void test_empty(void)
 	}
 }
 
+/* Dense operands (fp32 read and written directly) and scattered ones give the same bytes. */
+static void test_layouts_agree(void)
+{
+	static const uint32_t dts[] = { F32, BF16, I64 };
+	const uint64_t *shape = HPU_KT_DIMS(5, 7, 9); /* 315 elements: more than one block */
+
+	for (size_t d = 0; d < HPU_ARRAY_SIZE(dts); d++) {
+		struct hpu_ktensor *t[] = {
+			hpu_kt_new(dts[d], 3, shape, NULL),
+			hpu_kt_new(dts[d], 3, shape, NULL),
+			hpu_kt_new(dts[d], 3, shape, NULL),
+			hpu_kt_new(U8, 3, shape, NULL),
+		};
+		struct hpu_kcall c;
+
+		for (unsigned int i = 1; i < HPU_ARRAY_SIZE(t); i++)
+			hpu_kt_fill_random(t[i], i, i < 3 ? -5 : 0, i < 3 ? 5 : 2);
+		HPU_KCALL(&c, HPU_KERNEL_BINARY, t[0], t[1], t[2]);
+		for (c.args[0] = HPU_BINARY_MUL; c.args[0] <= HPU_BINARY_DIV; c.args[0]++)
+			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_binary, &c);
+		HPU_KCALL(&c, HPU_KERNEL_UNARY, t[0], t[1]);
+		c.args[0] = HPU_UNARY_RELU;
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_unary, &c);
+		HPU_KCALL(&c, HPU_KERNEL_WHERE, t[0], t[3], t[1], t[2]);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_where, &c);
+		for (unsigned int i = 0; i < HPU_ARRAY_SIZE(t); i++)
+			hpu_kt_free(t[i]);
+	}
+}
+
 /* Each split of the items gives the very bytes one range gives, over more than one block. */
 static void test_split_invariance(void)
 {
@@ -718,6 +748,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "empty tensors", test_empty },
 	{ "ndim 0 and 6", test_accepts_ndim0_and_6 },
 	{ "one range, split and threads give the same bytes", test_split_invariance },
+	{ "dense and scattered layouts give the same bytes", test_layouts_agree },
 	{ "[200, 784] bias add and relu", test_mnist_sized },
 	{ "check() rejections", test_rejections },
 };

@@ -437,6 +437,33 @@ static void test_split_invariance(void)
 	}
 }
 
+/* Every op and mask: contiguous and scattered operands give the same bytes (sums in index order). */
+static void test_layouts_agree(void)
+{
+	struct hpu_ktensor *in = hpu_kt_new(F32, 3, HPU_KT_DIMS(5, 7, 9), NULL);
+
+	hpu_kt_fill_random(in, 3, -2, 2);
+	for (int64_t op = HPU_REDUCE_SUM; op <= HPU_REDUCE_ARGMIN; op++) {
+		for (int64_t mask = 1; mask <= ALL_DIMS; mask++) {
+			bool arg = op >= HPU_REDUCE_ARGMAX;
+			uint64_t shape[3];
+			struct hpu_ktensor *out;
+			struct hpu_kcall c;
+
+			if (arg && (mask & (mask - 1))) /* one dim */
+				continue;
+			out_shape(in, mask, shape);
+			out = hpu_kt_new(arg ? I64 : F32, 3, shape, NULL);
+			HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
+			c.args[0] = op;
+			c.args[1] = mask;
+			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_reduce, &c);
+			hpu_kt_free(out);
+		}
+	}
+	hpu_kt_free(in);
+}
+
 /* ---- bias-add's gradient ---- */
 
 #define GRAD_N 6
@@ -545,6 +572,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "ndim 0", test_scalar },
 	{ "check() rejections", test_rejections },
 	{ "one range, split and threads give the same bytes", test_split_invariance },
+	{ "contiguous and scattered layouts give the same bytes", test_layouts_agree },
 	{ "bias-add gradient: finite differences vs REDUCE SUM", test_bias_add_gradient },
 	{ "[200, 784] sums", test_mnist_sized },
 };
