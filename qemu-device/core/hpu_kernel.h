@@ -264,6 +264,11 @@ static inline void hpu_kcur_init(struct hpu_kcur *k, const struct hpu_kview *v, 
 	k->left = k->shape[0] - k->idx[0];
 }
 
+static inline uint8_t *hpu_kcur_ptr(const struct hpu_kcur *k)
+{
+	return k->base + k->off;
+}
+
 /* On by m elements, m <= left: along dim 0, then carrying outwards if it ran out. */
 static inline void hpu_kcur_skip(struct hpu_kcur *k, uint64_t m)
 {
@@ -287,9 +292,17 @@ static inline void hpu_kcur_next(struct hpu_kcur *k)
 	hpu_kcur_skip(k, 1);
 }
 
-static inline uint8_t *hpu_kcur_ptr(const struct hpu_kcur *k)
+/*
+ * The next span of k's walk: up to n elements along dim 0, step[0] bytes
+ * apart, the first at *p.  Moves k past them and says how many they are.
+ */
+static inline uint64_t hpu_kcur_span(struct hpu_kcur *k, uint64_t n, uint8_t **p)
 {
-	return k->base + k->off;
+	uint64_t m = n < k->left ? n : k->left;
+
+	*p = hpu_kcur_ptr(k);
+	hpu_kcur_skip(k, m);
+	return m;
 }
 
 static inline double hpu_kcur_get(const struct hpu_kcur *k)
@@ -358,11 +371,12 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 		uint64_t span = end - begin;
 
 		/* A span: as far as every operand goes along its dim 0. */
-		for (j = 0; j < n; j++) {
+		for (j = 0; j < n; j++)
 			if (k[j].left < span)
 				span = k[j].left;
-			first[j] = hpu_kcur_ptr(&k[j]);
+		for (j = 0; j < n; j++) {
 			step[j] = k[j].step[0];
+			hpu_kcur_span(&k[j], span, &first[j]);
 		}
 		for (uint64_t s = 0; s < span; s++) {
 			/* Unrolled (n is a constant here), so that e[] lives in registers. */
@@ -371,8 +385,6 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 				e[j].p = first[j] + (int64_t)s * step[j];
 			f(ctx, begin + s, e);
 		}
-		for (j = 0; j < n; j++)
-			hpu_kcur_skip(&k[j], span);
 		begin += span;
 	}
 }

@@ -16,82 +16,49 @@
 /* The most inputs an elementwise kernel reads (WHERE: cond, a, b). */
 #define HPU_KELT_MAX_IN 3
 
-/* Dense fp32 in row-major order: the common case, read without the index walk. */
-static bool hpu_kview_dense_f32(const struct hpu_kview *v)
+/*
+ * m elements step bytes apart from p into x (load) or out of it.  Inlined
+ * with F32 and 4 for a contiguous fp32 span: a loop with no dtype to test
+ * and no stride to multiply, the common case.
+ */
+static inline void hpu_kspan_f(uint32_t dtype, uint8_t *p, int64_t step, size_t m, double *x,
+			       bool load)
 {
-	int64_t step = 1;
-
-	if (v->dtype != HPU_DTYPE_F32)
-		return false;
-	for (uint32_t d = v->ndim; d-- > 0;) {
-		if (v->shape[d] != 1 && v->strides[d] != step)
-			return false;
-		step *= (int64_t)v->shape[d];
+	for (size_t j = 0; j < m; j++) {
+		if (load)
+			x[j] = hpu_kload_f(dtype, p + (int64_t)j * step);
+		else
+			hpu_kstore_f(dtype, p + (int64_t)j * step, x[j]);
 	}
-	return true;
 }
 
-/* Addresses of elements [i, i + n) of v, row-major. */
-static void hpu_kview_ptrs(const struct hpu_kview *v, uint64_t i, size_t n, uint8_t **p)
+/* The next n elements of k's walk into x (load) or out of it; inlined, so load is a constant. */
+static inline __attribute__((always_inline)) void hpu_kmove_f(struct hpu_kcur *k, size_t n,
+							      double *x, bool load)
 {
-	struct hpu_kcur k;
+	int64_t step = k->step[0];
+	bool dense = k->dtype == HPU_DTYPE_F32 && step == 4;
 
-	hpu_kcur_init(&k, v, i);
-	for (size_t j = 0; j < n; j++, hpu_kcur_next(&k))
-		p[j] = hpu_kcur_ptr(&k);
-}
+	for (size_t m; n; n -= m, x += m) {
+		uint8_t *p;
 
-/* Elements [i, i + n) of v as doubles: dense fp32 straight, any other layout by address. */
-static void hpu_kgather_f(const struct hpu_kview *v, bool dense, uint64_t i, size_t n, double *x)
-{
-	uint8_t *p[HPU_KBLOCK];
-
-	if (dense) {
-		const float *f = (const float *)v->base + i;
-
-		for (size_t k = 0; k < n; k++)
-			x[k] = f[k];
-		return;
+		m = hpu_kcur_span(k, n, &p);
+		if (dense)
+			hpu_kspan_f(HPU_DTYPE_F32, p, 4, m, x, load);
+		else
+			hpu_kspan_f(k->dtype, p, step, m, x, load);
 	}
-	hpu_kview_ptrs(v, i, n, p);
-	for (size_t k = 0; k < n; k++)
-		x[k] = hpu_kload_f(v->dtype, p[k]);
 }
 
-static void hpu_kscatter_f(const struct hpu_kview *v, bool dense, uint64_t i, size_t n,
-			   const double *x)
+/* The same in int64, element by element (integral operands are never fp32). */
+static void hpu_kmove_i(struct hpu_kcur *k, size_t n, int64_t *x, bool load)
 {
-	uint8_t *p[HPU_KBLOCK];
-
-	if (dense) {
-		float *f = (float *)v->base + i;
-
-		for (size_t k = 0; k < n; k++)
-			f[k] = (float)x[k];
-		return;
+	for (size_t j = 0; j < n; j++, hpu_kcur_next(k)) {
+		if (load)
+			x[j] = hpu_kload_i(k->dtype, hpu_kcur_ptr(k));
+		else
+			hpu_kstore_i(k->dtype, hpu_kcur_ptr(k), x[j]);
 	}
-	hpu_kview_ptrs(v, i, n, p);
-	for (size_t k = 0; k < n; k++)
-		hpu_kstore_f(v->dtype, p[k], x[k]);
-}
-
-/* Integral operands are never dense fp32. */
-static void hpu_kgather_i(const struct hpu_kview *v, uint64_t i, size_t n, int64_t *x)
-{
-	uint8_t *p[HPU_KBLOCK];
-
-	hpu_kview_ptrs(v, i, n, p);
-	for (size_t k = 0; k < n; k++)
-		x[k] = hpu_kload_i(v->dtype, p[k]);
-}
-
-static void hpu_kscatter_i(const struct hpu_kview *v, uint64_t i, size_t n, const int64_t *x)
-{
-	uint8_t *p[HPU_KBLOCK];
-
-	hpu_kview_ptrs(v, i, n, p);
-	for (size_t k = 0; k < n; k++)
-		hpu_kstore_i(v->dtype, p[k], x[k]);
 }
 
 /*
@@ -303,7 +270,7 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 	const struct hpu_keltwise *ops = &hpu_keltwise_ops[c->kernel];
 	bool integral = ops->integral && ops->integral(c);
 	uint32_t nin = c->num_tensors - 1, j;
-	bool dense[1 + HPU_KELT_MAX_IN];
+	struct hpu_kcur k[1 + HPU_KELT_MAX_IN]; /* out, then the inputs */
 	/* One block of each input and of out; a scalar b takes the second input's row. */
 	union {
 		struct { double x[HPU_KELT_MAX_IN][HPU_KBLOCK], o[HPU_KBLOCK]; } f;
@@ -311,21 +278,21 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 	} b;
 
 	for (j = 0; j <= nin; j++)
-		dense[j] = hpu_kview_dense_f32(&c->t[j]);
+		hpu_kcur_init(&k[j], &c->t[j], begin);
 	while (begin < end) {
 		size_t n = end - begin < HPU_KBLOCK ? end - begin : HPU_KBLOCK;
 
 		/* The whole block is read before out is written: in place works. */
 		if (integral) {
 			for (j = 0; j < nin; j++)
-				hpu_kgather_i(&c->t[j + 1], begin, n, b.i.x[j]);
+				hpu_kmove_i(&k[j + 1], n, b.i.x[j], true);
 			ops->i(c, n, b.i.o, b.i.x);
-			hpu_kscatter_i(&c->t[0], begin, n, b.i.o);
+			hpu_kmove_i(&k[0], n, b.i.o, false);
 		} else {
 			for (j = 0; j < nin; j++)
-				hpu_kgather_f(&c->t[j + 1], dense[j + 1], begin, n, b.f.x[j]);
+				hpu_kmove_f(&k[j + 1], n, b.f.x[j], true);
 			ops->f(c, n, b.f.o, b.f.x);
-			hpu_kscatter_f(&c->t[0], dense[0], begin, n, b.f.o);
+			hpu_kmove_f(&k[0], n, b.f.o, false);
 		}
 		begin += n;
 	}

@@ -73,14 +73,18 @@ static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out
 	struct hpu_kacc acc = { 0 };
 	struct hpu_kcur k;
 	uint64_t i = 0;
+	int64_t step;
 
 	sub.base = p;
-	/* Row by row of the walk, each a pointer stepping along. */
-	for (hpu_kcur_init(&k, &sub, 0); i < r->count; hpu_kcur_skip(&k, k.left)) {
-		const uint8_t *row = hpu_kcur_ptr(&k);
+	hpu_kcur_init(&k, &sub, 0);
+	step = k.step[0];
+	/* Span by span of the walk, each a pointer stepping along. */
+	while (i < r->count) {
+		uint8_t *span;
+		uint64_t n = hpu_kcur_span(&k, r->count - i, &span);
 
-		for (uint64_t j = 0; j < k.left; j++)
-			hpu_kacc_add(r, &acc, row + (int64_t)j * k.step[0], i++);
+		for (uint64_t j = 0; j < n; j++)
+			hpu_kacc_add(r, &acc, span + (int64_t)j * step, i++);
 	}
 	switch (r->op) {
 	case HPU_REDUCE_SUM:
