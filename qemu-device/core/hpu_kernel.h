@@ -310,6 +310,11 @@ static inline double hpu_kcur_get(const struct hpu_kcur *k)
 	return hpu_kload_f(k->dtype, hpu_kcur_ptr(k));
 }
 
+static inline int64_t hpu_kcur_get_i(const struct hpu_kcur *k)
+{
+	return hpu_kload_i(k->dtype, hpu_kcur_ptr(k));
+}
+
 static inline void hpu_kcur_set(const struct hpu_kcur *k, double x)
 {
 	hpu_kstore_f(k->dtype, hpu_kcur_ptr(k), x);

@@ -277,9 +277,19 @@ static int hpu_ln_check(const struct hpu_kcall *c, unsigned int ntensors, const 
 	return 0;
 }
 
-static double hpu_ln_weight(const struct hpu_ln *ln, uint64_t j)
+/* The weight under cursor w, walking along a row: 1 without a weight. */
+static double hpu_ln_weight(const struct hpu_ln *ln, const struct hpu_kcur *w)
 {
-	return ln->has_weight ? hpu_kget(ln->weight, j) : 1;
+	return ln->has_weight ? hpu_kcur_get(w) : 1;
+}
+
+/* Cursors on row r's first element of in and of row (a tensor of in's shape), and on weight's. */
+static void hpu_ln_row(const struct hpu_ln *ln, const struct hpu_kview *row, uint64_t r,
+		       struct hpu_kcur *x, struct hpu_kcur *rk, struct hpu_kcur *w)
+{
+	hpu_kcur_init(x, ln->in, r * ln->cols);
+	hpu_kcur_init(rk, row, r * ln->cols);
+	hpu_kcur_init(w, ln->weight, 0);
 }
 
 /* t: out, mean, rstd, in, weight, bias. */
@@ -309,27 +319,35 @@ static int hpu_ln_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 static void hpu_ln_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct hpu_ln ln = hpu_ln_fwd_get(c);
+	struct hpu_kcur x, out, w, b;
 
 	for (uint64_t r = begin; r < end; r++) {
-		uint64_t base = r * ln.cols;
 		double mean = 0, var = 0, rstd;
+		uint64_t j;
 
-		for (uint64_t j = 0; j < ln.cols; j++)
-			mean += hpu_kget(ln.in, base + j);
+		hpu_ln_row(&ln, &c->t[0], r, &x, &out, &w);
+		for (j = 0; j < ln.cols; j++, hpu_kcur_next(&x))
+			mean += hpu_kcur_get(&x);
 		mean /= (double)ln.cols;
-		for (uint64_t j = 0; j < ln.cols; j++) {
-			double d = hpu_kget(ln.in, base + j) - mean;
+		for (hpu_kcur_init(&x, ln.in, r * ln.cols), j = 0; j < ln.cols; j++, hpu_kcur_next(&x)) {
+			double d = hpu_kcur_get(&x) - mean;
 
 			var += d * d;
 		}
 		rstd = 1 / sqrt(var / (double)ln.cols + c->scalars[0]);
 		hpu_kset(ln.mean, r, mean);
 		hpu_kset(ln.rstd, r, rstd);
-		for (uint64_t j = 0; j < ln.cols; j++) {
-			double xhat = (hpu_kget(ln.in, base + j) - mean) * rstd;
-			double b = ln.has_bias ? hpu_kget(&c->t[5], j) : 0;
+		hpu_kcur_init(&x, ln.in, r * ln.cols);
+		hpu_kcur_init(&b, &c->t[5], 0);
+		for (j = 0; j < ln.cols; j++) {
+			double xhat = (hpu_kcur_get(&x) - mean) * rstd;
+			double bias = ln.has_bias ? hpu_kcur_get(&b) : 0;
 
-			hpu_kset(&c->t[0], base + j, xhat * hpu_ln_weight(&ln, j) + b);
+			hpu_kcur_set(&out, xhat * hpu_ln_weight(&ln, &w) + bias);
+			hpu_kcur_next(&x);
+			hpu_kcur_next(&out);
+			hpu_kcur_next(&w);
+			hpu_kcur_next(&b);
 		}
 	}
 }
@@ -401,23 +419,35 @@ static int hpu_ln_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
 			    uint64_t end)
 {
-	for (uint64_t r = begin; r < end; r++) {
-		uint64_t base = r * ln->cols;
-		double mean = hpu_kget(ln->mean, r), rstd = hpu_kget(ln->rstd, r), sg = 0, sgx = 0;
+	struct hpu_kcur x, g, w, gi;
 
-		for (uint64_t j = 0; j < ln->cols; j++) {
-			double gy = hpu_kget(&c->t[3], base + j) * hpu_ln_weight(ln, j);
+	for (uint64_t r = begin; r < end; r++) {
+		double mean = hpu_kget(ln->mean, r), rstd = hpu_kget(ln->rstd, r), sg = 0, sgx = 0;
+		uint64_t j;
+
+		hpu_ln_row(ln, &c->t[3], r, &x, &g, &w);
+		for (j = 0; j < ln->cols; j++) {
+			double gy = hpu_kcur_get(&g) * hpu_ln_weight(ln, &w);
 
 			sg += gy;
-			sgx += gy * (hpu_kget(ln->in, base + j) - mean) * rstd;
+			sgx += gy * (hpu_kcur_get(&x) - mean) * rstd;
+			hpu_kcur_next(&x);
+			hpu_kcur_next(&g);
+			hpu_kcur_next(&w);
 		}
 		sg /= (double)ln->cols;
 		sgx /= (double)ln->cols;
-		for (uint64_t j = 0; j < ln->cols; j++) {
-			double gy = hpu_kget(&c->t[3], base + j) * hpu_ln_weight(ln, j);
-			double xhat = (hpu_kget(ln->in, base + j) - mean) * rstd;
+		hpu_ln_row(ln, &c->t[3], r, &x, &g, &w);
+		hpu_kcur_init(&gi, &c->t[0], r * ln->cols);
+		for (j = 0; j < ln->cols; j++) {
+			double gy = hpu_kcur_get(&g) * hpu_ln_weight(ln, &w);
+			double xhat = (hpu_kcur_get(&x) - mean) * rstd;
 
-			hpu_kset(&c->t[0], base + j, rstd * (gy - sg - xhat * sgx));
+			hpu_kcur_set(&gi, rstd * (gy - sg - xhat * sgx));
+			hpu_kcur_next(&x);
+			hpu_kcur_next(&g);
+			hpu_kcur_next(&w);
+			hpu_kcur_next(&gi);
 		}
 	}
 }
@@ -427,14 +457,24 @@ static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 			    uint64_t end)
 {
 	for (uint64_t j = begin; j < end; j++) {
+		struct hpu_kview gv = hpu_kview_lead(&c->t[3], ln->lead, j);
+		struct hpu_kview xv = hpu_kview_lead(ln->in, ln->lead, j);
+		struct hpu_kcur g, x, mean, rstd;
 		double sw = 0, sb = 0;
 
+		hpu_kcur_init(&g, &gv, 0);
+		hpu_kcur_init(&x, &xv, 0);
+		hpu_kcur_init(&mean, ln->mean, 0);
+		hpu_kcur_init(&rstd, ln->rstd, 0);
 		for (uint64_t r = 0; r < ln->rows; r++) {
-			double g = hpu_kget(&c->t[3], r * ln->cols + j);
-			double x = hpu_kget(ln->in, r * ln->cols + j);
+			double gr = hpu_kcur_get(&g);
 
-			sw += g * (x - hpu_kget(ln->mean, r)) * hpu_kget(ln->rstd, r);
-			sb += g;
+			sw += gr * (hpu_kcur_get(&x) - hpu_kcur_get(&mean)) * hpu_kcur_get(&rstd);
+			sb += gr;
+			hpu_kcur_next(&g);
+			hpu_kcur_next(&x);
+			hpu_kcur_next(&mean);
+			hpu_kcur_next(&rstd);
 		}
 		if (ln->has_weight)
 			hpu_kset(&c->t[1], j, sw);
@@ -557,14 +597,19 @@ static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 		uint64_t j = it % d, v0 = it / d * HPU_EMB_BLOCK;
 		uint64_t nv = gw->shape[0] - v0 < HPU_EMB_BLOCK ? gw->shape[0] - v0 : HPU_EMB_BLOCK;
 		struct hpu_krow col = hpu_krow(gw, 0, j);
+		/* grad_out's column j, walked with the indices. */
+		struct hpu_kview gv = hpu_kview_lead(&c->t[1], c->t[1].ndim - 1, j);
+		struct hpu_kcur g, idx;
 
 		for (uint64_t i = 0; i < nv; i++)
 			acc[i] = hpu_krow_get(&col, v0 + i);
-		for (uint64_t k = 0; k < n; k++) {
-			int64_t v = hpu_kget_i(indices, k);
+		hpu_kcur_init(&g, &gv, 0);
+		hpu_kcur_init(&idx, indices, 0);
+		for (uint64_t k = 0; k < n; k++, hpu_kcur_next(&g), hpu_kcur_next(&idx)) {
+			int64_t v = hpu_kcur_get_i(&idx);
 
 			if (v != c->args[0] && (uint64_t)v - v0 < nv)
-				acc[(uint64_t)v - v0] += hpu_kget(&c->t[1], k * d + j);
+				acc[(uint64_t)v - v0] += hpu_kcur_get(&g);
 		}
 		for (uint64_t i = 0; i < nv; i++)
 			hpu_krow_set(&col, v0 + i, acc[i]);

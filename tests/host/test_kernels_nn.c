@@ -943,7 +943,7 @@ static void ln_new(struct ln *ln, const struct ln_shape *ls, int64_t flags, uint
 	ln->t[5] = random_tensor(in_dtype, (uint32_t)ls->k, ls->s.d + lead, layout + 1, -1, 1);
 }
 
-static void ln_forward(struct ln *ln)
+static struct hpu_kcall ln_forward_call(const struct ln *ln)
 {
 	struct hpu_kcall c;
 
@@ -952,6 +952,13 @@ static void ln_forward(struct ln *ln)
 	c.args[0] = ln->ls->k;
 	c.args[1] = ln->flags;
 	c.scalars[0] = ln->r.eps;
+	return c;
+}
+
+static void ln_forward(struct ln *ln)
+{
+	struct hpu_kcall c = ln_forward_call(ln);
+
 	HPU_KLAUNCH(&hpu_kernel_layer_norm, &c);
 }
 
@@ -1123,7 +1130,7 @@ static void emb_free(struct emb *e)
 	hpu_kt_free(e->indices);
 }
 
-static void emb_launch(const struct emb *e, bool backward)
+static struct hpu_kcall emb_call(const struct emb *e, bool backward)
 {
 	struct hpu_kcall c;
 
@@ -1132,6 +1139,13 @@ static void emb_launch(const struct emb *e, bool backward)
 	else
 		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, e->rows, e->table, e->indices);
 	c.args[0] = e->pad;
+	return c;
+}
+
+static void emb_launch(const struct emb *e, bool backward)
+{
+	struct hpu_kcall c = emb_call(e, backward);
+
 	HPU_KLAUNCH(backward ? &hpu_kernel_embedding_bwd : &hpu_kernel_embedding, &c);
 }
 
@@ -1152,6 +1166,44 @@ static void emb_case_new(struct emb *e, size_t i, uint32_t dtype, unsigned int l
 {
 	emb_new(e, emb_cases[i].v, emb_cases[i].d, emb_cases[i].ndim, emb_cases[i].shape,
 		emb_cases[i].pad, dtype, layout);
+}
+
+/* Layer norm both ways and embedding_bwd: contiguous and scattered operands give the same bytes. */
+static void test_rows_layouts_agree(void)
+{
+	struct hpu_ktensor *stand_in = tensor(F32, 0, NULL, 0);
+
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(ln_shapes); i++) {
+		for (int64_t flags = 0; flags < 4; flags++) {
+			const struct ln_shape *ls = &ln_shapes[i];
+			struct hpu_ktensor *grads[3];
+			struct hpu_ktensor *grad_out =
+				random_tensor(F32, ls->s.ndim, ls->s.d, CONTIG, -1, 1);
+			struct hpu_kcall c;
+			struct ln ln;
+
+			ln_new(&ln, ls, flags, F32, F32, CONTIG);
+			c = ln_forward_call(&ln);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_layer_norm, &c);
+			ln_forward(&ln); /* mean and rstd for the backward */
+			ln_grads_new(grads, ls, F32, CONTIG);
+			c = ln_backward_call(&ln, grads, grad_out, stand_in);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_layer_norm_bwd, &c);
+			free_tensors(grads, HPU_ARRAY_SIZE(grads));
+			free_tensors(ln.t, HPU_ARRAY_SIZE(ln.t));
+			hpu_kt_free(grad_out);
+		}
+	}
+	hpu_kt_free(stand_in);
+	for (size_t i = 0; i < HPU_ARRAY_SIZE(emb_cases); i++) {
+		struct hpu_kcall c;
+		struct emb e;
+
+		emb_case_new(&e, i, F32, CONTIG);
+		c = emb_call(&e, true);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_embedding_bwd, &c);
+		emb_free(&e);
+	}
 }
 
 static void test_embedding_forward(void)
@@ -1371,6 +1423,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "embedding: gather, repeated indices, bf16", test_embedding_forward },
 	{ "embedding_bwd: scatter-add, padding, many blocks", test_embedding_backward },
 	{ "embedding_bwd: gradient check", test_embedding_gradcheck },
+	{ "layer_norm, layer_norm_bwd, embedding_bwd: layouts give the same bytes",
+	  test_rows_layouts_agree },
 	{ "empty operands at one address are not aliases", test_empty_not_aliased },
 	{ "every kernel's check() rejections", test_rejections },
 };
