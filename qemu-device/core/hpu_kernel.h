@@ -331,11 +331,6 @@ static inline double hpu_kel_get(const struct hpu_kel *e)
 	return hpu_kload_f(e->dtype, e->p);
 }
 
-static inline int64_t hpu_kel_get_i(const struct hpu_kel *e)
-{
-	return hpu_kload_i(e->dtype, e->p);
-}
-
 static inline void hpu_kel_set(const struct hpu_kel *e, double x)
 {
 	hpu_kstore_f(e->dtype, e->p, x);
