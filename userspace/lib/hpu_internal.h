@@ -5,7 +5,8 @@
  * declarations of <hpu/hpu.h> are visible.
  *
  * Lock order, outermost first: device, stream, recipe cache, recipe, event,
- * sub-allocator, host table, jobs.  No lock is held across a call into an outer one.
+ * sub-allocator, host table, jobs, disk cache.  No lock is held across a call into an
+ * outer one.
  */
 #ifndef HPU_INTERNAL_H
 #define HPU_INTERNAL_H
@@ -634,6 +635,7 @@ struct hpu_recipe_cache {
 	unsigned int count, capacity;
 	uint32_t fw_version;
 	int call; /* the device runs CALL: 0 not known yet, 1 yes, -1 no */
+	struct hpu_disk_cache *disk; /* behind the memory, NULL if off (hpu_disk_cache.c) */
 };
 
 void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version);
@@ -644,6 +646,73 @@ struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t ha
 /* Keeps r (a reference of the cache's), evicting the least recent beyond the capacity. */
 void hpu_recipe_cache_insert(struct hpu_recipe_cache *c, struct hpu_recipe *r);
 void hpu_recipe_cache_resize(struct hpu_recipe_cache *c, unsigned int capacity);
+
+/*
+ * hpu_disk_cache.c: recipes in files of a directory that processes share
+ * (HPU_RECIPE_CACHE_CONFIG), looked up after the memory cache.  A file
+ * loads only where its compat record and then its whole key match.
+ */
+
+/* What a file must match besides the key: u32s only, so its bytes have no padding. */
+struct hpu_disk_compat {
+	uint32_t libhpu_version; /* major << 16 | minor << 8 | patch; set by the disk cache */
+	uint32_t format;         /* HPU_DISK_FORMAT; set by the disk cache */
+	uint32_t abi_version;    /* driver ABI: major << 16 | minor */
+	uint32_t fw_version;     /* major << 16 | minor << 8 | patch */
+	uint32_t fw_if_version;  /* major << 16 | minor */
+	uint32_t hw_revision, pci_revision;
+	uint32_t pci_id;         /* vendor << 16 | device */
+	uint32_t num_dma, num_mme, num_tpc, num_queues;
+	uint32_t capabilities_lo, capabilities_hi;
+};
+
+/*
+ * A file: the header, then the compat record, the key, the record, the
+ * sites and the blob.  crc (zlib's crc32) covers everything after the header.
+ */
+#define HPU_DISK_MAGIC 0x52555048u /* "HPUR" */
+#define HPU_DISK_FORMAT 1u
+struct hpu_disk_header {
+	uint32_t magic, format;
+	uint64_t body_size;
+	uint32_t crc, compat_size, key_size, reserved;
+};
+
+/* The scalars of a struct hpu_recipe. */
+struct hpu_disk_record {
+	uint32_t blob_size, sync_off, sync_size, num_sites;
+	uint64_t workspace_off, workspace_size;
+	uint32_t num_bindings, num_engines, num_nodes, num_signals, num_waits, reserved;
+	struct {
+		uint32_t off, size, nodes, reserved;
+	} engine[HPU_GRAPH_MAX_ENGINES];
+};
+
+#define HPU_DISK_DIR_MAX 4096
+struct hpu_disk_config {
+	char dir[HPU_DISK_DIR_MAX];
+	bool clear;         /* remove the recipe files there at open */
+	uint64_t max_bytes; /* eviction keeps the files within 0.99 x this */
+};
+
+struct hpu_disk_cache;
+
+/* "<dir>,<true|false>,<max MB>"; -EINVAL with a message if it is not that. */
+int hpu_disk_config_parse(const char *s, struct hpu_disk_config *cfg);
+/* Creates the directory if need be (and its parents) and clears it if asked. */
+int hpu_disk_cache_open(const struct hpu_disk_config *cfg, const struct hpu_disk_compat *compat,
+			struct hpu_disk_cache **dcp);
+/* As HPU_RECIPE_CACHE_CONFIG says: NULL if unset, or after one warning if unusable. */
+struct hpu_disk_cache *hpu_disk_cache_from_env(const struct hpu_disk_compat *compat);
+/* Waits for the queued writes, then frees dc.  NULL is a no-op. */
+void hpu_disk_cache_close(struct hpu_disk_cache *dc);
+/* The recipe of key from its file, a reference with no key set; NULL on a miss (dc NULL too). */
+struct hpu_recipe *hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key,
+				       size_t size);
+/* Queues r (its key set) for the cache's thread to write.  dc NULL: a no-op. */
+void hpu_disk_cache_store(struct hpu_disk_cache *dc, struct hpu_recipe *r);
+/* Waits until the queued writes and the eviction after them are done. */
+void hpu_disk_cache_flush(struct hpu_disk_cache *dc);
 
 /*
  * hpu_recipe.c.  An instance is a recipe's memory and state on a device:
@@ -669,6 +738,9 @@ enum hpu_counter {
 	HPU_C_HITS, HPU_C_MISSES, HPU_C_EVICTIONS, HPU_C_ENTRIES,
 	HPU_C_CAPTURES, HPU_C_CAPTURED_OPS, HPU_C_REPLAYS, HPU_C_REPLAY_NS,
 	HPU_C_RECOMPILE_WARNINGS,
+	HPU_C_DISK_HITS, HPU_C_DISK_MISSES, HPU_C_DISK_WRITES, HPU_C_DISK_EVICTIONS,
+	HPU_C_DISK_BYTES_READ, HPU_C_DISK_BYTES_WRITTEN, HPU_C_DISK_IGNORED,
+	HPU_C_DISK_WRITE_FAILURES,
 	HPU_COUNTERS
 };
 void hpu_counter_add(enum hpu_counter c, int64_t v);

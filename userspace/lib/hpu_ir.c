@@ -194,6 +194,22 @@ int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings)
 	return 0;
 }
 
+static int hpu_ir_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
+			  struct hpu_recipe **rp)
+{
+	uint64_t start = hpu_now_ns();
+	int ret;
+
+	ret = hpu_compile(g, cfg, rp);
+	if (ret)
+		return ret;
+	hpu_counter_add(HPU_C_COMPILES, 1);
+	hpu_recompile_note(g);
+	hpu_counter_add(HPU_C_COMPILE_NS, (int64_t)(hpu_now_ns() - start));
+	return 0;
+}
+
+/* Memory, then disk, then compile; a compiled recipe goes to both caches. */
 int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 			    struct hpu_recipe **rp)
 {
@@ -202,9 +218,10 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 								   : HPU_GRAPH_MAX_ENGINES,
 		.fw_version = dev->recipes.fw_version,
 	};
-	uint64_t hash, start;
+	uint64_t hash;
 	uint8_t *key;
 	size_t size;
+	bool compiled;
 	int ret;
 
 	ret = hpu_ir_key(g, &cfg, &key, &size, &hash);
@@ -215,18 +232,18 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 		free(key);
 		return 0;
 	}
-	start = hpu_now_ns();
-	ret = hpu_compile(g, &cfg, rp);
+	*rp = hpu_disk_cache_load(dev->recipes.disk, key, size);
+	compiled = !*rp;
+	ret = compiled ? hpu_ir_compile(g, &cfg, rp) : 0;
 	if (ret) {
 		free(key);
 		return ret;
 	}
-	hpu_counter_add(HPU_C_COMPILES, 1);
-	hpu_recompile_note(g);
-	hpu_counter_add(HPU_C_COMPILE_NS, (int64_t)(hpu_now_ns() - start));
 	(*rp)->hash = hash;
 	(*rp)->key = key;
 	(*rp)->key_size = size;
 	hpu_recipe_cache_insert(&dev->recipes, *rp);
+	if (compiled)
+		hpu_disk_cache_store(dev->recipes.disk, *rp);
 	return 0;
 }

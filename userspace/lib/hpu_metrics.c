@@ -152,6 +152,17 @@ static void hpu_metric_cache(struct hpu_metric *m)
 	hpu_stat(m, "Entries", hpu_counter(HPU_C_ENTRIES));
 }
 
+static void hpu_metric_disk(struct hpu_metric *m)
+{
+	/* In the order of their counters, from HPU_C_DISK_HITS on. */
+	static const char *const names[] = { "Hits", "Misses", "Writes", "Evictions", "BytesRead",
+					     "BytesWritten", "Ignored", "WriteFailures" };
+	unsigned int i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(names); i++)
+		hpu_stat(m, names[i], hpu_counter(HPU_C_DISK_HITS + i));
+}
+
 /* With hpu_metrics_lock held. */
 static void hpu_metric_fallback(struct hpu_metric *m)
 {
@@ -199,6 +210,7 @@ static const struct {
 	{ "lazy_mode", hpu_metric_lazy },
 	{ "hpu_graph", hpu_metric_hpu_graph },
 	{ "recipe_cache", hpu_metric_cache },
+	{ "recipe_cache_disk", hpu_metric_disk },
 	{ "cpu_fallback", hpu_metric_fallback },
 	{ "memory", hpu_metric_memory },
 };

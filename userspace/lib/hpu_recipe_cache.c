@@ -23,6 +23,7 @@ void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version)
 	c->capacity = hpu_env_uint("HPU_RECIPE_CACHE_SIZE", HPU_RECIPE_CACHE_DEFAULT);
 	c->fw_version = fw_version;
 	c->call = 0;
+	c->disk = NULL;
 }
 
 /* With the lock held: drops the least recent recipes beyond capacity (more may run still). */

@@ -34,6 +34,29 @@
  *                                exit (or when libhpu is unloaded)
  *   HPU_RECOMPILE_WARN=n         warn (once, on stderr) when one graph site
  *                                has compiled more than n recipes (default 8)
+ *   HPU_RECIPE_CACHE_CONFIG=dir,clear,max_mb
+ *                                recipes are also kept in files in dir
+ *                                (created if missing), which processes may
+ *                                share: a recipe missing from memory is
+ *                                loaded from there before it is compiled,
+ *                                and a compiled one is written there by a
+ *                                thread of libhpu's (device close waits for
+ *                                it).  clear (true or false): remove the
+ *                                recipe files there first.  max_mb: the
+ *                                least recently used files are removed to
+ *                                keep them within 0.99 x max_mb MiB.  A file
+ *                                loads only into the libhpu, driver,
+ *                                firmware and device it was compiled for;
+ *                                one that does not (or is damaged) is
+ *                                compiled again and replaced.  A bad value:
+ *                                a warning, no disk cache.  A write that
+ *                                fails (disk full, read-only directory):
+ *                                one warning, then new recipes stay in
+ *                                memory only
+ *   HPU_RECIPE_CACHE_LOG=1       a line on stderr per file the disk cache
+ *                                removes ("Removed <id> successfully. Disk
+ *                                cache size after removal: <n> bytes") or
+ *                                ignores
  */
 #ifndef HPU_HPU_GRAPH_H
 #define HPU_HPU_GRAPH_H
@@ -252,6 +275,11 @@ HPU_API int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *i
  *   hpu_graph          Captures, CapturedOps, Replays, ReplayTime (ns of
  *                      host time), AvgReplayTime
  *   recipe_cache       Hits, Misses, Evictions, Entries
+ *   recipe_cache_disk  Hits, Misses (looked up on disk after missing in
+ *                      memory), Writes, Evictions, BytesRead,
+ *                      BytesWritten, Ignored (files found but not loaded:
+ *                      damaged, or of another version or device),
+ *                      WriteFailures
  *   cpu_fallback       Total, and one counter per op that fell back
  *   memory             InUse, Peak, Allocations, Reserved: device memory
  *                      of the open devices (bytes; Peak the most any one

@@ -1,0 +1,894 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit test of libhpu's disk recipe cache (hpu_disk_cache.c), built
+ * from the graph's sources with no device: a fake device holds the recipe
+ * caches, and hpu_ir_recipe() looks graphs made by hand up as a flush does
+ * (memory, disk, compile).  Every recipe that comes back is compared with
+ * the one the compiler makes.  The configuration; a recipe stored and
+ * loaded back, by this process and by another; damaged, foreign and other
+ * graphs' files ignored, then replaced; every flipped byte and every
+ * truncation refused, and offsets checked behind a good checksum; eviction
+ * of the least recently used within the bound; four processes on one
+ * directory; a failing write that degrades to memory only with one
+ * warning.  Prints TAP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <drm/hpu_kernels.h>
+
+#include "../../userspace/lib/hpu_internal.h"
+#include "test_libhpu_tap.h"
+
+/* What the graph's sources need of the rest of the library, faked. */
+void hpu_storage_put(struct hpu_storage *st)
+{
+	(void)st;
+}
+
+/* No op falls back here: no per-op counters. */
+const char *hpu_op_name(int index)
+{
+	(void)index;
+	return NULL;
+}
+
+int hpu_op_index(const char *name)
+{
+	(void)name;
+	return -1;
+}
+
+#define GRAPHS 12
+#define FW 0x010000u
+
+static char root[] = "/tmp/hpu_disk_cache_XXXXXX";
+static struct hpu_ir graphs[GRAPHS];
+static struct hpu_recipe *ref[GRAPHS]; /* what the compiler makes of each */
+static const struct hpu_compile_config cfg4 = { .engines = 4, .fw_version = FW };
+static const struct hpu_disk_compat compat0 = {
+	.abi_version = 1 << 16 | 5, .fw_version = FW, .fw_if_version = 1 << 16,
+	.hw_revision = 1, .pci_id = 0x1da30001, .num_dma = 1, .num_mme = 1, .num_tpc = 2,
+	.num_queues = 4,
+};
+
+/*
+ * Graph id: a chain of ops unary ops over vectors of 64 + 16 * id floats,
+ * an input and an output bound, intermediates between: no two alike.
+ */
+static void graph_build(unsigned int id, unsigned int ops)
+{
+	struct hpu_ir *g = &graphs[id];
+	unsigned int i, b;
+
+	g->num_bufs = g->cap_bufs = ops + 1;
+	g->num_nodes = g->cap_nodes = ops;
+	g->bufs = calloc(g->num_bufs, sizeof(*g->bufs));
+	g->nodes = calloc(ops, sizeof(*g->nodes));
+	for (b = 0; b < g->num_bufs; b++)
+		g->bufs[b] = (struct hpu_gbuf){ .size = (64 + 16 * id) * 4,
+						.internal = b && b < ops };
+	for (i = 0; i < ops; i++) {
+		struct hpu_gnode *n = &g->nodes[i];
+		int64_t shape = 64 + 16 * id;
+
+		n->op = (struct hpu_op){ .name = "op", .kernel = HPU_KERNEL_UNARY, .num_tensors = 2,
+					 .outputs = 1,
+					 .args = { i % 2 ? HPU_UNARY_EXP : HPU_UNARY_NEG } };
+		for (b = 0; b < HPU_OP_TENSORS; b++)
+			n->buf[b] = HPU_GRAPH_NONE;
+		n->buf[0] = i + 1;
+		n->buf[1] = i;
+		for (b = 0; b < 2; b++) {
+			n->op.t[b] = &hpu_ir_present;
+			hpu_layout_init(&n->op.l[b], HPU_DT_F32, 1, &shape);
+		}
+	}
+}
+
+static bool recipe_same(const struct hpu_recipe *a, const struct hpu_recipe *b)
+{
+	unsigned int e;
+
+	if (a->blob_size != b->blob_size || memcmp(a->blob, b->blob, a->blob_size) ||
+	    a->num_sites != b->num_sites ||
+	    memcmp(a->sites, b->sites, a->num_sites * sizeof(*a->sites)) ||
+	    a->sync_off != b->sync_off || a->sync_size != b->sync_size ||
+	    a->workspace_off != b->workspace_off || a->workspace_size != b->workspace_size ||
+	    a->num_bindings != b->num_bindings || a->num_engines != b->num_engines ||
+	    a->num_nodes != b->num_nodes || a->num_signals != b->num_signals ||
+	    a->num_waits != b->num_waits)
+		return false;
+	for (e = 0; e < HPU_GRAPH_MAX_ENGINES; e++)
+		if (a->engine[e].off != b->engine[e].off || a->engine[e].size != b->engine[e].size ||
+		    a->engine[e].nodes != b->engine[e].nodes)
+			return false;
+	return true;
+}
+
+static void path_of(char *path, size_t len, const char *dir, const char *name)
+{
+	snprintf(path, len, "%s/%s/%s", root, dir, name);
+}
+
+/* A device with just what hpu_ir_recipe() uses, its disk cache in root/dir. */
+static struct hpu_device *dev_open(const char *dir, uint64_t max_bytes, bool clear,
+				   const struct hpu_disk_compat *compat)
+{
+	struct hpu_device *dev = calloc(1, sizeof(*dev));
+	struct hpu_disk_config cfg = { .clear = clear, .max_bytes = max_bytes };
+
+	path_of(cfg.dir, sizeof(cfg.dir), dir, "");
+	dev->num_queues = 4;
+	hpu_recipe_cache_init(&dev->recipes, FW);
+	EXPECT(hpu_disk_cache_open(&cfg, compat ? compat : &compat0, &dev->recipes.disk) == 0);
+	return dev;
+}
+
+static void dev_close(struct hpu_device *dev)
+{
+	hpu_disk_cache_close(dev->recipes.disk);
+	hpu_recipe_cache_fini(&dev->recipes);
+	free(dev);
+}
+
+/* Looks graph id up as a flush does: true if its recipe came back exactly. */
+static bool lookup(struct hpu_device *dev, unsigned int id)
+{
+	struct hpu_recipe *r = NULL;
+	bool same;
+
+	if (hpu_ir_recipe(dev, &graphs[id], &r))
+		return false;
+	same = recipe_same(r, ref[id]);
+	hpu_recipe_put(r);
+	return same;
+}
+
+static uint64_t metric(const char *name, const char *stat)
+{
+	uint64_t v = 0;
+
+	hpu_metric_value(name, stat, &v);
+	return v;
+}
+
+static uint64_t disk(const char *stat)
+{
+	return metric("recipe_cache_disk", stat);
+}
+
+static uint64_t compiles(void)
+{
+	return metric("graph_compilation", "TotalNumber");
+}
+
+/* The recipe files of root/dir (names in readdir order), and leftover temporaries. */
+struct listing {
+	unsigned int count, temps;
+	uint64_t total;
+	char names[64][32];
+	uint64_t sizes[64];
+};
+
+static struct listing list(const char *dir)
+{
+	struct listing l = { 0 };
+	char path[512];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	path_of(path, sizeof(path), dir, "");
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (strstr(de->d_name, ".tmp."))
+			l.temps++;
+		if (len != 23 || strcmp(de->d_name + 16, ".recipe") || l.count == 64)
+			continue;
+		path_of(path, sizeof(path), dir, de->d_name);
+		stat(path, &st);
+		snprintf(l.names[l.count], sizeof(l.names[0]), "%s", de->d_name);
+		l.sizes[l.count++] = (uint64_t)st.st_size;
+		l.total += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return l;
+}
+
+static bool listed(const struct listing *l, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < l->count; i++)
+		if (!strcmp(l->names[i], name))
+			return true;
+	return false;
+}
+
+/* Looks graph id up, waits for its write, and returns its file's name (into name). */
+static void store(struct hpu_device *dev, const char *dir, unsigned int id, char *name)
+{
+	struct listing before = list(dir), after;
+	unsigned int i;
+
+	EXPECT(lookup(dev, id));
+	hpu_disk_cache_flush(dev->recipes.disk);
+	after = list(dir);
+	name[0] = 0;
+	for (i = 0; i < after.count; i++)
+		if (!listed(&before, after.names[i]))
+			strcpy(name, after.names[i]);
+	EXPECT(name[0]);
+}
+
+static size_t file_read(const char *dir, const char *name, uint8_t *buf, size_t cap)
+{
+	char path[512];
+	size_t n = 0;
+	FILE *f;
+
+	path_of(path, sizeof(path), dir, name);
+	f = fopen(path, "rb");
+	if (f) {
+		n = fread(buf, 1, cap, f);
+		fclose(f);
+	}
+	return n;
+}
+
+/* In place, not truncated first: ext4 would write a file truncated to 0 back at its close. */
+static void file_write(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[512];
+	int fd;
+
+	path_of(path, sizeof(path), dir, name);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	EXPECT(fd >= 0 && pwrite(fd, buf, len, 0) == (ssize_t)len && !ftruncate(fd, (off_t)len));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* stderr into a file from here to capture_end(), which returns its lines. */
+static int capture_fd = -1, saved_stderr = -1;
+
+static void capture_begin(void)
+{
+	char path[] = "/tmp/hpu_disk_stderr_XXXXXX";
+
+	fflush(stderr);
+	capture_fd = mkstemp(path);
+	unlink(path);
+	saved_stderr = dup(2);
+	dup2(capture_fd, 2);
+}
+
+static unsigned int capture_end(char *buf, size_t cap)
+{
+	unsigned int lines = 0;
+	ssize_t n;
+	char *p;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	n = pread(capture_fd, buf, cap - 1, 0);
+	close(capture_fd);
+	buf[n > 0 ? n : 0] = 0;
+	for (p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	return lines;
+}
+
+static void test_config(void)
+{
+	struct hpu_disk_config cfg;
+	struct hpu_disk_cache *dc;
+	const char *bad[] = { "", "dir", "dir,true", ",true,1", "dir,yes,1", "dir,true,0",
+			      "dir,true,-1", "dir,true,12x", "dir,true, 1", "dir,false,",
+			      "dir,true,99999999999999999999", "dir,true,17592186044416" };
+	char out[1024], path[512];
+	unsigned int i;
+	struct stat st;
+
+	EXPECT(hpu_disk_config_parse("/a/b,true,64", &cfg) == 0);
+	EXPECT(!strcmp(cfg.dir, "/a/b") && cfg.clear && cfg.max_bytes == 64ull << 20);
+	/* The directory may hold commas: the last two fields are the others. */
+	EXPECT(hpu_disk_config_parse("/x,y,FALSE,1", &cfg) == 0);
+	EXPECT(!strcmp(cfg.dir, "/x,y") && !cfg.clear && cfg.max_bytes == 1ull << 20);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (hpu_disk_config_parse(bad[i], &cfg) != -EINVAL) {
+			printf("#   \"%s\" accepted\n", bad[i]);
+			test_failed = true;
+		}
+	}
+	EXPECT_PREFIX(hpu_last_error(), "HPU_RECIPE_CACHE_CONFIG=\"dir,true,17592186044416\": ");
+
+	/* Unset: no cache, nothing said.  Bad: one warning, no cache. */
+	unsetenv("HPU_RECIPE_CACHE_CONFIG");
+	capture_begin();
+	EXPECT(hpu_disk_cache_from_env(&compat0) == NULL);
+	EXPECT(capture_end(out, sizeof(out)) == 0);
+	setenv("HPU_RECIPE_CACHE_CONFIG", "/tmp,maybe,64", 1);
+	capture_begin();
+	EXPECT(hpu_disk_cache_from_env(&compat0) == NULL);
+	EXPECT(capture_end(out, sizeof(out)) == 1);
+	EXPECT(strstr(out, "libhpu: warning: HPU_RECIPE_CACHE_CONFIG=\"/tmp,maybe,64\"") &&
+	       strstr(out, "the recipe disk cache is off"));
+	/* A directory that cannot be: under a regular file. */
+	file_write("", "plain", "x", 1);
+	snprintf(path, sizeof(path), "%s/plain/sub,false,1", root);
+	setenv("HPU_RECIPE_CACHE_CONFIG", path, 1);
+	capture_begin();
+	EXPECT(hpu_disk_cache_from_env(&compat0) == NULL);
+	EXPECT(capture_end(out, sizeof(out)) == 1);
+	EXPECT(strstr(out, "cannot create") && strstr(out, "Not a directory"));
+	/* A good one makes the directory and its parents. */
+	snprintf(path, sizeof(path), "%s/made/by/env,false,1", root);
+	setenv("HPU_RECIPE_CACHE_CONFIG", path, 1);
+	dc = hpu_disk_cache_from_env(&compat0);
+	EXPECT(dc != NULL);
+	hpu_disk_cache_close(dc);
+	snprintf(path, sizeof(path), "%s/made/by/env", root);
+	EXPECT(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	unsetenv("HPU_RECIPE_CACHE_CONFIG");
+}
+
+static void test_clear(void)
+{
+	struct hpu_device *dev = dev_open("clear/a/b", 1 << 20, false, NULL);
+	struct listing l;
+	char name[32], path[512];
+
+	store(dev, "clear/a/b", 0, name);
+	store(dev, "clear/a/b", 1, name);
+	dev_close(dev);
+	file_write("clear/a/b", "notes.txt", "keep", 4);
+	EXPECT(list("clear/a/b").count == 2);
+	dev = dev_open("clear/a/b", 1 << 20, true, NULL);
+	l = list("clear/a/b");
+	EXPECT(l.count == 0 && l.temps == 0);
+	/* Only recipe files go. */
+	path_of(path, sizeof(path), "clear/a/b", "notes.txt");
+	EXPECT(access(path, F_OK) == 0);
+	dev_close(dev);
+}
+
+static void test_store_and_load(void)
+{
+	uint64_t c0 = compiles(), w0 = disk("Writes"), h0 = disk("Hits"), bw = disk("BytesWritten");
+	uint64_t br = disk("BytesRead"), m0 = disk("Misses");
+	struct hpu_device *dev = dev_open("store", 1 << 20, false, NULL);
+	struct hpu_metric m;
+	struct listing l;
+	unsigned int i;
+
+	EXPECT(lookup(dev, 0));
+	dev_close(dev); /* waits for the write */
+	EXPECT(compiles() - c0 == 1 && disk("Writes") - w0 == 1 && disk("Misses") - m0 == 1);
+	l = list("store");
+	EXPECT(l.count == 1 && l.temps == 0);
+	EXPECT(strspn(l.names[0], "0123456789abcdef") == 16);
+	EXPECT(disk("BytesWritten") - bw == l.total);
+
+	/* A new device loads it: no compilation, the same recipe; then memory has it. */
+	dev = dev_open("store", 1 << 20, false, NULL);
+	EXPECT(lookup(dev, 0));
+	EXPECT(lookup(dev, 0));
+	dev_close(dev);
+	EXPECT(compiles() - c0 == 1);
+	EXPECT(disk("Hits") - h0 == 1 && disk("BytesRead") - br == l.total);
+	EXPECT(disk("Writes") - w0 == 1);
+
+	EXPECT(hpu_metric_global("recipe_cache_disk", &m) == 0);
+	EXPECT(m.count == 8);
+	for (i = 0; i < m.count && i < 8; i++)
+		EXPECT_STR(m.stats[i].name, ((const char *[]){ "Hits", "Misses", "Writes",
+				"Evictions", "BytesRead", "BytesWritten", "Ignored",
+				"WriteFailures" })[i]);
+}
+
+/* A child's report: bits of what went wrong. */
+enum { BAD_COMPILED = 1, BAD_RECIPE = 2, BAD_HITS = 4, BAD_WRITES = 8 };
+
+static int child_status(pid_t pid)
+{
+	int status = -1;
+
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Another process with the same directory loads what this one wrote, and the other way. */
+static void test_second_process(void)
+{
+	struct hpu_device *dev = dev_open("second", 1 << 20, false, NULL);
+	uint64_t c0, h0;
+	unsigned int i;
+	pid_t pid;
+
+	for (i = 0; i < 3; i++)
+		EXPECT(lookup(dev, i));
+	dev_close(dev);
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		int bad = 0;
+
+		c0 = compiles();
+		h0 = disk("Hits");
+		dev = dev_open("second", 1 << 20, false, NULL);
+		for (i = 0; i < 3; i++)
+			bad |= lookup(dev, i) ? 0 : BAD_RECIPE;
+		bad |= compiles() != c0 ? BAD_COMPILED : 0;
+		bad |= disk("Hits") - h0 != 3 ? BAD_HITS : 0;
+		bad |= lookup(dev, 3) ? 0 : BAD_RECIPE; /* compiled here */
+		dev_close(dev);
+		bad |= compiles() != c0 + 1 ? BAD_COMPILED : 0;
+		_exit(bad);
+	}
+	EXPECT(child_status(pid) == 0);
+	c0 = compiles();
+	dev = dev_open("second", 1 << 20, false, NULL);
+	EXPECT(lookup(dev, 3));
+	dev_close(dev);
+	EXPECT(compiles() == c0);
+}
+
+/* The file of graph 0 written by a cache of compat, read into buf. */
+static size_t file_of(const char *dir, const struct hpu_disk_compat *compat, unsigned int id,
+		      uint8_t *buf, size_t cap)
+{
+	struct hpu_device *dev = dev_open(dir, 1 << 20, true, compat);
+	char name[32];
+
+	store(dev, dir, id, name);
+	dev_close(dev);
+	return file_read(dir, name, buf, cap);
+}
+
+static void test_damaged_files_are_replaced(void)
+{
+	static uint8_t good[1 << 16], bad[1 << 16], back[1 << 16];
+	struct hpu_disk_compat other = compat0;
+	struct hpu_device *dev;
+	size_t size, bad_size, i;
+	char name[32];
+	unsigned int k;
+	const char *kinds[] = { "a flipped body byte", "a flipped header byte", "truncated",
+				"half", "empty", "another format", "another device's",
+				"another graph's", "garbage" };
+
+	dev = dev_open("damaged", 1 << 20, true, NULL);
+	store(dev, "damaged", 0, name);
+	dev_close(dev);
+	size = file_read("damaged", name, good, sizeof(good));
+	EXPECT(size > sizeof(struct hpu_disk_header));
+	for (k = 0; k < ARRAY_SIZE(kinds); k++) {
+		uint64_t c0, i0, h0;
+
+		memcpy(bad, good, size);
+		bad_size = size;
+		switch (k) {
+		case 0: bad[size / 2] ^= 0x10; break;
+		case 1: bad[offsetof(struct hpu_disk_header, body_size)] ^= 1; break;
+		case 2: bad_size = size - 1; break;
+		case 3: bad_size = size / 2; break;
+		case 4: bad_size = 0; break;
+		case 5: bad[offsetof(struct hpu_disk_header, format)]++; break;
+		case 6:
+			other.hw_revision = 2;
+			bad_size = file_of("foreign", &other, 0, bad, sizeof(bad));
+			break;
+		case 7: bad_size = file_of("foreign", NULL, 1, bad, sizeof(bad)); break;
+		case 8:
+			for (i = 0; i < 4096; i++)
+				bad[i] = (uint8_t)(i * 37 + 11);
+			bad_size = 4096;
+			break;
+		}
+		file_write("damaged", name, bad, bad_size);
+		c0 = compiles();
+		i0 = disk("Ignored");
+		h0 = disk("Hits");
+		dev = dev_open("damaged", 1 << 20, false, NULL);
+		EXPECT(lookup(dev, 0));
+		dev_close(dev);
+		if (compiles() - c0 != 1 || disk("Ignored") - i0 != 1 || disk("Hits") != h0) {
+			printf("#   %s: %lu compiles, %lu ignored\n", kinds[k],
+			       (unsigned long)(compiles() - c0),
+			       (unsigned long)(disk("Ignored") - i0));
+			test_failed = true;
+		}
+		/* Replaced: the same bytes as the first write. */
+		EXPECT(file_read("damaged", name, back, sizeof(back)) == size &&
+		       !memcmp(back, good, size));
+	}
+}
+
+/* Graph 0's key, as hpu_ir_recipe() makes it on the fake device. */
+static uint8_t *key0(size_t *size)
+{
+	uint8_t *key = NULL;
+	uint64_t hash;
+
+	EXPECT(hpu_ir_key(&graphs[0], &cfg4, &key, size, &hash) == 0);
+	return key;
+}
+
+/* Writes buf as name in dir, and whether the cache refuses it (counted as ignored). */
+static bool refused(struct hpu_device *dev, const char *dir, const char *name,
+		    const uint8_t *buf, size_t len, const uint8_t *key, size_t key_size)
+{
+	uint64_t i0 = disk("Ignored");
+	struct hpu_recipe *r;
+
+	file_write(dir, name, buf, len);
+	r = hpu_disk_cache_load(dev->recipes.disk, key, key_size);
+	if (r)
+		hpu_recipe_put(r);
+	return !r && disk("Ignored") == i0 + 1;
+}
+
+static void test_every_flip_and_truncation_is_refused(void)
+{
+	static uint8_t good[1 << 16], buf[1 << 16];
+	struct hpu_device *dev = dev_open("fuzz", 1 << 20, true, NULL);
+	struct hpu_recipe *r;
+	size_t size, key_size, i;
+	unsigned int missed = 0;
+	uint8_t *key = key0(&key_size);
+	char name[32];
+
+	store(dev, "fuzz", 0, name);
+	size = file_read("fuzz", name, good, sizeof(good));
+	for (i = 0; i < size; i++) {
+		memcpy(buf, good, size);
+		buf[i] ^= (uint8_t)(1u << (i % 8));
+		missed += !refused(dev, "fuzz", name, buf, size, key, key_size);
+	}
+	for (i = 0; i < size; i++)
+		missed += !refused(dev, "fuzz", name, good, i, key, key_size);
+	if (missed) {
+		printf("#   %u of %zu damaged files loaded\n", missed, 2 * size);
+		test_failed = true;
+	}
+	file_write("fuzz", name, good, size);
+	r = hpu_disk_cache_load(dev->recipes.disk, key, key_size);
+	EXPECT(r && recipe_same(r, ref[0]));
+	if (r)
+		hpu_recipe_put(r);
+	free(key);
+	dev_close(dev);
+}
+
+/* Record fields damaged behind a checksum made good again: each is refused. */
+static void test_offsets_are_checked(void)
+{
+	static uint8_t good[1 << 16], buf[1 << 16];
+	struct hpu_device *dev = dev_open("offsets", 1 << 20, true, NULL);
+	struct hpu_disk_header h;
+	struct hpu_disk_record rec;
+	struct hpu_site site;
+	size_t size, key_size, at;
+	uint8_t *key = key0(&key_size);
+	unsigned int k;
+	char name[32];
+
+	store(dev, "offsets", 0, name);
+	size = file_read("offsets", name, good, sizeof(good));
+	at = sizeof(h) + sizeof(struct hpu_disk_compat) + key_size;
+	for (k = 0; k < 14; k++) {
+		size_t len = size;
+		bool refuse;
+
+		memcpy(buf, good, size);
+		memcpy(&rec, buf + at, sizeof(rec));
+		memcpy(&site, buf + at + sizeof(rec), sizeof(site));
+		switch (k) {
+		case 0: break; /* intact: loads */
+		case 1: rec.num_engines = 0; break;
+		case 2: rec.num_engines = HPU_GRAPH_MAX_ENGINES + 1; break;
+		case 3: rec.engine[2].off = rec.blob_size; break;
+		case 4: rec.engine[3].size = rec.blob_size; break;
+		case 5: rec.engine[1].nodes++; break;
+		case 6: rec.sync_off = rec.blob_size - 8; break;
+		case 7: rec.workspace_off = rec.blob_size - 8; break;
+		case 8: rec.workspace_size = UINT64_MAX; break;
+		case 9: rec.num_bindings = 1u << 30; break;
+		case 10: site.at = rec.blob_size - 4; break;
+		case 11: site.base = rec.num_bindings; break;
+		case 12: rec.num_sites++; break;
+		case 13: rec.blob_size -= 8; break;
+		}
+		memcpy(buf + at, &rec, sizeof(rec));
+		memcpy(buf + at + sizeof(rec), &site, sizeof(site));
+		memcpy(&h, buf, sizeof(h));
+		h.crc = (uint32_t)crc32_z(0, buf + sizeof(h), len - sizeof(h));
+		memcpy(buf, &h, sizeof(h));
+		refuse = refused(dev, "offsets", name, buf, len, key, key_size);
+		if (refuse != (k != 0)) {
+			printf("#   case %u %s\n", k, refuse ? "refused" : "loaded");
+			test_failed = true;
+		}
+	}
+	free(key);
+	dev_close(dev);
+}
+
+static void set_age(const char *dir, const char *name, time_t seconds_ago)
+{
+	struct timespec t[2];
+	char path[512];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= seconds_ago;
+	t[1] = t[0];
+	path_of(path, sizeof(path), dir, name);
+	EXPECT(utimensat(AT_FDCWD, path, t, 0) == 0);
+}
+
+static struct timespec mtime_of(const char *dir, const char *name)
+{
+	struct stat st = { 0 };
+	char path[512];
+
+	path_of(path, sizeof(path), dir, name);
+	stat(path, &st);
+	return st.st_mtim;
+}
+
+/*
+ * Five files of one size where four fit: writing the fifth removes the
+ * least recently used - not the oldest written, which a load refreshed.
+ */
+static void test_eviction_by_use(void)
+{
+	char names[6][32], out[1024], want[256];
+	struct hpu_device *dev;
+	uint64_t size, max, bound, e0 = disk("Evictions");
+	struct listing l;
+	unsigned int i;
+
+	/* Graphs 6..11 have as many ops: files of one size. */
+	dev = dev_open("evict", 1 << 20, true, NULL);
+	for (i = 0; i < 4; i++)
+		store(dev, "evict", 6 + i, names[i]);
+	dev_close(dev);
+	l = list("evict");
+	size = l.sizes[0];
+	for (i = 0; i < l.count; i++)
+		EXPECT(l.sizes[i] == size);
+	/* Room for 4.5 files. */
+	max = (size * 9 / 2) * 100 / 99 + 1;
+	bound = max - max / 100;
+	EXPECT(4 * size <= bound && bound < 5 * size);
+	for (i = 0; i < 4; i++)
+		set_age("evict", names[i], 100 - i); /* 0 the oldest */
+
+	setenv("HPU_RECIPE_CACHE_LOG", "1", 1);
+	dev = dev_open("evict", max, false, NULL);
+	unsetenv("HPU_RECIPE_CACHE_LOG");
+	EXPECT(lookup(dev, 6)); /* a load: 0 becomes the most recent */
+	EXPECT(mtime_of("evict", names[0]).tv_sec > mtime_of("evict", names[3]).tv_sec);
+	EXPECT(disk("Evictions") == e0);
+	capture_begin();
+	store(dev, "evict", 10, names[4]);
+	EXPECT(capture_end(out, sizeof(out)) == 1);
+	snprintf(want, sizeof(want),
+		 "libhpu: recipe cache: Removed %.16s successfully. Disk cache size after "
+		 "removal: %llu bytes\n", names[1], (unsigned long long)(4 * size));
+	EXPECT_STR(out, want);
+	l = list("evict");
+	EXPECT(l.count == 4 && l.total <= bound);
+	EXPECT(!listed(&l, names[1]) && listed(&l, names[0]) && listed(&l, names[4]));
+	EXPECT(disk("Evictions") - e0 == 1);
+	/* Then 2, the least recently used left. */
+	capture_begin();
+	store(dev, "evict", 11, names[5]);
+	dev_close(dev);
+	EXPECT(capture_end(out, sizeof(out)) == 1 && strstr(out, "Removed ") &&
+	       !strncmp(strstr(out, "Removed ") + 8, names[2], 16));
+	l = list("evict");
+	EXPECT(l.count == 4 && !listed(&l, names[2]));
+	EXPECT(listed(&l, names[0]) && listed(&l, names[3]) && listed(&l, names[5]));
+	EXPECT(disk("Evictions") - e0 == 2);
+}
+
+/* What a hammering process saw. */
+struct hammer_report {
+	uint64_t lookups, wrong, hits, ignored, writes, evictions;
+};
+
+static void hammer(unsigned int p, uint64_t max, int fd)
+{
+	struct hammer_report rep = { 0 };
+	struct hpu_device *dev = dev_open("hammer", max, false, NULL);
+	uint64_t h0 = disk("Hits"), i0 = disk("Ignored"), w0 = disk("Writes");
+	uint64_t e0 = disk("Evictions");
+	unsigned int i, seed = p * 7919 + 1;
+
+	/* Every lookup past memory: a load or a compile and a write. */
+	hpu_recipe_cache_resize(&dev->recipes, 1);
+	for (i = 0; i < 240; i++) {
+		seed = seed * 1103515245 + 12345;
+		rep.wrong += !lookup(dev, (seed >> 16) % GRAPHS);
+		rep.lookups++;
+		if (i % 8 == 7)
+			hpu_disk_cache_flush(dev->recipes.disk);
+	}
+	dev_close(dev);
+	rep.hits = disk("Hits") - h0;
+	rep.ignored = disk("Ignored") - i0;
+	rep.writes = disk("Writes") - w0;
+	rep.evictions = disk("Evictions") - e0;
+	if (write(fd, &rep, sizeof(rep)) != sizeof(rep))
+		_exit(2);
+	_exit(0);
+}
+
+/*
+ * Four processes look up twelve graphs at random in one directory that
+ * holds about four: they write, load and evict over each other.  Every
+ * recipe loaded is the compiler's, and no file is ever seen half written.
+ */
+static void test_four_processes(void)
+{
+	struct hammer_report sum = { 0 }, rep;
+	uint64_t max = 0, bound;
+	struct listing l;
+	unsigned int p, i;
+	pid_t pids[4];
+	int fds[2];
+
+	for (i = 0; i < GRAPHS; i++)
+		max += 32 + ref[i]->blob_size + ref[i]->num_sites * 8 + 600;
+	max = max / 3;
+	bound = max - max / 100;
+	EXPECT(pipe(fds) == 0);
+	fflush(stdout);
+	for (p = 0; p < 4; p++) {
+		pids[p] = fork();
+		if (!pids[p])
+			hammer(p, max, fds[1]);
+	}
+	close(fds[1]);
+	for (p = 0; p < 4; p++) {
+		EXPECT(child_status(pids[p]) == 0);
+		if (read(fds[0], &rep, sizeof(rep)) != sizeof(rep)) {
+			test_failed = true;
+			continue;
+		}
+		sum.lookups += rep.lookups;
+		sum.wrong += rep.wrong;
+		sum.hits += rep.hits;
+		sum.ignored += rep.ignored;
+		sum.writes += rep.writes;
+		sum.evictions += rep.evictions;
+	}
+	close(fds[0]);
+	printf("#   %lu lookups: %lu loads, %lu writes, %lu evictions, %lu wrong, %lu ignored\n",
+	       (unsigned long)sum.lookups, (unsigned long)sum.hits, (unsigned long)sum.writes,
+	       (unsigned long)sum.evictions, (unsigned long)sum.wrong,
+	       (unsigned long)sum.ignored);
+	EXPECT(sum.lookups == 4 * 240 && sum.wrong == 0 && sum.ignored == 0);
+	EXPECT(sum.hits > 0 && sum.writes > 0 && sum.evictions > 0);
+	l = list("hammer");
+	EXPECT(l.total <= bound && l.temps == 0);
+}
+
+/* Writes fail (a file size limit): one warning, then memory only. */
+static void test_write_failure_degrades(void)
+{
+	char out[2048], path[512];
+	struct hpu_device *dev;
+	uint64_t c0, w0, f0;
+	struct listing l;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		struct rlimit lim = { .rlim_cur = 512, .rlim_max = 512 };
+		int bad = 0;
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &lim);
+		c0 = compiles();
+		w0 = disk("Writes");
+		f0 = disk("WriteFailures");
+		capture_begin();
+		dev = dev_open("full", 1 << 20, true, NULL);
+		bad |= lookup(dev, 0) && lookup(dev, 1) ? 0 : BAD_RECIPE;
+		hpu_disk_cache_flush(dev->recipes.disk);
+		bad |= lookup(dev, 2) && lookup(dev, 0) ? 0 : BAD_RECIPE;
+		dev_close(dev);
+		bad |= capture_end(out, sizeof(out)) == 1 ? 0 : BAD_HITS;
+		bad |= strstr(out, "File too large") && strstr(out, "in memory only") ? 0 : BAD_HITS;
+		bad |= compiles() - c0 == 3 ? 0 : BAD_COMPILED; /* graph 0 again: from memory */
+		bad |= disk("Writes") == w0 && disk("WriteFailures") - f0 == 1 ? 0 : BAD_WRITES;
+		_exit(bad);
+	}
+	EXPECT(child_status(pid) == 0);
+	l = list("full");
+	EXPECT(l.count == 0 && l.temps == 0);
+
+	/* The directory is removed and a file takes its name. */
+	w0 = disk("Writes");
+	f0 = disk("WriteFailures");
+	dev = dev_open("gone", 1 << 20, true, NULL);
+	EXPECT(lookup(dev, 0));
+	hpu_disk_cache_flush(dev->recipes.disk);
+	EXPECT(disk("Writes") - w0 == 1);
+	snprintf(path, sizeof(path), "rm -rf %s/gone", root);
+	EXPECT(system(path) == 0);
+	file_write("", "gone", "x", 1);
+	capture_begin();
+	EXPECT(lookup(dev, 1) && lookup(dev, 2));
+	hpu_disk_cache_flush(dev->recipes.disk);
+	EXPECT(lookup(dev, 3));
+	dev_close(dev);
+	EXPECT(capture_end(out, sizeof(out)) == 1);
+	EXPECT(strstr(out, "libhpu: warning: recipe disk cache: cannot create") != NULL);
+	EXPECT(disk("Writes") - w0 == 1 && disk("WriteFailures") - f0 == 1);
+}
+
+static const struct tap_test tests[] = {
+	{ "HPU_RECIPE_CACHE_CONFIG: parsed, or one warning and no cache", test_config },
+	{ "clear empties the directory of recipes", test_clear },
+	{ "a stored recipe loads back identical, compiling nothing", test_store_and_load },
+	{ "a second process loads instead of compiling", test_second_process },
+	{ "damaged, foreign and other graphs' files are ignored, then replaced",
+	  test_damaged_files_are_replaced },
+	{ "every flipped byte and every truncation is refused",
+	  test_every_flip_and_truncation_is_refused },
+	{ "sizes and offsets are checked behind a good checksum", test_offsets_are_checked },
+	{ "eviction holds the bound and removes the least recently used",
+	  test_eviction_by_use },
+	{ "four processes on one directory never load a wrong or torn recipe",
+	  test_four_processes },
+	{ "a failing write degrades to memory only, with one warning",
+	  test_write_failure_degrades },
+};
+
+int main(void)
+{
+	unsigned int n = 0, i, failed;
+	char cmd[64];
+
+	/* Compiling the same ops in many shapes is the point here, not a warning. */
+	setenv("HPU_RECOMPILE_WARN", "1000000", 1);
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (i = 0; i < GRAPHS; i++) {
+		graph_build(i, i >= 6 ? 4 : 2 + i);
+		if (hpu_compile(&graphs[i], &cfg4, &ref[i])) {
+			printf("Bail out! graph %u does not compile: %s\n", i, hpu_last_error());
+			return 1;
+		}
+	}
+	printf("TAP version 13\n1..%zu\n", ARRAY_SIZE(tests));
+	failed = tap_run(tests, ARRAY_SIZE(tests), &n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	if (system(cmd))
+		failed++;
+	return failed ? 1 : 0;
+}
