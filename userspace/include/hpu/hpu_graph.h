@@ -42,9 +42,10 @@
  *                                and a compiled one is written there by a
  *                                thread of libhpu's (device close waits for
  *                                it).  clear (true or false): remove the
- *                                recipe files there first.  max_mb: the
- *                                least recently used files are removed to
- *                                keep them within 0.99 x max_mb MiB.  A file
+ *                                recipe files there at each device open,
+ *                                in every process.  max_mb: the least
+ *                                recently used files are removed to keep
+ *                                them within 0.99 x max_mb MiB.  A file
  *                                loads only into the libhpu, driver,
  *                                firmware and device it was compiled for;
  *                                one that does not (or is damaged) is
