@@ -849,6 +849,44 @@ static void test_write_failure_degrades(void)
 	EXPECT(disk("Writes") - w0 == 1 && disk("WriteFailures") - f0 == 1);
 }
 
+/*
+ * A recipe used from memory refreshes its file at most once a minute, so
+ * another process's eviction sees it in use; a temporary an hour old (a
+ * writer died) goes at the next eviction, a fresh one (a write going on)
+ * stays.
+ */
+static void test_memory_hits_refresh_and_stale_temporaries_go(void)
+{
+	struct hpu_device *dev = dev_open("touch", 1 << 20, true, NULL);
+	char name[32], stale[64], fresh[64];
+	struct hpu_recipe *r = NULL;
+	struct listing l;
+	time_t before;
+
+	store(dev, "touch", 2, name);
+	set_age("touch", name, 600);
+	before = mtime_of("touch", name).tv_sec;
+	/* Just written: a hit within the minute leaves the file alone. */
+	EXPECT(lookup(dev, 2));
+	EXPECT(mtime_of("touch", name).tv_sec == before);
+	/* A minute later (as the recipe remembers it), a hit refreshes it. */
+	EXPECT(hpu_ir_recipe(dev, &graphs[2], &r) == 0);
+	r->disk_used_ns -= 61ull * 1000000000ull;
+	hpu_recipe_put(r);
+	EXPECT(lookup(dev, 2));
+	EXPECT(mtime_of("touch", name).tv_sec > before + 500);
+	snprintf(stale, sizeof(stale), "%s.tmp.99999.0", name);
+	snprintf(fresh, sizeof(fresh), "%s.tmp.99999.1", name);
+	file_write("touch", stale, "x", 1);
+	file_write("touch", fresh, "x", 1);
+	set_age("touch", stale, 2 * 3600);
+	store(dev, "touch", 3, name);
+	dev_close(dev);
+	l = list("touch");
+	EXPECT(l.temps == 1);
+	EXPECT(mtime_of("touch", stale).tv_sec == 0 && mtime_of("touch", fresh).tv_sec != 0);
+}
+
 static const struct tap_test tests[] = {
 	{ "HPU_RECIPE_CACHE_CONFIG: parsed, or one warning and no cache", test_config },
 	{ "clear empties the directory of recipes", test_clear },
@@ -865,6 +903,8 @@ static const struct tap_test tests[] = {
 	  test_four_processes },
 	{ "a failing write degrades to memory only, with one warning",
 	  test_write_failure_degrades },
+	{ "memory hits refresh a file's use; stale temporaries go",
+	  test_memory_hits_refresh_and_stale_temporaries_go },
 };
 
 int main(void)

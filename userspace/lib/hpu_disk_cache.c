@@ -39,6 +39,7 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -47,6 +48,9 @@
 #define HPU_DISK_SUFFIX ".recipe"
 #define HPU_DISK_ID_LEN 16 /* hex digits of the name's hash */
 #define HPU_DISK_LOCK "eviction.lock"
+#define HPU_DISK_STALE_TMP_S 3600
+/* A memory hit refreshes its file's use at most this often: no system call per launch. */
+#define HPU_DISK_TOUCH_NS (60ull * 1000000000ull)
 /* A temporary's name: the file's, ".tmp.<pid>.<n>", NUL. */
 #define HPU_DISK_NAME_MAX 64
 
@@ -148,14 +152,27 @@ static uint64_t hpu_disk_name(const struct hpu_disk_cache *dc, const uint8_t *ke
 	return h;
 }
 
-static bool hpu_disk_is_recipe(const char *name)
+static bool hpu_disk_has_id(const char *name)
 {
 	unsigned int i;
 
 	for (i = 0; i < HPU_DISK_ID_LEN; i++)
 		if (!isxdigit((unsigned char)name[i]))
 			return false;
-	return !strcmp(name + HPU_DISK_ID_LEN, HPU_DISK_SUFFIX);
+	return !strncmp(name + HPU_DISK_ID_LEN, HPU_DISK_SUFFIX, sizeof(HPU_DISK_SUFFIX) - 1);
+}
+
+static bool hpu_disk_is_recipe(const char *name)
+{
+	return hpu_disk_has_id(name) && !name[HPU_DISK_ID_LEN + sizeof(HPU_DISK_SUFFIX) - 1];
+}
+
+/* A temporary no write has touched for an hour: left by a process that died writing it. */
+static bool hpu_disk_is_stale_tmp(const char *name, const struct stat *st)
+{
+	return hpu_disk_has_id(name) &&
+	       !strncmp(name + HPU_DISK_ID_LEN + sizeof(HPU_DISK_SUFFIX) - 1, ".tmp.", 5) &&
+	       st->st_mtim.tv_sec + HPU_DISK_STALE_TMP_S < time(NULL);
 }
 
 struct hpu_disk_file {
@@ -201,8 +218,11 @@ static int hpu_disk_list(struct hpu_disk_cache *dc, struct hpu_disk_file **files
 		struct hpu_disk_file *f;
 
 		/* Gone since readdir: another process evicted it. */
-		if (!hpu_disk_is_recipe(de->d_name) ||
-		    fstatat(dc->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		if (fstatat(dc->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (hpu_disk_is_stale_tmp(de->d_name, &st))
+			unlinkat(dc->dirfd, de->d_name, 0);
+		if (!hpu_disk_is_recipe(de->d_name))
 			continue;
 		ret = hpu_array_grow((void **)files, &cap, *count + 1, sizeof(**files));
 		if (ret)
@@ -655,6 +675,23 @@ struct hpu_recipe *hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t 
 	hpu_counter_add(HPU_C_DISK_HITS, 1);
 	hpu_counter_add(HPU_C_DISK_BYTES_READ, (int64_t)len);
 	return r;
+}
+
+void hpu_disk_cache_touch(struct hpu_disk_cache *dc, struct hpu_recipe *r)
+{
+	char name[HPU_DISK_NAME_MAX];
+	uint64_t now;
+
+	if (!dc)
+		return;
+	now = hpu_now_ns();
+	/* Racy by design: two threads may both refresh, which is harmless. */
+	if (now - r->disk_used_ns < HPU_DISK_TOUCH_NS)
+		return;
+	r->disk_used_ns = now;
+	hpu_disk_name(dc, r->key, r->key_size, name);
+	/* Not written yet, or evicted: nothing to refresh. */
+	utimensat(dc->dirfd, name, NULL, 0);
 }
 
 int hpu_disk_cache_open(const struct hpu_disk_config *cfg, const struct hpu_disk_compat *compat,

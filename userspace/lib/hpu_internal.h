@@ -592,6 +592,7 @@ struct hpu_recipe {
 		unsigned int nodes;
 	} engine[HPU_GRAPH_MAX_ENGINES];
 	unsigned int num_nodes, num_signals, num_waits;
+	uint64_t disk_used_ns; /* when its disk file's use was last refreshed (hpu_disk_cache.c) */
 	/* hpu_recipe.c's state on the device, freed with the recipe */
 	void *inst;
 	void (*inst_free)(void *inst);
@@ -712,6 +713,11 @@ struct hpu_recipe *hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t 
 /* Queues r (its key set) for the cache's thread to write.  dc NULL: a no-op. */
 void hpu_disk_cache_store(struct hpu_disk_cache *dc, struct hpu_recipe *r);
 /* Waits until the queued writes and the eviction after them are done. */
+/*
+ * A memory hit on r: its file's use is refreshed (at most once a minute),
+ * so that other processes' eviction sees a recipe this one keeps using.
+ */
+void hpu_disk_cache_touch(struct hpu_disk_cache *dc, struct hpu_recipe *r);
 void hpu_disk_cache_flush(struct hpu_disk_cache *dc);
 
 /*

@@ -229,6 +229,7 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 		return ret;
 	*rp = hpu_recipe_cache_find(&dev->recipes, hash, key, size);
 	if (*rp) {
+		hpu_disk_cache_touch(dev->recipes.disk, *rp);
 		free(key);
 		return 0;
 	}
@@ -242,6 +243,7 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 	(*rp)->hash = hash;
 	(*rp)->key = key;
 	(*rp)->key_size = size;
+	(*rp)->disk_used_ns = hpu_now_ns();
 	hpu_recipe_cache_insert(&dev->recipes, *rp);
 	if (compiled)
 		hpu_disk_cache_store(dev->recipes.disk, *rp);
