@@ -12,9 +12,12 @@ cache=${HPU_CACHE_DIR:-/var/cache/hpu}
 
 qver=$(apt-cache showsrc qemu | awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
 [ -n "$qver" ] || { echo "build-qemu: no qemu source package (deb-src missing?)" >&2; exit 1; }
-key=$(cd "$top" && { find qemu-device firmware-stub/include uapi/drm/hpu_packets.h uapi/drm/hpu_kernels.h -type f -print0 |
-	sort -z | xargs -0 sha256sum;
-	sha256sum scripts/build-qemu.sh; } | sha256sum | cut -c1-16)
+source_key() {
+	(cd "$top" && { find qemu-device firmware-stub/include uapi/drm/hpu_packets.h uapi/drm/hpu_kernels.h -type f -print0 |
+		sort -z | xargs -0 sha256sum;
+		sha256sum scripts/build-qemu.sh; } | sha256sum | cut -c1-16)
+}
+key=$(source_key)
 dest="$cache/qemu-${qver//[:+~]/_}-$key"
 
 # One build at a time: concurrent builds share the work tree.
@@ -50,6 +53,10 @@ if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	echo "subdir('hpu')" >> "$src/hw/misc/meson.build"
 	echo "source hpu/Kconfig" >> "$src/hw/misc/Kconfig"
 	cp "$top/qemu-device/hpu-devices.mak" "$src/configs/devices/x86_64-softmmu/hpu.mak"
+	# Edited since the key was taken (the lock may have been held long): the
+	# binary would be cached under sources it was not built from.
+	[ "$(source_key)" = "$key" ] ||
+		{ echo "build-qemu: the device sources changed while waiting to build; run it again" >&2; exit 1; }
 
 	export CCACHE_BASEDIR="$cache/work" CCACHE_DIR="$cache/ccache"
 	rm -rf "$bld"

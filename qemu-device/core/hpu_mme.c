@@ -138,7 +138,7 @@ static int hpu_mme_decode(struct hpu_job *job, const uint8_t *pkt, struct hpu_ge
 	for (i = 0; i < 3; i++) {
 		why = hpu_mme_layout(g, ops[i], &lo, &len);
 		if (why)
-			return hpu_pkt_refuse(job, why);
+			return hpu_pkt_refuse(job, "%s", why);
 		/* C is written (and read when beta is not 0). */
 		ops[i]->slot = hpu_tmem_add(set, lo, len, ops[i] == &g->c);
 	}
