@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mnist_run.h"
+
 static const char *const modes[] = { "lazy", "graphed_callables", "capture_replay",
 				     "module_cacher" };
 
@@ -22,28 +24,18 @@ static const char *const modes[] = { "lazy", "graphed_callables", "capture_repla
 static int run(const char *top, const char *dir, const char *mode, int cold, double *first_ms,
 	       double *compiles)
 {
-	char cmd[8400], line[512], name[128];
-	double v;
-	FILE *p;
+	static const char *const want[] = { "_first_step_ms", "_compiles" };
+	double got[2] = { -1, -1 };
+	char env[4400], args[128];
+	int ret;
 
-	snprintf(cmd, sizeof(cmd),
-		 "HPU_RECIPE_CACHE_CONFIG=%s,%s,256 %s/build/userspace/bin/mnist -B -s 1 -m %s",
-		 dir, cold ? "true" : "false", top, mode);
-	p = popen(cmd, "r");
-	if (!p) {
-		perror(cmd);
-		return -1;
-	}
-	*first_ms = *compiles = -1;
-	while (fgets(line, sizeof(line), p)) {
-		if (sscanf(line, "BENCH %127s %lf", name, &v) != 2)
-			continue;
-		if (strstr(name, "_first_step_ms"))
-			*first_ms = v;
-		else if (strstr(name, "_compiles"))
-			*compiles = v;
-	}
-	return pclose(p) || *first_ms < 0 || *compiles < 0 ? -1 : 0;
+	snprintf(env, sizeof(env), "HPU_RECIPE_CACHE_CONFIG=%s,%s,256", dir,
+		 cold ? "true" : "false");
+	snprintf(args, sizeof(args), "-B -s 1 -m %s", mode);
+	ret = mnist_run(top, env, args, false, 2, want, got);
+	*first_ms = got[0];
+	*compiles = got[1];
+	return ret || got[0] < 0 || got[1] < 0 ? -1 : 0;
 }
 
 int main(void)

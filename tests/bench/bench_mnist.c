@@ -14,35 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mnist_run.h"
+
 static const char *const modes[] = {
 	"eager", "lazy", "graphed_callables", "capture_replay", "module_cacher",
 };
-
-/* Runs the example in mode, passing its BENCH lines on; *step_ms and *host_ms from them. */
-static int run(const char *top, const char *mode, double *step_ms, double *host_ms)
-{
-	char cmd[4200], line[512], name[128];
-	double v;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "%s/build/userspace/bin/mnist -B -m %s", top, mode);
-	p = popen(cmd, "r");
-	if (!p) {
-		perror(cmd);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), p)) {
-		if (sscanf(line, "BENCH %127s %lf", name, &v) != 2)
-			continue;
-		fputs(line, stdout);
-		if (strstr(name, "_step_ms"))
-			*step_ms = v;
-		else if (strstr(name, "_host_ms"))
-			*host_ms = v;
-	}
-	fflush(stdout);
-	return pclose(p) ? -1 : 0;
-}
 
 int main(void)
 {
@@ -56,10 +32,19 @@ int main(void)
 		return 1;
 	}
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		if (run(top, modes[i], &step[i], &host[i])) {
+		char args[128], step_name[64], host_name[64];
+		const char *want[] = { step_name, host_name };
+		double got[2] = { 0, 0 };
+
+		snprintf(args, sizeof(args), "-B -m %s", modes[i]);
+		snprintf(step_name, sizeof(step_name), "mnist_%s_step_ms", modes[i]);
+		snprintf(host_name, sizeof(host_name), "mnist_%s_host_ms", modes[i]);
+		if (mnist_run(top, "", args, true, 2, want, got)) {
 			fprintf(stderr, "bench-mnist: mode %s failed\n", modes[i]);
 			failed = 1;
 		}
+		step[i] = got[0];
+		host[i] = got[1];
 	}
 	/* lazy is modes[1], capture_replay modes[3]. */
 	if (host[3] > 0 && step[3] > 0) {

@@ -40,8 +40,10 @@ HOST_TEST_SRCS_test_libhpu_graph := userspace/lib/hpu_ir.c userspace/lib/hpu_rec
 	userspace/lib/hpu_error.c userspace/lib/hpu_disk_cache.c
 HOST_TEST_LIBS_test_libhpu_graph := -pthread -lm -lz
 # The dynamic-shape helpers sit on the graph's sources; the tensor calls of padding are faked.
-HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph) userspace/lib/hpu_dynamic.c
+HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph) userspace/lib/hpu_dynamic.c \
+	tests/host/hpu_graph_fakes.c
 HOST_TEST_LIBS_test_libhpu_dynamic := $(HOST_TEST_LIBS_test_libhpu_graph)
 # The disk recipe cache on the graph's sources: files, a thread, forked processes.
-HOST_TEST_SRCS_test_libhpu_disk_cache := $(HOST_TEST_SRCS_test_libhpu_graph)
+HOST_TEST_SRCS_test_libhpu_disk_cache := $(HOST_TEST_SRCS_test_libhpu_graph) \
+	tests/host/hpu_graph_fakes.c
 HOST_TEST_LIBS_test_libhpu_disk_cache := $(HOST_TEST_LIBS_test_libhpu_graph)

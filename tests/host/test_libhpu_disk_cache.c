@@ -32,25 +32,6 @@
 #include "../../userspace/lib/hpu_internal.h"
 #include "test_libhpu_tap.h"
 
-/* What the graph's sources need of the rest of the library, faked. */
-void hpu_storage_put(struct hpu_storage *st)
-{
-	(void)st;
-}
-
-/* No op falls back here: no per-op counters. */
-const char *hpu_op_name(int index)
-{
-	(void)index;
-	return NULL;
-}
-
-int hpu_op_index(const char *name)
-{
-	(void)name;
-	return -1;
-}
-
 #define GRAPHS 12
 #define FW 0x010000u
 

@@ -17,28 +17,10 @@
 #include "test_libhpu_tap.h"
 
 /*
- * What hpu_dynamic.c and the graph's sources need of the rest of the
- * library.  Padding needs a device: here only its checks run, which fail
- * before any of these is called.
+ * What hpu_dynamic.c needs of the rest of the library (the graph's sources
+ * take theirs from hpu_graph_fakes.c).  Padding needs a device: here only
+ * its checks run, which fail before any of these is called.
  */
-void hpu_storage_put(struct hpu_storage *st)
-{
-	(void)st;
-}
-
-/* No op falls back here: no per-op counters. */
-const char *hpu_op_name(int index)
-{
-	(void)index;
-	return NULL;
-}
-
-int hpu_op_index(const char *name)
-{
-	(void)name;
-	return -1;
-}
-
 static int no_device(void)
 {
 	test_failed = true;
