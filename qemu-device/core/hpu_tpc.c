@@ -136,14 +136,17 @@ static void hpu_tpc_run_part(void *ctx, uint64_t p)
 		l->def->run(&l->call, begin, end);
 }
 
-/* The launch's items, split over up to one part per TPC. */
+/* The launch's items, split over one part per TPC, or more parts if those would be too long. */
 static void hpu_tpc_run(struct hpu_tpc_pool *pool, struct hpu_tpc_launch *l)
 {
 	uint32_t num_tpc = l->job->core->cfg.num_tpc;
+	uint64_t most = (l->items + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
 
 	l->parts = l->items / HPU_TPC_PART_ITEMS;
 	if (l->parts > num_tpc)
 		l->parts = num_tpc;
+	if (l->parts < most)
+		l->parts = most;
 	if (l->items && !l->parts)
 		l->parts = 1;
 	hpu_tpc_pool_run(pool, hpu_tpc_run_part, l, l->parts);

@@ -21,6 +21,13 @@
 
 /* Fewest work items worth a TPC of their own: smaller launches run on fewer. */
 #define HPU_TPC_PART_ITEMS 4096u
+/*
+ * Most work items in one part: a launch larger than num_tpc of these runs
+ * in more parts than TPCs, queued on the pool, so that a cancelled job (a
+ * queue reset gives the device a second) stops within one part -
+ * milliseconds for elementwise kernels - whatever the launch's size.
+ */
+#define HPU_TPC_PART_MAX_ITEMS (1u << 19)
 
 /* One part of a run: part is 0 .. parts - 1, each run once, on any of the pool's threads. */
 typedef void hpu_tpc_part_fn(void *ctx, uint64_t part);

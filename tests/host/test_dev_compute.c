@@ -919,7 +919,10 @@ static void expect_counts(struct hpu_test *t, uint64_t va, uint64_t n, int64_t s
 	hpu_check_eq(t, bad, 0, "items not done exactly once", line);
 }
 
-/* Items split into min(num_tpc, items / HPU_TPC_PART_ITEMS) parts, at least one. */
+/*
+ * Items split into min(num_tpc, items / HPU_TPC_PART_ITEMS) parts, at least
+ * one, and more if a part would pass HPU_TPC_PART_MAX_ITEMS.
+ */
 static void test_split(struct hpu_test *t, uint64_t items, unsigned int parts)
 {
 	struct launch l = launch_new(TK_COUNT, 1);
@@ -947,6 +950,14 @@ static void case_split_some(struct hpu_test *t)
 static void case_split_all(struct hpu_test *t)
 {
 	test_split(t, 100 * HPU_TPC_PART_ITEMS + 24, hpu_test_cfg.num_tpc);
+}
+
+/* Past num_tpc parts of the most a part takes: more parts than TPCs, each done once. */
+static void case_split_bounded(struct hpu_test *t)
+{
+	uint64_t items = (uint64_t)(hpu_test_cfg.num_tpc + 1) * HPU_TPC_PART_MAX_ITEMS + 24;
+
+	test_split(t, items, hpu_test_cfg.num_tpc + 2);
 }
 
 /* A strided, broadcast and reversed view: the items are the view's, wherever they live. */
@@ -1238,6 +1249,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: a tiny launch is one part", case_split_tiny },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
 	{ "launch: items split over every TPC, each done once", case_split_all },
+	{ "launch: parts of bounded length, more than TPCs, each done once", case_split_bounded },
 	{ "launch: strided, reversed, broadcast and scalar views", case_views },
 	{ "launch: empty tensors", case_empty },
 	{ "launch: in place, one mapping for identical views", case_in_place },
