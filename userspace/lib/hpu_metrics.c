@@ -123,6 +123,7 @@ static void hpu_metric_launch(struct hpu_metric *m)
 {
 	hpu_timed(m, HPU_C_LAUNCHES, HPU_C_LAUNCH_NS);
 	hpu_stat(m, "Uploads", hpu_counter(HPU_C_UPLOADS));
+	hpu_stat(m, "UploadBytes", hpu_counter(HPU_C_UPLOAD_BYTES));
 	hpu_stat(m, "Inline", hpu_counter(HPU_C_INLINE));
 }
 

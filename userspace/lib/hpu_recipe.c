@@ -7,17 +7,21 @@
  * Binding is by patching: the blob's address fields (sites) are resolved
  * on the host against the block and the persistent tensors' addresses, and
  * the resolved blob is uploaded by the launch that needs it - the first,
- * and any whose tensors moved.  Patching costs a host pass and a DMA only
- * when something moved; an address table would cost every launch an
- * indirection the packets do not have (GEMM addresses are inline, and a
- * TPC parameter block holds its descriptors' addresses).  In a training
- * loop the same tensors come back every step, so a replay uploads nothing.
+ * and any whose tensors moved.  When only a few sites moved (a lazy step's
+ * next batch is a view at another offset: a handful of sites), only their
+ * words are copied, each by its own DMA in the head job; otherwise the
+ * whole blob.  Patching costs a host pass and a DMA only when something
+ * moved; an address table would cost every launch an indirection the
+ * packets do not have (GEMM addresses are inline, and a TPC parameter
+ * block holds its descriptors' addresses).  A replay of the same tensors
+ * uploads nothing.
  *
  * A launch is one SUBMIT of one job per engine with work, engine e on
  * queue (stream's queue + e) % queues; the head (engine 0, the stream's
  * queue) orders it in the stream:
  *   head:   [WAIT previous launch finished: only if it was another stream's]
- *           [LIN_DMA the resolved blob in: only when binding changed]
+ *           [LIN_DMA the resolved blob, or its moved words, in: only when
+ *            binding changed]
  *           FILL the engines' sync objects with 0;  SIGNAL go
  *           CALL engine 0's command buffer
  *           WAIT done[e] for every other engine;  SIGNAL finished
@@ -136,6 +140,44 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 	*instp = r->inst;
 	pthread_mutex_unlock(&s->dev->recipes.lock);
 	return ret;
+}
+
+/* Sites a launch may re-upload word by word: their DMAs fit the head's command buffer. */
+#define HPU_PATCH_WORDS 4u
+
+/* What a launch uploads: nothing (stage_va 0), the whole blob (words 0), or words of it. */
+struct hpu_upload {
+	uint64_t stage_va; /* pinned copy of what goes up */
+	unsigned int words;
+	uint32_t at[HPU_PATCH_WORDS]; /* blob offsets of the words */
+};
+
+/*
+ * With the device holding inst->image for inst->bound: patches into the
+ * image the sites whose binding moved, their offsets into up->at.  false
+ * (image half patched: resolve it all) if more than HPU_PATCH_WORDS moved.
+ */
+static bool hpu_recipe_repatch(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
+			       const uint64_t *bindings, struct hpu_upload *up)
+{
+	unsigned int i;
+
+	up->words = 0;
+	for (i = 0; i < r->num_sites; i++) {
+		const struct hpu_site *site = &r->sites[i];
+		uint64_t v;
+
+		if (site->base >= r->num_bindings || bindings[site->base] == inst->bound[site->base])
+			continue;
+		if (up->words == HPU_PATCH_WORDS)
+			return false;
+		memcpy(&v, r->blob + site->at, sizeof(v));
+		v += bindings[site->base];
+		memcpy(inst->image + site->at, &v, sizeof(v));
+		up->at[up->words++] = site->at;
+	}
+	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+	return true;
 }
 
 /* Resolves every site of the blob into inst->image. */
@@ -315,25 +357,30 @@ static int hpu_launch_build(struct hpu_launch *L, const struct hpu_recipe *r,
 	return ret;
 }
 
-/* The head's packets before its command buffer; stage_va the resolved blob, if uploading. */
+/* The head's packets before its command buffer. */
 static void hpu_launch_head(const struct hpu_stream *s, const struct hpu_recipe *r,
-			    const struct hpu_recipe_inst *inst, uint64_t stage_va, uint64_t ctrl_va,
-			    struct hpu_cb *head)
+			    const struct hpu_recipe_inst *inst, const struct hpu_upload *up,
+			    uint64_t ctrl_va, struct hpu_cb *head)
 {
+	unsigned int i;
+
 	hpu_cb_init(head);
 	/* Another stream's launch may still run the recipe: its end first. */
 	if (inst->last_ctrl && inst->last_stream != s->id &&
 	    !hpu_device_word(&inst->last_ctrl->finished))
 		hpu_cb_wait(head, inst->last_ctrl_va + offsetof(struct hpu_launch_ctrl, finished), 1);
-	if (stage_va)
-		hpu_cb_copy(head, inst->va, stage_va, r->blob_size);
+	if (up->stage_va && !up->words)
+		hpu_cb_copy(head, inst->va, up->stage_va, r->blob_size);
+	for (i = 0; i < up->words; i++)
+		hpu_cb_copy(head, inst->va + up->at[i], up->stage_va + i * sizeof(uint64_t),
+			    sizeof(uint64_t));
 	hpu_cb_fill(head, inst->va + r->sync_off, 0, r->sync_size);
 	hpu_cb_signal(head, ctrl_va + offsetof(struct hpu_launch_ctrl, go), 1);
 }
 
 /* With inst->lock held. */
 static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
-			     struct hpu_recipe_inst *inst, bool call, uint64_t stage_va,
+			     struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up,
 			     uint64_t *ctrl_va, struct hpu_launch_ctrl **ctrl)
 {
 	struct hpu_launch L = { .s = s };
@@ -348,7 +395,7 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	/* A new slot is used by no job: the host may zero it. */
 	*ctrl = host;
 	memset(*ctrl, 0, sizeof(**ctrl));
-	hpu_launch_head(s, r, inst, stage_va, *ctrl_va, &head);
+	hpu_launch_head(s, r, inst, up, *ctrl_va, &head);
 	ret = hpu_launch_build(&L, r, inst, call, &head, *ctrl_va);
 	if (!ret && L.bytes.oom)
 		ret = hpu_error_set(ENOMEM, "out of memory");
@@ -365,10 +412,12 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
 		      const uint64_t *bindings)
 {
-	uint64_t start = hpu_now_ns(), stage_va = 0, ctrl_va;
+	uint64_t start = hpu_now_ns(), ctrl_va, bytes = 0;
+	struct hpu_upload up = { 0 };
 	struct hpu_launch_ctrl *ctrl;
 	bool call, upload;
-	void *host;
+	uint8_t *host;
+	unsigned int i;
 	int ret;
 
 	ret = inst ? 0 : hpu_recipe_own_inst(s, r, &inst);
@@ -380,17 +429,28 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 	upload = !inst->uploaded ||
 		 memcmp(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
 	if (upload) {
+		bool partial = inst->uploaded && hpu_recipe_repatch(r, inst, bindings, &up);
+
 		inst->uploaded = false;
-		hpu_recipe_resolve(r, inst, bindings);
-		ret = hpu_pinned_alloc(s->dev, r->blob_size, &stage_va, &host);
-		if (!ret)
-			memcpy(host, inst->image, r->blob_size);
+		if (!partial) {
+			up.words = 0;
+			hpu_recipe_resolve(r, inst, bindings);
+		}
+		bytes = partial ? up.words * sizeof(uint64_t) : r->blob_size;
+	}
+	if (bytes)
+		ret = hpu_pinned_alloc(s->dev, bytes, &up.stage_va, (void **)&host);
+	if (bytes && !ret && up.words) {
+		for (i = 0; i < up.words; i++)
+			memcpy(host + i * sizeof(uint64_t), inst->image + up.at[i], sizeof(uint64_t));
+	} else if (bytes && !ret) {
+		memcpy(host, inst->image, r->blob_size);
 	}
 	if (!ret)
-		ret = hpu_launch_submit(s, r, inst, call, stage_va, &ctrl_va, &ctrl);
+		ret = hpu_launch_submit(s, r, inst, call, &up, &ctrl_va, &ctrl);
 	/* Freeing never waits: the staging copy stays until the launch has ended. */
-	if (stage_va)
-		hpu_pinned_free(s->dev, stage_va);
+	if (up.stage_va)
+		hpu_pinned_free(s->dev, up.stage_va);
 	if (!ret) {
 		if (inst->last_ctrl_va)
 			hpu_pinned_free(s->dev, inst->last_ctrl_va);
@@ -404,6 +464,7 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 		hpu_counter_add(HPU_C_LAUNCHES, 1);
 		hpu_counter_add(HPU_C_LAUNCH_NS, (int64_t)(hpu_now_ns() - start));
 		hpu_counter_add(HPU_C_UPLOADS, upload);
+		hpu_counter_add(HPU_C_UPLOAD_BYTES, (int64_t)bytes);
 		hpu_counter_add(HPU_C_INLINE, !call);
 	}
 	return ret;

@@ -268,6 +268,8 @@ HPU_API int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *i
  *                      RecompileWarnings (sites warned about)
  *   graph_launch       TotalNumber, TotalTime, AvgTime, Uploads (launches
  *                      that uploaded the recipe or re-bound its tensors),
+ *                      UploadBytes (what they copied: the whole recipe, or
+ *                      the words of the tensors that moved),
  *                      Inline (launches that copied the command buffers
  *                      into their jobs: a device without CALL, or
  *                      HPU_RECIPE_INLINE=1)
