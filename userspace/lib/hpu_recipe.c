@@ -133,9 +133,13 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 	/* A recipe lives in one device's cache: made once, under that cache's lock. */
 	pthread_mutex_lock(&s->dev->recipes.lock);
 	if (!r->inst) {
-		ret = hpu_recipe_inst_create(s->dev, r, (struct hpu_recipe_inst **)&r->inst);
-		if (!ret)
+		struct hpu_recipe_inst *inst;
+
+		ret = hpu_recipe_inst_create(s->dev, r, &inst);
+		if (!ret) {
+			r->inst = inst;
 			r->inst_free = hpu_recipe_inst_destroy;
+		}
 	}
 	*instp = r->inst;
 	pthread_mutex_unlock(&s->dev->recipes.lock);
@@ -144,6 +148,10 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 
 /* Sites a launch may re-upload word by word: their DMAs fit the head's command buffer. */
 #define HPU_PATCH_WORDS 4u
+_Static_assert(sizeof(struct hpu_pkt_wait) + HPU_PATCH_WORDS * sizeof(struct hpu_pkt_lin_dma) +
+		       sizeof(struct hpu_pkt_lin_dma) + sizeof(struct hpu_pkt_signal) <=
+		       HPU_CB_CAPACITY,
+	       "the head's packets before its CALL fit a command buffer");
 
 /* What a launch uploads: nothing (stage_va 0), the whole blob (words 0), or words of it. */
 struct hpu_upload {
