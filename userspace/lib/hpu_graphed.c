@@ -89,19 +89,6 @@ void hpu_graphed_destroy(struct hpu_graphed *g)
 	free(g);
 }
 
-/* Contiguous tensors of like[]'s dtypes and shapes (a failure leaves t[] to destroy). */
-static int hpu_tensors_like(struct hpu_device *dev, unsigned int n,
-			    struct hpu_tensor *const *like, struct hpu_tensor **t)
-{
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < n && !ret; i++)
-		ret = hpu_tensor_empty(dev, like[i]->l.dtype, like[i]->l.ndim, like[i]->l.shape,
-				       &t[i]);
-	return ret;
-}
-
 /* Calls fn and checks it made its num_out outputs. */
 static int hpu_graphed_call(hpu_callable_fn fn, void *ctx, struct hpu_stream *s,
 			    struct hpu_tensor *const *in, struct hpu_tensor **out,
@@ -170,8 +157,8 @@ static int hpu_graphed_build(struct hpu_graphed *g, struct hpu_stream *s,
 	int ret;
 
 	ret = hpu_tensors_like(s->dev, c->num_inputs, sample, g->fwd.in);
-	for (i = 0; i < c->num_inputs && !ret; i++)
-		ret = hpu_op_unary(s, HPU_UN_COPY, g->fwd.in[i], sample[i]);
+	if (!ret)
+		ret = hpu_tensors_copy(s, c->num_inputs, g->fwd.in, sample);
 	for (i = 0; i < c->warmup && !ret; i++)
 		ret = hpu_graphed_warmup(g, s, c);
 	if (!ret)
@@ -244,9 +231,8 @@ static int hpu_graphed_run(struct hpu_graphed_part *p, struct hpu_stream *s,
 	/* All checked before anything is enqueued. */
 	for (i = 0; i < p->num_in && !ret; i++)
 		ret = hpu_graphed_input_check(p, i, in[i]);
-	for (i = 0; i < p->num_in && !ret; i++)
-		if (in[i] != p->in[i])
-			ret = hpu_op_unary(s, HPU_UN_COPY, p->in[i], in[i]);
+	if (!ret)
+		ret = hpu_tensors_copy(s, p->num_in, p->in, in);
 	if (!ret)
 		ret = hpu_graph_replay(p->graph, s);
 	if (!ret && p->num_out)

@@ -764,6 +764,15 @@ void hpu_cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size);
 
 /* hpu_tensor.c: a storage reference for the graph. */
 void hpu_storage_put(struct hpu_storage *st);
+/*
+ * The static tensors of graphed callables and the module cacher: new
+ * contiguous tensors of like[]'s dtypes and shapes (a failure leaves t[]
+ * to destroy), and copies into them (skipping a tensor copied onto itself).
+ */
+int hpu_tensors_like(struct hpu_device *dev, unsigned int n, struct hpu_tensor *const *like,
+		     struct hpu_tensor **t);
+int hpu_tensors_copy(struct hpu_stream *s, unsigned int n, struct hpu_tensor *const *dst,
+		     struct hpu_tensor *const *src);
 
 /* An open device. */
 struct hpu_device {

@@ -162,17 +162,6 @@ static struct hpu_cached_graph *hpu_cacher_find(struct hpu_module_cacher *c, uin
 	return NULL;
 }
 
-static int hpu_cached_copy_in(const struct hpu_module_cacher *c, struct hpu_cached_graph *e,
-			      struct hpu_stream *s, struct hpu_tensor *const *in)
-{
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < c->config.num_inputs && !ret; i++)
-		ret = hpu_op_unary(s, HPU_UN_COPY, e->t[i], in[i]);
-	return ret;
-}
-
 /* Static inputs like in[], fn captured into a graph and replayed once. */
 static int hpu_cached_graph_capture(struct hpu_module_cacher *c, struct hpu_cached_graph *e,
 				    struct hpu_stream *s, struct hpu_tensor *const *in,
@@ -180,13 +169,11 @@ static int hpu_cached_graph_capture(struct hpu_module_cacher *c, struct hpu_cach
 {
 	unsigned int n_in = c->config.num_inputs, n = n_in + c->config.num_outputs, i;
 	struct hpu_graph_info info = { .size = sizeof(info) };
-	int ret = 0;
+	int ret;
 
-	for (i = 0; i < n_in && !ret; i++)
-		ret = hpu_tensor_empty(c->dev, in[i]->l.dtype, in[i]->l.ndim, in[i]->l.shape,
-				       &e->t[i]);
+	ret = hpu_tensors_like(c->dev, n_in, in, e->t);
 	if (!ret)
-		ret = hpu_cached_copy_in(c, e, s, in);
+		ret = hpu_tensors_copy(s, n_in, e->t, in);
 	if (!ret)
 		ret = hpu_graph_create(c->dev, &e->graph);
 	if (!ret)
@@ -273,7 +260,7 @@ int hpu_module_cacher_call(struct hpu_module_cacher *cacher, struct hpu_stream *
 	e = hpu_cacher_find(cacher, hash, &k);
 	if (e) {
 		free(k.p);
-		ret = hpu_cached_copy_in(cacher, e, stream, inputs);
+		ret = hpu_tensors_copy(stream, cacher->config.num_inputs, e->t, inputs);
 		if (!ret)
 			ret = hpu_graph_replay(e->graph, stream);
 		if (ret)

@@ -146,6 +146,17 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 	return ret;
 }
 
+/* Site's word of the image: the blob's relative address plus base. */
+static void hpu_recipe_patch(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
+			     const struct hpu_site *site, uint64_t base)
+{
+	uint64_t v;
+
+	memcpy(&v, r->blob + site->at, sizeof(v));
+	v += base;
+	memcpy(inst->image + site->at, &v, sizeof(v));
+}
+
 /* Sites a launch may re-upload word by word: their DMAs fit the head's command buffer. */
 #define HPU_PATCH_WORDS 4u
 _Static_assert(sizeof(struct hpu_pkt_wait) + HPU_PATCH_WORDS * sizeof(struct hpu_pkt_lin_dma) +
@@ -173,15 +184,12 @@ static bool hpu_recipe_repatch(const struct hpu_recipe *r, struct hpu_recipe_ins
 	up->words = 0;
 	for (i = 0; i < r->num_sites; i++) {
 		const struct hpu_site *site = &r->sites[i];
-		uint64_t v;
 
 		if (site->base >= r->num_bindings || bindings[site->base] == inst->bound[site->base])
 			continue;
 		if (up->words == HPU_PATCH_WORDS)
 			return false;
-		memcpy(&v, r->blob + site->at, sizeof(v));
-		v += bindings[site->base];
-		memcpy(inst->image + site->at, &v, sizeof(v));
+		hpu_recipe_patch(r, inst, site, bindings[site->base]);
 		up->at[up->words++] = site->at;
 	}
 	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
@@ -197,13 +205,11 @@ static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_ins
 	memcpy(inst->image, r->blob, r->blob_size);
 	for (i = 0; i < r->num_sites; i++) {
 		const struct hpu_site *site = &r->sites[i];
-		uint64_t v, base = site->base == HPU_SITE_BLOB	    ? inst->va
-				   : site->base == HPU_SITE_WORKSPACE ? inst->va + r->workspace_off
-								      : bindings[site->base];
 
-		memcpy(&v, inst->image + site->at, sizeof(v));
-		v += base;
-		memcpy(inst->image + site->at, &v, sizeof(v));
+		hpu_recipe_patch(r, inst, site,
+				 site->base == HPU_SITE_BLOB	    ? inst->va
+				 : site->base == HPU_SITE_WORKSPACE ? inst->va + r->workspace_off
+								    : bindings[site->base]);
 	}
 	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
 }

@@ -337,3 +337,27 @@ int hpu_tensor_copy_to_host(struct hpu_stream *s, const struct hpu_tensor *t, vo
 {
 	return hpu_error_in(__func__, hpu_tensor_copy_host(s, t, dst, size, true));
 }
+
+int hpu_tensors_like(struct hpu_device *dev, unsigned int n, struct hpu_tensor *const *like,
+		     struct hpu_tensor **t)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n && !ret; i++)
+		ret = hpu_tensor_empty(dev, like[i]->l.dtype, like[i]->l.ndim, like[i]->l.shape,
+				       &t[i]);
+	return ret;
+}
+
+int hpu_tensors_copy(struct hpu_stream *s, unsigned int n, struct hpu_tensor *const *dst,
+		     struct hpu_tensor *const *src)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < n && !ret; i++)
+		if (dst[i] != src[i])
+			ret = hpu_op_unary(s, HPU_UN_COPY, dst[i], src[i]);
+	return ret;
+}
