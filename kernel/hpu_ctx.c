@@ -2,16 +2,15 @@
 /*
  * hpu contexts.
  *
- * Opening the node creates a context: an ASID, its page tables, its address
- * space and one scheduler entity per hardware queue, so a file's jobs on
- * one queue run in submission order and files share each queue fairly.
+ * Opening the node creates a context: an ASID, its page tables and its
+ * address space.
  * The driver has one more context, ASID 0, whose address space maps all
  * buffer HBM onto itself, for its own jobs (zeroing new buffers); it lives
  * as long as the DRM device.
  *
  * Closing the file (postclose, after DRM dropped its buffer handles and
- * sync objects) cancels the jobs still waiting in the entities (their end
- * fences carry -ESRCH), lets the jobs in the rings run for a grace period
+ * sync objects) cancels the jobs not yet in a ring (their end fences carry
+ * -ESRCH), lets the jobs in the rings run for a grace period
  * (HPU_CTX_CLOSE_GRACE_MS) and then cancels them (-ECANCELED) with a queue
  * reset, and only when every job of the context is freed unmaps
  * everything, unpins host pages, frees the page tables and the ASID.  The
@@ -27,6 +26,7 @@
 #include "hpu_ctx.h"
 #include "hpu_device.h"
 #include "hpu_queue.h"
+#include "hpu_sched.h"
 #include "hpu_vm.h"
 
 /* How long jobs of a closed file may still run before they are cancelled. */
@@ -54,10 +54,7 @@ void hpu_ctx_put(struct hpu_ctx *ctx)
 
 static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 {
-	enum drm_sched_priority prio = kernel ? DRM_SCHED_PRIORITY_KERNEL :
-						DRM_SCHED_PRIORITY_NORMAL;
 	struct hpu_ctx *ctx;
-	unsigned int q;
 	int ret;
 
 	ctx = kvzalloc(sizeof(*ctx), GFP_KERNEL);
@@ -71,6 +68,7 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 	xa_init(&ctx->old_errors);
 	atomic_set(&ctx->jobs, 0);
 	init_waitqueue_head(&ctx->jobs_freed);
+	ctx->fence_context = dma_fence_context_alloc(HPU_NUM_QUEUES);
 
 	if (!kernel) {
 		ret = hpu_mmu_asid_alloc(hdev);
@@ -82,21 +80,8 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 	ret = hpu_vm_init(ctx);
 	if (ret)
 		goto err_free_asid;
-
-	for (q = 0; q < HPU_NUM_QUEUES; q++) {
-		struct drm_gpu_scheduler *sched = &hdev->queues[q].sched;
-
-		ret = drm_sched_entity_init(&ctx->entity[q], prio, &sched, 1,
-					    NULL);
-		if (ret)
-			goto err_fini_entities;
-	}
 	return ctx;
 
-err_fini_entities:
-	while (q--)
-		drm_sched_entity_fini(&ctx->entity[q]);
-	hpu_vm_fini(ctx);
 err_free_asid:
 	if (!kernel)
 		hpu_mmu_asid_free(hdev, ctx->asid);
@@ -125,8 +110,7 @@ static void hpu_ctx_destroy(struct hpu_ctx *ctx)
 	unsigned int q, i;
 
 	WRITE_ONCE(ctx->closing, true);
-	for (q = 0; q < HPU_NUM_QUEUES; q++)
-		drm_sched_entity_fini(&ctx->entity[q]);
+	hpu_sched_cancel_waiting(ctx);
 	hpu_ctx_wait_jobs(ctx);
 
 	/* No job of the context runs or will run: its memory can go. */
@@ -243,9 +227,17 @@ int hpu_ctx_reserve_seqs_locked(struct hpu_ctx *ctx, unsigned int n)
 	return 0;
 }
 
+/* The number hpu_ctx_add_job_locked() gives next. */
+u64 hpu_ctx_next_seq_locked(struct hpu_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->submit_lock);
+
+	return ctx->seq + 1;
+}
+
 /* Number the next job of @ctx, ending with @fence, on @queue. */
-u64 hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
-			   struct dma_fence *fence)
+void hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
+			    struct dma_fence *fence)
 {
 	struct dma_fence *old;
 	u64 seq;
@@ -261,7 +253,6 @@ u64 hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
 	spin_unlock(&ctx->fence_lock);
 
 	dma_fence_put(old);
-	return seq;
 }
 
 /*

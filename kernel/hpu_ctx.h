@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * hpu contexts: one per open file (and one for the driver itself, ASID 0),
- * owning an address space, a scheduler entity per hardware queue and the
- * file's job sequence numbers.
+ * owning an address space and the file's job sequence numbers.
  */
 #ifndef HPU_CTX_H
 #define HPU_CTX_H
@@ -14,7 +13,6 @@
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
-#include <drm/gpu_scheduler.h>
 
 #include "hpu_regs.h"
 #include "hpu_vm.h"
@@ -41,7 +39,10 @@ struct hpu_ctx {
 	bool closing;		/* the file is closing: its jobs may be cancelled */
 
 	struct hpu_vm vm;
-	struct drm_sched_entity entity[HPU_NUM_QUEUES];
+	/* Its jobs' fences: one timeline per queue, fence_context + queue. */
+	u64 fence_context;
+	/* Under queues[q].lock: the scan of queue q's waiting list that found a job of this context that cannot go yet. */
+	u32 blocked_scan[HPU_NUM_QUEUES];
 
 	/* Serializes SUBMIT, so that sequence numbers follow the push order. */
 	struct mutex submit_lock;
@@ -76,8 +77,9 @@ int hpu_ctx_kernel_init(struct hpu_device *hdev);
 void hpu_ctx_kernel_fini(struct hpu_device *hdev);
 
 int hpu_ctx_reserve_seqs_locked(struct hpu_ctx *ctx, unsigned int n);
-u64 hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
-			   struct dma_fence *fence);
+u64 hpu_ctx_next_seq_locked(struct hpu_ctx *ctx);
+void hpu_ctx_add_job_locked(struct hpu_ctx *ctx, u32 queue,
+			    struct dma_fence *fence);
 int hpu_ctx_job_fence(struct hpu_ctx *ctx, u64 seq, struct dma_fence **fence,
 		      int *error);
 void hpu_ctx_last_fences(struct hpu_ctx *ctx,

@@ -35,7 +35,7 @@ struct hpu_stats {
  *
  * Lifetimes: hardware resources (BARs, interrupts, rings) go at unbind,
  * after drm_dev_unplug() and a device reset; what open files still use
- * (HBM and MMU allocators, ASIDs, schedulers) goes with the DRM device,
+ * (HBM and MMU allocators, ASIDs, the scheduler's works) goes with the DRM device,
  * when the last file is closed.  Paths that open files reach touch the
  * hardware only inside drm_dev_enter().
  */
@@ -51,9 +51,6 @@ struct hpu_device {
 	void __iomem *regs;
 	/* BAR4: the MMU region of HBM.  Unmapped at unbind. */
 	void __iomem *mmu_bar;
-
-	/* Small command-buffer copies (hpu_job.c); jobs may outlive unbind, so it lives as long as @drm. */
-	struct dma_pool *cb_pool;
 
 	/*
 	 * Serializes read-modify-write cycles of HPU_REG_IRQ_MASK.  Taken with

@@ -201,9 +201,6 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = hpu_eq_init(hdev);
 	if (ret)
 		goto err_hw_fini;
-	ret = hpu_job_pool_init(hdev);
-	if (ret)
-		goto err_hw_fini;
 	ret = hpu_ctx_kernel_init(hdev);
 	if (ret)
 		goto err_hw_fini;
@@ -231,12 +228,12 @@ err_irq_fini:
 /*
  * Open files keep the DRM device, and with it struct hpu_device, alive;
  * drm_dev_unplug() makes their ioctls fail with -ENODEV from now on and
- * waits for every drm_dev_enter() section (hardware access, run_job, queue
- * recovery), after which nothing touches the hardware any more.  The device
- * reset stops every queue; the jobs still in a ring then fail with -ENODEV,
- * and those not yet pushed fail the same way when the scheduler gets to
- * them.  What open files use (allocators, schedulers, the driver's context)
- * stays until the DRM device is released.
+ * waits for every drm_dev_enter() section (hardware access, pushes to a
+ * ring, queue recovery), after which nothing touches the hardware any more.
+ * The device reset stops every queue; the jobs in a ring or waiting for one
+ * then fail with -ENODEV.  What open files use (allocators, the
+ * scheduler's works, the driver's context) stays until the DRM device is
+ * released.
  */
 static void hpu_remove(struct pci_dev *pdev)
 {

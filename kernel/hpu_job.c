@@ -2,20 +2,20 @@
 /*
  * hpu jobs: SUBMIT and WAIT.
  *
- * SUBMIT copies each command buffer into a DMA-coherent buffer the driver
+ * SUBMIT copies each command buffer into a DMA buffer the driver
  * owns, so it cannot change after the check, checks every packet there,
  * and only then, for all the jobs of the call at once, gives them the
- * file's next sequence numbers and pushes them to the queues' schedulers.
+ * file's next sequence numbers and hands them to the scheduler
+ * (hpu_sched.c), which puts them into the rings.
  * Any rejection leaves nothing submitted.  The kernel tail (completion
  * write and interrupt, hpu_job_set_tail()) follows the user's packets, and
  * the descriptor's priv_offset marks where the user's packets end.
  *
- * A job's end fence is the scheduler's finished fence, carrying the job's
- * error; WAIT and the out-syncobj use it.
+ * A job's end fence is its own, on a timeline per file and queue, carrying
+ * the job's error; WAIT and the out-syncobj use it.
  */
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
-#include <linux/dmapool.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
@@ -30,6 +30,7 @@
 #include "hpu_device.h"
 #include "hpu_job.h"
 #include "hpu_queue.h"
+#include "hpu_sched.h"
 
 /* HBM one zeroing job clears, so each stays well inside the job timeout. */
 #define HPU_ZERO_JOB_BYTES (256ull << 20)
@@ -134,42 +135,55 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 }
 
 /*
- * Command buffers up to this size come from a pool: most jobs are a few
- * packets, and a coherent allocation per job is a large part of SUBMIT.
+ * The driver's copy of a command buffer.  Most are a few packets: those
+ * are kmalloc'ed and mapped for streaming, which costs far less than a
+ * coherent allocation (a zeroed page) per job.
  */
-#define HPU_JOB_POOL_CB_SIZE 4096
-
-static void *hpu_job_cb_alloc(struct hpu_device *hdev, u32 size, dma_addr_t *dma)
+static int hpu_job_cb_alloc(struct hpu_job *job)
 {
-	if (size <= HPU_JOB_POOL_CB_SIZE)
-		return dma_pool_alloc(hdev->cb_pool, GFP_KERNEL, dma);
-	return dma_alloc_coherent(hpu_dev(hdev), size, dma, GFP_KERNEL);
-}
+	struct device *dev = hpu_dev(job->ctx->hdev);
 
-static void hpu_job_cb_free(struct hpu_device *hdev, u32 size, void *cb, dma_addr_t dma)
-{
-	if (size <= HPU_JOB_POOL_CB_SIZE)
-		dma_pool_free(hdev->cb_pool, cb, dma);
-	else
-		dma_free_coherent(hpu_dev(hdev), size, cb, dma);
-}
-
-static void hpu_job_pool_fini(struct drm_device *drm, void *pool)
-{
-	dma_pool_destroy(pool);
-}
-
-/* Before the first job; the pool goes with the DRM device, after the last job. */
-int hpu_job_pool_init(struct hpu_device *hdev)
-{
-	hdev->cb_pool = dma_pool_create("hpu-cb", hpu_dev(hdev), HPU_JOB_POOL_CB_SIZE,
-					HPU_JOB_POOL_CB_SIZE, 0);
-	if (!hdev->cb_pool)
+	if (job->cb_size > PAGE_SIZE) {
+		job->cb_coherent = true;
+		job->cb = dma_alloc_coherent(dev, job->cb_size, &job->cb_dma, GFP_KERNEL);
+		return job->cb ? 0 : -ENOMEM;
+	}
+	job->cb = kmalloc(job->cb_size, GFP_KERNEL);
+	if (!job->cb)
 		return -ENOMEM;
-	return drmm_add_action_or_reset(&hdev->drm, hpu_job_pool_fini, hdev->cb_pool);
+	job->cb_dma = dma_map_single(dev, job->cb, job->cb_size, DMA_TO_DEVICE);
+	if (dma_mapping_error(dev, job->cb_dma)) {
+		kfree(job->cb);
+		job->cb = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
-/* Called by the queue when the job is first pushed. */
+static void hpu_job_cb_free(struct hpu_job *job)
+{
+	struct device *dev = hpu_dev(job->ctx->hdev);
+
+	if (!job->cb)
+		return;
+	if (job->cb_coherent) {
+		dma_free_coherent(dev, job->cb_size, job->cb, job->cb_dma);
+	} else {
+		dma_unmap_single(dev, job->cb_dma, job->cb_size, DMA_TO_DEVICE);
+		kfree(job->cb);
+	}
+	job->cb = NULL;
+}
+
+/* Before the device reads what the CPU wrote into the command buffer. */
+static void hpu_job_cb_sync(struct hpu_job *job, u32 offset, u32 size)
+{
+	if (!job->cb_coherent)
+		dma_sync_single_for_device(hpu_dev(job->ctx->hdev), job->cb_dma + offset,
+					   size, DMA_TO_DEVICE);
+}
+
+/* Called by the queue when the job is first pushed, with the queue's lock held. */
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector)
 {
 	struct hpu_pkt_write_completion *wc = job->cb + job->user_size;
@@ -184,6 +198,7 @@ void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector)
 		.header = HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0),
 		.vector = vector,
 	};
+	hpu_job_cb_sync(job, job->user_size, HPU_JOB_TAIL_SIZE);
 }
 
 static void hpu_job_count(struct hpu_job *job, bool ok)
@@ -201,90 +216,107 @@ static void hpu_job_count(struct hpu_job *job, bool ok)
 	}
 }
 
-/* The queue ended the job (state ENDED, result set): end it for the scheduler. */
+/* The queue or the scheduler ended the job (state ENDED, result set). */
 void hpu_job_signal(struct hpu_job *job)
 {
-	if (job->result) {
-		/* The scheduler's finished fence does not take the error over. */
-		dma_fence_set_error(&job->base.s_fence->finished, job->result);
-		dma_fence_set_error(job->hw_fence, job->result);
-	}
+	if (job->result)
+		dma_fence_set_error(&job->fence, job->result);
 	hpu_job_count(job, !job->result);
-	dma_fence_signal(job->hw_fence);
+	dma_fence_signal(&job->fence);
+	hpu_sched_job_done(job);
 }
 
-static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
-				     u32 user_size)
+static const char *hpu_job_fence_driver_name(struct dma_fence *fence)
 {
-	struct hpu_device *hdev = ctx->hdev;
-	struct hpu_job *job;
-	int ret;
-
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job)
-		return ERR_PTR(-ENOMEM);
-	job->hw_fence = kzalloc(sizeof(*job->hw_fence), GFP_KERNEL);
-	if (!job->hw_fence) {
-		ret = -ENOMEM;
-		goto err_free_job;
-	}
-	job->user_size = user_size;
-	job->cb_size = user_size + HPU_JOB_TAIL_SIZE;
-	job->cb = hpu_job_cb_alloc(hdev, job->cb_size, &job->cb_dma);
-	if (!job->cb) {
-		ret = -ENOMEM;
-		goto err_free_fence;
-	}
-	ret = hpu_compat_sched_job_init(&job->base, &ctx->entity[queue], ctx);
-	if (ret)
-		goto err_free_cb;
-
-	job->queue = &hdev->queues[queue];
-	job->state = HPU_JOB_NEW;
-	INIT_LIST_HEAD(&job->link);
-	job->ctx = hpu_ctx_get(ctx);
-	atomic_inc(&ctx->jobs);
-	return job;
-
-err_free_cb:
-	hpu_job_cb_free(hdev, job->cb_size, job->cb, job->cb_dma);
-err_free_fence:
-	kfree(job->hw_fence);
-err_free_job:
-	kfree(job);
-	return ERR_PTR(ret);
+	return DRM_HPU_DRIVER_NAME;
 }
 
-static void hpu_job_destroy(struct hpu_job *job)
+static const char *hpu_job_fence_timeline_name(struct dma_fence *fence)
+{
+	/* A constant: a fence exported as a sync file may outlive the device. */
+	return "hpu-queue";
+}
+
+/* The last reference to the fence: what is left of the job goes. */
+static void hpu_job_fence_release(struct dma_fence *fence)
+{
+	struct hpu_job *job = container_of(fence, struct hpu_job, fence);
+
+	/* Readers may still look at the fence under RCU. */
+	kfree_rcu(job, fence.rcu);
+}
+
+static const struct dma_fence_ops hpu_job_fence_ops = {
+	.get_driver_name = hpu_job_fence_driver_name,
+	.get_timeline_name = hpu_job_fence_timeline_name,
+	.release = hpu_job_fence_release,
+};
+
+/* Release what the job holds but its memory, which its fence keeps. */
+static void hpu_job_release(struct hpu_job *job)
 {
 	struct hpu_ctx *ctx = job->ctx;
+	unsigned int i;
 
-	hpu_job_cb_free(ctx->hdev, job->cb_size, job->cb, job->cb_dma);
-	/* The hardware fence is initialized with the job's first push. */
-	if (job->hw_seq)
-		dma_fence_put(job->hw_fence);
-	else
-		kfree(job->hw_fence);
-	kfree(job);
+	for (i = 0; i < job->num_deps; i++) {
+		/* No callback runs or will run once this returns. */
+		dma_fence_remove_callback(job->deps[i].fence, &job->deps[i].cb);
+		dma_fence_put(job->deps[i].fence);
+	}
+	hpu_job_cb_free(job);
 	hpu_ctx_job_freed(ctx);
 	hpu_ctx_put(ctx);
 }
 
-/* A job that was never armed: the SUBMIT failed. */
+/* A job that was never numbered: the SUBMIT failed. */
 static void hpu_job_abort(struct hpu_job *job)
 {
-	drm_sched_job_cleanup(&job->base);
-	hpu_job_destroy(job);
+	hpu_job_release(job);
+	kfree(job);
 }
 
-/* The scheduler is done with the job (free_job). */
+static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
+				     u32 user_size, unsigned int num_deps)
+{
+	struct hpu_job *job;
+	int ret;
+
+	job = kzalloc(struct_size(job, deps, num_deps), GFP_KERNEL);
+	if (!job)
+		return ERR_PTR(-ENOMEM);
+	job->ctx = hpu_ctx_get(ctx);
+	atomic_inc(&ctx->jobs);
+	job->queue = &ctx->hdev->queues[queue];
+	job->user_size = user_size;
+	job->cb_size = user_size + HPU_JOB_TAIL_SIZE;
+	INIT_LIST_HEAD(&job->link);
+	ret = hpu_job_cb_alloc(job);
+	if (ret) {
+		hpu_job_abort(job);
+		return ERR_PTR(ret);
+	}
+	return job;
+}
+
+/* The job ended and its fence signalled (the scheduler's free work). */
 void hpu_job_free(struct hpu_job *job)
 {
-	/* Cancelled before it ran (its file closed), or the device went away. */
-	if (job->state != HPU_JOB_ENDED)
-		hpu_job_count(job, false);
 	hpu_queue_wait_consumed(job->queue, job);
-	hpu_job_destroy(job);
+	hpu_job_release(job);
+	dma_fence_put(&job->fence);
+}
+
+/* Give @job the next sequence number of its context and its fence. */
+static void hpu_job_number_locked(struct hpu_job *job)
+{
+	struct hpu_ctx *ctx = job->ctx;
+	u32 queue = job->queue->index;
+
+	job->seq = hpu_ctx_next_seq_locked(ctx);
+	/* A file's jobs on one queue end in submission order: one timeline each. */
+	dma_fence_init(&job->fence, &hpu_job_fence_ops, &job->queue->fence_lock,
+		       ctx->fence_context + queue, job->seq);
+	hpu_ctx_add_job_locked(ctx, queue, &job->fence);
 }
 
 /* Arm and push @jobs in order, numbering them; on failure nothing is pushed. */
@@ -305,20 +337,17 @@ static int hpu_job_push(struct hpu_ctx *ctx, struct hpu_job **jobs,
 	/* The point of no return. */
 	for (i = 0; i < n; i++) {
 		struct hpu_job *job = jobs[i];
-		struct dma_fence *end;
 
-		drm_sched_job_arm(&job->base);
-		end = &job->base.s_fence->finished;
-		job->seq = hpu_ctx_add_job_locked(ctx, job->queue->index, end);
+		hpu_job_number_locked(job);
 		if (i == n - 1) {
 			*last_seq = job->seq;
 			if (out)
-				drm_syncobj_replace_fence(out, end);
+				drm_syncobj_replace_fence(out, &job->fence);
 		}
 		atomic64_inc(&ctx->jobs_submitted);
 		atomic64_inc(&hdev->stats.jobs_submitted);
 		/* The scheduler owns the job from here on. */
-		drm_sched_entity_push_job(&job->base);
+		hpu_sched_submit(job);
 	}
 
 out_unlock:
@@ -385,16 +414,18 @@ static int hpu_job_check_args(const struct drm_hpu_job *uj)
 	return 0;
 }
 
-/* A checked copy of @uj's command buffer, depending on @in. */
+/* A checked copy of @uj's command buffer, depending on the @num_in fences @in. */
 static struct hpu_job *hpu_job_create_user(struct hpu_ctx *ctx,
 					   const struct drm_hpu_job *uj,
 					   struct dma_fence **in, u32 num_in)
 {
 	struct hpu_job *job;
-	unsigned int i;
+	unsigned int i, deps = 0;
 	int ret;
 
-	job = hpu_job_alloc(ctx, uj->queue, uj->cb_size);
+	for (i = 0; i < num_in; i++)
+		deps += !!in[i];
+	job = hpu_job_alloc(ctx, uj->queue, uj->cb_size, deps);
 	if (IS_ERR(job))
 		return job;
 
@@ -407,11 +438,14 @@ static struct hpu_job *hpu_job_create_user(struct hpu_ctx *ctx,
 		goto err_abort_job;
 
 	for (i = 0; i < num_in; i++) {
+		struct hpu_job_dep *dep = &job->deps[job->num_deps];
+
 		if (!in[i])
 			continue;
-		ret = drm_sched_job_add_dependency(&job->base, dma_fence_get(in[i]));
-		if (ret)
-			goto err_abort_job;
+		dep->fence = dma_fence_get(in[i]);
+		/* Not armed yet: removing the callback finds nothing to remove. */
+		INIT_LIST_HEAD(&dep->cb.node);
+		job->num_deps++;
 	}
 	return job;
 
@@ -504,15 +538,13 @@ static long hpu_job_timeout_jiffies(s64 timeout_ns)
 
 /*
  * A short job ends within the queue's poll, before WAIT would sleep; the
- * poll counts against the timeout.
+ * poll counts against the timeout.  Fences of other drivers (a sync file
+ * imported into a syncobj) are only waited for.
  */
 static void hpu_job_poll(struct dma_fence *end)
 {
-	struct drm_sched_fence *s_fence = to_drm_sched_fence(end);
-
-	if (s_fence)
-		hpu_queue_poll(container_of(s_fence->sched, struct hpu_queue, sched),
-			       s_fence);
+	if (end->ops == &hpu_job_fence_ops)
+		hpu_queue_poll(container_of(end, struct hpu_job, fence));
 }
 
 int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
@@ -566,7 +598,7 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 	struct hpu_job *job;
 	int ret;
 
-	job = hpu_job_alloc(ctx, 0, size);
+	job = hpu_job_alloc(ctx, 0, size, 0);
 	if (IS_ERR(job))
 		return ERR_CAST(job);
 	memcpy(job->cb, packets, size);
@@ -577,9 +609,15 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 	}
 
 	mutex_lock(&ctx->submit_lock);
-	drm_sched_job_arm(&job->base);
-	end = dma_fence_get(&job->base.s_fence->finished);
-	drm_sched_entity_push_job(&job->base);
+	ret = hpu_ctx_reserve_seqs_locked(ctx, 1);
+	if (ret) {
+		mutex_unlock(&ctx->submit_lock);
+		hpu_job_abort(job);
+		return ERR_PTR(ret);
+	}
+	hpu_job_number_locked(job);
+	end = dma_fence_get(&job->fence);
+	hpu_sched_submit(job);
 	mutex_unlock(&ctx->submit_lock);
 	return end;
 }

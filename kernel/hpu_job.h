@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * hpu jobs: command buffers checked and copied at submit, run by a queue's
- * scheduler, waited for by sequence number.
+ * hpu jobs: command buffers checked and copied at submit, put into a
+ * queue's ring by the scheduler (hpu_sched.c), waited for by sequence
+ * number.
  */
 #ifndef HPU_JOB_H
 #define HPU_JOB_H
 
+#include <linux/atomic.h>
+#include <linux/dma-fence.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/types.h>
-#include <drm/gpu_scheduler.h>
 
 #include <drm/hpu_packets.h>
 
 #include "hpu_regs.h"
 
-struct dma_fence;
 struct drm_device;
 struct drm_file;
 struct hpu_ctx;
@@ -27,14 +29,28 @@ struct hpu_queue;
 static_assert(HPU_JOB_TAIL_SIZE <= HPU_QUEUE_TAIL_MAX);
 
 enum hpu_job_state {
-	HPU_JOB_NEW,	/* not in a ring: never run, or dropped by a queue reset */
-	HPU_JOB_QUEUED,	/* its descriptor is in the ring */
-	HPU_JOB_ENDED,	/* result known; the hardware fence is (being) signalled */
+	HPU_JOB_NEW,		/* being created */
+	HPU_JOB_WAITING,	/* on the queue's waiting list */
+	HPU_JOB_QUEUED,		/* its descriptor is in the ring */
+	HPU_JOB_ENDED,		/* result known; the fence is (being) signalled */
+};
+
+/* A fence the job waits for, from an in-syncobj. */
+struct hpu_job_dep {
+	struct dma_fence *fence;	/* a reference */
+	struct dma_fence_cb cb;
+	struct hpu_job *job;
 };
 
 struct hpu_job {
-	struct drm_sched_job base;
-	struct hpu_ctx *ctx;		/* holds a reference */
+	/*
+	 * Signalled when the job ends, with its error.  The job's memory
+	 * goes with the fence's last reference (WAIT, syncobjs and the
+	 * context's history hold some); what else the job holds is
+	 * released when it is freed, soon after it ended.
+	 */
+	struct dma_fence fence;
+	struct hpu_ctx *ctx;		/* holds a reference until freed */
 	struct hpu_queue *queue;
 	u64 seq;			/* the file's sequence number */
 
@@ -46,30 +62,23 @@ struct hpu_job {
 	dma_addr_t cb_dma;
 	u32 cb_size;
 	u32 user_size;
+	bool cb_coherent;		/* else kmalloc'ed and mapped for streaming */
 
-	/* Ends the job for the scheduler; initialized when first pushed. */
-	struct dma_fence *hw_fence;
-
-	/*
-	 * Queue side, under queue->lock once pushed.  @state moves from NEW
-	 * to QUEUED only in run_job (the scheduler thread), and back only in
-	 * recovery with that thread parked.
-	 */
-	struct list_head link;		/* in queue->pending */
+	/* Under queue->lock once submitted. */
+	struct list_head link;		/* in queue->waiting, then queue->pending */
 	enum hpu_job_state state;
 	u64 hw_seq;			/* descriptor tag and completion value; 0: never pushed */
 	u32 ring_pos;			/* ring index of its descriptor (free running) */
 	unsigned long head_since;	/* jiffies since it has been the oldest in the ring */
 	int hw_error;			/* reported by the event queue */
 	int result;			/* once ENDED: 0 or -errno */
+
+	atomic_t deps_left;		/* fences of @deps not yet signalled */
+	struct llist_node free_node;	/* in queue->free_list once ended */
+	unsigned int num_deps;
+	struct hpu_job_dep deps[];
 };
 
-static inline struct hpu_job *to_hpu_job(struct drm_sched_job *sched_job)
-{
-	return container_of(sched_job, struct hpu_job, base);
-}
-
-int hpu_job_pool_init(struct hpu_device *hdev);
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);

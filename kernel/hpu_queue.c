@@ -16,14 +16,15 @@
  *
  * Jobs end strictly in ring order: a failed job whose event has not been
  * seen yet holds back the jobs behind it until the event interrupt comes.
- * Ending a job signals its hardware fence, which ends it for the GPU
- * scheduler (hpu_sched.c).
+ * Ending a job signals its fence and hands it to the scheduler
+ * (hpu_sched.c) to be freed; the room it leaves in the ring goes to the
+ * jobs waiting for it.
  *
  * When a job runs past the timeout (or belongs to a closing file), the
- * scheduler's timeout handler resets the queue (Q_CTRL_RESET): the running
+ * scheduler's timeout work resets the queue (Q_CTRL_RESET): the running
  * job is aborted and fails with -ETIMEDOUT (-ECANCELED when cancelled), the
- * device drops the jobs queued behind it, and the scheduler pushes those
- * again (drm_sched_resubmit_jobs()): other files' jobs do not suffer.
+ * device drops the jobs queued behind it, and they are pushed again in
+ * their order: other files' jobs do not suffer.
  */
 #include <linux/delay.h>
 #include <linux/dma-fence.h>
@@ -86,21 +87,6 @@ static void hpu_qwreg(struct hpu_queue *q, u32 reg, u32 val)
 	hpu_wreg(q->hdev, HPU_REG_Q(q->index, reg), val);
 }
 
-static const char *hpu_hw_fence_driver_name(struct dma_fence *fence)
-{
-	return DRM_HPU_DRIVER_NAME;
-}
-
-static const char *hpu_hw_fence_timeline_name(struct dma_fence *fence)
-{
-	return "hpu-queue";
-}
-
-static const struct dma_fence_ops hpu_hw_fence_ops = {
-	.get_driver_name = hpu_hw_fence_driver_name,
-	.get_timeline_name = hpu_hw_fence_timeline_name,
-};
-
 /* The tail of @job wrote its number: every packet of the job ran. */
 static bool hpu_queue_slot_done(struct hpu_queue *q, const struct hpu_job *job)
 {
@@ -114,18 +100,21 @@ static bool hpu_queue_consumed(const struct hpu_job *job, u32 ci)
 	return (s32)(ci - job->ring_pos) > 0;
 }
 
-static void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
-				 int result, struct list_head *done)
+/* End @job, in the ring or waiting, with @result; signal @done after unlocking. */
+void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
+			  int result, struct list_head *done)
 {
 	lockdep_assert_held(&q->lock);
 
+	if (job->state == HPU_JOB_QUEUED)
+		q->queued--;
 	job->state = HPU_JOB_ENDED;
 	job->result = result;
 	list_move_tail(&job->link, done);
 }
 
 /* Signal, in order and without the queue lock, the jobs ended on @done. */
-static void hpu_queue_signal(struct list_head *done)
+void hpu_queue_signal(struct list_head *done)
 {
 	struct hpu_job *job, *tmp;
 
@@ -179,10 +168,16 @@ static irqreturn_t hpu_queue_irq(int irq, void *arg)
 {
 	struct hpu_queue *q = arg;
 	LIST_HEAD(done);
+	int idx;
 
+	if (!drm_dev_enter(&q->hdev->drm, &idx))
+		return IRQ_HANDLED;
 	spin_lock(&q->lock);
 	hpu_queue_collect_locked(q, &done);
+	/* Room in the ring for jobs that waited for it. */
+	hpu_sched_run_locked(q, true, &done);
 	spin_unlock(&q->lock);
+	drm_dev_exit(idx);
 	hpu_queue_signal(&done);
 	return IRQ_HANDLED;
 }
@@ -204,24 +199,22 @@ static void hpu_queue_poll_once(struct hpu_queue *q)
 }
 
 /*
- * WAIT for the job ending with @end (a finished fence of @q's scheduler),
- * before it sleeps: busy-poll for at most HPU_QUEUE_POLL_NS, ending
- * completed jobs without waiting for their interrupt, while the job is in
- * the ring, or about to be: the ring is empty, so the scheduler thread
- * pushes it once it runs (unless it has dependencies left, which only
- * costs the bounded poll).
+ * WAIT for @job, before it sleeps: busy-poll for at most
+ * HPU_QUEUE_POLL_NS, ending completed jobs without waiting for their
+ * interrupt, if the job is in the ring.
  */
-void hpu_queue_poll(struct hpu_queue *q, struct drm_sched_fence *end)
+void hpu_queue_poll(struct hpu_job *job)
 {
 	u64 deadline = local_clock() + HPU_QUEUE_POLL_NS;
+	struct hpu_queue *q = job->queue;
 	int idx;
 
-	if (!dma_fence_is_signaled(&end->scheduled) &&
-	    !list_empty_careful(&q->pending))
+	/* A racy look: a job that is still waiting only costs the bounded poll. */
+	if (READ_ONCE(job->state) != HPU_JOB_QUEUED)
 		return;
 	if (!drm_dev_enter(&q->hdev->drm, &idx))
 		return;
-	while (!dma_fence_is_signaled(&end->finished) && !need_resched() &&
+	while (!dma_fence_is_signaled(&job->fence) && !need_resched() &&
 	       local_clock() < deadline) {
 		hpu_queue_poll_once(q);
 		cpu_relax();
@@ -230,24 +223,17 @@ void hpu_queue_poll(struct hpu_queue *q, struct drm_sched_fence *end)
 }
 
 /*
- * Put @job in the ring and ring the doorbell (the scheduler's run_job).
- * The scheduler's credit limit keeps the ring from overflowing.
+ * Put @job in the ring and ring the doorbell, inside drm_dev_enter().  The
+ * scheduler keeps the ring from overflowing.
  */
-int hpu_queue_push(struct hpu_queue *q, struct hpu_job *job)
+void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 {
-	struct hpu_device *hdev = q->hdev;
 	struct hpu_queue_desc *desc;
-	unsigned long flags;
-	int idx;
 
-	if (!drm_dev_enter(&hdev->drm, &idx))
-		return -ENODEV;
+	lockdep_assert_held(&q->lock);
 
-	spin_lock_irqsave(&q->lock, flags);
 	if (!job->hw_seq) {
 		job->hw_seq = ++q->hw_seq;
-		dma_fence_init(job->hw_fence, &hpu_hw_fence_ops, &q->fence_lock,
-			       q->fence_context, job->hw_seq);
 		hpu_job_set_tail(job, q->slots_dma + (job->hw_seq % HPU_QUEUE_ENTRIES) *
 				 sizeof(*q->slots), HPU_MSIX_VEC_MISC + 1 + q->index);
 	}
@@ -263,16 +249,15 @@ int hpu_queue_push(struct hpu_queue *q, struct hpu_job *job)
 	job->ring_pos = q->pi++;
 	job->state = HPU_JOB_QUEUED;
 	job->hw_error = 0;
-	if (list_empty(&q->pending))
+	if (list_empty(&q->pending)) {
 		job->head_since = jiffies;
+		hpu_sched_arm_timeout(q);
+	}
 	list_add_tail(&job->link, &q->pending);
+	q->queued++;
 
 	/* writel() orders the descriptor and command buffer before the doorbell. */
 	hpu_qwreg(q, HPU_Q_PI, q->pi);
-	spin_unlock_irqrestore(&q->lock, flags);
-
-	drm_dev_exit(idx);
-	return 0;
 }
 
 /* The event queue reports that the job tagged @tag failed with @error. */
@@ -328,7 +313,7 @@ void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx)
 	spin_unlock_irq(&q->lock);
 
 	if (running)
-		drm_sched_fault(&q->sched);
+		hpu_sched_timeout_now(q);
 }
 
 /* Reset @q and wait until the device has let go of its ring. */
@@ -341,16 +326,19 @@ static void hpu_queue_reset(struct hpu_queue *q)
 }
 
 /*
- * The scheduler's timeout handler, with the scheduler stopped: if the
- * oldest job in the ring has run longer than the timeout, or belongs to a
- * closing file, reset the queue; fail that job, and sort the others into
- * ended and to be pushed again (state back to NEW).
+ * The scheduler's timeout work: if the oldest job in the ring has run
+ * longer than the timeout, or belongs to a closing file, reset the queue,
+ * fail that job, end those that ended and push the others again, in
+ * order.  Returns how long the oldest job may still run (0: nothing to
+ * check until a job enters an empty ring).
  */
-void hpu_queue_recover(struct hpu_queue *q)
+unsigned long hpu_queue_recover(struct hpu_queue *q)
 {
 	struct hpu_job *job, *tmp, *bad;
-	bool cancel;
+	unsigned long left = 0;
+	LIST_HEAD(again);
 	LIST_HEAD(done);
+	bool cancel;
 	u32 ci;
 
 	/* Events still in the ring name the real error of a failed job. */
@@ -368,12 +356,15 @@ void hpu_queue_recover(struct hpu_queue *q)
 		bad->hw_error = -EIO;
 	}
 	cancel = bad && READ_ONCE(bad->ctx->closing);
-	if (!bad || (!cancel && time_before(jiffies, bad->head_since +
-					    q->sched.timeout))) {
+	if (bad && !cancel && time_before(jiffies, bad->head_since + q->timeout))
+		left = max(bad->head_since + q->timeout - jiffies, 1ul);
+	if (!bad || left) {
+		hpu_sched_run_locked(q, true, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
-		return;
+		return left;
 	}
+	/* SUBMIT leaves the ring alone until the reset is done. */
 	q->resetting = true;
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);
@@ -403,13 +394,19 @@ void hpu_queue_recover(struct hpu_queue *q)
 			hpu_queue_end_locked(q, job, -ECANCELED, &done);
 		else {
 			/* Dropped by the reset before it started. */
-			list_del_init(&job->link);
-			job->state = HPU_JOB_NEW;
+			list_move_tail(&job->link, &again);
+			q->queued--;
 		}
 	}
 	q->resetting = false;
+	list_for_each_entry_safe(job, tmp, &again, link) {
+		list_del(&job->link);
+		hpu_queue_push_locked(q, job);
+	}
+	hpu_sched_run_locked(q, true, &done);
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);
+	return 0;
 }
 
 /*
@@ -463,6 +460,7 @@ void hpu_queues_halt(struct hpu_device *hdev)
 		spin_lock_irq(&q->lock);
 		list_for_each_entry_safe(job, tmp, &q->pending, link)
 			hpu_queue_end_locked(q, job, -ENODEV, &done);
+		hpu_sched_run_locked(q, false, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
 	}
@@ -501,7 +499,6 @@ static int hpu_queue_init(struct hpu_device *hdev, u32 index)
 	spin_lock_init(&q->lock);
 	spin_lock_init(&q->fence_lock);
 	INIT_LIST_HEAD(&q->pending);
-	q->fence_context = dma_fence_context_alloc(1);
 	q->hw_seq = 0;
 
 	q->ring = dma_alloc_coherent(dev, HPU_QUEUE_ENTRIES * sizeof(*q->ring),

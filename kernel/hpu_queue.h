@@ -7,9 +7,10 @@
 #define HPU_QUEUE_H
 
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
-#include <drm/gpu_scheduler.h>
+#include <linux/workqueue.h>
 
 #include "hpu_regs.h"
 
@@ -23,10 +24,7 @@ struct hpu_job;
 struct hpu_queue {
 	struct hpu_device *hdev;
 	u32 index;
-	char name[16];			/* of the scheduler and the interrupt */
-
-	/* Lives until the DRM device is released: entities of open files use it. */
-	struct drm_gpu_scheduler sched;
+	char name[16];			/* of the interrupt */
 
 	/* Freed at remove, after the device reset. */
 	struct hpu_queue_desc *ring;
@@ -36,20 +34,33 @@ struct hpu_queue {
 	dma_addr_t slots_dma;
 	bool irq_requested;
 
-	u64 fence_context;
-	/* Lock of the hardware fences of this queue's jobs. */
+	/* Lock of the fences of this queue's jobs. */
 	spinlock_t fence_lock;
 
 	/*
-	 * Protects the ring, @pi, @hw_seq, @pending, @resetting and the
-	 * queue-side fields of the jobs on @pending.  Taken in the queue's
-	 * and the event interrupt: always with interrupts off.
+	 * Protects the ring, @pi, @hw_seq, @pending, @queued, @waiting,
+	 * @scan, @resetting, the contexts' blocked_scan[index] and the
+	 * scheduler fields of the jobs on @waiting and @pending.  Taken in
+	 * the queue's and the event interrupt and in fence callbacks: always
+	 * with interrupts off.
 	 */
 	spinlock_t lock;
 	u32 pi;				/* producer index (free running) */
 	u64 hw_seq;			/* last hardware sequence number given */
 	struct list_head pending;	/* jobs in the ring, in ring order */
+	u32 queued;			/* jobs on @pending */
+	struct list_head waiting;	/* jobs not yet in the ring, in submission order */
+	u32 scan;			/* number of the last scan of @waiting */
 	bool resetting;			/* completions are left to the reset */
+
+	/*
+	 * The scheduler's (hpu_sched.c); they live until the DRM device is
+	 * released, since jobs of open files outlive an unbind.
+	 */
+	unsigned long timeout;		/* job timeout, jiffies */
+	struct delayed_work timeout_work;
+	struct llist_head free_list;	/* ended jobs to free */
+	struct work_struct free_work;
 };
 
 int hpu_queues_init(struct hpu_device *hdev);
@@ -57,12 +68,15 @@ void hpu_queues_quiesce(struct hpu_device *hdev);
 void hpu_queues_halt(struct hpu_device *hdev);
 void hpu_queues_fini(struct hpu_device *hdev);
 
-int hpu_queue_push(struct hpu_queue *q, struct hpu_job *job);
-void hpu_queue_recover(struct hpu_queue *q);
+void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job);
+void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
+			  int result, struct list_head *done);
+void hpu_queue_signal(struct list_head *done);
+unsigned long hpu_queue_recover(struct hpu_queue *q);
 void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error);
 void hpu_queue_fail_lost(struct hpu_queue *q);
 void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx);
 void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job);
-void hpu_queue_poll(struct hpu_queue *q, struct drm_sched_fence *end);
+void hpu_queue_poll(struct hpu_job *job);
 
 #endif /* HPU_QUEUE_H */

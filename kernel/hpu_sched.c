@@ -1,95 +1,226 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hpu GPU-scheduler glue.
+ * hpu job scheduler: when a job enters its queue's ring, job timeouts, and
+ * freeing ended jobs.
  *
- * One drm_gpu_scheduler per hardware queue; every context has an entity
- * on each.  The scheduler resolves a job's dependencies (the in-syncobjs),
- * keeps at most HPU_QUEUE_ENTRIES - 1 jobs in the ring, and times out the
- * oldest one after job_timeout_ms: hpu_queue_recover() resets the queue,
- * and every job it dropped is pushed again.  The schedulers live as long
- * as the DRM device, since entities of open files outlive an unbind; after
- * it, run_job fails jobs with -ENODEV.
+ * Why not drm_sched: it runs every job through the scheduler's thread, a
+ * wake-up (an IPI when the thread sleeps on another CPU) per job and per
+ * queue.  In the emulated machine this driver is tested on, that hop costs
+ * more than a small job runs, and a replayed recipe pays it once per
+ * engine queue.  Here SUBMIT itself puts a job into the ring when it may
+ * run; only a job that must wait goes through the queue's waiting list:
+ *
+ *  - a file's jobs enter a queue's ring in the order it submitted them:
+ *    a job waits while an earlier job of its file on that queue waits;
+ *  - a job waits until the fences of its in-syncobjs have signalled; the
+ *    callback of the last one pushes it;
+ *  - the ring holds at most HPU_QUEUE_ENTRIES - 1 jobs; the waiting jobs
+ *    of all files take the room that ending jobs free in submission order,
+ *    so files only ever wait for each other on ring space.
+ *
+ * A delayed work per queue times out the oldest job in the ring
+ * (hpu_queue_recover()), and a work per queue frees ended jobs: freeing
+ * may sleep, and a job ends in the completion interrupt.
  */
+#include <linux/dma-fence.h>
 #include <linux/jiffies.h>
+#include <linux/lockdep.h>
+#include <linux/workqueue.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 
-#include "hpu_compat.h"
+#include "hpu_ctx.h"
 #include "hpu_device.h"
 #include "hpu_job.h"
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 
 /*
- * Push the job; or, when recovery calls again, hand back the fence of a
- * job that is still in the ring or already ended.
+ * Push what may run of @q's waiting jobs, oldest first; with the device
+ * gone (@alive false, outside drm_dev_enter()), end every waiting job
+ * with -ENODEV.  Ended jobs go to @done, for hpu_queue_signal().
  */
-static struct dma_fence *hpu_sched_run_job(struct drm_sched_job *sched_job)
+void hpu_sched_run_locked(struct hpu_queue *q, bool alive, struct list_head *done)
 {
-	struct hpu_job *job = to_hpu_job(sched_job);
-	int ret;
+	struct hpu_job *job, *tmp;
+	u32 scan;
 
-	if (job->state == HPU_JOB_NEW) {
-		ret = hpu_queue_push(job->queue, job);
-		if (ret)
-			return ERR_PTR(ret);
+	lockdep_assert_held(&q->lock);
+
+	/* A queue reset in progress pushes them when it is done. */
+	if (list_empty(&q->waiting) || (alive && q->resetting))
+		return;
+
+	/* A file whose job cannot go yet is blocked for the rest of the scan. */
+	scan = ++q->scan;
+	list_for_each_entry_safe(job, tmp, &q->waiting, link) {
+		struct hpu_ctx *ctx = job->ctx;
+
+		if (!alive) {
+			hpu_queue_end_locked(q, job, -ENODEV, done);
+			continue;
+		}
+		if (ctx->blocked_scan[q->index] == scan)
+			continue;
+		if (atomic_read(&job->deps_left)) {
+			ctx->blocked_scan[q->index] = scan;
+			continue;
+		}
+		if (q->queued >= HPU_QUEUE_ENTRIES - 1)
+			break;
+		list_del(&job->link);
+		hpu_queue_push_locked(q, job);
 	}
-	return dma_fence_get(job->hw_fence);
 }
 
-static enum drm_gpu_sched_stat
-hpu_sched_timedout_job(struct drm_sched_job *sched_job)
+/* Add @job (if any) to @q's waiting jobs, and push what may run of them. */
+static void hpu_sched_add_run(struct hpu_queue *q, struct hpu_job *job)
 {
-	struct hpu_job *job = to_hpu_job(sched_job);
-	struct hpu_queue *q = job->queue;
+	unsigned long flags;
+	LIST_HEAD(done);
+	bool alive;
 	int idx;
 
-	/*
-	 * Always stop and restart: stopping puts the job back on the
-	 * scheduler's list, and restarting re-arms the completion callbacks
-	 * of every job through run_job.
-	 */
-	drm_sched_stop(&q->sched, sched_job);
-	if (drm_dev_enter(&q->hdev->drm, &idx)) {
-		hpu_queue_recover(q);
-		drm_dev_exit(idx);
+	alive = drm_dev_enter(&q->hdev->drm, &idx);
+	spin_lock_irqsave(&q->lock, flags);
+	if (job) {
+		job->state = HPU_JOB_WAITING;
+		list_add_tail(&job->link, &q->waiting);
 	}
-	drm_sched_resubmit_jobs(&q->sched);
-	hpu_compat_sched_start(&q->sched);
-	return HPU_SCHED_STAT_HANDLED;
+	hpu_sched_run_locked(q, alive, &done);
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (alive)
+		drm_dev_exit(idx);
+	hpu_queue_signal(&done);
 }
 
-static void hpu_sched_free_job(struct drm_sched_job *sched_job)
+static void hpu_sched_dep_signalled(struct dma_fence *fence, struct dma_fence_cb *cb)
 {
-	struct hpu_job *job = to_hpu_job(sched_job);
+	struct hpu_job_dep *dep = container_of(cb, struct hpu_job_dep, cb);
 
-	drm_sched_job_cleanup(sched_job);
-	hpu_job_free(job);
+	if (atomic_dec_and_test(&dep->job->deps_left))
+		hpu_sched_add_run(dep->job->queue, NULL);
 }
 
-static const struct drm_sched_backend_ops hpu_sched_ops = {
-	.run_job = hpu_sched_run_job,
-	.timedout_job = hpu_sched_timedout_job,
-	.free_job = hpu_sched_free_job,
-};
+/*
+ * Hand a numbered job to its queue: into the ring now if it may run, else
+ * into the waiting list.  The scheduler owns it from here on.
+ */
+void hpu_sched_submit(struct hpu_job *job)
+{
+	struct hpu_queue *q = job->queue;
+	unsigned int i;
 
-/* drm release: the entities of every context are gone. */
+	if (!job->num_deps) {
+		hpu_sched_add_run(q, job);
+		return;
+	}
+
+	/* One count for the arming itself, so no callback pushes the job before it is armed. */
+	atomic_set(&job->deps_left, 1);
+	spin_lock_irq(&q->lock);
+	job->state = HPU_JOB_WAITING;
+	list_add_tail(&job->link, &q->waiting);
+	spin_unlock_irq(&q->lock);
+
+	for (i = 0; i < job->num_deps; i++) {
+		struct hpu_job_dep *dep = &job->deps[i];
+
+		dep->job = job;
+		atomic_inc(&job->deps_left);
+		if (dma_fence_add_callback(dep->fence, &dep->cb, hpu_sched_dep_signalled))
+			atomic_dec(&job->deps_left);	/* already signalled */
+	}
+	if (atomic_dec_and_test(&job->deps_left))
+		hpu_sched_add_run(q, NULL);
+}
+
+/* End the waiting jobs of the closing @ctx with -ESRCH: they never run. */
+void hpu_sched_cancel_waiting(struct hpu_ctx *ctx)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &ctx->hdev->queues[i];
+		struct hpu_job *job, *tmp;
+		LIST_HEAD(done);
+		bool alive;
+		int idx;
+
+		alive = drm_dev_enter(&ctx->hdev->drm, &idx);
+		spin_lock_irq(&q->lock);
+		list_for_each_entry_safe(job, tmp, &q->waiting, link)
+			if (job->ctx == ctx)
+				hpu_queue_end_locked(q, job, -ESRCH, &done);
+		/* Jobs of other files may have waited for ring space behind them. */
+		hpu_sched_run_locked(q, alive, &done);
+		spin_unlock_irq(&q->lock);
+		if (alive)
+			drm_dev_exit(idx);
+		hpu_queue_signal(&done);
+	}
+}
+
+/* The oldest job in @q's ring now has HPU's job timeout to end. */
+void hpu_sched_arm_timeout(struct hpu_queue *q)
+{
+	queue_delayed_work(system_wq, &q->timeout_work, q->timeout);
+}
+
+/* Check the oldest job in @q's ring now, e.g. because its file closes. */
+void hpu_sched_timeout_now(struct hpu_queue *q)
+{
+	mod_delayed_work(system_wq, &q->timeout_work, 0);
+}
+
+static void hpu_sched_timeout_work(struct work_struct *work)
+{
+	struct hpu_queue *q = container_of(to_delayed_work(work), struct hpu_queue,
+					   timeout_work);
+	unsigned long left;
+	int idx;
+
+	if (!drm_dev_enter(&q->hdev->drm, &idx))
+		return;
+	left = hpu_queue_recover(q);
+	drm_dev_exit(idx);
+	if (left)
+		queue_delayed_work(system_wq, &q->timeout_work, left);
+}
+
+/* @job ended and its fence signalled: free it in process context. */
+void hpu_sched_job_done(struct hpu_job *job)
+{
+	struct hpu_queue *q = job->queue;
+
+	if (llist_add(&job->free_node, &q->free_list))
+		queue_work(system_wq, &q->free_work);
+}
+
+static void hpu_sched_free_work(struct work_struct *work)
+{
+	struct hpu_queue *q = container_of(work, struct hpu_queue, free_work);
+	struct hpu_job *job, *tmp;
+
+	llist_for_each_entry_safe(job, tmp, llist_del_all(&q->free_list), free_node)
+		hpu_job_free(job);
+}
+
+/* drm release: every file is closed and every job freed. */
 static void hpu_sched_fini(struct drm_device *drm, void *arg)
 {
 	struct hpu_queue *q = arg;
 
-	drm_sched_fini(&q->sched);
+	cancel_delayed_work_sync(&q->timeout_work);
+	flush_work(&q->free_work);
 }
 
 int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms)
 {
-	int ret;
-
-	ret = hpu_compat_sched_init(&q->sched, &hpu_sched_ops,
-				    HPU_QUEUE_ENTRIES - 1,
-				    msecs_to_jiffies(timeout_ms), q->name,
-				    hpu_dev(q->hdev));
-	if (ret)
-		return ret;
+	INIT_LIST_HEAD(&q->waiting);
+	q->timeout = msecs_to_jiffies(timeout_ms);
+	INIT_DELAYED_WORK(&q->timeout_work, hpu_sched_timeout_work);
+	init_llist_head(&q->free_list);
+	INIT_WORK(&q->free_work, hpu_sched_free_work);
 	return drmm_add_action_or_reset(&q->hdev->drm, hpu_sched_fini, q);
 }
