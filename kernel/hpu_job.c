@@ -136,24 +136,36 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 
 /*
  * The driver's copy of a command buffer.  Most are a few packets: those
- * are kmalloc'ed and mapped for streaming, which costs far less than a
- * coherent allocation (a zeroed page) per job.
+ * live at the end of the job's own allocation, larger ones up to a page
+ * are kmalloc'ed, both mapped for streaming, which costs far less than a
+ * coherent allocation (a zeroed page) per job.  Inline copies stay as long
+ * as the job's fence (the context's history keeps the last ones), hence
+ * the small bound.
  */
-static int hpu_job_cb_alloc(struct hpu_job *job)
+#define HPU_JOB_INLINE_CB 256
+
+static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 {
 	struct device *dev = hpu_dev(job->ctx->hdev);
 
 	if (job->cb_size > PAGE_SIZE) {
-		job->cb_coherent = true;
+		job->cb_kind = HPU_JOB_CB_COHERENT;
 		job->cb = dma_alloc_coherent(dev, job->cb_size, &job->cb_dma, GFP_KERNEL);
 		return job->cb ? 0 : -ENOMEM;
 	}
-	job->cb = kmalloc(job->cb_size, GFP_KERNEL);
-	if (!job->cb)
-		return -ENOMEM;
+	if (inline_cb) {
+		job->cb_kind = HPU_JOB_CB_INLINE;
+		job->cb = inline_cb;
+	} else {
+		job->cb_kind = HPU_JOB_CB_KMALLOC;
+		job->cb = kmalloc(job->cb_size, GFP_KERNEL);
+		if (!job->cb)
+			return -ENOMEM;
+	}
 	job->cb_dma = dma_map_single(dev, job->cb, job->cb_size, DMA_TO_DEVICE);
 	if (dma_mapping_error(dev, job->cb_dma)) {
-		kfree(job->cb);
+		if (job->cb_kind == HPU_JOB_CB_KMALLOC)
+			kfree(job->cb);
 		job->cb = NULL;
 		return -ENOMEM;
 	}
@@ -166,11 +178,12 @@ static void hpu_job_cb_free(struct hpu_job *job)
 
 	if (!job->cb)
 		return;
-	if (job->cb_coherent) {
+	if (job->cb_kind == HPU_JOB_CB_COHERENT) {
 		dma_free_coherent(dev, job->cb_size, job->cb, job->cb_dma);
 	} else {
 		dma_unmap_single(dev, job->cb_dma, job->cb_size, DMA_TO_DEVICE);
-		kfree(job->cb);
+		if (job->cb_kind == HPU_JOB_CB_KMALLOC)
+			kfree(job->cb);
 	}
 	job->cb = NULL;
 }
@@ -178,7 +191,7 @@ static void hpu_job_cb_free(struct hpu_job *job)
 /* Before the device reads what the CPU wrote into the command buffer. */
 static void hpu_job_cb_sync(struct hpu_job *job, u32 offset, u32 size)
 {
-	if (!job->cb_coherent)
+	if (job->cb_kind != HPU_JOB_CB_COHERENT)
 		dma_sync_single_for_device(hpu_dev(job->ctx->hdev), job->cb_dma + offset,
 					   size, DMA_TO_DEVICE);
 }
@@ -278,19 +291,23 @@ static void hpu_job_abort(struct hpu_job *job)
 static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
 				     u32 user_size, unsigned int num_deps)
 {
+	u32 cb_size = user_size + HPU_JOB_TAIL_SIZE;
+	bool inline_cb = cb_size <= HPU_JOB_INLINE_CB;
 	struct hpu_job *job;
+	size_t size = struct_size(job, deps, num_deps);
 	int ret;
 
-	job = kzalloc(struct_size(job, deps, num_deps), GFP_KERNEL);
+	/* deps[] holds pointers: an inline copy after it is 8-byte aligned. */
+	job = kzalloc(size + (inline_cb ? cb_size : 0), GFP_KERNEL);
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 	job->ctx = hpu_ctx_get(ctx);
 	atomic_inc(&ctx->jobs);
 	job->queue = &ctx->hdev->queues[queue];
 	job->user_size = user_size;
-	job->cb_size = user_size + HPU_JOB_TAIL_SIZE;
+	job->cb_size = cb_size;
 	INIT_LIST_HEAD(&job->link);
-	ret = hpu_job_cb_alloc(job);
+	ret = hpu_job_cb_alloc(job, inline_cb ? (void *)job + size : NULL);
 	if (ret) {
 		hpu_job_abort(job);
 		return ERR_PTR(ret);
@@ -454,14 +471,19 @@ err_abort_job:
 	return ERR_PTR(ret);
 }
 
+/* A SUBMIT of up to this many jobs keeps its arrays on the stack. */
+#define HPU_SUBMIT_STACK_JOBS 8
+
 int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
+	struct drm_hpu_job ujobs_stack[HPU_SUBMIT_STACK_JOBS];
+	struct hpu_job *jobs_stack[HPU_SUBMIT_STACK_JOBS];
 	struct hpu_ctx *ctx = file->driver_priv;
 	struct drm_hpu_submit *args = data;
 	struct drm_syncobj *out = NULL;
 	struct dma_fence **in = NULL;
-	struct drm_hpu_job *ujobs;
-	struct hpu_job **jobs;
+	struct drm_hpu_job *ujobs = ujobs_stack;
+	struct hpu_job **jobs = jobs_stack;
 	unsigned int i, created = 0;
 	int ret;
 
@@ -472,10 +494,15 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	if (args->num_in_syncobjs > DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS)
 		return -EINVAL;
 
-	ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),
-			    args->num_jobs * sizeof(*ujobs));
-	if (IS_ERR(ujobs))
-		return PTR_ERR(ujobs);
+	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {
+		ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),
+				    args->num_jobs * sizeof(*ujobs));
+		if (IS_ERR(ujobs))
+			return PTR_ERR(ujobs);
+	} else if (copy_from_user(ujobs, u64_to_user_ptr(args->jobs_ptr),
+				  args->num_jobs * sizeof(*ujobs))) {
+		return -EFAULT;
+	}
 	for (i = 0; i < args->num_jobs; i++) {
 		ret = hpu_job_check_args(&ujobs[i]);
 		if (ret)
@@ -493,10 +520,12 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		}
 	}
 
-	jobs = kcalloc(args->num_jobs, sizeof(*jobs), GFP_KERNEL);
-	if (!jobs) {
-		ret = -ENOMEM;
-		goto out_put_out;
+	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {
+		jobs = kcalloc(args->num_jobs, sizeof(*jobs), GFP_KERNEL);
+		if (!jobs) {
+			ret = -ENOMEM;
+			goto out_put_out;
+		}
 	}
 	for (created = 0; created < args->num_jobs; created++) {
 		struct hpu_job *job = hpu_job_create_user(ctx, &ujobs[created], in,
@@ -516,7 +545,8 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 out_abort_jobs:
 	for (i = 0; i < created; i++)
 		hpu_job_abort(jobs[i]);
-	kfree(jobs);
+	if (jobs != jobs_stack)
+		kfree(jobs);
 out_put_out:
 	if (out)
 		drm_syncobj_put(out);
@@ -525,7 +555,8 @@ out_put_in_fences:
 		dma_fence_put(in[i]);
 	kfree(in);
 out_free_ujobs:
-	kfree(ujobs);
+	if (ujobs != ujobs_stack)
+		kfree(ujobs);
 	return ret;
 }
 

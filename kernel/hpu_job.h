@@ -35,6 +35,12 @@ enum hpu_job_state {
 	HPU_JOB_ENDED,		/* result known; the fence is (being) signalled */
 };
 
+enum hpu_job_cb_kind {
+	HPU_JOB_CB_INLINE,	/* after deps[], mapped for streaming */
+	HPU_JOB_CB_KMALLOC,	/* mapped for streaming */
+	HPU_JOB_CB_COHERENT,
+};
+
 /* A fence the job waits for, from an in-syncobj. */
 struct hpu_job_dep {
 	struct dma_fence *fence;	/* a reference */
@@ -62,7 +68,7 @@ struct hpu_job {
 	dma_addr_t cb_dma;
 	u32 cb_size;
 	u32 user_size;
-	bool cb_coherent;		/* else kmalloc'ed and mapped for streaming */
+	enum hpu_job_cb_kind cb_kind;
 
 	/* Under queue->lock once submitted. */
 	struct list_head link;		/* in queue->waiting, then queue->pending */

@@ -60,7 +60,7 @@ struct hpu_queue {
 	unsigned long timeout;		/* job timeout, jiffies */
 	struct delayed_work timeout_work;
 	struct llist_head free_list;	/* ended jobs to free */
-	struct work_struct free_work;
+	struct delayed_work free_work;
 };
 
 int hpu_queues_init(struct hpu_device *hdev);

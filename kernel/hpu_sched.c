@@ -188,18 +188,23 @@ static void hpu_sched_timeout_work(struct work_struct *work)
 		queue_delayed_work(system_wq, &q->timeout_work, left);
 }
 
-/* @job ended and its fence signalled: free it in process context. */
+/*
+ * @job ended and its fence signalled: free it in process context, a tick
+ * later with the other jobs that end meanwhile; a wake-up per job would
+ * cost the CPUs more than freeing.
+ */
 void hpu_sched_job_done(struct hpu_job *job)
 {
 	struct hpu_queue *q = job->queue;
 
 	if (llist_add(&job->free_node, &q->free_list))
-		queue_work(system_wq, &q->free_work);
+		queue_delayed_work(system_wq, &q->free_work, 1);
 }
 
 static void hpu_sched_free_work(struct work_struct *work)
 {
-	struct hpu_queue *q = container_of(work, struct hpu_queue, free_work);
+	struct hpu_queue *q = container_of(to_delayed_work(work), struct hpu_queue,
+					   free_work);
 	struct hpu_job *job, *tmp;
 
 	llist_for_each_entry_safe(job, tmp, llist_del_all(&q->free_list), free_node)
@@ -212,7 +217,7 @@ static void hpu_sched_fini(struct drm_device *drm, void *arg)
 	struct hpu_queue *q = arg;
 
 	cancel_delayed_work_sync(&q->timeout_work);
-	flush_work(&q->free_work);
+	flush_delayed_work(&q->free_work);
 }
 
 int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms)
@@ -221,6 +226,6 @@ int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms)
 	q->timeout = msecs_to_jiffies(timeout_ms);
 	INIT_DELAYED_WORK(&q->timeout_work, hpu_sched_timeout_work);
 	init_llist_head(&q->free_list);
-	INIT_WORK(&q->free_work, hpu_sched_free_work);
+	INIT_DELAYED_WORK(&q->free_work, hpu_sched_free_work);
 	return drmm_add_action_or_reset(&q->hdev->drm, hpu_sched_fini, q);
 }
