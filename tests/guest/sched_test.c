@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The driver's scheduler (kernel/hpu_sched.c) through the raw ABI: a job
+ * with in-syncobjs waits for their fences; a file's jobs on one queue keep
+ * their order behind a waiting job while other files' jobs go on; more
+ * jobs than a ring holds all run, in order; closing a file ends its
+ * waiting jobs and leaves the device working.
+ *
+ * A job parked on a device WAIT packet stands for a long job: it ends only
+ * when a later job SIGNALs the sync object in HBM.
+ */
+#include <time.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define LONG_NS 30000000000ll
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+
+FIXTURE(sched) {
+	char bdf[64];
+	int fd;
+	uint64_t sync;		/* an HBM word device WAITs park on */
+	uint8_t *dst;		/* a host page the jobs write */
+	uint64_t dst_va;
+};
+
+FIXTURE_SETUP(sched)
+{
+	uint32_t h;
+
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, RW, &self->sync));
+	self->dst = hpu_host_pages(HPU_PAGE);
+	ASSERT_NE(NULL, self->dst);
+	memset(self->dst, 0, HPU_PAGE);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->dst, HPU_PAGE, RW, &self->dst_va));
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	close(self->fd);
+}
+
+static uint32_t syncobj_create(int fd)
+{
+	struct drm_syncobj_create a = { 0 };
+
+	return hpu_ioc(fd, DRM_IOCTL_SYNCOBJ_CREATE, &a) ? 0 : a.handle;
+}
+
+/* One job on queue with optional in- and out-syncobj (0: none); *seq gets its number. */
+static int submit_sync(int fd, uint32_t queue, const struct hpu_cb *cb, uint32_t in,
+		       uint32_t out, uint64_t *seq)
+{
+	struct drm_hpu_job job = { .cb_ptr = (uintptr_t)cb->buf, .cb_size = cb->size,
+				   .queue = queue };
+	struct drm_hpu_submit a = {
+		.jobs_ptr = (uintptr_t)&job, .num_jobs = 1, .out_syncobj = out,
+		.in_syncobjs_ptr = (uintptr_t)&in, .num_in_syncobjs = in ? 1 : 0,
+	};
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_SUBMIT, &a);
+
+	if (!err)
+		*seq = a.seq;
+	return err;
+}
+
+/* A job on queue that parks until the word at sync reaches 1; its end goes to syncobj out. */
+static int submit_parked(int fd, uint32_t queue, uint64_t sync, uint32_t out, uint64_t *seq)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	hpu_cb_wait(&cb, sync, 1);
+	return submit_sync(fd, queue, &cb, 0, out, seq);
+}
+
+/* A job on queue that writes value to the first byte of dst, after syncobj in (0: none). */
+static int submit_mark(int fd, uint32_t queue, uint64_t dst_va, uint8_t value, uint32_t in,
+		       uint64_t *seq)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	hpu_cb_memset(&cb, dst_va, value, 1);
+	return submit_sync(fd, queue, &cb, in, 0, seq);
+}
+
+/* Unparks the parked jobs from queue 2. */
+static int release_parked(FIXTURE_DATA(sched) *self)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	hpu_cb_signal(&cb, self->sync, 1);
+	return hpu_run(self->fd, 2, cb.buf, cb.size);
+}
+
+/* Whether job seq is still running or waiting: a zero-timeout WAIT says -ETIME. */
+static bool pending(int fd, uint64_t seq)
+{
+	int err;
+
+	return hpu_wait(fd, seq, 0, &err) == -ETIME;
+}
+
+static void settle(void)
+{
+	usleep(200 * 1000);
+}
+
+/* A job on another queue waits for the fence of its in-syncobj, then runs. */
+TEST_F(sched, in_syncobj_holds_a_job_until_its_fence_signals)
+{
+	uint32_t s = syncobj_create(self->fd);
+	uint64_t parked, marked;
+	int err;
+
+	ASSERT_NE(0, s);
+	ASSERT_EQ(0, submit_parked(self->fd, 0, self->sync, s, &parked));
+	ASSERT_EQ(0, submit_mark(self->fd, 1, self->dst_va, 0xab, s, &marked));
+	settle();
+	EXPECT_TRUE(pending(self->fd, marked));
+	EXPECT_EQ(0, self->dst[0]);
+
+	ASSERT_EQ(0, release_parked(self));
+	ASSERT_EQ(0, hpu_wait(self->fd, marked, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, hpu_wait(self->fd, parked, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0xab, self->dst[0]);
+}
+
+/*
+ * Behind a job waiting for its fence, the same file's next job on that
+ * queue waits too (it may not overtake), while another file's job on the
+ * queue runs at once.
+ */
+TEST_F(sched, a_waiting_job_holds_its_files_order_but_not_other_files)
+{
+	uint32_t s = syncobj_create(self->fd);
+	uint8_t *other = hpu_host_pages(HPU_PAGE);
+	uint64_t parked, first, second, other_va = 0, theirs;
+	int fd2, err;
+
+	ASSERT_NE(0, s);
+	ASSERT_NE(NULL, other);
+	memset(other, 0, HPU_PAGE);
+	fd2 = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, hpu_vm_map(fd2, 0, 0, other, HPU_PAGE, RW, &other_va));
+
+	ASSERT_EQ(0, submit_parked(self->fd, 0, self->sync, s, &parked));
+	ASSERT_EQ(0, submit_mark(self->fd, 1, self->dst_va, 1, s, &first));
+	ASSERT_EQ(0, submit_mark(self->fd, 1, self->dst_va, 2, 0, &second));
+	ASSERT_EQ(0, submit_mark(fd2, 1, other_va, 3, 0, &theirs));
+	ASSERT_EQ(0, hpu_wait(fd2, theirs, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(3, other[0]);
+	settle();
+	EXPECT_TRUE(pending(self->fd, first));
+	EXPECT_TRUE(pending(self->fd, second));
+	EXPECT_EQ(0, self->dst[0]);
+
+	ASSERT_EQ(0, release_parked(self));
+	ASSERT_EQ(0, hpu_wait(self->fd, second, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, hpu_wait(self->fd, first, 0, &err));
+	EXPECT_EQ(0, err);
+	/* The second job's byte is last: it ran after the first. */
+	EXPECT_EQ(2, self->dst[0]);
+	close(fd2);
+}
+
+/* Four times what a ring holds, submitted without a wait: every job runs, in order. */
+TEST_F(sched, more_jobs_than_a_ring_holds_all_run_in_order)
+{
+	enum { JOBS = 1024 };
+	uint64_t seq[JOBS];
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < JOBS; i++)
+		ASSERT_EQ(0, submit_mark(self->fd, 3, self->dst_va, (uint8_t)(i + 1), 0, &seq[i]));
+	ASSERT_EQ(0, hpu_wait(self->fd, seq[JOBS - 1], LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	for (i = 0; i < JOBS; i++) {
+		ASSERT_EQ(0, hpu_wait(self->fd, seq[i], 0, &err));
+		EXPECT_EQ(0, err);
+	}
+	EXPECT_EQ((uint8_t)JOBS, self->dst[0]);
+}
+
+/*
+ * Closing a file whose job waits for a fence of a job parked on the device:
+ * both fail, the close returns within the grace period and a reset, and
+ * the device runs other files' jobs on the same queues afterwards.
+ */
+TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
+{
+	uint8_t *theirs = hpu_host_pages(HPU_PAGE);
+	struct drm_hpu_stats before, after;
+	uint64_t parked, marked, seq, sync = 0, theirs_va = 0;
+	struct timespec t0, t1;
+	uint32_t s, h;
+	int fd2, err;
+
+	ASSERT_NE(NULL, theirs);
+	memset(theirs, 0, HPU_PAGE);
+	fd2 = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fd2);
+	s = syncobj_create(fd2);
+	ASSERT_NE(0, s);
+	ASSERT_EQ(0, hpu_gem_create(fd2, HPU_PAGE, 0, &h));
+	ASSERT_EQ(0, hpu_vm_map(fd2, h, 0, NULL, HPU_PAGE, RW, &sync));
+	ASSERT_EQ(0, hpu_vm_map(fd2, 0, 0, theirs, HPU_PAGE, RW, &theirs_va));
+	ASSERT_EQ(0, hpu_stats(self->fd, &before));
+	ASSERT_EQ(0, submit_parked(fd2, 0, sync, s, &parked));
+	ASSERT_EQ(0, submit_mark(fd2, 1, theirs_va, 7, s, &marked));
+	settle();
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	close(fd2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_GT(10, t1.tv_sec - t0.tv_sec);
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	EXPECT_EQ(before.jobs_failed + 2, after.jobs_failed);
+	EXPECT_EQ(before.jobs_completed, after.jobs_completed);
+	EXPECT_EQ(0, theirs[0]);	/* the waiting job never ran */
+
+	ASSERT_EQ(0, submit_mark(self->fd, 0, self->dst_va, 5, 0, &seq));
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, submit_mark(self->fd, 1, self->dst_va + 1, 6, 0, &seq));
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(5, self->dst[0]);
+	EXPECT_EQ(6, self->dst[1]);
+}
+
+TEST_HARNESS_MAIN
