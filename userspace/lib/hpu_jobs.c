@@ -40,7 +40,8 @@ int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsign
 		    uint64_t *last_seq)
 {
 	struct hpu_jobs *jobs = &dev->jobs;
-	struct drm_hpu_job job[DRM_HPU_SUBMIT_MAX_JOBS] = { 0 };
+	/* Only the first count entries are filled (each whole): no memset of all of them. */
+	struct drm_hpu_job job[DRM_HPU_SUBMIT_MAX_JOBS];
 	struct drm_hpu_submit args = {
 		.jobs_ptr = (uintptr_t)job,
 		.num_jobs = count,
