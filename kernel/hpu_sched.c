@@ -108,21 +108,15 @@ static void hpu_sched_dep_signalled(struct dma_fence *fence, struct dma_fence_cb
  */
 void hpu_sched_submit(struct hpu_job *job)
 {
-	struct hpu_queue *q = job->queue;
 	unsigned int i;
 
-	if (!job->num_deps) {
-		hpu_sched_add_run(q, job);
-		return;
-	}
-
-	/* One count for the arming itself, so no callback pushes the job before it is armed. */
+	/*
+	 * Armed before any scan sees the job, so that it cannot end (and be
+	 * freed) meanwhile.  A callback that brings the count to zero before
+	 * the job is on the list finds nothing to push; the scan that adds
+	 * the job then sees the count at zero.
+	 */
 	atomic_set(&job->deps_left, 1);
-	spin_lock_irq(&q->lock);
-	job->state = HPU_JOB_WAITING;
-	list_add_tail(&job->link, &q->waiting);
-	spin_unlock_irq(&q->lock);
-
 	for (i = 0; i < job->num_deps; i++) {
 		struct hpu_job_dep *dep = &job->deps[i];
 
@@ -131,8 +125,8 @@ void hpu_sched_submit(struct hpu_job *job)
 		if (dma_fence_add_callback(dep->fence, &dep->cb, hpu_sched_dep_signalled))
 			atomic_dec(&job->deps_left);	/* already signalled */
 	}
-	if (atomic_dec_and_test(&job->deps_left))
-		hpu_sched_add_run(q, NULL);
+	atomic_dec(&job->deps_left);
+	hpu_sched_add_run(job->queue, job);
 }
 
 /* End the waiting jobs of the closing @ctx with -ESRCH: they never run. */
