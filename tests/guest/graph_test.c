@@ -4,9 +4,12 @@
  * of the seeds' MLP captured once and replayed gives bitwise the results
  * of running it eagerly, with fresh dropout masks and the new data copied
  * into its static inputs at every replay; one compilation, one upload, and
- * each replay one ioctl whatever the number of ops.  Misuse - a replay, a
- * host read, a synchronize or a CPU fallback inside a capture, replaying
- * what holds no capture - fails with its errno and the capture goes on.
+ * each replay one ioctl whatever the number of ops.  Replays with batch
+ * views standing in for the static inputs give the same results with no
+ * copy, and a stand-in of the wrong shape, dtype or layout is refused.
+ * Misuse - a replay, a host read, a synchronize or a CPU fallback inside a
+ * capture, replaying what holds no capture - fails with its errno and the
+ * capture goes on.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -100,6 +103,106 @@ TEST_F(graph, replayed_mlp_steps_match_eager_bitwise)
 	ASSERT_EQ(0, hpu_graph_get_info(self->g, &info));
 	EXPECT_EQ(STEPS, info.replays);
 	fflush(stdout);
+	mlp_free(&me);
+	mlp_free(&mg);
+}
+
+/*
+ * The seed's loop without its copies: each replay binds a batch view of a
+ * dataset on the device in place of the static inputs; the parameters
+ * match eager steps on the same batches bitwise, each replay after the
+ * first two is one ioctl, and a plain replay reads the static inputs again.
+ */
+TEST_F(graph, replay_with_binds_batches_in_place_of_static_inputs)
+{
+	struct hpu_tensor *xs, *ys, *xv, *yv, *wrong, *wide, *strided;
+	struct mlp me = { 0 }, mg = { 0 };
+	uint64_t before;
+	unsigned int step, i;
+
+	lcg = 1;
+	mlp_init(self->dev, self->eager, &me);
+	lcg = 1;
+	mlp_init(self->dev, self->s, &mg);
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 2, (int64_t[]){ STEPS * B, IN }, &xs));
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_I64, 1, (int64_t[]){ STEPS * B }, &ys));
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	ASSERT_EQ(0, mlp_step(self->dev, self->s, &mg)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g)) TH_LOG("%s", hpu_last_error());
+
+	for (step = 0; step < STEPS; step++) {
+		ASSERT_EQ(0, hpu_tensor_slice(xs, 0, step * B, (step + 1) * B, 1, &xv));
+		ASSERT_EQ(0, hpu_tensor_slice(ys, 0, step * B, (step + 1) * B, 1, &yv));
+		/* The eager model's batch, and the same bytes into the dataset's rows. */
+		ASSERT_EQ(0, load_batch(self->eager, &me, step));
+		ASSERT_EQ(0, hpu_op_unary(self->eager, HPU_UN_COPY, xv, me.x));
+		ASSERT_EQ(0, hpu_op_unary(self->eager, HPU_UN_COPY, yv, me.y));
+		ASSERT_EQ(0, mlp_step(self->dev, self->eager, &me));
+		ASSERT_EQ(0, hpu_stream_synchronize(self->eager));
+		before = ioctls(self->dev);
+		ASSERT_EQ(0, hpu_graph_replay_with(self->g, self->s,
+						   (struct hpu_graph_input[]){ { mg.x, xv },
+									       { mg.y, yv } },
+						   2))
+			TH_LOG("%s", hpu_last_error());
+		if (step >= 2)
+			EXPECT_EQ(1 + 1, ioctls(self->dev) - before);
+		ASSERT_EQ(0, hpu_stream_synchronize(self->s)) TH_LOG("%s", hpu_last_error());
+		for (i = 0; i < NPARAMS; i++)
+			same(_metadata, self->eager, me.p[i], self->s, mg.p[i], "a parameter");
+		same(_metadata, self->eager, me.loss_sum, self->s, mg.loss_sum, "loss_sum");
+		hpu_tensor_destroy(xv);
+		hpu_tensor_destroy(yv);
+	}
+
+	/* Refused, each with a message, and nothing enqueued. */
+	ASSERT_EQ(0, hpu_tensor_slice(xs, 0, 0, B, 1, &xv));
+	ASSERT_EQ(0, hpu_tensor_slice(ys, 0, 0, B, 1, &yv));
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 2, (int64_t[]){ B, IN + 1 }, &wrong));
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 2, (int64_t[]){ B, 2 * IN }, &wide));
+	ASSERT_EQ(0, hpu_tensor_slice(wide, 1, 0, IN, 1, &strided));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ mg.x, wrong }, 1));
+	ksft_print_msg("a wrong shape: %s\n", hpu_last_error());
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ mg.y, xv }, 1));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ wrong, wrong }, 1));
+	ksft_print_msg("not a static input: %s\n", hpu_last_error());
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ xv, xv }, 1));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ mg.x, mg.x }, 1));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 (struct hpu_graph_input[]){ { mg.x, xv },
+									     { mg.x, xv } },
+						 2));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s, NULL, 1));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ mg.x, NULL }, 1));
+	EXPECT_EQ(-EINVAL, hpu_graph_replay_with(self->g, self->s,
+						 &(struct hpu_graph_input){ mg.x, strided }, 1));
+	ksft_print_msg("not contiguous: %s\n", hpu_last_error());
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+	for (i = 0; i < NPARAMS; i++)
+		same(_metadata, self->eager, me.p[i], self->s, mg.p[i], "a parameter after refusals");
+
+	/* A plain replay reads the static inputs again. */
+	ASSERT_EQ(0, load_batch(self->eager, &me, STEPS));
+	ASSERT_EQ(0, load_batch(self->s, &mg, STEPS));
+	ASSERT_EQ(0, mlp_step(self->dev, self->eager, &me));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+	for (i = 0; i < NPARAMS; i++)
+		same(_metadata, self->eager, me.p[i], self->s, mg.p[i], "a parameter, plain replay");
+	hpu_tensor_destroy(strided);
+	hpu_tensor_destroy(wide);
+	hpu_tensor_destroy(wrong);
+	hpu_tensor_destroy(xv);
+	hpu_tensor_destroy(yv);
+	hpu_tensor_destroy(xs);
+	hpu_tensor_destroy(ys);
 	mlp_free(&me);
 	mlp_free(&mg);
 }

@@ -554,10 +554,11 @@ static const struct {
 	API("HPU_0.5", hpu_module_cacher_destroy),
 	API("HPU_0.5", hpu_bucket_size),
 	API("HPU_0.5", hpu_tensor_pad),
+	API("HPU_0.6", hpu_graph_replay_with),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",
-						"HPU_0.5" };
+						"HPU_0.5", "HPU_0.6" };
 
 static bool is_version_node(const char *name)
 {

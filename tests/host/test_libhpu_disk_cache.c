@@ -38,7 +38,9 @@
 static char root[] = "/tmp/hpu_disk_cache_XXXXXX";
 static struct hpu_ir graphs[GRAPHS];
 static struct hpu_recipe *ref[GRAPHS]; /* what the compiler makes of each */
-static const struct hpu_compile_config cfg4 = { .engines = 4, .fw_version = FW };
+/* What hpu_ir_recipe() compiles with on the fake device (4 queues). */
+static const struct hpu_compile_config cfg4 = { .engines = 4, .fw_version = FW,
+						.fit_engines = true };
 static const struct hpu_disk_compat compat0 = {
 	.abi_version = 1 << 16 | 5, .fw_version = FW, .fw_if_version = 1 << 16,
 	.hw_revision = 1, .pci_id = 0x1da30001, .num_dma = 1, .num_mme = 1, .num_tpc = 2,

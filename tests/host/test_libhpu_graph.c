@@ -260,21 +260,57 @@ static void test_engines_and_minimal_sync(void)
 	hpu_recipe_put(r);
 }
 
-/* Two independent chains spread over both tensor engines, each in order. */
-static void test_independent_chains_use_both_tensor_engines(void)
+/* Two independent chains of two ops: 0 -> 1 -> 1 and 2 -> 3 -> 3, interleaved. */
+static void two_chains(void)
 {
-	struct hpu_recipe *r;
-
 	graph_reset(4, NULL);
 	unary(1, 0, HPU_UNARY_NEG);
 	unary(3, 2, HPU_UNARY_NEG);
 	unary(1, 1, HPU_UNARY_EXP);
 	unary(3, 3, HPU_UNARY_EXP);
+}
+
+/* Two independent chains spread over both tensor engines, each in order. */
+static void test_independent_chains_use_both_tensor_engines(void)
+{
+	struct hpu_recipe *r;
+
+	two_chains();
 	r = compile(&cfg4);
 	if (!r)
 		return;
 	EXPECT(r->engine[2].nodes == 2 && r->engine[3].nodes == 2);
 	EXPECT(r->num_waits == 0);
+	hpu_recipe_put(r);
+}
+
+/*
+ * Fitting engines: a chain (no overlap possible) goes to one engine, with
+ * no sync object; two independent chains of equal work still spread.
+ */
+static void test_fit_engines_keeps_a_chain_on_one_engine(void)
+{
+	const struct hpu_compile_config fit = { .engines = 4, .fw_version = 0x010000,
+						 .fit_engines = true };
+	struct hpu_recipe *r;
+
+	graph_reset(4, NULL);
+	unary(1, 0, HPU_UNARY_NEG);
+	unary(2, 1, HPU_UNARY_EXP);
+	unary(3, 2, HPU_UNARY_NEG);
+	r = compile(&fit);
+	if (!r)
+		return;
+	EXPECT(r->num_engines == 1 && r->engine[0].nodes == 3);
+	EXPECT(r->num_waits == 0 && r->num_signals == 0);
+	hpu_recipe_put(r);
+
+	two_chains();
+	r = compile(&fit);
+	if (!r)
+		return;
+	EXPECT(r->num_engines == 4);
+	EXPECT(r->engine[2].nodes == 2 && r->engine[3].nodes == 2);
 	hpu_recipe_put(r);
 }
 
@@ -313,12 +349,12 @@ static void test_key_is_stable_and_sees_every_attribute(void)
 	g.bufs[0].size *= 2;
 	EXPECT(key_hash(&cfg4, &k1, &s1) == h0);
 	free(k1);
-	for (m = 0; m < 14; m++) {
+	for (m = 0; m < 15; m++) {
 		struct hpu_compile_config cfg = cfg4;
 		struct hpu_gnode *n;
 		const char *what[] = { "kernel", "arg", "scalar", "dtype", "shape", "stride",
 				       "delta", "aliasing", "internal", "internal size",
-				       "ops", "engines", "firmware", "outputs" };
+				       "ops", "engines", "firmware", "outputs", "engine fitting" };
 
 		base_graph();
 		n = &g.nodes[1];
@@ -337,6 +373,7 @@ static void test_key_is_stable_and_sees_every_attribute(void)
 		case 11: cfg.engines = 2; break;
 		case 12: cfg.fw_version = 0x010001; break;
 		case 13: n->op.outputs = 3; break;
+		case 14: cfg.fit_engines = true; break;
 		}
 		h1 = key_hash(&cfg, &k1, &s1);
 		if (h1 == h0 || (s1 == s0 && !memcmp(k0, k1, s0))) {
@@ -465,6 +502,7 @@ static const struct tap_test tests[] = {
 	  test_engines_and_minimal_sync },
 	{ "independent chains use both tensor engines",
 	  test_independent_chains_use_both_tensor_engines },
+	{ "fitting engines keeps a chain on one engine", test_fit_engines_keeps_a_chain_on_one_engine },
 	{ "the cache key is stable and sees every attribute",
 	  test_key_is_stable_and_sees_every_attribute },
 	{ "the flush finds intermediates and persistent bases",

@@ -9,6 +9,9 @@
  *                       (hpu_make_graphed_callable()), loss and optimizer lazy
  *   capture_replay      the whole step captured once; each step copies the
  *                       batch into the static inputs and replays
+ *   capture_bind        the same graph; each step replays it with the batch
+ *                       bound in place of the static inputs, no copy
+ *                       (hpu_graph_replay_with())
  *   module_cacher       the step as a module of hpu_module_cacher_call(),
  *                       one graph per batch shape
  * All run the same ops on the same values: their results are the same.
@@ -358,11 +361,11 @@ static double evaluate(struct hpu_stream *s, struct model *m, const struct split
 	return read_scalar(s, m->correct) / (double)(steps * BATCH);
 }
 
-enum mode { EAGER, LAZY, GRAPHED, CAPTURE, CACHER, MODES };
+enum mode { EAGER, LAZY, GRAPHED, CAPTURE, CACHER, BIND, MODES };
 
 static const char *const mode_names[MODES] = {
 	[EAGER] = "eager", [LAZY] = "lazy", [GRAPHED] = "graphed_callables",
-	[CAPTURE] = "capture_replay", [CACHER] = "module_cacher",
+	[CAPTURE] = "capture_replay", [CACHER] = "module_cacher", [BIND] = "capture_bind",
 };
 
 /* How the steps run, and what each mode keeps for it. */
@@ -371,7 +374,7 @@ struct trainer {
 	struct hpu_stream *s;
 	struct model *m;
 	const struct hpu_adadelta_config *opt;
-	struct hpu_tensor *x, *y;  /* capture_replay: the graph's static inputs */
+	struct hpu_tensor *x, *y;  /* capture_replay, capture_bind: the graph's static inputs */
 	struct hpu_tensor *x_seen; /* graphed_callables: the forward's input, for the backward */
 	struct hpu_graph *graph;
 	struct hpu_graphed *graphed;
@@ -436,6 +439,7 @@ static void trainer_init(struct hpu_device *dev, struct trainer *t, const struct
 		break;
 	}
 	case CAPTURE:
+	case BIND:
 		/* The seed's loop: copy each batch into the static inputs, replay. */
 		TRY(hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ BATCH, PIXELS }, &t->x));
 		TRY(hpu_tensor_empty(dev, HPU_DT_I64, 1, (int64_t[]){ BATCH }, &t->y));
@@ -480,6 +484,12 @@ static void trainer_step(struct trainer *t, struct hpu_tensor *x, struct hpu_ten
 		TRY(hpu_op_unary(t->s, HPU_UN_COPY, t->y, y));
 		TRY(hpu_graph_replay(t->graph, t->s));
 		break;
+	case BIND: {
+		const struct hpu_graph_input bind[] = { { t->x, x }, { t->y, y } };
+
+		TRY(hpu_graph_replay_with(t->graph, t->s, bind, 2));
+		break;
+	}
 	case CACHER:
 		TRY(hpu_module_cacher_call(t->cacher, t->s, in, NULL, 0, NULL));
 		break;
@@ -510,7 +520,7 @@ struct options {
 static void usage(void)
 {
 	fprintf(stderr, "usage: mnist [-d DIR] [-e EPOCHS] [-s STEPS] [-l LR] [-t] [-B] [-S SEED] "
-		"[-m eager|lazy|graphed_callables|capture_replay|module_cacher]\n");
+		"[-m eager|lazy|graphed_callables|capture_replay|module_cacher|capture_bind]\n");
 	exit(2);
 }
 

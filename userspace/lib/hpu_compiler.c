@@ -12,7 +12,11 @@
  *  3. Dependencies on memory as it will be laid out (so workspace reuse
  *     orders the reuser after the last use too): an op depends on every
  *     earlier op touching overlapping bytes where either writes.
- *  4. Scheduling: DMA work to the DMA engine, GEMMs to the matrix engine,
+ *  4. Scheduling: with fit_engines, a graph that is mostly one chain (its
+ *     work less than HPU_SPREAD_PARALLELISM times its critical path's) runs
+ *     on one engine: spread, it would overlap little and pay a job per
+ *     engine at every launch and a sync object per hop.  Otherwise DMA
+ *     work to the DMA engine, GEMMs to the matrix engine,
  *     kernels to a tensor engine - the one that ran the op's latest
  *     producer among them, else the least loaded.  Each engine runs its
  *     ops in program order.
@@ -380,6 +384,34 @@ static int hpu_dependencies(struct hpu_compiler *c)
 
 /* 4 and 5. Scheduling and sync objects */
 
+/* fit_engines: below this, one engine. */
+#define HPU_SPREAD_PARALLELISM 1.5
+
+/* The graph's work over its critical path's, by the nodes' costs: what could overlap. */
+static double hpu_parallelism(const struct hpu_compiler *c)
+{
+	uint64_t total = 0, longest = 0, *finish = calloc(c->num_nodes + 1, sizeof(*finish));
+	unsigned int n, d;
+
+	/* Out of memory: not worth failing the compile over. */
+	if (!finish)
+		return HPU_SPREAD_PARALLELISM;
+	for (n = 0; n < c->num_nodes; n++) {
+		const struct hpu_lnode *node = &c->nodes[n];
+		uint64_t start = 0;
+
+		for (d = 0; d < node->deps_count; d++)
+			if (finish[c->deps[node->deps_start + d]] > start)
+				start = finish[c->deps[node->deps_start + d]];
+		finish[n] = start + node->cost;
+		total += node->cost;
+		if (finish[n] > longest)
+			longest = finish[n];
+	}
+	free(finish);
+	return longest ? (double)total / (double)longest : 1;
+}
+
 static bool hpu_is_tpc(const struct hpu_compiler *c, unsigned int e)
 {
 	return e >= c->tpc_first && e < c->tpc_first + c->tpc_count;
@@ -675,10 +707,8 @@ static int hpu_emit(struct hpu_compiler *c, struct hpu_recipe *r)
 	return ret ? ret : hpu_emit_blob(c, r);
 }
 
-static void hpu_compiler_engines(struct hpu_compiler *c)
+static void hpu_compiler_engines(struct hpu_compiler *c, unsigned int e)
 {
-	unsigned int e = c->cfg->engines;
-
 	c->engines = e ? (e < HPU_GRAPH_MAX_ENGINES ? e : HPU_GRAPH_MAX_ENGINES) : 1;
 	/* Fewer queues than engine kinds: kinds share an engine, DMA with the MME first. */
 	c->dma = 0;
@@ -698,13 +728,16 @@ int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 	c.ws_off = calloc(g->num_bufs + 1, sizeof(*c.ws_off));
 	c.binding = calloc(g->num_bufs + 1, sizeof(*c.binding));
 	ret = r && c.ws_off && c.binding ? 0 : hpu_error_set(ENOMEM, "out of memory");
-	hpu_compiler_engines(&c);
+	hpu_compiler_engines(&c, cfg->engines);
 	if (!ret)
 		ret = hpu_lower(&c);
 	if (!ret)
 		ret = hpu_plan_workspace(&c);
 	if (!ret)
 		ret = hpu_dependencies(&c);
+	if (!ret && cfg->fit_engines && c.engines > 1 &&
+	    hpu_parallelism(&c) < HPU_SPREAD_PARALLELISM)
+		hpu_compiler_engines(&c, 1);
 	if (!ret) {
 		hpu_schedule(&c);
 		ret = hpu_emit(&c, r);
@@ -766,6 +799,7 @@ int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uin
 	hpu_key_u64(&k, (uint64_t)HPU_COMPILER_VERSION << 32 | HPU_PKT_VERSION << 16 |
 				HPU_KERNEL_PARAMS_VERSION);
 	hpu_key_u64(&k, (uint64_t)cfg->fw_version << 32 | cfg->engines);
+	hpu_key_u64(&k, cfg->fit_engines);
 	hpu_key_u64(&k, g->num_bufs);
 	/* A persistent buffer's size does not matter: only the bytes its operands reach. */
 	for (i = 0; i < g->num_bufs; i++)

@@ -558,6 +558,8 @@ void hpu_stream_capture_abort(struct hpu_stream *s);
 struct hpu_compile_config {
 	unsigned int engines; /* 1..HPU_GRAPH_MAX_ENGINES hardware queues */
 	uint32_t fw_version;  /* recipes belong to a firmware: part of the key */
+	/* Use one engine for a graph with too little parallelism to overlap (hpu_compiler.c). */
+	bool fit_engines;
 };
 
 /* The u64 at blob offset `at` gets an address added: the blob's, the workspace's or a binding's. */

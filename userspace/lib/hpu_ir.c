@@ -217,6 +217,7 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 		.engines = dev->num_queues < HPU_GRAPH_MAX_ENGINES ? dev->num_queues
 								   : HPU_GRAPH_MAX_ENGINES,
 		.fw_version = dev->recipes.fw_version,
+		.fit_engines = true,
 	};
 	uint64_t hash;
 	uint8_t *key;

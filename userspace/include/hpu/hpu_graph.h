@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhpu graphs (0.5): lazy mode, recipes, the recipe cache, HPU graphs
+ * libhpu graphs (0.5; replays with stand-in inputs 0.6): lazy mode, recipes, the recipe cache, HPU graphs
  * (capture and replay, graphed callables, a per-shape graph cache),
  * dynamic shapes and metrics.
  *
@@ -131,6 +131,26 @@ HPU_API int hpu_graph_capture_begin(struct hpu_graph *graph, struct hpu_stream *
 HPU_API int hpu_graph_capture_end(struct hpu_graph *graph);
 /* Enqueues the captured ops on stream (any stream of the graph's device). */
 HPU_API int hpu_graph_replay(struct hpu_graph *graph, struct hpu_stream *stream);
+
+/* For hpu_graph_replay_with(): tensor stands in for static_input. */
+struct hpu_graph_input {
+	struct hpu_tensor *static_input;
+	struct hpu_tensor *tensor;
+};
+
+/*
+ * A replay that reads and writes other tensors in place of some of the
+ * graph's static inputs, without copying them in: the seed's loop of
+ * copying each batch into the static inputs and replaying, as one
+ * submission.  A static input must be a whole tensor (as hpu_tensor_empty()
+ * makes them) that the graph holds; its stand-in a contiguous tensor of the
+ * same dtype and shape on the graph's device, whose memory the graph does
+ * not hold.  The stand-ins count for this replay only.  Costs a replay plus
+ * re-writing the addresses that moved.  -EINVAL, with a message, for any
+ * other pair.
+ */
+HPU_API int hpu_graph_replay_with(struct hpu_graph *graph, struct hpu_stream *stream,
+				  const struct hpu_graph_input *inputs, unsigned int count);
 
 struct hpu_graph_info {
 	uint32_t size;        /* in: sizeof(struct hpu_graph_info); out: bytes filled */
