@@ -192,6 +192,8 @@ static uint64_t hpu_mme_block(uint64_t len, double macs, uint64_t max_len)
 {
 	uint64_t blocks = len / HPU_MME_MIN_BLOCK;
 
+	if (blocks < 2)
+		blocks = len / HPU_MME_SHORT_BLOCK;
 	if (macs / HPU_MME_PART_MACS < (double)blocks)
 		blocks = (uint64_t)(macs / HPU_MME_PART_MACS);
 	blocks = hpu_mme_max(blocks, hpu_mme_div_up(len, hpu_mme_max(max_len, 1)));

@@ -16,10 +16,12 @@
 /* Beyond what the ABI asks: OpenBLAS takes dimensions and leading dimensions as int. */
 #define HPU_MME_DIM_MAX 0x7fffffffu
 
-/* Multiply-adds worth a host thread: about 0.4 ms here, far more than waking one. */
-#define HPU_MME_PART_MACS (1ull << 24)
+/* Multiply-adds worth a host thread: about 0.2 ms here, far more than waking one. */
+#define HPU_MME_PART_MACS (1ull << 23)
 /* Fewest rows (or columns) worth a step: each OpenBLAS call repacks the other operand (~3 %). */
 #define HPU_MME_MIN_BLOCK 256u
+/* ... unless that leaves a GEMM worth two threads in one block (the MLP's 200 x 128 x 784). */
+#define HPU_MME_SHORT_BLOCK 64u
 
 /*
  * How a GEMM runs: every batch matrix of C is cut into blocks of block_rows

@@ -490,22 +490,25 @@ static void case_gemm_plan(struct hpu_test *t)
 		unsigned int cpus;
 		uint64_t block_rows, block_cols, steps, parts;
 	} plans[] = {
-		/* The MNIST MLP's GEMMs, forward and weight gradient. */
+		/*
+		 * The MNIST MLP's GEMMs: fc2 is one step on one thread; fc1's forward
+		 * and weight gradient, worth two threads, two steps of short blocks.
+		 */
 		{ 1, 200, 10, 128, 64, 200, 10, 1, 1 },
-		{ 1, 200, 128, 784, 64, 200, 128, 1, 1 },
-		{ 1, 128, 784, 200, 64, 128, 784, 1, 1 },
+		{ 1, 200, 128, 784, 64, 100, 128, 2, 2 },
+		{ 1, 128, 784, 200, 64, 64, 784, 2, 2 },
 		/* Rows of at least HPU_MME_MIN_BLOCK, as many threads as there are CPUs for. */
 		{ 1, 1024, 1024, 1024, 2, 256, 1024, 4, 2 },
 		{ 1, 1024, 1024, 1024, 64, 256, 1024, 4, 4 },
 		/* About HPU_MME_PART_MACS a step when rows are short. */
-		{ 1, 1000000, 16, 16, 64, 66667, 16, 15, 15 },
+		{ 1, 1000000, 16, 16, 64, 33334, 16, 30, 30 },
 		/* No more than 2^30 multiply-adds a step. */
 		{ 1, 4096, 4096, 4096, 64, 64, 4096, 64, 64 },
 		/* m is small: columns. */
-		{ 1, 64, 2000, 500, 64, 64, 667, 3, 3 },
-		{ 1, 1, 1u << 20, 4096, 4, 1, 4096, 256, 4 },
-		/* One step per batch matrix, one thread when all of them are little work. */
-		{ 6, 128, 256, 600, 64, 128, 256, 6, 6 },
+		{ 1, 64, 2000, 500, 64, 64, 286, 7, 7 },
+		{ 1, 1, 1u << 20, 4096, 4, 1, 2048, 512, 4 },
+		/* Each batch matrix cut as one GEMM is; one thread when all are little work. */
+		{ 6, 128, 256, 600, 64, 64, 256, 12, 12 },
 		{ 64, 10, 11, 12, 64, 10, 11, 64, 1 },
 	};
 	struct hpu_mme_plan p;
