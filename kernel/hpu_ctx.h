@@ -41,7 +41,10 @@ struct hpu_ctx {
 	struct hpu_vm vm;
 	/* Its jobs' fences: one timeline per queue, fence_context + queue. */
 	u64 fence_context;
-	/* Under queues[q].lock: the scan of queue q's waiting list that found a job of this context that cannot go yet. */
+	/*
+	 * Under queues[q].lock: the scan of queue q's waiting list that found
+	 * a job of this context that cannot go yet.
+	 */
 	u32 blocked_scan[HPU_NUM_QUEUES];
 
 	/* Serializes SUBMIT, so that sequence numbers follow the push order. */

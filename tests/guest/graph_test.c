@@ -61,7 +61,7 @@ TEST_F(graph, replayed_mlp_steps_match_eager_bitwise)
 	struct hpu_graph_info info = { .size = sizeof(info) };
 	uint64_t compiles, uploads, before;
 	void *mask_prev = NULL;
-	unsigned int step, i;
+	unsigned int step;
 
 	lcg = 1;
 	mlp_init(self->dev, self->eager, &me);
@@ -90,11 +90,7 @@ TEST_F(graph, replayed_mlp_steps_match_eager_bitwise)
 		if (step)
 			EXPECT_EQ(1 + 1, ioctls(self->dev) - before);
 		ASSERT_EQ(0, hpu_stream_synchronize(self->s)) TH_LOG("%s", hpu_last_error());
-		for (i = 0; i < NPARAMS; i++)
-			same(_metadata, self->eager, me.p[i], self->s, mg.p[i], "a parameter");
-		same(_metadata, self->eager, me.loss_sum, self->s, mg.loss_sum, "loss_sum");
-		same(_metadata, self->eager, me.stat, self->s, mg.stat, "stat");
-		same(_metadata, self->eager, me.mask, self->s, mg.mask, "the dropout mask");
+		same_state(_metadata, self->eager, &me, self->s, &mg);
 		EXPECT_TRUE(mask_is_fresh(self->s, &mg, &mask_prev));
 	}
 	free(mask_prev);

@@ -197,6 +197,19 @@ static inline int same(struct __test_metadata *_metadata, struct hpu_stream *se,
 	return ok;
 }
 
+/* The step's state after it, bitwise: parameters, loss sum, statistics and dropout mask. */
+static inline void same_state(struct __test_metadata *_metadata, struct hpu_stream *se,
+			      struct mlp *me, struct hpu_stream *sl, struct mlp *ml)
+{
+	unsigned int i;
+
+	for (i = 0; i < NPARAMS; i++)
+		same(_metadata, se, me->p[i], sl, ml->p[i], "a parameter");
+	same(_metadata, se, me->loss_sum, sl, ml->loss_sum, "loss_sum");
+	same(_metadata, se, me->stat, sl, ml->stat, "stat");
+	same(_metadata, se, me->mask, sl, ml->mask, "the dropout mask");
+}
+
 static inline uint64_t metric(const char *name, const char *stat)
 {
 	uint64_t v = 0;

@@ -57,7 +57,7 @@ TEST_F(lazy, mlp_steps_match_eager_bitwise_with_one_compilation)
 {
 	struct mlp me = { 0 }, ml = { 0 };
 	uint64_t compiles, misses, hits, uploads;
-	unsigned int step, i;
+	unsigned int step;
 	double t_eager = 0, t_lazy = 0, t;
 	void *mask_prev = NULL;
 
@@ -89,11 +89,7 @@ TEST_F(lazy, mlp_steps_match_eager_bitwise_with_one_compilation)
 		if (step)
 			t_lazy += now_us() - t;
 		ASSERT_EQ(0, hpu_stream_synchronize(self->lazy)) TH_LOG("%s", hpu_last_error());
-		for (i = 0; i < NPARAMS; i++)
-			same(_metadata, self->eager, me.p[i], self->lazy, ml.p[i], "a parameter");
-		same(_metadata, self->eager, me.loss_sum, self->lazy, ml.loss_sum, "loss_sum");
-		same(_metadata, self->eager, me.stat, self->lazy, ml.stat, "stat");
-		same(_metadata, self->eager, me.mask, self->lazy, ml.mask, "the dropout mask");
+		same_state(_metadata, self->eager, &me, self->lazy, &ml);
 		/* The replayed recipe draws a fresh mask: the RNG state lives on the device. */
 		EXPECT_TRUE(mask_is_fresh(self->lazy, &ml, &mask_prev));
 	}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhpu graphs (0.5; replays with stand-in inputs 0.6): lazy mode, recipes, the recipe cache, HPU graphs
- * (capture and replay, graphed callables, a per-shape graph cache),
- * dynamic shapes and metrics.
+ * libhpu graphs (0.5; replays with stand-in inputs 0.6): lazy mode, recipes,
+ * the recipe cache, HPU graphs (capture and replay, graphed callables, a
+ * per-shape graph cache), dynamic shapes and metrics.
  *
  * Lazy mode.  On a lazy stream the ops of <hpu/hpu_tensor.h> are recorded,
  * not launched: they accumulate into a graph until hpu_mark_step(), or
