@@ -441,7 +441,7 @@ void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, vo
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
 	hpu_mme_init();
-	hpu_tpc_init(&core->tpc, cfg->num_tpc);
+	hpu_tpc_init(&core->tpc);
 	hpu_core_reset(core);
 }
 

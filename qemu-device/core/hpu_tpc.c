@@ -64,10 +64,10 @@ static void *hpu_tpc_worker(void *opaque)
 	return NULL;
 }
 
-void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc)
+void hpu_tpc_init(struct hpu_tpc_pool *pool)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned int i, threads;
+	unsigned int i;
 	sigset_t all, old;
 
 	pthread_mutex_init(&pool->lock, NULL);
@@ -76,15 +76,14 @@ void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc)
 	pool->stopping = false;
 	pool->parts = pool->next = pool->ended = 0;
 	pool->cpus = cpus > 1 ? (unsigned int)cpus : 1;
-	threads = num_tpc > pool->cpus ? num_tpc : pool->cpus;
 	pool->nr_threads = 0;
-	pool->threads = threads > 1 ? calloc(threads - 1, sizeof(*pool->threads)) : NULL;
+	pool->threads = pool->cpus > 1 ? calloc(pool->cpus - 1, sizeof(*pool->threads)) : NULL;
 	if (!pool->threads)
 		return;
 	/* Workers take no signals: the embedder's threads handle them (QEMU's do the same). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < threads - 1; i++) {
+	for (i = 0; i < pool->cpus - 1; i++) {
 		if (pthread_create(&pool->threads[i], NULL, hpu_tpc_worker, pool))
 			break;
 		pool->nr_threads++;
@@ -110,13 +109,16 @@ void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
 
 void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts)
 {
+	uint64_t woken;
+
 	pthread_mutex_lock(&pool->lock);
 	pool->fn = fn;
 	pool->ctx = ctx;
 	pool->parts = parts;
 	pool->next = pool->ended = 0;
-	if (parts > 1)
-		pthread_cond_broadcast(&pool->work);
+	/* Wake only the workers with a part to take: each wake-up costs the host a switch. */
+	for (woken = 1; woken < parts && woken <= pool->nr_threads; woken++)
+		pthread_cond_signal(&pool->work);
 	while (pool->next < pool->parts)
 		hpu_tpc_part(pool);
 	while (pool->ended < pool->parts)

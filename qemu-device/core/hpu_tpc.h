@@ -3,11 +3,13 @@
  * hpu tensor engines: run TPC_LAUNCH packets.  The engine thread reads the
  * launch's parameter block through the MMU, checks it and its tensors,
  * maps them (hpu_tmem.h), lets the kernel check its operands, then splits
- * the kernel's work items between itself and a pool of worker threads, one
- * per further TPC.  A queue reset is noticed between parts.
+ * the kernel's work items into parts, one per TPC, that the engine thread
+ * and a pool of worker threads take in turn.  A queue reset is noticed
+ * between parts.
  *
- * The pool also runs the MME's GEMMs (hpu_mme.h), on up to one thread per
- * host CPU: it has max(TPCs, host CPUs) threads, the engine thread first.
+ * The pool also runs the MME's GEMMs (hpu_mme.h).  It has one thread per
+ * host CPU, the engine thread first: more would only take turns, with each
+ * other and with the vCPUs.
  * The engine thread alone starts runs, one at a time.
  */
 #ifndef HPU_TPC_H
@@ -46,8 +48,8 @@ struct hpu_tpc_pool {
 	uint64_t parts, next, ended;
 };
 
-/* Start max(num_tpc, host CPUs) - 1 workers; fewer if the host refuses. */
-void hpu_tpc_init(struct hpu_tpc_pool *pool, unsigned int num_tpc);
+/* Start one worker per further host CPU; fewer if the host refuses. */
+void hpu_tpc_init(struct hpu_tpc_pool *pool);
 /* Stop and join the workers; no run may be in progress. */
 void hpu_tpc_destroy(struct hpu_tpc_pool *pool);
 /* fn(ctx, p) for every p < parts, on the calling thread and workers; returns once all ended. */
