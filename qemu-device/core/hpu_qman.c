@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_le.h"
@@ -26,6 +27,13 @@ bool hpu_job_cancelled(const struct hpu_job *job)
 
 	return __atomic_load_n(&core->qman.queues[job->queue].abort, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&core->gen, __ATOMIC_RELAXED) != job->gen;
+}
+
+/* The engine may have work: wake it, or let it see so while it polls.  Lock held. */
+static void hpu_qman_kick(struct hpu_dev_core *core)
+{
+	__atomic_add_fetch(&core->qman.kicks, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&core->qman.work);
 }
 
 /* Parked queues look at their WAIT again. */
@@ -70,7 +78,7 @@ static void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t p
 	HPU_Q_REG(core, q, PI) = pi;
 	/* The driver may have updated a sync object in host memory: a doorbell re-checks WAITs. */
 	hpu_qman_recheck(core);
-	pthread_cond_signal(&core->qman.work);
+	hpu_qman_kick(core);
 }
 
 static void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
@@ -88,7 +96,7 @@ static void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t
 		/* The engine ends the job (ABORTED), then sets CI; STATUS reads busy until then. */
 		qq->abort_pi = HPU_Q_REG(core, q, PI);
 		__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
-		pthread_cond_signal(&core->qman.work);
+		hpu_qman_kick(core);
 	} else {
 		HPU_Q_REG(core, q, CI) = HPU_Q_REG(core, q, PI);
 	}
@@ -128,7 +136,7 @@ void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm)
 		return;
 	}
 	core->qman.retired = hbm;
-	pthread_cond_signal(&core->qman.work);
+	hpu_qman_kick(core);
 }
 
 /* Fetch the descriptor at slot and its command buffer; a bad one fails the job. */
@@ -291,13 +299,42 @@ void hpu_core_engine_run(struct hpu_dev_core *core)
 	hpu_core_unlock(core);
 }
 
+static uint64_t hpu_qman_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void hpu_qman_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 bool hpu_core_engine_wait(struct hpu_dev_core *core)
 {
+	uint64_t start = hpu_qman_now_ns(), until = start + HPU_ENGINE_SPIN_NS;
 	bool run;
 
 	hpu_core_lock(core);
-	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0)
-		pthread_cond_wait(&core->qman.work, &core->lock);
+	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0) {
+		uint32_t kicks = __atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE);
+
+		if (!core->qman.spin || hpu_qman_now_ns() >= until) {
+			pthread_cond_wait(&core->qman.work, &core->lock);
+			continue;
+		}
+		/* Unlocked, so that MMIO never waits for the poll. */
+		hpu_core_unlock(core);
+		while (__atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE) == kicks &&
+		       hpu_qman_now_ns() < until)
+			hpu_qman_relax();
+		hpu_core_lock(core);
+	}
+	core->qman.spin = hpu_qman_now_ns() - start < HPU_ENGINE_SPIN_NS;
 	run = !core->qman.stopping;
 	hpu_core_unlock(core);
 	return run;
@@ -309,6 +346,6 @@ void hpu_core_engine_stop(struct hpu_dev_core *core)
 	core->qman.stopping = true;
 	/* Cut a running job short at its next step, as a reset would. */
 	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
-	pthread_cond_signal(&core->qman.work);
+	hpu_qman_kick(core);
 	hpu_core_unlock(core);
 }

@@ -8,6 +8,11 @@
  * job.  A job ends completed or failed (its event is posted first, then CI
  * advances), or stalls on a WAIT: the queue parks (STATUS WAITING) and is
  * looked at again after any SIGNAL, any doorbell, or a Q_CTRL RESET.
+ *
+ * Out of work, the engine sleeps; but when the last idle spell was short
+ * (jobs arriving back to back, as an eager stream or a submit-and-wait loop
+ * sends them) it first polls for HPU_ENGINE_SPIN_NS: waking a sleeping
+ * host thread costs tens of microseconds, more than such a job's run.
  */
 #ifndef HPU_QMAN_H
 #define HPU_QMAN_H
@@ -30,8 +35,13 @@ struct hpu_qman_queue {
 	struct hpu_job job; /* the engine's alone */
 };
 
+/* How long an engine that has been busy lately polls for work before it sleeps. */
+#define HPU_ENGINE_SPIN_NS 200000u
+
 struct hpu_qman {
 	pthread_cond_t work; /* the engine may have something to do, or must stop */
+	uint32_t kicks;      /* bumped with each signal of work; __atomic, polled unlocked */
+	bool spin;           /* the engine's last idle spell ended within HPU_ENGINE_SPIN_NS */
 	bool stopping;
 	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
 	unsigned int next;   /* round robin */

@@ -8,11 +8,13 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "hpu_core_internal.h"
 #include "hpu_dev_harness.h"
 
 #define DMA_ENGINE(q) (HPU_ENGINE_DMA + (q) % hpu_test_cfg.num_dma)
@@ -1104,6 +1106,60 @@ static void hpu_case_engine_thread(struct hpu_test *t)
 		EXPECT_DONE(t, q);
 }
 
+/* Whether the engine's last idle spell was short enough for it to poll the next. */
+static bool engine_spins(struct hpu_test *t)
+{
+	bool spin;
+
+	hpu_core_lock(t->core);
+	spin = t->core->qman.spin;
+	hpu_core_unlock(t->core);
+	return spin;
+}
+
+/* Submit one SIGNAL job on queue 0 and wait (unlocked reads of CI) until it ends. */
+static void engine_job(struct hpu_test *t, unsigned int i)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int waited = 0;
+
+	cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(0), 1);
+	submit_user(t, 0, &cb, i);
+	while (hpu_rd(t, REG_Q(0, CI)) != i + 1 && ++waited < 1000000)
+		sched_yield();
+}
+
+/*
+ * Jobs that come back to back find the engine polling; one that comes after
+ * a long idle spell finds it asleep, and it sleeps again after that one.
+ */
+static void hpu_case_engine_polls(struct hpu_test *t)
+{
+	const struct timespec idle = { .tv_nsec = 20 * (long)HPU_ENGINE_SPIN_NS };
+	unsigned int i, polled = 0;
+	pthread_t thread;
+
+	setup(t);
+	if (pthread_create(&thread, NULL, hpu_engine_thread, t->core)) {
+		hpu_check(t, false, "pthread_create", __LINE__);
+		return;
+	}
+	for (i = 0; i < 50; i++) {
+		engine_job(t, i);
+		polled += engine_spins(t);
+	}
+	/* Each job is submitted microseconds after the last ended: most find it polling. */
+	HPU_CHECK(t, polled > 0);
+	nanosleep(&idle, NULL);
+	engine_job(t, i++);
+	HPU_CHECK(t, !engine_spins(t));
+	hpu_core_engine_stop(t->core);
+	pthread_join(thread, NULL);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), i);
+	HPU_CHECK_EQ(t, sync_value(t, 0), i);
+	EXPECT_DONE(t, 0);
+}
+
 /* ---- fuzz ---- */
 
 static uint64_t hpu_rng;
@@ -1272,6 +1328,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "event ring rules", hpu_case_event_ring_rules },
 	{ "holes in the queue and event blocks", hpu_case_queue_holes },
 	{ "engine on its own thread", hpu_case_engine_thread },
+	{ "engine polls while jobs come back to back, sleeps after an idle spell", hpu_case_engine_polls },
 	{ "random command buffers", hpu_case_fuzz },
 };
 
