@@ -4,6 +4,10 @@
  * measured in one run:
  *   h2d_vs_memcpy, d2h_vs_memcpy  64 MiB copy bandwidth / host memcpy bandwidth
  *   submit_vs_null_ioctl          NOP job submit+wait round trip / a null ioctl
+ *   host_wake_vs_null_ioctl       what the host running the emulator takes to wake a
+ *                                 sleeping thread (tests/bench/host_dma.c, before the boot)
+ *                                 / a null ioctl: the round trip's floor whenever the
+ *                                 device's engine thread has gone to sleep
  *   alloc_uncached_vs_cached      64 KiB device allocation+free: GEM create+map+unmap+close
  *                                 / libhpu's caching allocator
  */
@@ -17,6 +21,7 @@
 
 #include <hpu/hpu.h>
 
+#include "bench_host.h"
 #include "hpu_abi.h"
 #include "hpu_test.h"
 
@@ -125,7 +130,7 @@ int main(void)
 	struct drm_hpu_info info = {
 		.data_ptr = (uintptr_t)&di, .data_size = sizeof(di), .query = DRM_HPU_INFO_DEVICE,
 	};
-	double mc, h2d, d2h, t_null, t_job, t, t_unc, t_cached;
+	double mc, h2d, d2h, t_null, t_job, t, t_unc, t_cached, wake_us;
 	char bdf[64];
 	uint32_t h;
 	int fd, i, err;
@@ -168,6 +173,11 @@ int main(void)
 	printf("BENCH null_ioctl %.1f us\n", t_null * 1e6);
 	printf("BENCH submit_wait %.1f us\n", t_job * 1e6);
 	printf("BENCH submit_vs_null_ioctl %.2f ratio\n", t_job / t_null);
+	wake_us = bench_host_value("dma", "wake_us");
+	if (wake_us > 0) {
+		printf("BENCH host_thread_wake %.1f us\n", wake_us);
+		printf("BENCH host_wake_vs_null_ioctl %.2f ratio\n", wake_us / (t_null * 1e6));
+	}
 	printf("BENCH alloc_uncached %.2f us\n", t_unc * 1e6);
 	printf("BENCH alloc_cached %.2f us\n", t_cached * 1e6);
 	printf("BENCH alloc_uncached_vs_cached %.1f ratio\n", t_unc / t_cached);

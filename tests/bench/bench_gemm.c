@@ -27,6 +27,7 @@
 #include <hpu/hpu_graph.h>
 #include <hpu/hpu_tensor.h>
 
+#include "bench_host.h"
 #include "gemm_shapes.h"
 
 static double now_s(void)
@@ -44,25 +45,6 @@ static void die(const char *what, int err)
 }
 
 #define PAIRS 3
-
-/* The host's GFLOP/s for shape, from host_gemm's output before the boot; 0 if missing. */
-static double host_gflops_before(const char *shape)
-{
-	const char *top = getenv("HPU_TOP");
-	char path[4096], name[64];
-	double v, found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/build/bench-host/gemm.txt", top ? top : ".");
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fscanf(f, "%63s %lf", name, &v) == 2)
-		if (!strcmp(name, shape))
-			found = v;
-	fclose(f);
-	return found;
-}
 
 /* Whether host_gemm --serve answers in $HPU_OUT (it says so before the guest boots). */
 static bool host_serves(void)
@@ -185,7 +167,7 @@ int main(void)
 			die("replay", err);
 
 		for (unsigned int p = 0; p < pairs; p++) {
-			double host = paired ? host_gflops_now(g->name) : host_gflops_before(g->name);
+			double host = paired ? host_gflops_now(g->name) : bench_host_value("gemm", g->name);
 			double device = device_gflops(s, g, graph);
 
 			ratios[p] = host > 0 ? device / host : 0;
