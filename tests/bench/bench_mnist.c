@@ -44,15 +44,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* name, then its median, least and most of n values (sorted here). */
-static void print_spread(const char *name, double *v, unsigned int n, const char *fmt)
+/* name, then its median, least and most of n values (sorted here), with digits decimals. */
+static void print_spread(const char *name, double *v, unsigned int n, int digits)
 {
-	char line[160];
-
 	qsort(v, n, sizeof(*v), cmp_double);
-	snprintf(line, sizeof(line), "BENCH %%s %s ratio\nBENCH %%s_min %s ratio\nBENCH %%s_max %s ratio\n",
-		 fmt, fmt, fmt);
-	printf(line, name, v[n / 2], name, v[0], name, v[n - 1]);
+	printf("BENCH %s %.*f ratio\n", name, digits, v[n / 2]);
+	printf("BENCH %s_min %.*f ratio\n", name, digits, v[0]);
+	printf("BENCH %s_max %.*f ratio\n", name, digits, v[n - 1]);
 }
 
 /*
@@ -93,10 +91,10 @@ static int rounds(const char *top)
 		done++;
 	}
 	if (done) {
-		print_spread("mnist_host_ratio", ratio[0], done, "%.1f");
-		print_spread("mnist_step_ratio", ratio[1], done, "%.2f");
-		print_spread("mnist_bind_host_ratio", ratio[2], done, "%.1f");
-		print_spread("mnist_bind_step_ratio", ratio[3], done, "%.2f");
+		print_spread("mnist_host_ratio", ratio[0], done, 1);
+		print_spread("mnist_step_ratio", ratio[1], done, 2);
+		print_spread("mnist_bind_host_ratio", ratio[2], done, 1);
+		print_spread("mnist_bind_step_ratio", ratio[3], done, 2);
 	}
 	return failed;
 }
