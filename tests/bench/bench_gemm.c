@@ -28,6 +28,7 @@
 #include <hpu/hpu_tensor.h>
 
 #include "bench_host.h"
+#include "bench_stats.h"
 #include "gemm_shapes.h"
 
 static double now_s(void)
@@ -109,13 +110,6 @@ static double device_gflops(struct hpu_stream *s, const struct gemm_shape *g,
 	return best;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static struct hpu_tensor *matrix(struct hpu_device *dev, struct hpu_stream *s, int rows, int cols,
 				 int mod)
 {
@@ -174,7 +168,7 @@ int main(void)
 			dev_best = device > dev_best ? device : dev_best;
 			host_best = host > host_best ? host : host_best;
 		}
-		qsort(ratios, pairs, sizeof(ratios[0]), cmp_double);
+		bench_sort(ratios, pairs);
 		ratio = ratios[pairs / 2];
 		printf("BENCH gemm_%s_gflops %.2f GFLOP/s\n", g->name, dev_best);
 		if (ratio > 0) {

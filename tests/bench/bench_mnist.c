@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stats.h"
 #include "mnist_run.h"
 
 static const char *const modes[] = {
@@ -37,17 +38,10 @@ static const unsigned int round_modes[] = { 1, 3, 5 };
 #define ROUNDS 5
 #define ROUND_STEPS "100"
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* name, then its median, least and most of n values (sorted here), with digits decimals. */
 static void print_spread(const char *name, double *v, unsigned int n, int digits)
 {
-	qsort(v, n, sizeof(*v), cmp_double);
+	bench_sort(v, n);
 	printf("BENCH %s %.*f ratio\n", name, digits, v[n / 2]);
 	printf("BENCH %s_min %.*f ratio\n", name, digits, v[0]);
 	printf("BENCH %s_max %.*f ratio\n", name, digits, v[n - 1]);

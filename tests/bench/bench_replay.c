@@ -22,6 +22,8 @@
 #include <hpu/hpu_graph.h>
 #include <hpu/hpu_tensor.h>
 
+#include "bench_stats.h"
+
 enum { ELEMS = 1024, REPLAYS = 30, LAZY_STEPS = 10, EAGER_STEPS = 3 };
 
 static void check(int ret, const char *what)
@@ -40,17 +42,10 @@ static double cpu_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The least and the median of v (sorted). */
 static void least_median(double *v, int n, double *least, double *med)
 {
-	qsort(v, n, sizeof(*v), cmp_double);
+	bench_sort(v, (size_t)n);
 	*least = v[0];
 	*med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

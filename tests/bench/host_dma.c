@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 #define WAKES 1000
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,17 +52,10 @@ static void *wakee(void *unused)
 	return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	const struct timespec gap = { .tv_nsec = 300000 };
-	static uint64_t lat[WAKES];
+	static double lat[WAKES];
 	pthread_t thread;
 	unsigned int i;
 
@@ -80,14 +75,14 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&lock);
 		while (!(woke = __atomic_load_n(&woke_ns, __ATOMIC_ACQUIRE)))
 			;
-		lat[i] = woke - posted_ns;
+		lat[i] = (double)(woke - posted_ns);
 	}
 	pthread_mutex_lock(&lock);
 	stopping = true;
 	pthread_cond_signal(&cond);
 	pthread_mutex_unlock(&lock);
 	pthread_join(thread, NULL);
-	qsort(lat, WAKES, sizeof(lat[0]), cmp_u64);
+	bench_sort(lat, WAKES);
 	printf("wake_us %.1f\n", lat[WAKES / 2] / 1e3);
 	return 0;
 }
