@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 2
+#define HPU_REGS_VERSION_MINOR 3
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -39,6 +39,7 @@
 #define HPU_BAR_REGS_SIZE 0x10000
 #define HPU_BAR_MSIX 2
 #define HPU_BAR_MMU 4 /* 64-bit BAR onto HBM [0, HPU_MMU_REGION_SIZE) */
+#define HPU_BAR_UQ_DOORBELL 1 /* (1.3) one page per user queue, see hpu_packets.h */
 
 #define HPU_MSIX_VECTORS 8
 #define HPU_MSIX_VEC_MISC 0 /* boot completion, device errors, events */
@@ -76,6 +77,7 @@
 #define HPU_REG_NUM_MME 0x214       /* matrix engines */
 #define HPU_REG_NUM_TPC 0x218       /* tensor processor cores */
 #define HPU_REG_CAPS 0x21c          /* HPU_REG_CAPS_* */
+#define HPU_REG_NUM_UQ 0x220        /* (1.3) user queues */
 
 #define HPU_REG_CAPS_FP32 (1u << 0)
 #define HPU_REG_CAPS_BF16 (1u << 1)
@@ -89,7 +91,8 @@
 #define HPU_IRQ_BOOT_DONE (1u << 0) /* BOOT_STATUS became READY or FAILED */
 #define HPU_IRQ_ERROR (1u << 1)     /* a guest error was logged in ERR_CODE */
 #define HPU_IRQ_EVENT (1u << 2)     /* the event queue got an entry (1.1) */
-#define HPU_IRQ_ALL (HPU_IRQ_BOOT_DONE | HPU_IRQ_ERROR | HPU_IRQ_EVENT)
+#define HPU_IRQ_UQ (1u << 3)        /* an armed user queue's CI advanced (1.3) */
+#define HPU_IRQ_ALL (HPU_IRQ_BOOT_DONE | HPU_IRQ_ERROR | HPU_IRQ_EVENT | HPU_IRQ_UQ)
 
 /* Guest errors reported in HPU_REG_ERR_CODE. */
 enum hpu_err_code {
@@ -204,6 +207,9 @@ enum hpu_event_type {
 	HPU_EVENT_BAD_KERNEL = 6,      /* (1.2) addr: a GEMM or launch whose parameters break its rules */
 };
 
+/* Events of user queue u (1.3) carry this queue number. */
+#define HPU_EVENT_QUEUE_UQ(u) (0x100u + (u))
+
 /* Engines named in events: DMA engine n is HPU_ENGINE_DMA + n. */
 #define HPU_ENGINE_QMAN 0x000 /* the queue manager itself (fetch, decode) */
 #define HPU_ENGINE_DMA 0x100
@@ -218,5 +224,47 @@ struct hpu_event {
 	uint64_t tag;    /* of the failed job */
 	uint64_t addr;
 };
+
+/*
+ * ---- Version 1.3: user queues ----
+ *
+ * A user queue is a hardware queue a process drives itself, without a
+ * system call per job.  The driver binds it to the process's context (ASID)
+ * and gives the process the queue's doorbell page (BAR HPU_BAR_UQ_DOORBELL,
+ * page u; its layout and the descriptor format are in hpu_packets.h, since
+ * the runtime writes them).  On a user queue the device itself enforces
+ * what the driver checks on a kernel queue: the ring, each descriptor and
+ * each command buffer are reached through the MMU in the bound context,
+ * every privileged packet fails the job, and the device writes each job's
+ * status back into its descriptor.  A failed job also posts its event with
+ * queue HPU_EVENT_QUEUE_UQ(u).  The engine runs user queues round robin
+ * with the kernel ones.
+ *
+ * Queue u's privileged registers are at HPU_REG_UQ(u, HPU_UQ_*).
+ */
+#define HPU_NUM_UQ 16
+#define HPU_REG_UQ_BASE 0x2000
+#define HPU_REG_UQ_STRIDE 0x40
+#define HPU_REG_UQ(u, reg) (HPU_REG_UQ_BASE + (u) * HPU_REG_UQ_STRIDE + (reg))
+
+#define HPU_UQ_RING_LO 0x00   /* RW: device VA of the ring in the bound context */
+#define HPU_UQ_RING_HI 0x04
+/*
+ * RW: entries, a power of two 2..4096; 0 disables.  Writable only while the
+ * queue is idle (PI == CI), and to a non-zero size only with the ring
+ * aligned to a descriptor; every write sets PI, CI and ERRORS to 0.
+ */
+#define HPU_UQ_RING_SIZE 0x08
+#define HPU_UQ_ASID 0x0c      /* RW: the bound context; writable only while disabled */
+#define HPU_UQ_PI 0x10        /* RO: producer index, as last written to the doorbell */
+#define HPU_UQ_CI 0x14        /* RO: jobs ended (free running) */
+#define HPU_UQ_STATUS 0x18    /* RO: HPU_Q_STATUS_* */
+#define HPU_UQ_CTRL 0x1c      /* WO: HPU_Q_CTRL_RESET, as for a kernel queue */
+/* RW: 1 arms: the next time CI advances the device clears it, sets bit u of UQ_IRQ_PENDING and raises HPU_IRQ_UQ. */
+#define HPU_UQ_ARM 0x20
+#define HPU_UQ_ERRORS 0x24    /* RO: jobs failed (free running) */
+
+/* W1C: user queues whose armed CI advanced, bit u for queue u. */
+#define HPU_REG_UQ_IRQ_PENDING 0x500
 
 #endif /* HPU_REGS_H */

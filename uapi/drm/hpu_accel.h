@@ -26,7 +26,7 @@ extern "C" {
 /* DRM driver name and version (drmGetVersion()); minor grows with the ABI. */
 #define DRM_HPU_DRIVER_NAME "hpu"
 #define DRM_HPU_ABI_MAJOR 1
-#define DRM_HPU_ABI_MINOR 1
+#define DRM_HPU_ABI_MINOR 2
 #define DRM_HPU_ABI_VERSION ((DRM_HPU_ABI_MAJOR << 16) | DRM_HPU_ABI_MINOR)
 
 #define DRM_HPU_INFO 0x00
@@ -35,6 +35,9 @@ extern "C" {
 #define DRM_HPU_VM_UNMAP 0x03   /* 1.1 */
 #define DRM_HPU_SUBMIT 0x04     /* 1.1 */
 #define DRM_HPU_WAIT 0x05       /* 1.1 */
+#define DRM_HPU_UQUEUE_CREATE 0x06  /* 1.2 */
+#define DRM_HPU_UQUEUE_DESTROY 0x07 /* 1.2 */
+#define DRM_HPU_UQUEUE_WAIT 0x08    /* 1.2 */
 
 #define DRM_IOCTL_HPU_INFO DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_INFO, struct drm_hpu_info)
 #define DRM_IOCTL_HPU_GEM_CREATE \
@@ -43,6 +46,12 @@ extern "C" {
 #define DRM_IOCTL_HPU_VM_UNMAP DRM_IOW(DRM_COMMAND_BASE + DRM_HPU_VM_UNMAP, struct drm_hpu_vm_unmap)
 #define DRM_IOCTL_HPU_SUBMIT DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_SUBMIT, struct drm_hpu_submit)
 #define DRM_IOCTL_HPU_WAIT DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_WAIT, struct drm_hpu_wait)
+#define DRM_IOCTL_HPU_UQUEUE_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_UQUEUE_CREATE, struct drm_hpu_uqueue_create)
+#define DRM_IOCTL_HPU_UQUEUE_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_HPU_UQUEUE_DESTROY, struct drm_hpu_uqueue_destroy)
+#define DRM_IOCTL_HPU_UQUEUE_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_HPU_UQUEUE_WAIT, struct drm_hpu_uqueue_wait)
 
 /* What DRM_IOCTL_HPU_INFO returns at data_ptr. */
 enum drm_hpu_info_query {
@@ -96,6 +105,9 @@ struct drm_hpu_device_info {
 	/* 1.1 */
 	__u32 num_queues;    /* hardware queues a job may be submitted to */
 	__u32 max_contexts;  /* open files the device can hold at once */
+	/* 1.2 */
+	__u32 num_user_queues; /* DRM_IOCTL_HPU_UQUEUE_CREATE can take this many, device-wide */
+	__u32 pad2;            /* written as 0 */
 };
 
 /* Smallest data_size DRM_HPU_INFO_STATS accepts. */
@@ -200,6 +212,56 @@ struct drm_hpu_wait {
 	__s64 timeout_ns; /* relative */
 	__u32 flags;      /* must be 0 */
 	__s32 error;      /* out */
+};
+
+/*
+ * DRM_IOCTL_HPU_UQUEUE_CREATE (1.2): take a user queue, bound to this file's
+ * context, for jobs submitted without a system call (drm/hpu_packets.h,
+ * struct hpu_uq_desc).  The ring is ring_size descriptors at ring_va in the
+ * file's device address space; the device reads and writes it there, so a
+ * ring that is not mapped, or not writable, fails the jobs, not the call.
+ * The queue's doorbell page is mapped with mmap() of HPU_UQ_DB_PAGE_SIZE
+ * bytes at doorbell_offset of this file.  Errors: -EINVAL flags or pad set,
+ * ring_size not a power of two in 2..4096, ring_va not 32-byte aligned or
+ * the ring wraps; -EOPNOTSUPP the device has no user queues; -ENOSPC all
+ * are taken.  Closing the file destroys its queues.
+ */
+#define DRM_HPU_UQUEUE_RING_MIN 2u
+#define DRM_HPU_UQUEUE_RING_MAX 4096u
+
+struct drm_hpu_uqueue_create {
+	__u64 ring_va;         /* in */
+	__u32 ring_size;       /* in: descriptors */
+	__u32 flags;           /* in: must be 0 */
+	__u64 doorbell_offset; /* out: mmap offset of the doorbell page */
+	__u32 id;              /* out */
+	__u32 pad;             /* must be 0 */
+};
+
+/*
+ * DRM_IOCTL_HPU_UQUEUE_DESTROY (1.2): abort the queue's running job, drop
+ * its queued ones, and unmap its doorbell page.  -ENOENT: no such queue of
+ * this file.
+ */
+struct drm_hpu_uqueue_destroy {
+	__u32 id;
+	__u32 pad; /* must be 0 */
+};
+
+/*
+ * DRM_IOCTL_HPU_UQUEUE_WAIT (1.2): sleep until the queue's CI reaches ci
+ * (free running: CI - ci, as a signed 32-bit value, is not negative).
+ * Returns 0 with ci set to the CI seen; -ETIME if timeout_ns passed first
+ * (0 polls); -ENOENT no such queue of this file; -EINVAL flags or pad set.
+ * A queue whose job runs longer than the driver's job timeout is reset (its
+ * jobs end with HPU_UQ_STATUS_ABORTED), so a wait always ends.
+ */
+struct drm_hpu_uqueue_wait {
+	__u32 id;
+	__u32 ci;         /* in: target; out: CI now */
+	__s64 timeout_ns; /* relative */
+	__u32 flags;      /* must be 0 */
+	__u32 pad;        /* must be 0 */
 };
 
 #if defined(__cplusplus)

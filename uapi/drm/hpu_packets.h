@@ -12,6 +12,7 @@
  * Version 1: bump HPU_PKT_VERSION only to add opcodes or flags.
  * Version 2: MME_GEMM and TPC_LAUNCH (operands and dtypes in hpu_kernels.h).
  * Version 3: CALL.
+ * Version 4: user queues (descriptor and doorbell page, end of file).
  */
 #ifndef HPU_PACKETS_H
 #define HPU_PACKETS_H
@@ -20,7 +21,7 @@
 
 #include "hpu_kernels.h"
 
-#define HPU_PKT_VERSION 3
+#define HPU_PKT_VERSION 4
 
 /* A user command buffer is at most this long. */
 #define HPU_CB_MAX_SIZE (64u << 10)
@@ -156,5 +157,43 @@ struct hpu_pkt_interrupt {
 	__u32 header;
 	__u32 vector;
 };
+
+/*
+ * User queues (DRM_IOCTL_HPU_UQUEUE_CREATE): a process writes descriptors
+ * into its ring, which lies in its own device address space, and then the
+ * new producer index into its doorbell page.  The device reads the ring and
+ * the command buffers through the MMU in the process's context, so nothing
+ * they name can reach beyond it; privileged packets fail the job.
+ */
+struct hpu_uq_desc {
+	__u64 cb_va;   /* device VA of the command buffer */
+	__u32 cb_size; /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE */
+	__u32 flags;   /* must be 0 */
+	__u64 tag;     /* the submitter's, reported with the job's event */
+	__u32 status;  /* written by the device before CI passes the job: 0 or enum hpu_uq_status */
+	__u32 pad;     /* must be 0 */
+};
+
+/* Why a user-queue job failed; the values of the device's event types. */
+enum hpu_uq_status {
+	HPU_UQ_STATUS_MMU_FAULT = 1,
+	HPU_UQ_STATUS_ILLEGAL_PACKET = 2,
+	HPU_UQ_STATUS_PRIV_PACKET = 3,
+	HPU_UQ_STATUS_DMA_ERROR = 4,
+	HPU_UQ_STATUS_ABORTED = 5,
+	HPU_UQ_STATUS_BAD_KERNEL = 6,
+};
+
+/*
+ * The doorbell page: 32-bit registers.  Writing PI (free running) hands the
+ * device the descriptors up to it: it may not move back nor more than the
+ * ring size past CI.  CI counts the jobs ended, completed or failed; ERRORS
+ * those that failed.  The device has read a descriptor and its command
+ * buffer once CI has passed it.
+ */
+#define HPU_UQ_DB_PAGE_SIZE 4096u
+#define HPU_UQ_DB_PI 0x0     /* RW */
+#define HPU_UQ_DB_CI 0x4     /* RO */
+#define HPU_UQ_DB_ERRORS 0x8 /* RO */
 
 #endif /* HPU_PACKETS_H */
