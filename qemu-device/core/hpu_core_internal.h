@@ -12,29 +12,63 @@
 #define HPU_CORE_INTERNAL_H
 
 #include "hpu_dev_core.h"
+#include "hpu_pkt.h"
 
 #define HPU_CORE_REG(core, reg) ((core)->regs[HPU_REG_##reg / 4])
-#define HPU_Q_REG(core, q, reg) ((core)->regs[HPU_REG_Q(q, HPU_Q_##reg) / 4])
+
+/*
+ * A register every queue of the engine has (RING_LO/HI, RING_SIZE, PI, CI,
+ * STATUS), kernel or user (hpu_qman.h numbers them); the two blocks lay it
+ * out at different offsets.
+ */
+static inline uint32_t *hpu_q_reg(struct hpu_dev_core *core, unsigned int q, uint32_t k_off,
+				  uint32_t u_off)
+{
+	uint32_t off = q < HPU_NUM_QUEUES ? HPU_REG_Q(q, k_off) :
+					   HPU_REG_UQ(q - HPU_NUM_QUEUES, u_off);
+
+	return &core->regs[off / 4];
+}
+
+#define HPU_Q_REG(core, q, reg) (*hpu_q_reg(core, q, HPU_Q_##reg, HPU_UQ_##reg))
+/* A register only user queues have; q is the engine's number of the queue. */
+#define HPU_UQ_REG(core, q, reg) ((core)->regs[HPU_REG_UQ((q) - HPU_NUM_QUEUES, HPU_UQ_##reg) / 4])
+
+/* Where queue q's ring starts: a bus address, or on a user queue a VA of its context. */
+static inline uint64_t hpu_q_ring(struct hpu_dev_core *core, unsigned int q)
+{
+	return (uint64_t)HPU_Q_REG(core, q, RING_HI) << 32 | HPU_Q_REG(core, q, RING_LO);
+}
 
 #define HPU_UNUSED __attribute__((unused))
 
 #define HPU_REG_R (1u << 0)
 #define HPU_REG_W (1u << 1)
 
-/* One 32-bit register.  Reads return the stored word. */
+/*
+ * One 32-bit register.  Its unit is the queue (the engine's number) of a
+ * queue's register, else 0.
+ */
 struct hpu_reg_desc {
 	const char *name; /* NULL: hole in the map */
 	unsigned int access; /* HPU_REG_R | HPU_REG_W */
-	/* Why a write to unit (a queue, else 0) is refused (reported as BAD_QUEUE), or NULL. */
+	/* Why a write is refused (reported as BAD_QUEUE), or NULL. */
 	const char *(*check)(struct hpu_dev_core *core, unsigned int unit, uint32_t value);
 	/* Side effects of an accepted write; NULL just stores the value. */
 	void (*write)(struct hpu_dev_core *core, unsigned int unit, uint32_t value);
+	/* What a read returns, for a register stored elsewhere (a doorbell's); NULL: the word. */
+	uint32_t (*read)(struct hpu_dev_core *core, unsigned int unit);
 };
 
-/* Register blocks other than the device's own, in hpu_eq.c and hpu_qman.c. */
+/* Register blocks other than the device's own, in hpu_eq.c, hpu_qman.c and hpu_uq.c. */
 #define HPU_EQ_REG_WORDS ((HPU_REG_EQ_STATUS - HPU_REG_EQ_RING_LO) / 4 + 1)
 extern const struct hpu_reg_desc hpu_eq_reg_descs[HPU_EQ_REG_WORDS];
 extern const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4];
+extern const struct hpu_reg_desc hpu_uq_reg_descs[HPU_REG_UQ_STRIDE / 4];
+extern const struct hpu_reg_desc hpu_uq_irq_reg_descs[1];
+/* A doorbell page's registers (BAR HPU_BAR_UQ_DOORBELL); the rest of the page is a hole. */
+#define HPU_UQ_DB_WORDS (HPU_UQ_DB_ERRORS / 4 + 1)
+extern const struct hpu_reg_desc hpu_uq_db_reg_descs[HPU_UQ_DB_WORDS];
 
 void hpu_core_lock(struct hpu_dev_core *core);
 /* Drops the lock, then raises the MSI-X vectors requested while it was held. */
@@ -60,6 +94,18 @@ static inline const char *hpu_ring_size_check(uint32_t size)
 
 /* Append an event for the driver.  Lock held, but dropped around the DMA: re-check core->gen. */
 void hpu_eq_post(struct hpu_dev_core *core, const struct hpu_event *ev);
+
+/* Queue registers user queues share with kernel queues (hpu_qman.c): checks and writes. */
+const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size);
+const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
+void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
+void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value);
+
+/* A user queue's job, on the engine's thread (hpu_uq.c); see hpu_qman.h. */
+int hpu_uq_job_load(struct hpu_job *job);
+void hpu_uq_job_end(struct hpu_job *job, enum hpu_pkt_status status);
+/* User queue q's CI moved: an armed queue interrupts.  Lock held. */
+void hpu_uq_ci_moved(struct hpu_dev_core *core, unsigned int q);
 
 /* Device reset of the queues' engine state; lock held, registers already zeroed. */
 void hpu_qman_reset(struct hpu_dev_core *core);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hpu device core: BAR0 register file, BAR4, firmware boot, interrupt causes
- * and reset.
+ * hpu device core: BAR0 register file, user-queue doorbell pages, BAR4,
+ * firmware boot, interrupt causes and reset.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -131,7 +131,7 @@ static void hpu_write_irq_mask(struct hpu_dev_core *core, unsigned int unit HPU_
 		core->irq_pending = true;
 }
 
-#define HPU_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn }
+#define HPU_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn, NULL }
 
 static const struct hpu_reg_desc hpu_reg_descs[HPU_DEV_REG_WORDS] = {
 	HPU_REG_DESC(ID, HPU_REG_R, NULL),
@@ -154,6 +154,7 @@ static const struct hpu_reg_desc hpu_reg_descs[HPU_DEV_REG_WORDS] = {
 	HPU_REG_DESC(NUM_MME, HPU_REG_R, NULL),
 	HPU_REG_DESC(NUM_TPC, HPU_REG_R, NULL),
 	HPU_REG_DESC(CAPS, HPU_REG_R, NULL),
+	HPU_REG_DESC(NUM_UQ, HPU_REG_R, NULL),
 	HPU_REG_DESC(IRQ_CAUSE, HPU_REG_R | HPU_REG_W, hpu_write_irq_cause),
 	HPU_REG_DESC(IRQ_MASK, HPU_REG_R | HPU_REG_W, hpu_write_irq_mask),
 };
@@ -164,14 +165,41 @@ struct hpu_reg_block {
 	uint32_t stride; /* bytes from one unit to the next */
 	unsigned int units;
 	const char *unit_name; /* names units "queue 2"; NULL when there is one */
-	const struct hpu_reg_desc *descs; /* stride / 4 of them */
+	const struct hpu_reg_desc *descs;
+	unsigned int words; /* descs of a unit; the rest of its stride is a hole */
+	unsigned int first_unit; /* callbacks get first_unit + unit: a queue's engine number */
 };
 
-static const struct hpu_reg_block hpu_reg_blocks[] = {
-	{ 0, HPU_DEV_REG_WORDS * 4, 1, NULL, hpu_reg_descs },
-	{ HPU_REG_EQ_RING_LO, HPU_EQ_REG_WORDS * 4, 1, NULL, hpu_eq_reg_descs },
-	{ HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue", hpu_qman_reg_descs },
+#define HPU_REG_BLOCK(base, stride, units, name, descs, first) \
+	{ base, stride, units, name, descs, sizeof(descs) / sizeof((descs)[0]), first }
+
+/* An address space of registers: a BAR, as its accesses are reported. */
+struct hpu_reg_space {
+	const char *name;
+	const struct hpu_reg_block *blocks;
+	size_t nr_blocks;
 };
+
+static const struct hpu_reg_block hpu_bar0_blocks[] = {
+	HPU_REG_BLOCK(0, HPU_DEV_REG_WORDS * 4, 1, NULL, hpu_reg_descs, 0),
+	HPU_REG_BLOCK(HPU_REG_EQ_RING_LO, HPU_EQ_REG_WORDS * 4, 1, NULL, hpu_eq_reg_descs, 0),
+	HPU_REG_BLOCK(HPU_REG_UQ_IRQ_PENDING, 4, 1, NULL, hpu_uq_irq_reg_descs, 0),
+	HPU_REG_BLOCK(HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue",
+		      hpu_qman_reg_descs, 0),
+	HPU_REG_BLOCK(HPU_REG_UQ_BASE, HPU_REG_UQ_STRIDE, HPU_NUM_UQ, "user queue",
+		      hpu_uq_reg_descs, HPU_QMAN_UQ(0)),
+};
+
+/* The doorbell pages mirror registers of the user queues' BAR0 blocks (hpu_uq.c). */
+static const struct hpu_reg_block hpu_uq_db_blocks[] = {
+	HPU_REG_BLOCK(0, HPU_UQ_DB_PAGE_SIZE, HPU_NUM_UQ, "user queue", hpu_uq_db_reg_descs,
+		      HPU_QMAN_UQ(0)),
+};
+
+#define HPU_REG_SPACE(name, blocks) { name, blocks, sizeof(blocks) / sizeof((blocks)[0]) }
+
+static const struct hpu_reg_space hpu_bar0 = HPU_REG_SPACE("register", hpu_bar0_blocks);
+static const struct hpu_reg_space hpu_uq_db = HPU_REG_SPACE("doorbell", hpu_uq_db_blocks);
 
 /* Image fields are little-endian whatever the host is. */
 #define HPU_FW_FIELD(img, field) hpu_ld_le32((img) + offsetof(struct hpu_fw_header, field))
@@ -224,6 +252,7 @@ static void hpu_boot_ready(struct hpu_dev_core *core)
 	HPU_CORE_REG(core, NUM_MME) = core->cfg.num_mme;
 	HPU_CORE_REG(core, NUM_TPC) = core->cfg.num_tpc;
 	HPU_CORE_REG(core, CAPS) = core->cfg.caps;
+	HPU_CORE_REG(core, NUM_UQ) = HPU_NUM_UQ;
 	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_READY;
 }
 
@@ -263,11 +292,12 @@ out:
 	hpu_core_unlock(core);
 }
 
-/* A decoded BAR0 access. */
+/* A decoded register access. */
 struct hpu_reg_ref {
 	const struct hpu_reg_block *block;
 	const struct hpu_reg_desc *desc;
-	unsigned int unit;
+	unsigned int unit; /* within the block */
+	unsigned int arg;  /* the unit the callbacks get */
 };
 
 static const char *hpu_reg_name(const struct hpu_reg_ref *ref, char *buf, size_t len)
@@ -279,78 +309,100 @@ static const char *hpu_reg_name(const struct hpu_reg_ref *ref, char *buf, size_t
 }
 
 /* The register an access targets; false after reporting why there is none. */
-static bool hpu_decode(struct hpu_dev_core *core, uint64_t offset, unsigned int size,
-		       const char *dir, struct hpu_reg_ref *ref)
+static bool hpu_decode(struct hpu_dev_core *core, const struct hpu_reg_space *space,
+		       uint64_t offset, unsigned int size, const char *dir, struct hpu_reg_ref *ref)
 {
 	size_t i;
 
 	if (size != 4 || offset % 4) {
 		hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
-				"%u-byte %s at 0x%" PRIx64 ": only aligned 32-bit accesses",
-				size, dir, offset);
+				"%u-byte %s %s at 0x%" PRIx64 ": only aligned 32-bit accesses",
+				size, space->name, dir, offset);
 		return false;
 	}
-	for (i = 0; i < sizeof(hpu_reg_blocks) / sizeof(hpu_reg_blocks[0]); i++) {
-		const struct hpu_reg_block *block = &hpu_reg_blocks[i];
+	for (i = 0; i < space->nr_blocks; i++) {
+		const struct hpu_reg_block *block = &space->blocks[i];
 		uint64_t rel = offset - block->base;
+		unsigned int word;
 
 		if (offset < block->base || rel >= (uint64_t)block->stride * block->units)
 			continue;
+		word = (unsigned int)(rel % block->stride / 4);
 		ref->block = block;
 		ref->unit = (unsigned int)(rel / block->stride);
-		ref->desc = &block->descs[rel % block->stride / 4];
-		if (ref->desc->name)
+		ref->arg = block->first_unit + ref->unit;
+		ref->desc = word < block->words ? &block->descs[word] : NULL;
+		if (ref->desc && ref->desc->name)
 			return true;
 		break;
 	}
-	hpu_guest_error(core, HPU_ERR_BAD_ACCESS, "%s at unmapped offset 0x%" PRIx64, dir, offset);
+	hpu_guest_error(core, HPU_ERR_BAD_ACCESS, "%s %s at unmapped offset 0x%" PRIx64,
+			space->name, dir, offset);
 	return false;
 }
 
-uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+static uint32_t hpu_space_read(struct hpu_dev_core *core, const struct hpu_reg_space *space,
+			       uint64_t offset, unsigned int size)
 {
 	struct hpu_reg_ref ref;
 	uint32_t value = 0;
 
 	hpu_core_lock(core);
 	/* Write-only registers read as zero. */
-	if (hpu_decode(core, offset, size, "read", &ref) && (ref.desc->access & HPU_REG_R))
-		value = core->regs[offset / 4];
+	if (hpu_decode(core, space, offset, size, "read", &ref) && (ref.desc->access & HPU_REG_R))
+		value = ref.desc->read ? ref.desc->read(core, ref.arg) : core->regs[offset / 4];
 	hpu_core_unlock(core);
 	return value;
 }
 
-static void hpu_mmio_write_locked(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
-				  unsigned int size)
+static void hpu_space_write(struct hpu_dev_core *core, const struct hpu_reg_space *space,
+			    uint64_t offset, uint64_t value, unsigned int size)
 {
 	struct hpu_reg_ref ref;
 	const char *why;
 	char name[32];
 
-	if (!hpu_decode(core, offset, size, "write", &ref))
-		return;
+	hpu_core_lock(core);
+	if (!hpu_decode(core, space, offset, size, "write", &ref))
+		goto out;
 	if (!(ref.desc->access & HPU_REG_W)) {
 		hpu_guest_error(core, HPU_ERR_READ_ONLY, "write of 0x%08" PRIx64 " to read-only %s",
 				value, hpu_reg_name(&ref, name, sizeof(name)));
-		return;
+		goto out;
 	}
-	why = ref.desc->check ? ref.desc->check(core, ref.unit, (uint32_t)value) : NULL;
+	why = ref.desc->check ? ref.desc->check(core, ref.arg, (uint32_t)value) : NULL;
 	if (why)
 		hpu_guest_error(core, HPU_ERR_BAD_QUEUE,
 				"write of 0x%08" PRIx64 " to %s refused: %s", value,
 				hpu_reg_name(&ref, name, sizeof(name)), why);
 	else if (ref.desc->write)
-		ref.desc->write(core, ref.unit, (uint32_t)value);
+		ref.desc->write(core, ref.arg, (uint32_t)value);
 	else
 		core->regs[offset / 4] = (uint32_t)value;
+out:
+	hpu_core_unlock(core);
+}
+
+uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+{
+	return hpu_space_read(core, &hpu_bar0, offset, size);
 }
 
 void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size)
 {
-	hpu_core_lock(core);
-	hpu_mmio_write_locked(core, offset, value, size);
-	hpu_core_unlock(core);
+	hpu_space_write(core, &hpu_bar0, offset, value, size);
+}
+
+uint32_t hpu_core_uq_db_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+{
+	return hpu_space_read(core, &hpu_uq_db, offset, size);
+}
+
+void hpu_core_uq_db_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+			  unsigned int size)
+{
+	hpu_space_write(core, &hpu_uq_db, offset, value, size);
 }
 
 /* Whether a BAR4 access is one the MMU region takes, after reporting why not. */

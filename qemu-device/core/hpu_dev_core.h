@@ -9,10 +9,11 @@
  * trusts the guest: every bad access is logged and reported in ERR_CODE or
  * as an event.
  *
- * Threads: MMIO, BAR4, boot and reset calls may come from any thread, the
- * engine runs on its own; the core serializes them on its lock, which it
- * never holds across a call of ops->dma_read, dma_write or irq_raise (those
- * may re-enter the device or take the embedder's lock).
+ * Threads: MMIO (BAR0, the doorbell pages), BAR4, boot and reset calls may
+ * come from any thread, the engine runs on its own; the core serializes them
+ * on its lock, which it never holds across a call of ops->dma_read,
+ * dma_write or irq_raise (those may re-enter the device or take the
+ * embedder's lock).
  */
 #ifndef HPU_DEV_CORE_H
 #define HPU_DEV_CORE_H
@@ -28,8 +29,8 @@
 #include "hpu_regs.h"
 #include "hpu_tpc.h"
 
-/* One word per 32-bit register, up to the end of the last queue's block. */
-#define HPU_CORE_NR_REGS (HPU_REG_Q(HPU_NUM_QUEUES, 0) / 4)
+/* One word per 32-bit register, up to the end of the last user queue's block. */
+#define HPU_CORE_NR_REGS (HPU_REG_UQ(HPU_NUM_UQ, 0) / 4)
 
 /* Upper bound on each engine count, so a mistyped property is caught. */
 #define HPU_CORE_MAX_ENGINES 64
@@ -100,6 +101,14 @@ void hpu_core_reset(struct hpu_dev_core *core);
 uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
 void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size);
+
+/*
+ * BAR HPU_BAR_UQ_DOORBELL: the user queues' doorbell pages (HPU_NUM_UQ of
+ * HPU_UQ_DB_PAGE_SIZE bytes), with BAR0's rules of access.
+ */
+uint32_t hpu_core_uq_db_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
+void hpu_core_uq_db_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+			  unsigned int size);
 
 /* BAR4: HBM [0, HPU_MMU_REGION_SIZE), aligned 4- and 8-byte accesses. */
 uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);

@@ -191,3 +191,19 @@ int hpu_dma_store(struct hpu_job *job, uint64_t va, const void *buf, uint32_t le
 		return -1;
 	return hpu_dma_run_write(job, run, buf, len);
 }
+
+int hpu_dma_read(struct hpu_job *job, uint64_t va, void *buf, uint64_t len)
+{
+	uint8_t *out = buf;
+	struct hpu_mmu_run run;
+
+	while (len) {
+		if (hpu_dma_xlat(job, va, len, false, &run) ||
+		    hpu_dma_run_read(job, run, out, run.len))
+			return -1;
+		out += run.len;
+		va += run.len;
+		len -= run.len;
+	}
+	return 0;
+}

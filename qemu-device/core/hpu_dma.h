@@ -23,8 +23,14 @@
 int hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size);
 int hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size);
 
-/* Small naturally aligned accesses (sync objects, timestamps): len is 4 or 8. */
+/*
+ * Small naturally aligned accesses (sync objects, timestamps, user-queue
+ * descriptors): len is a power of two up to 32.
+ */
 int hpu_dma_load(struct hpu_job *job, uint64_t va, void *buf, uint32_t len);
 int hpu_dma_store(struct hpu_job *job, uint64_t va, const void *buf, uint32_t len);
+
+/* Read len bytes at va into buf (a user queue's command buffer): no cancellation check. */
+int hpu_dma_read(struct hpu_job *job, uint64_t va, void *buf, uint64_t len);
 
 #endif /* HPU_DMA_H */

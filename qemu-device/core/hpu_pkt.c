@@ -184,8 +184,8 @@ int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	hpu_log(job->core, "queue %u: packet at 0x%" PRIx64 " refused: %s", job->queue,
-		hpu_pkt_addr(job), why);
+	hpu_log(job->core, "queue 0x%" PRIx32 ": packet at 0x%" PRIx64 " refused: %s",
+		hpu_qman_queue_id(job->queue), hpu_pkt_addr(job), why);
 	return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, hpu_pkt_addr(job));
 }
 

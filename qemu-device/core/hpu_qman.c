@@ -12,6 +12,10 @@
 
 #define HPU_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
 
+/* Both kinds of ring hold descriptors of one size, so a slot is found the same way. */
+_Static_assert(sizeof(struct hpu_queue_desc) == sizeof(struct hpu_uq_desc),
+	       "kernel and user queue descriptors differ in size");
+
 static const char *const hpu_event_names[] = {
 	[HPU_EVENT_MMU_FAULT] = "MMU fault",
 	[HPU_EVENT_ILLEGAL_PACKET] = "illegal packet",
@@ -41,7 +45,7 @@ static void hpu_qman_recheck(struct hpu_dev_core *core)
 {
 	unsigned int q;
 
-	for (q = 0; q < HPU_NUM_QUEUES; q++)
+	for (q = 0; q < HPU_QMAN_QUEUES; q++)
 		core->qman.queues[q].recheck = core->qman.queues[q].parked;
 }
 
@@ -52,14 +56,14 @@ static const char *hpu_q_check_idle(struct hpu_dev_core *core, unsigned int q,
 	       "the queue has jobs (PI != CI)";
 }
 
-static const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size)
+const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size)
 {
 	const char *why = hpu_q_check_idle(core, q, size);
 
 	return why ? why : hpu_ring_size_check(size);
 }
 
-static const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
 {
 	uint32_t ci = HPU_Q_REG(core, q, CI);
 
@@ -73,21 +77,32 @@ static const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int 
 	return NULL;
 }
 
-static void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
 {
 	HPU_Q_REG(core, q, PI) = pi;
-	/* The driver may have updated a sync object in host memory: a doorbell re-checks WAITs. */
+	/* The submitter may have set a sync object in host memory: a doorbell re-checks WAITs. */
 	hpu_qman_recheck(core);
 	hpu_qman_kick(core);
 }
 
-static void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
+/* Jobs up to ci ended or were dropped. */
+static void hpu_q_move_ci(struct hpu_dev_core *core, unsigned int q, uint32_t ci)
+{
+	if (HPU_Q_REG(core, q, CI) == ci)
+		return;
+	HPU_Q_REG(core, q, CI) = ci;
+	if (hpu_qman_is_uq(q))
+		hpu_uq_ci_moved(core, q);
+}
+
+void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 
 	if (value & ~HPU_Q_CTRL_RESET) {
-		hpu_guest_error(core, HPU_ERR_BAD_CTRL, "queue %u CTRL: unknown bits 0x%08" PRIx32,
-				q, value & ~HPU_Q_CTRL_RESET);
+		hpu_guest_error(core, HPU_ERR_BAD_CTRL,
+				"queue 0x%" PRIx32 " CTRL: unknown bits 0x%08" PRIx32,
+				hpu_qman_queue_id(q), value & ~HPU_Q_CTRL_RESET);
 		return;
 	}
 	if (!value)
@@ -98,7 +113,7 @@ static void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t
 		__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
 		hpu_qman_kick(core);
 	} else {
-		HPU_Q_REG(core, q, CI) = HPU_Q_REG(core, q, PI);
+		hpu_q_move_ci(core, q, HPU_Q_REG(core, q, PI));
 	}
 }
 
@@ -116,7 +131,7 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 {
 	unsigned int q;
 
-	for (q = 0; q < HPU_NUM_QUEUES; q++) {
+	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
 		struct hpu_qman_queue *qq = &core->qman.queues[q];
 
 		/* A job the engine is still in reads busy until it has let go of memory. */
@@ -139,17 +154,15 @@ void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm)
 	hpu_qman_kick(core);
 }
 
-/* Fetch the descriptor at slot and its command buffer; a bad one fails the job. */
-static int hpu_job_load(struct hpu_job *job, uint64_t slot)
+/* Fetch a kernel queue's descriptor (job->slot) and command buffer; a bad one fails the job. */
+static int hpu_job_load(struct hpu_job *job)
 {
 	struct hpu_dev_core *core = job->core;
 	uint8_t desc[sizeof(struct hpu_queue_desc)];
 	uint64_t cb_addr;
 
-	job->tag = 0;
-	job->asid = 0;
-	if (core->ops->dma_read(core->opaque, slot, desc, sizeof(desc)))
-		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, slot);
+	if (core->ops->dma_read(core->opaque, job->slot, desc, sizeof(desc)))
+		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, job->slot);
 	cb_addr = hpu_ld_le64(desc + HPU_DESC_OFF(cb_addr));
 	job->cb_size = hpu_ld_le32(desc + HPU_DESC_OFF(cb_size));
 	job->priv_offset = hpu_ld_le32(desc + HPU_DESC_OFF(priv_offset));
@@ -171,16 +184,16 @@ static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job
 {
 	const struct hpu_event ev = {
 		.type = job->fault,
-		.queue = job->queue,
+		.queue = hpu_qman_queue_id(job->queue),
 		.asid = job->asid,
 		.engine = job->engine,
 		.tag = job->tag,
 		.addr = job->fault_addr,
 	};
 
-	hpu_log(core, "queue %u: job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at 0x%" PRIx64
-		", engine 0x%" PRIx32, job->queue, job->tag, job->asid, hpu_event_names[job->fault],
-		job->fault_addr, job->engine);
+	hpu_log(core, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at "
+		"0x%" PRIx64 ", engine 0x%" PRIx32, ev.queue, job->tag, job->asid,
+		hpu_event_names[job->fault], job->fault_addr, job->engine);
 	hpu_eq_post(core, &ev);
 }
 
@@ -191,8 +204,11 @@ static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *
 	struct hpu_job *job = &qq->job;
 	unsigned int q = job->queue;
 
-	if (status == HPU_PKT_FAILED && job->gen == core->gen)
+	if (status == HPU_PKT_FAILED && job->gen == core->gen) {
+		if (hpu_qman_is_uq(q))
+			HPU_UQ_REG(core, q, ERRORS)++;
 		hpu_qman_report(core, job);
+	}
 	if (job->gen != core->gen) {
 		/* A device reset abandoned the job: the queue's state is no longer its own. */
 		HPU_Q_REG(core, q, STATUS) = 0;
@@ -206,7 +222,7 @@ static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *
 		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_WAITING;
 		return;
 	}
-	HPU_Q_REG(core, q, CI) = qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1;
+	hpu_q_move_ci(core, q, qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
 	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 	HPU_Q_REG(core, q, STATUS) = 0;
 }
@@ -216,10 +232,9 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	struct hpu_job *job = &qq->job;
-	bool fresh = !qq->parked;
+	bool fresh = !qq->parked, uq = hpu_qman_is_uq(q);
 	enum hpu_pkt_status status;
 	struct hpu_hbm *hbm;
-	uint64_t slot = 0;
 
 	qq->running = true;
 	qq->parked = false;
@@ -231,10 +246,13 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	job->hbm = hpu_hbm_get(core->hbm);
 	job->signalled = false;
 	if (fresh) {
-		/* PI != CI, so the ring is set and cannot change under the job. */
-		slot = ((uint64_t)HPU_Q_REG(core, q, RING_HI) << 32 | HPU_Q_REG(core, q, RING_LO)) +
-		       (uint64_t)(HPU_Q_REG(core, q, CI) % HPU_Q_REG(core, q, RING_SIZE)) *
-			       sizeof(struct hpu_queue_desc);
+		/* PI != CI: the ring, and a user queue's context, cannot change under the job. */
+		job->slot = hpu_q_ring(core, q) +
+			    (uint64_t)(HPU_Q_REG(core, q, CI) % HPU_Q_REG(core, q, RING_SIZE)) *
+				    sizeof(struct hpu_queue_desc);
+		/* A kernel queue's descriptor names its context; until it is read, events say 0. */
+		job->asid = uq ? HPU_UQ_REG(core, q, ASID) : 0;
+		job->tag = 0;
 		job->pos = 0;
 		job->call.size = 0;
 		job->fault = 0;
@@ -242,7 +260,12 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	}
 	hpu_core_unlock(core);
 
-	status = fresh && hpu_job_load(job, slot) ? HPU_PKT_FAILED : hpu_pkt_run(job);
+	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
+		status = HPU_PKT_FAILED;
+	else
+		status = hpu_pkt_run(job);
+	if (uq && status != HPU_PKT_STALLED)
+		hpu_uq_job_end(job, status);
 
 	hpu_core_lock(core);
 	hpu_qman_end_step(core, qq, status);
@@ -269,8 +292,8 @@ static int hpu_qman_next(struct hpu_dev_core *core, bool take)
 {
 	unsigned int i;
 
-	for (i = 0; i < HPU_NUM_QUEUES; i++) {
-		unsigned int q = (core->qman.next + i) % HPU_NUM_QUEUES;
+	for (i = 0; i < HPU_QMAN_QUEUES; i++) {
+		unsigned int q = (core->qman.next + i) % HPU_QMAN_QUEUES;
 		const struct hpu_qman_queue *qq = &core->qman.queues[q];
 
 		if (qq->parked ? qq->recheck || qq->abort :

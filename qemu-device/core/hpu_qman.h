@@ -3,11 +3,21 @@
  * hpu queue manager: the hardware queues' registers and the engine that runs
  * their jobs.
  *
+ * The engine's queues are the HPU_NUM_QUEUES kernel queues, numbered 0..,
+ * then the HPU_NUM_UQ user queues (1.3): user queue u is the engine's
+ * queue HPU_QMAN_UQ(u).  Both kinds share one lifecycle; a user queue's
+ * job differs in how it is fetched and ended (hpu_uq.c): its descriptor and
+ * command buffer are read through the MMU in the bound context, any
+ * privileged packet fails it, its status is written back into the
+ * descriptor, and its event names HPU_EVENT_QUEUE_UQ(u).
+ *
  * One engine thread runs every queue (round robin, a job at a time), always
  * without the core lock while it touches memory: MMIO never waits for a
- * job.  A job ends completed or failed (its event is posted first, then CI
- * advances), or stalls on a WAIT: the queue parks (STATUS WAITING) and is
- * looked at again after any SIGNAL, any doorbell, or a Q_CTRL RESET.
+ * job.  A job ends completed or failed (a user queue's status is written
+ * back, then a failure's event is posted, then CI advances; an armed user
+ * queue then interrupts), or stalls on a WAIT: the queue parks (STATUS
+ * WAITING) and is looked at again after any SIGNAL, any doorbell (a kernel
+ * queue's PI or a user queue's doorbell page), or a CTRL RESET.
  *
  * Out of work, the engine sleeps; but when the last idle spell was short
  * (jobs arriving back to back, as an eager stream or a submit-and-wait loop
@@ -35,6 +45,21 @@ struct hpu_qman_queue {
 	struct hpu_job job; /* the engine's alone */
 };
 
+/* The engine's queues: kernel ones, then user ones; user queue u is HPU_QMAN_UQ(u). */
+#define HPU_QMAN_QUEUES (HPU_NUM_QUEUES + HPU_NUM_UQ)
+#define HPU_QMAN_UQ(u) (HPU_NUM_QUEUES + (u))
+
+static inline bool hpu_qman_is_uq(unsigned int q)
+{
+	return q >= HPU_NUM_QUEUES;
+}
+
+/* The number events and logs give the engine's queue q. */
+static inline uint32_t hpu_qman_queue_id(unsigned int q)
+{
+	return hpu_qman_is_uq(q) ? HPU_EVENT_QUEUE_UQ(q - HPU_NUM_QUEUES) : q;
+}
+
 /* How long an engine that has been busy lately polls for work before it sleeps. */
 #define HPU_ENGINE_SPIN_NS 200000u
 
@@ -45,7 +70,7 @@ struct hpu_qman {
 	bool stopping;
 	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
 	unsigned int next;   /* round robin */
-	struct hpu_qman_queue queues[HPU_NUM_QUEUES];
+	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
 	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
 };
 

@@ -166,8 +166,8 @@ int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set)
 
 int hpu_tmem_oom(struct hpu_job *job, const char *what, uint64_t addr)
 {
-	hpu_log(job->core, "queue %u: host out of memory for %s at 0x%" PRIx64, job->queue, what,
-		addr);
+	hpu_log(job->core, "queue 0x%" PRIx32 ": host out of memory for %s at 0x%" PRIx64,
+		hpu_qman_queue_id(job->queue), what, addr);
 	return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, addr);
 }
 

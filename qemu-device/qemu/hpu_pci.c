@@ -2,10 +2,10 @@
 /*
  * hpu PCI device: QEMU glue around the device core in hpu_dev_core.c.
  *
- * This file only adapts QEMU services (BAR0 and BAR4 MMIO, MSI-X, bus-master
- * DMA, a virtual-clock timer for the deferred boot, a thread for the engine,
- * reset and properties) to struct hpu_core_ops; all device semantics live in
- * the core.
+ * This file only adapts QEMU services (BAR0, BAR1 and BAR4 MMIO, MSI-X,
+ * bus-master DMA, a virtual-clock timer for the deferred boot, a thread for
+ * the engine, reset and properties) to struct hpu_core_ops; all device
+ * semantics live in the core.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -28,6 +28,7 @@
 struct hpu_pci {
 	PCIDevice parent_obj;
 	MemoryRegion regs;
+	MemoryRegion uq_db;
 	MemoryRegion mmu;
 	QEMUTimer *boot_timer;
 	QemuThread engine;
@@ -119,55 +120,45 @@ static void hpu_pci_boot_timer(void *opaque)
 	hpu_core_boot_run(&s->core);
 }
 
-static uint64_t hpu_pci_mmio_read(void *opaque, hwaddr addr, unsigned int size)
-{
-	struct hpu_pci *s = opaque;
-
-	return hpu_core_mmio_read(&s->core, addr, size);
+/*
+ * A BAR the core handles: its MMIO callbacks and ops.  Every size and
+ * alignment reaches the core, which reports the bad ones.
+ */
+#define HPU_PCI_BAR_OPS(bar, core_read, core_write)					\
+static uint64_t hpu_pci_##bar##_read(void *opaque, hwaddr addr, unsigned int size)	\
+{											\
+	struct hpu_pci *s = opaque;							\
+											\
+	return core_read(&s->core, addr, size);						\
+}											\
+											\
+static void hpu_pci_##bar##_write(void *opaque, hwaddr addr, uint64_t val,		\
+				  unsigned int size)					\
+{											\
+	struct hpu_pci *s = opaque;							\
+											\
+	core_write(&s->core, addr, val, size);						\
+}											\
+											\
+static const MemoryRegionOps hpu_pci_##bar##_ops = {					\
+	.read = hpu_pci_##bar##_read,							\
+	.write = hpu_pci_##bar##_write,							\
+	.endianness = DEVICE_LITTLE_ENDIAN,						\
+	.valid = {									\
+		.min_access_size = 1,							\
+		.max_access_size = 8,							\
+		.unaligned = true,							\
+	},										\
+	.impl = {									\
+		.min_access_size = 1,							\
+		.max_access_size = 8,							\
+		.unaligned = true,							\
+	},										\
 }
 
-static void hpu_pci_mmio_write(void *opaque, hwaddr addr, uint64_t val, unsigned int size)
-{
-	struct hpu_pci *s = opaque;
-
-	hpu_core_mmio_write(&s->core, addr, val, size);
-}
-
-static uint64_t hpu_pci_mmu_read(void *opaque, hwaddr addr, unsigned int size)
-{
-	struct hpu_pci *s = opaque;
-
-	return hpu_core_mmu_read(&s->core, addr, size);
-}
-
-static void hpu_pci_mmu_write(void *opaque, hwaddr addr, uint64_t val, unsigned int size)
-{
-	struct hpu_pci *s = opaque;
-
-	hpu_core_mmu_write(&s->core, addr, val, size);
-}
-
-/* Every size and alignment reaches the core, which reports the bad ones. */
-#define HPU_PCI_MMIO_OPS(rd, wr) {		\
-	.read = rd,				\
-	.write = wr,				\
-	.endianness = DEVICE_LITTLE_ENDIAN,	\
-	.valid = {				\
-		.min_access_size = 1,		\
-		.max_access_size = 8,		\
-		.unaligned = true,		\
-	},					\
-	.impl = {				\
-		.min_access_size = 1,		\
-		.max_access_size = 8,		\
-		.unaligned = true,		\
-	},					\
-}
-
-static const MemoryRegionOps hpu_pci_mmio_ops = HPU_PCI_MMIO_OPS(hpu_pci_mmio_read,
-								 hpu_pci_mmio_write);
-static const MemoryRegionOps hpu_pci_mmu_ops = HPU_PCI_MMIO_OPS(hpu_pci_mmu_read,
-								hpu_pci_mmu_write);
+HPU_PCI_BAR_OPS(mmio, hpu_core_mmio_read, hpu_core_mmio_write);
+HPU_PCI_BAR_OPS(uq_db, hpu_core_uq_db_read, hpu_core_uq_db_write);
+HPU_PCI_BAR_OPS(mmu, hpu_core_mmu_read, hpu_core_mmu_write);
 
 /* The engine: runs jobs off the vCPU threads, without the BQL. */
 static void *hpu_pci_engine_thread(void *opaque)
@@ -200,6 +191,10 @@ static void hpu_pci_realize(PCIDevice *pdev, Error **errp)
 	memory_region_init_io(&s->regs, OBJECT(s), &hpu_pci_mmio_ops, s, "hpu-regs",
 			      HPU_BAR_REGS_SIZE);
 	pci_register_bar(pdev, HPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+	/* Page u is user queue u's doorbell: the driver maps each into one process. */
+	memory_region_init_io(&s->uq_db, OBJECT(s), &hpu_pci_uq_db_ops, s, "hpu-uq-doorbell",
+			      HPU_NUM_UQ * HPU_UQ_DB_PAGE_SIZE);
+	pci_register_bar(pdev, HPU_BAR_UQ_DOORBELL, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->uq_db);
 	memory_region_init_io(&s->mmu, OBJECT(s), &hpu_pci_mmu_ops, s, "hpu-mmu",
 			      HPU_MMU_REGION_SIZE);
 	pci_register_bar(pdev, HPU_BAR_MMU,

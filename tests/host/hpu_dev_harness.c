@@ -4,9 +4,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "hpu_dev_harness.h"
@@ -236,6 +238,14 @@ unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsi
 	return failed;
 }
 
+int hpu_run_suite(const struct hpu_test_case *cases, size_t count)
+{
+	unsigned int n = 0;
+
+	printf("TAP version 13\n1..%zu\n", count);
+	return hpu_run_cases(cases, count, &n) ? 1 : 0;
+}
+
 /* ---- the submission path ---- */
 
 /* Next free table page in the MMU region; the context table takes the first two. */
@@ -300,12 +310,52 @@ void cb_u64(struct hpu_cb *cb, uint64_t v)
 	cb->len += 8;
 }
 
+void cb_nop(struct hpu_cb *cb)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_NOP, 0));
+	cb_u32(cb, 0);
+}
+
+void cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size, uint32_t flags)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, flags));
+	cb_u32(cb, 0);
+	cb_u64(cb, src);
+	cb_u64(cb, dst);
+	cb_u64(cb, size);
+}
+
+void cb_sync(struct hpu_cb *cb, uint32_t opcode, uint64_t addr, uint32_t value)
+{
+	cb_u32(cb, HPU_PKT_HEADER(opcode, 0));
+	cb_u32(cb, value);
+	cb_u64(cb, addr);
+}
+
+void cb_timestamp(struct hpu_cb *cb, uint64_t addr)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0));
+	cb_u32(cb, 0);
+	cb_u64(cb, addr);
+}
+
 void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value)
 {
 	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0));
 	cb_u32(cb, 0);
 	cb_u64(cb, bus_addr);
 	cb_u64(cb, value);
+}
+
+void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0));
+	cb_u32(cb, vector);
+}
+
+uint32_t sync_value(struct hpu_test *t, unsigned int i)
+{
+	return hpu_ld_le32(t->mem + SYNC_OFF + 4 * i);
 }
 
 uint64_t completion(struct hpu_test *t, unsigned int q)
@@ -354,6 +404,59 @@ void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t
 void run(struct hpu_test *t)
 {
 	hpu_core_engine_run(t->core);
+}
+
+void *engine_thread(void *opaque)
+{
+	struct hpu_dev_core *core = opaque;
+
+	while (hpu_core_engine_wait(core))
+		hpu_core_engine_run(core);
+	return NULL;
+}
+
+void sleep_tick(void)
+{
+	const struct timespec tick = { .tv_nsec = 1000000 };
+
+	nanosleep(&tick, NULL);
+}
+
+uint32_t run_threaded(struct hpu_test *t, unsigned int jobs,
+		      void (*submit)(struct hpu_test *t, unsigned int i),
+		      uint32_t (*done)(struct hpu_test *t))
+{
+	unsigned int i, waited = 0;
+	pthread_t thread;
+
+	if (pthread_create(&thread, NULL, engine_thread, t->core)) {
+		hpu_check(t, false, "pthread_create", __LINE__);
+		return 0;
+	}
+	for (i = 0; i < jobs; i++)
+		submit(t, i);
+	while (done(t) < jobs && ++waited < 20000)
+		sleep_tick();
+	hpu_core_engine_stop(t->core);
+	pthread_join(thread, NULL);
+	return done(t);
+}
+
+unsigned int hpu_hook_countdown;
+static uint32_t hpu_hook_reg, hpu_hook_value;
+
+static void hpu_hook_write(struct hpu_test *t)
+{
+	if (hpu_hook_countdown && !--hpu_hook_countdown)
+		hpu_wr(t, hpu_hook_reg, hpu_hook_value);
+}
+
+void hook_at(struct hpu_test *t, unsigned int n, uint32_t reg, uint32_t value)
+{
+	hpu_hook_countdown = n;
+	hpu_hook_reg = reg;
+	hpu_hook_value = value;
+	t->on_dma = hpu_hook_write;
 }
 
 void setup(struct hpu_test *t)

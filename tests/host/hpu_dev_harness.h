@@ -89,6 +89,8 @@ struct hpu_test_case {
 
 /* Runs each case on a fresh device, numbering from *n; returns how many failed. */
 unsigned int hpu_run_cases(const struct hpu_test_case *cases, size_t count, unsigned int *n);
+/* The whole TAP run of a suite that is one table of cases; main()'s exit status. */
+int hpu_run_suite(const struct hpu_test_case *cases, size_t count);
 
 /*
  * Runs fn(t, &table[i]) on a fresh device for every case of a table and
@@ -151,7 +153,20 @@ struct hpu_cb {
 
 void cb_u32(struct hpu_cb *cb, uint32_t v);
 void cb_u64(struct hpu_cb *cb, uint64_t v);
+void cb_nop(struct hpu_cb *cb);
+void cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size, uint32_t flags);
+/* SIGNAL or WAIT. */
+void cb_sync(struct hpu_cb *cb, uint32_t opcode, uint64_t addr, uint32_t value);
+void cb_timestamp(struct hpu_cb *cb, uint64_t addr);
 void cb_completion(struct hpu_cb *cb, uint64_t bus_addr, uint64_t value);
+void cb_interrupt(struct hpu_cb *cb, uint32_t vector);
+
+/* The DMA engine a queue's (the engine's number of it) copies name. */
+#define DMA_ENGINE(q) (HPU_ENGINE_DMA + (q) % hpu_test_cfg.num_dma)
+
+/* Sync objects, in the SYNC page of the test context. */
+#define SYNC_VA(i) (VA_HOST + SYNC_OFF + 4u * (i))
+uint32_t sync_value(struct hpu_test *t, unsigned int i);
 
 uint64_t completion(struct hpu_test *t, unsigned int q);
 void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d);
@@ -161,6 +176,20 @@ void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_
 /* A user command buffer followed by the driver's tail: a completion. */
 void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag);
 void run(struct hpu_test *t);
+/* The engine's loop, for a pthread: opaque is the core. */
+void *engine_thread(void *opaque);
+/* Sleep a millisecond, while the engine's thread works. */
+void sleep_tick(void);
+/*
+ * With the engine on its own thread, submit(t, i) jobs 0..jobs - 1, then
+ * wait (20 s at most) until done(t) counts them all; returns done(t).
+ */
+uint32_t run_threaded(struct hpu_test *t, unsigned int jobs,
+		      void (*submit)(struct hpu_test *t, unsigned int i),
+		      uint32_t (*done)(struct hpu_test *t));
+/* Write reg from inside the engine's n-th DMA, as a vCPU could mid-job; counts down to 0. */
+void hook_at(struct hpu_test *t, unsigned int n, uint32_t reg, uint32_t value);
+extern unsigned int hpu_hook_countdown;
 /* Boot, an event ring, every queue's ring, and the test context's standard mappings. */
 void setup(struct hpu_test *t);
 void fill_pattern(uint8_t *p, uint32_t len, uint32_t seed);

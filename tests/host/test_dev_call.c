@@ -38,7 +38,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packets are little-en
 #define VA_TOO_HIGH (1ull << HPU_MMU_VA_BITS)
 #define TS_OFF (SYNC_OFF + 0x400u)
 
-#define SYNC_VA(i) (VA_HOST + SYNC_OFF + 4u * (i))
 #define AFTER 7 /* the sync object the caller signals after its CALL */
 #define LO(x) ((uint32_t)(x))
 #define HI(x) ((uint32_t)((uint64_t)(x) >> 32))
@@ -62,11 +61,6 @@ static void map_call(struct hpu_test *t)
 	pt_map_page(t, ASID, VA_BAD_HOST, BAD_BUS, PTE_HOST_RW);
 }
 
-static uint32_t sync_value(struct hpu_test *t, unsigned int i)
-{
-	return hpu_ld_le32(t->mem + SYNC_OFF + 4 * i);
-}
-
 /* ---- command buffers ---- */
 
 static void put(struct hpu_cb *cb, const void *pkt, uint32_t len)
@@ -80,11 +74,6 @@ static void put(struct hpu_cb *cb, const void *pkt, uint32_t len)
 	put(cb, &(struct hpu_pkt_##type){ .header = HDR(op, flags), __VA_ARGS__ },         \
 	    sizeof(struct hpu_pkt_##type))
 
-static void cb_nop(struct hpu_cb *cb)
-{
-	PKT(cb, nop, NOP, 0, .pad = 0);
-}
-
 static void cb_signal(struct hpu_cb *cb, unsigned int sync, uint32_t value)
 {
 	PKT(cb, signal, SIGNAL, 0, .value = value, .addr = SYNC_VA(sync));
@@ -93,11 +82,6 @@ static void cb_signal(struct hpu_cb *cb, unsigned int sync, uint32_t value)
 static void cb_wait(struct hpu_cb *cb, unsigned int sync, uint32_t value)
 {
 	PKT(cb, wait, WAIT, 0, .value = value, .addr = SYNC_VA(sync));
-}
-
-static void cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size)
-{
-	PKT(cb, lin_dma, LIN_DMA, 0, .src = src, .dst = dst, .size = size);
 }
 
 static void cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
@@ -130,7 +114,7 @@ static void upload(struct hpu_test *t, uint64_t va, uint32_t len)
 {
 	struct hpu_cb cb = { .len = 0 };
 
-	cb_dma(&cb, va, VA_HOST + STAGE_OFF, len);
+	cb_dma(&cb, va, VA_HOST + STAGE_OFF, len, 0);
 	submit_user(t, 3, &cb, 0x100);
 	run(t);
 	EXPECT_DONE(t, 3);
@@ -203,13 +187,13 @@ static void cb_relu(struct hpu_cb *cb)
 
 static void cb_recipe_in(struct hpu_cb *cb)
 {
-	cb_dma(cb, A_VA, VA_HOST + IN_A_OFF, M * K * sizeof(float));
-	cb_dma(cb, B_VA, VA_HOST + IN_B_OFF, K * N * sizeof(float));
+	cb_dma(cb, A_VA, VA_HOST + IN_A_OFF, M * K * sizeof(float), 0);
+	cb_dma(cb, B_VA, VA_HOST + IN_B_OFF, K * N * sizeof(float), 0);
 }
 
 static void cb_recipe_out(struct hpu_cb *cb)
 {
-	cb_dma(cb, VA_HOST + OUT_OFF, D_VA, M * N * sizeof(float));
+	cb_dma(cb, VA_HOST + OUT_OFF, D_VA, M * N * sizeof(float), 0);
 }
 
 /* The output at off is relu(A @ B) of the inputs in host memory. */
@@ -256,7 +240,7 @@ static void case_recipe(struct hpu_test *t)
 
 	/* What follows the CALL sees what the callee did: it runs after. */
 	cb_call(&cb, VA_CALLEE, size);
-	cb_dma(&cb, VA_HOST + OUT_OFF + 0x1000, VA_HOST + OUT_OFF, M * N * sizeof(float));
+	cb_dma(&cb, VA_HOST + OUT_OFF + 0x1000, VA_HOST + OUT_OFF, M * N * sizeof(float), 0);
 	for (run_no = 1; run_no <= 2; run_no++) {
 		struct hpu_cb job = cb;
 
@@ -279,7 +263,7 @@ static void case_host_callee(struct hpu_test *t)
 
 	map_call(t);
 	cb_signal(&callee, 1, 1);
-	cb_dma(&callee, VA_HOST + OUT_OFF, VA_HOST + IN_OFF, 64);
+	cb_dma(&callee, VA_HOST + OUT_OFF, VA_HOST + IN_OFF, 64, 0);
 	memcpy(t->mem + HOST_CALLEE_OFF, callee.b, callee.len);
 	fill_pattern(t->mem + IN_OFF, 64, 3);
 	cb_call(&cb, VA_HOST + HOST_CALLEE_OFF, callee.len);
@@ -316,7 +300,7 @@ static void case_scattered_windows(struct hpu_test *t)
 			want[i]++;
 			break;
 		case 2:
-			cb_dma(&cb, VA_HOST + OUT_OFF, VA_HOST + IN_OFF, 8);
+			cb_dma(&cb, VA_HOST + OUT_OFF, VA_HOST + IN_OFF, 8, 0);
 			break;
 		default:
 			cb_gemm(&cb, K);

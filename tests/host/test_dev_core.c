@@ -15,7 +15,7 @@
 /* Registers that read zero unless BOOT_STATUS is READY. */
 static const uint32_t hpu_test_cap_regs[] = {
 	HPU_REG_FW_VERSION, HPU_REG_FW_IF_VERSION, HPU_REG_HBM_SIZE_LO, HPU_REG_HBM_SIZE_HI,
-	HPU_REG_NUM_DMA, HPU_REG_NUM_MME, HPU_REG_NUM_TPC, HPU_REG_CAPS,
+	HPU_REG_NUM_DMA, HPU_REG_NUM_MME, HPU_REG_NUM_TPC, HPU_REG_CAPS, HPU_REG_NUM_UQ,
 };
 
 static void hpu_test_expect_caps_zero(struct hpu_test *t, int line)
@@ -68,7 +68,7 @@ static void hpu_case_read_only(struct hpu_test *t)
 		HPU_REG_ID, HPU_REG_REGS_VERSION, HPU_REG_HW_REV, HPU_REG_ERR_CODE,
 		HPU_REG_BOOT_STATUS, HPU_REG_BOOT_ERROR, HPU_REG_FW_VERSION, HPU_REG_FW_IF_VERSION,
 		HPU_REG_HBM_SIZE_LO, HPU_REG_HBM_SIZE_HI, HPU_REG_NUM_DMA, HPU_REG_NUM_MME,
-		HPU_REG_NUM_TPC, HPU_REG_CAPS,
+		HPU_REG_NUM_TPC, HPU_REG_CAPS, HPU_REG_NUM_UQ,
 	};
 	size_t i;
 
@@ -104,7 +104,7 @@ static void hpu_case_bad_access(struct hpu_test *t)
 		{ HPU_REG_SCRATCH + 1, 1 },
 		{ HPU_REG_SCRATCH + 2, 4 },
 		{ 0x018, 4 }, /* hole after ERR_CODE */
-		{ 0x220, 4 }, /* just past CAPS */
+		{ HPU_REG_NUM_UQ + 4, 4 }, /* just past the capabilities */
 		{ HPU_REG_IRQ_MASK + 4, 4 },
 		{ HPU_BAR_REGS_SIZE - 4, 4 },
 		{ HPU_BAR_REGS_SIZE, 4 },
@@ -135,6 +135,7 @@ static void hpu_case_boot_ready(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_MME), hpu_test_cfg.num_mme);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_TPC), hpu_test_cfg.num_tpc);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_CAPS), hpu_test_cfg.caps);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_UQ), HPU_NUM_UQ);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_CAUSE), HPU_IRQ_BOOT_DONE);
 	HPU_CHECK_EQ(t, t->irqs, 1);
 	HPU_CHECK_EQ(t, t->dma_reads, 1);

@@ -17,38 +17,7 @@
 #include "hpu_core_internal.h"
 #include "hpu_dev_harness.h"
 
-#define DMA_ENGINE(q) (HPU_ENGINE_DMA + (q) % hpu_test_cfg.num_dma)
-
 /* ---- command buffers ---- */
-
-static void cb_nop(struct hpu_cb *cb)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_NOP, 0));
-	cb_u32(cb, 0);
-}
-
-static void cb_dma(struct hpu_cb *cb, uint64_t dst, uint64_t src, uint64_t size, uint32_t flags)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_LIN_DMA, flags));
-	cb_u32(cb, 0);
-	cb_u64(cb, src);
-	cb_u64(cb, dst);
-	cb_u64(cb, size);
-}
-
-static void cb_sync(struct hpu_cb *cb, uint32_t opcode, uint64_t addr, uint32_t value)
-{
-	cb_u32(cb, HPU_PKT_HEADER(opcode, 0));
-	cb_u32(cb, value);
-	cb_u64(cb, addr);
-}
-
-static void cb_timestamp(struct hpu_cb *cb, uint64_t addr)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0));
-	cb_u32(cb, 0);
-	cb_u64(cb, addr);
-}
 
 static void cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
 {
@@ -56,12 +25,6 @@ static void cb_call(struct hpu_cb *cb, uint64_t addr, uint64_t size)
 	cb_u32(cb, 0);
 	cb_u64(cb, addr);
 	cb_u64(cb, size);
-}
-
-static void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0));
-	cb_u32(cb, vector);
 }
 
 /* ---- HBM and BAR4 ---- */
@@ -623,13 +586,6 @@ static void hpu_case_host_dma_error(struct hpu_test *t)
 
 /* ---- sync objects ---- */
 
-#define SYNC_VA(i) (VA_HOST + SYNC_OFF + 4u * (i))
-
-static uint32_t sync_value(struct hpu_test *t, unsigned int i)
-{
-	return hpu_ld_le32(t->mem + SYNC_OFF + 4 * i);
-}
-
 static void submit_sync(struct hpu_test *t, unsigned int q, uint32_t opcode, unsigned int i,
 			uint32_t value, uint64_t tag)
 {
@@ -772,24 +728,6 @@ static void hpu_case_queue_reset_idle(struct hpu_test *t)
 	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_CTRL);
 	hpu_wr(t, REG_Q(0, CTRL), 0);
 	HPU_EXPECT_CLEAN(t);
-}
-
-static unsigned int hpu_hook_countdown;
-static uint32_t hpu_hook_reg, hpu_hook_value;
-
-/* Write a register from inside the engine's n-th DMA, as a vCPU could mid-job. */
-static void hpu_hook_write(struct hpu_test *t)
-{
-	if (hpu_hook_countdown && !--hpu_hook_countdown)
-		hpu_wr(t, hpu_hook_reg, hpu_hook_value);
-}
-
-static void hook_at(struct hpu_test *t, unsigned int n, uint32_t reg, uint32_t value)
-{
-	hpu_hook_countdown = n;
-	hpu_hook_reg = reg;
-	hpu_hook_value = value;
-	t->on_dma = hpu_hook_write;
 }
 
 /* A big copy is cut at a step boundary when its queue is reset. */
@@ -1056,50 +994,38 @@ static void hpu_case_queue_holes(struct hpu_test *t)
 
 /* ---- the engine on its own thread ---- */
 
-static void *hpu_engine_thread(void *opaque)
+/* Job i: a copy through HBM and a SIGNAL on queue i % 4, kept within half its ring. */
+static void submit_copy(struct hpu_test *t, unsigned int i)
 {
-	struct hpu_dev_core *core = opaque;
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int q = i % HPU_NUM_QUEUES;
 
-	while (hpu_core_engine_wait(core))
-		hpu_core_engine_run(core);
-	return NULL;
+	while (hpu_rd(t, REG_Q(q, PI)) - hpu_rd(t, REG_Q(q, CI)) >= Q_RING_ENTRIES / 2)
+		sleep_tick();
+	cb_dma(&cb, VA_HBM + q * (256u << 10), VA_HOST + SRC_OFF + i * 4096, 64u << 10, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF + i * 4096, VA_HBM + q * (256u << 10), 4096, 0);
+	cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(0), 1);
+	submit_user(t, q, &cb, i);
+}
+
+static uint32_t queues_done(struct hpu_test *t)
+{
+	uint32_t done = 0;
+	unsigned int q;
+
+	for (q = 0; q < HPU_NUM_QUEUES; q++)
+		done += hpu_rd(t, REG_Q(q, CI));
+	return done;
 }
 
 static void hpu_case_engine_thread(struct hpu_test *t)
 {
 	const unsigned int jobs = 40;
-	const struct timespec tick = { .tv_nsec = 1000000 };
-	pthread_t thread;
-	unsigned int i, q, waited = 0;
-	uint32_t done;
+	unsigned int q;
 
 	setup(t);
 	fill_pattern(t->mem + SRC_OFF, 1u << 20, 77);
-	if (pthread_create(&thread, NULL, hpu_engine_thread, t->core)) {
-		hpu_check(t, false, "pthread_create", __LINE__);
-		return;
-	}
-	for (i = 0; i < jobs; i++) {
-		struct hpu_cb cb = { .len = 0 };
-
-		q = i % HPU_NUM_QUEUES;
-		/* Keep within the ring: wait for the queue to drain half of it. */
-		while (hpu_rd(t, REG_Q(q, PI)) - hpu_rd(t, REG_Q(q, CI)) >= Q_RING_ENTRIES / 2)
-			nanosleep(&tick, NULL);
-		cb_dma(&cb, VA_HBM + q * (256u << 10), VA_HOST + SRC_OFF + i * 4096, 64u << 10, 0);
-		cb_dma(&cb, VA_HOST + DST_OFF + i * 4096, VA_HBM + q * (256u << 10), 4096, 0);
-		cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(0), 1);
-		submit_user(t, q, &cb, i);
-	}
-	do {
-		for (q = 0, done = 0; q < HPU_NUM_QUEUES; q++)
-			done += hpu_rd(t, REG_Q(q, CI));
-		if (done < jobs)
-			nanosleep(&tick, NULL);
-	} while (done < jobs && ++waited < 20000);
-	hpu_core_engine_stop(t->core);
-	pthread_join(thread, NULL);
-	HPU_CHECK_EQ(t, done, jobs);
+	HPU_CHECK_EQ(t, run_threaded(t, jobs, submit_copy, queues_done), jobs);
 	HPU_CHECK_EQ(t, sync_value(t, 0), jobs);
 	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, jobs * 4096));
 	for (q = 0; q < HPU_NUM_QUEUES; q++)
@@ -1140,7 +1066,7 @@ static void hpu_case_engine_polls(struct hpu_test *t)
 	pthread_t thread;
 
 	setup(t);
-	if (pthread_create(&thread, NULL, hpu_engine_thread, t->core)) {
+	if (pthread_create(&thread, NULL, engine_thread, t->core)) {
 		hpu_check(t, false, "pthread_create", __LINE__);
 		return;
 	}

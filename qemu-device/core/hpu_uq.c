@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpu user queues (1.3): their privileged registers in BAR0, their doorbell
+ * pages, and what the engine does differently for their jobs.  A process
+ * owns the ring and the command buffers, so the device trusts neither: it
+ * reads both through the MMU in the context the driver bound, runs every
+ * packet as a user packet, and writes each job's status back into its
+ * descriptor.  The lifecycle (running, parked, aborted) is the kernel
+ * queues', in hpu_qman.c.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+
+#include "hpu_core_internal.h"
+#include "hpu_dma.h"
+#include "hpu_le.h"
+
+#define HPU_UQ_DESC_OFF(field) offsetof(struct hpu_uq_desc, field)
+
+/* ARM's only bit. */
+#define HPU_UQ_ARMED 1u
+
+/* A job's status is its event type, so the runtime reads one in the other's terms. */
+#define HPU_UQ_STATUS_IS_EVENT(name) ((int)HPU_UQ_STATUS_##name == (int)HPU_EVENT_##name)
+_Static_assert(HPU_UQ_STATUS_IS_EVENT(MMU_FAULT) && HPU_UQ_STATUS_IS_EVENT(ILLEGAL_PACKET) &&
+		       HPU_UQ_STATUS_IS_EVENT(PRIV_PACKET) && HPU_UQ_STATUS_IS_EVENT(DMA_ERROR) &&
+		       HPU_UQ_STATUS_IS_EVENT(ABORTED) && HPU_UQ_STATUS_IS_EVENT(BAD_KERNEL),
+	       "user-queue statuses are not the event types");
+
+/*
+ * The ring and the context are the queue's binding, checked when it is
+ * enabled: they change only while it is disabled.
+ */
+static const char *hpu_uq_check_disabled(struct hpu_dev_core *core, unsigned int q,
+					 uint32_t value HPU_UNUSED)
+{
+	return HPU_Q_REG(core, q, RING_SIZE) ? "the queue is enabled (RING_SIZE != 0)" : NULL;
+}
+
+static const char *hpu_uq_check_asid(struct hpu_dev_core *core, unsigned int q, uint32_t asid)
+{
+	const char *why = hpu_uq_check_disabled(core, q, asid);
+
+	if (!why && asid >= HPU_MMU_NUM_ASIDS)
+		why = "the ASID is out of range";
+	return why;
+}
+
+static const char *hpu_uq_check_ring_size(struct hpu_dev_core *core, unsigned int q,
+					  uint32_t size)
+{
+	const char *why = hpu_q_check_ring_size(core, q, size);
+	uint64_t ring = hpu_q_ring(core, q);
+
+	if (why || !size)
+		return why;
+	/* So that no descriptor straddles a page, and every slot is a VA the MMU can map. */
+	if (ring % sizeof(struct hpu_uq_desc))
+		return "the ring is not aligned to a descriptor";
+	if (ring > (1ull << HPU_MMU_VA_BITS) - (uint64_t)size * sizeof(struct hpu_uq_desc))
+		return "the ring runs past the device address space";
+	return NULL;
+}
+
+/* A ring (re)sized or disabled starts empty, its counts with it. */
+static void hpu_uq_write_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size)
+{
+	HPU_Q_REG(core, q, RING_SIZE) = size;
+	HPU_Q_REG(core, q, PI) = 0;
+	HPU_Q_REG(core, q, CI) = 0;
+	HPU_UQ_REG(core, q, ERRORS) = 0;
+}
+
+static void hpu_uq_write_arm(struct hpu_dev_core *core, unsigned int q, uint32_t value)
+{
+	if (value & ~HPU_UQ_ARMED) {
+		hpu_guest_error(core, HPU_ERR_BAD_CTRL,
+				"user queue %u ARM: unknown bits 0x%08" PRIx32, q - HPU_NUM_QUEUES,
+				value & ~HPU_UQ_ARMED);
+		return;
+	}
+	HPU_UQ_REG(core, q, ARM) = value;
+}
+
+static void hpu_uq_write_irq_pending(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+				     uint32_t value)
+{
+	HPU_CORE_REG(core, UQ_IRQ_PENDING) &= ~value;
+}
+
+#define HPU_UQ_RW (HPU_REG_R | HPU_REG_W)
+#define HPU_UQ_REG_DESC(reg, acc, check, write) \
+	[HPU_UQ_##reg / 4] = { #reg, acc, check, write, NULL }
+
+const struct hpu_reg_desc hpu_uq_reg_descs[HPU_REG_UQ_STRIDE / 4] = {
+	HPU_UQ_REG_DESC(RING_LO, HPU_UQ_RW, hpu_uq_check_disabled, NULL),
+	HPU_UQ_REG_DESC(RING_HI, HPU_UQ_RW, hpu_uq_check_disabled, NULL),
+	HPU_UQ_REG_DESC(RING_SIZE, HPU_UQ_RW, hpu_uq_check_ring_size, hpu_uq_write_ring_size),
+	HPU_UQ_REG_DESC(ASID, HPU_UQ_RW, hpu_uq_check_asid, NULL),
+	HPU_UQ_REG_DESC(PI, HPU_REG_R, NULL, NULL),
+	HPU_UQ_REG_DESC(CI, HPU_REG_R, NULL, NULL),
+	HPU_UQ_REG_DESC(STATUS, HPU_REG_R, NULL, NULL),
+	HPU_UQ_REG_DESC(CTRL, HPU_REG_W, NULL, hpu_q_write_ctrl),
+	HPU_UQ_REG_DESC(ARM, HPU_UQ_RW, NULL, hpu_uq_write_arm),
+	HPU_UQ_REG_DESC(ERRORS, HPU_REG_R, NULL, NULL),
+};
+
+const struct hpu_reg_desc hpu_uq_irq_reg_descs[1] = {
+	{ "UQ_IRQ_PENDING", HPU_UQ_RW, NULL, hpu_uq_write_irq_pending, NULL },
+};
+
+static uint32_t hpu_uq_db_read_pi(struct hpu_dev_core *core, unsigned int q)
+{
+	return HPU_Q_REG(core, q, PI);
+}
+
+static uint32_t hpu_uq_db_read_ci(struct hpu_dev_core *core, unsigned int q)
+{
+	return HPU_Q_REG(core, q, CI);
+}
+
+static uint32_t hpu_uq_db_read_errors(struct hpu_dev_core *core, unsigned int q)
+{
+	return HPU_UQ_REG(core, q, ERRORS);
+}
+
+/*
+ * The doorbell page holds no words of its own: each register reads the
+ * queue's BAR0 one, and PI is written as a kernel queue's doorbell is.
+ */
+#define HPU_UQ_DB_DESC(reg, acc, check, write, read) \
+	[HPU_UQ_DB_##reg / 4] = { "DB_" #reg, acc, check, write, read }
+
+const struct hpu_reg_desc hpu_uq_db_reg_descs[HPU_UQ_DB_WORDS] = {
+	HPU_UQ_DB_DESC(PI, HPU_UQ_RW, hpu_q_check_doorbell, hpu_q_write_pi, hpu_uq_db_read_pi),
+	HPU_UQ_DB_DESC(CI, HPU_REG_R, NULL, NULL, hpu_uq_db_read_ci),
+	HPU_UQ_DB_DESC(ERRORS, HPU_REG_R, NULL, NULL, hpu_uq_db_read_errors),
+};
+
+int hpu_uq_job_load(struct hpu_job *job)
+{
+	uint8_t desc[sizeof(struct hpu_uq_desc)];
+	uint64_t cb_va;
+
+	if (hpu_dma_load(job, job->slot, desc, sizeof(desc)))
+		return -1;
+	cb_va = hpu_ld_le64(desc + HPU_UQ_DESC_OFF(cb_va));
+	job->cb_size = hpu_ld_le32(desc + HPU_UQ_DESC_OFF(cb_size));
+	job->tag = hpu_ld_le64(desc + HPU_UQ_DESC_OFF(tag));
+	/* The whole buffer lies before priv_offset: any privileged packet fails the job. */
+	job->priv_offset = job->cb_size;
+	if (job->cb_size % 8 || job->cb_size > HPU_CB_MAX_SIZE ||
+	    hpu_ld_le32(desc + HPU_UQ_DESC_OFF(flags)) || hpu_ld_le32(desc + HPU_UQ_DESC_OFF(pad)))
+		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, 0);
+	return hpu_dma_read(job, cb_va, job->cb, job->cb_size);
+}
+
+void hpu_uq_job_end(struct hpu_job *job, enum hpu_pkt_status status)
+{
+	uint32_t fault = job->fault;
+	uint64_t fault_addr = job->fault_addr;
+	uint8_t word[4];
+
+	/* A device reset abandoned the job: the ring is no longer its to write. */
+	if (__atomic_load_n(&job->core->gen, __ATOMIC_RELAXED) != job->gen)
+		return;
+	hpu_st_le32(word, status == HPU_PKT_FAILED ? fault : 0);
+	/*
+	 * A ring the context cannot write (or read: the descriptor's own fault
+	 * was reported) loses the status, not the job's outcome, silently.
+	 */
+	hpu_dma_store(job, job->slot + HPU_UQ_DESC_OFF(status), word, sizeof(word));
+	job->fault = fault;
+	job->fault_addr = fault_addr;
+}
+
+void hpu_uq_ci_moved(struct hpu_dev_core *core, unsigned int q)
+{
+	if (!HPU_UQ_REG(core, q, ARM))
+		return;
+	/* One interrupt per arming: the driver re-arms, then reads CI, so it misses none. */
+	HPU_UQ_REG(core, q, ARM) = 0;
+	HPU_CORE_REG(core, UQ_IRQ_PENDING) |= 1u << (q - HPU_NUM_QUEUES);
+	hpu_irq_set(core, HPU_IRQ_UQ);
+}
