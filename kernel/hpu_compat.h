@@ -10,6 +10,7 @@
 #define HPU_COMPAT_H
 
 #include <linux/kconfig.h>
+#include <linux/mm.h>
 #include <linux/version.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -33,6 +34,16 @@
 #define HPU_DRM_DRIVER_DATE	.date = "20261121",
 #else
 #define HPU_DRM_DRIVER_DATE
+#endif
+
+/* vm_flags became read-only, with setters, in 6.3. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void hpu_compat_vm_flags_set(struct vm_area_struct *vma, unsigned long flags)
+{
+	vma->vm_flags |= flags;
+}
+#else
+#define hpu_compat_vm_flags_set vm_flags_set
 #endif
 
 #endif /* HPU_COMPAT_H */

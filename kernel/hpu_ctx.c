@@ -27,6 +27,7 @@
 #include "hpu_device.h"
 #include "hpu_queue.h"
 #include "hpu_sched.h"
+#include "hpu_uq.h"
 #include "hpu_vm.h"
 
 /* How long jobs of a closed file may still run before they are cancelled. */
@@ -142,6 +143,8 @@ void hpu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct hpu_device *hdev = to_hpu_device(drm);
 
+	/* Its user queues stop before the memory they reach goes. */
+	hpu_uq_ctx_release(file->driver_priv, file);
 	hpu_ctx_destroy(file->driver_priv);
 	file->driver_priv = NULL;
 	atomic_dec(&hdev->stats.contexts);

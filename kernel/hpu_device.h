@@ -19,6 +19,7 @@
 #include "hpu_mmu.h"
 #include "hpu_queue.h"
 #include "hpu_regs.h"
+#include "hpu_uq.h"
 
 struct hpu_ctx;
 
@@ -75,6 +76,7 @@ struct hpu_device {
 	struct hpu_mmu mmu;
 	struct hpu_hbm hbm;
 	struct hpu_queue queues[HPU_NUM_QUEUES];
+	struct hpu_uqs uqs;
 	struct hpu_eq eq;
 	struct hpu_ctx *kctx;		/* the driver's context, ASID 0 */
 	struct hpu_stats stats;

@@ -30,6 +30,7 @@
 #include "hpu_queue.h"
 #include "hpu_regs.h"
 #include "hpu_sysfs.h"
+#include "hpu_uq.h"
 #include "hpu_vm.h"
 
 static char *fw_name = HPU_FW_DEFAULT_NAME;
@@ -52,11 +53,15 @@ static const struct drm_ioctl_desc hpu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(HPU_VM_UNMAP, hpu_ioctl_vm_unmap, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(HPU_SUBMIT, hpu_ioctl_submit, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(HPU_WAIT, hpu_ioctl_wait, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_UQUEUE_CREATE, hpu_ioctl_uqueue_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_UQUEUE_DESTROY, hpu_ioctl_uqueue_destroy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(HPU_UQUEUE_WAIT, hpu_ioctl_uqueue_wait, DRM_RENDER_ALLOW),
 };
 
 /*
- * No mmap: buffers are HBM, which the CPU cannot reach (mmap() of the node
- * fails with -ENODEV).  No DRM events to poll or read.
+ * mmap() serves only user queues' doorbell pages (hpu_uq.c): buffers are
+ * HBM, which the CPU cannot reach, and have no mmap offset.  No DRM events
+ * to poll or read.
  */
 static const struct file_operations hpu_fops = {
 	.owner = THIS_MODULE,
@@ -65,6 +70,7 @@ static const struct file_operations hpu_fops = {
 	.unlocked_ioctl = drm_ioctl,
 	.compat_ioctl = drm_compat_ioctl,
 	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
 };
 
 static const struct drm_driver hpu_drm_driver = {
@@ -201,6 +207,9 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = hpu_eq_init(hdev);
 	if (ret)
 		goto err_hw_fini;
+	ret = hpu_uqs_init(hdev);
+	if (ret)
+		goto err_hw_fini;
 	ret = hpu_ctx_kernel_init(hdev);
 	if (ret)
 		goto err_hw_fini;
@@ -242,6 +251,7 @@ static void hpu_remove(struct pci_dev *pdev)
 	hpu_debugfs_fini(hdev);
 	drm_dev_unplug(&hdev->drm);
 	hpu_hw_stop(hdev);
+	hpu_uqs_halt(hdev);
 	hpu_queues_halt(hdev);
 	hpu_hw_free(hdev);
 	hpu_irq_fini(hdev);

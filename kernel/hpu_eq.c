@@ -6,7 +6,8 @@
  * fault, illegal or privileged packet, DMA error, abort by a queue reset)
  * and raises HPU_IRQ_EVENT on the misc vector.  Each event names the queue
  * and the tag of the job (its hardware sequence number), which then ends
- * with the matching errno.  If the ring overflowed, the jobs the device
+ * with the matching errno; a user queue's job has written its status into
+ * its descriptor, so its event is only logged.  If the ring overflowed, the jobs the device
  * consumed without completing them and without an event fail with -EIO.
  */
 #include <linux/dma-mapping.h>
@@ -37,6 +38,14 @@ static int hpu_eq_errno(u32 type)
 
 static void hpu_eq_handle(struct hpu_device *hdev, const struct hpu_event *ev)
 {
+	/* A user queue's job reports its status to its process itself. */
+	if (ev->queue - HPU_EVENT_QUEUE_UQ(0) < HPU_NUM_UQ) {
+		dev_dbg(hpu_dev(hdev),
+			"user queue %u asid %u engine 0x%x: job 0x%llx failed: event %u at 0x%llx\n",
+			ev->queue - HPU_EVENT_QUEUE_UQ(0), ev->asid, ev->engine, ev->tag,
+			ev->type, ev->addr);
+		return;
+	}
 	if (ev->queue >= HPU_NUM_QUEUES) {
 		dev_warn_ratelimited(hpu_dev(hdev),
 				     "event %u for unknown queue %u\n",

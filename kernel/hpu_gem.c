@@ -7,8 +7,8 @@
  * down to 4 KiB, 2 MiB aligned while they are at least 2 MiB so that
  * mappings can use 2 MiB leaves.  Buffers are private to the file that
  * created them (render nodes refuse flink, the driver offers no PRIME) and
- * have no CPU mapping: the file operations have no mmap, so mmap() of the
- * node fails with -ENODEV.  A buffer is freed with its last reference: its
+ * have no CPU mapping: they get no mmap offset, so mmap() finds nothing to
+ * map (the node's mmap serves user queues' doorbells).  A buffer is freed with its last reference: its
  * handle and each of its mappings hold one.
  *
  * New buffers read as zero.  The device reset at probe clears HBM, and HBM

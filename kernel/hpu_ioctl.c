@@ -2,7 +2,7 @@
 /*
  * hpu INFO ioctl.  The rules it follows are set out in uapi/drm/hpu_accel.h;
  * the other ioctls live with what they manage (hpu_gem.c, hpu_vm.c,
- * hpu_job.c).
+ * hpu_job.c, hpu_uq.c).
  */
 #include <linux/build_bug.h>
 #include <linux/kernel.h>
@@ -32,6 +32,7 @@ static void hpu_ioctl_stats(struct hpu_device *hdev, struct hpu_ctx *ctx,
 	st->ctx_jobs_failed = atomic64_read(&ctx->jobs_failed);
 	st->ctx_jobs_submitted = atomic64_read(&ctx->jobs_submitted);
 	st->num_contexts = atomic_read(&hdev->stats.contexts);
+	hpu_uq_stats(ctx, st);
 }
 
 int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
@@ -46,7 +47,7 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 
 	/* The ABI is frozen: a size change here breaks every runtime. */
 	BUILD_BUG_ON(sizeof(struct drm_hpu_info) != 24);
-	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 72);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 80);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) < DRM_HPU_DEVICE_INFO_SIZE_V1);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) != 88);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) < DRM_HPU_STATS_SIZE_V1);
@@ -56,6 +57,9 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 	BUILD_BUG_ON(sizeof(struct drm_hpu_job) != 24);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_submit) != 40);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_wait) != 24);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_uqueue_create) != 32);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_uqueue_destroy) != 8);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_uqueue_wait) != 24);
 
 	if (args->flags & ~DRM_HPU_INFO_FLAGS_ALL || args->pad)
 		return -EINVAL;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * hpu interrupts: MSI-X setup and the misc vector (boot done, device
- * errors, events).  The queues' vectors are handled in hpu_queue.c.
+ * errors, events, user queues).  The queues' vectors are handled in hpu_queue.c.
  */
 #include <linux/interrupt.h>
 #include <linux/lockdep.h>
@@ -11,6 +11,7 @@
 #include "hpu_eq.h"
 #include "hpu_irq.h"
 #include "hpu_regs.h"
+#include "hpu_uq.h"
 
 /* The misc vector, then one per hardware queue (requested in hpu_queue.c). */
 #define HPU_IRQ_NUM_VECTORS (HPU_MSIX_VEC_MISC + 1 + HPU_NUM_QUEUES)
@@ -51,6 +52,8 @@ static irqreturn_t hpu_irq_misc(int irq, void *arg)
 		complete(&hdev->boot_done);
 	if (cause & HPU_IRQ_EVENT)
 		hpu_eq_process(hdev);
+	if (cause & HPU_IRQ_UQ)
+		hpu_uq_irq(hdev);
 
 	return IRQ_HANDLED;
 }

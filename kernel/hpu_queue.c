@@ -45,7 +45,6 @@
 #include "hpu_sched.h"
 
 /* How long a queue reset may take. */
-#define HPU_QUEUE_RESET_TIMEOUT_US (1000 * 1000)
 /* How long a completed job's descriptor may wait for CI to pass it. */
 #define HPU_QUEUE_CONSUME_TIMEOUT_US (100 * 1000)
 /*

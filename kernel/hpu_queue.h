@@ -18,6 +18,9 @@ struct hpu_ctx;
 struct hpu_device;
 struct hpu_job;
 
+/* How long a queue reset may take before the queue is given up. */
+#define HPU_QUEUE_RESET_TIMEOUT_US (1000 * 1000)
+
 /* Descriptors per ring; at most HPU_QUEUE_ENTRIES - 1 jobs are in one. */
 #define HPU_QUEUE_ENTRIES 256
 

@@ -14,7 +14,8 @@
  * Unmapping clears the leaves at once, so jobs that touch the range later
  * fault.  What a job already running may still use (the pinned pages, the
  * buffer) is released only once the context's jobs submitted before the
- * unmap have ended: until then the mapping waits on vm->zombies, and is
+ * unmap have ended, on kernel queues and on its user queues (up to their PI
+ * at the unmap): until then the mapping waits on vm->zombies, and is
  * reaped by the next VM ioctl or stats query, or at close.
  */
 #include <linux/dma-mapping.h>
@@ -50,6 +51,7 @@ struct hpu_mapping {
 	/* Once unmapped, while jobs may still use it. */
 	struct list_head zombie_link;
 	struct dma_fence *fences[HPU_NUM_QUEUES];
+	struct hpu_uq_marks uq_marks;
 };
 
 static enum dma_data_direction hpu_mapping_dir(const struct hpu_mapping *map)
@@ -170,14 +172,14 @@ static void hpu_vm_release_locked(struct hpu_ctx *ctx, struct hpu_mapping *map)
 	kfree(map);
 }
 
-static bool hpu_mapping_idle(const struct hpu_mapping *map)
+static bool hpu_mapping_idle(struct hpu_ctx *ctx, struct hpu_mapping *map)
 {
 	unsigned int q;
 
 	for (q = 0; q < HPU_NUM_QUEUES; q++)
 		if (map->fences[q] && !dma_fence_is_signaled(map->fences[q]))
 			return false;
-	return true;
+	return hpu_uq_marks_passed(ctx->hdev, &map->uq_marks);
 }
 
 /* Release the unmapped mappings no job can use any more. */
@@ -188,7 +190,7 @@ static void hpu_vm_reap_locked(struct hpu_ctx *ctx)
 	lockdep_assert_held(&ctx->vm.lock);
 
 	list_for_each_entry_safe(map, tmp, &ctx->vm.zombies, zombie_link) {
-		if (!hpu_mapping_idle(map))
+		if (!hpu_mapping_idle(ctx, map))
 			continue;
 		list_del(&map->zombie_link);
 		hpu_vm_release_locked(ctx, map);
@@ -428,7 +430,8 @@ int hpu_ioctl_vm_unmap(struct drm_device *drm, void *data,
 	drm_mm_remove_node(&map->node);
 	/* ... and those submitted before may still be using it. */
 	hpu_ctx_last_fences(ctx, map->fences);
-	if (hpu_mapping_idle(map))
+	hpu_uq_mark(ctx, &map->uq_marks);
+	if (hpu_mapping_idle(ctx, map))
 		hpu_vm_release_locked(ctx, map);
 	else
 		list_add_tail(&map->zombie_link, &vm->zombies);

@@ -17,9 +17,6 @@
 
 #define HPU_UQ_DESC_OFF(field) offsetof(struct hpu_uq_desc, field)
 
-/* ARM's only bit. */
-#define HPU_UQ_ARMED 1u
-
 /* A job's status is its event type, so the runtime reads one in the other's terms. */
 #define HPU_UQ_STATUS_IS_EVENT(name) ((int)HPU_UQ_STATUS_##name == (int)HPU_EVENT_##name)
 _Static_assert(HPU_UQ_STATUS_IS_EVENT(MMU_FAULT) && HPU_UQ_STATUS_IS_EVENT(ILLEGAL_PACKET) &&

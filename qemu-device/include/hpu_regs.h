@@ -252,7 +252,8 @@ struct hpu_event {
 /*
  * RW: entries, a power of two 2..4096; 0 disables.  Writable only while the
  * queue is idle (PI == CI), and to a non-zero size only with the ring
- * aligned to a descriptor; every write sets PI, CI and ERRORS to 0.
+ * aligned to a descriptor; every accepted write sets PI, CI and ERRORS to 0.
+ * RING_LO/HI, like ASID, are writable only while the queue is disabled.
  */
 #define HPU_UQ_RING_SIZE 0x08
 #define HPU_UQ_ASID 0x0c      /* RW: the bound context; writable only while disabled */
@@ -260,9 +261,11 @@ struct hpu_event {
 #define HPU_UQ_CI 0x14        /* RO: jobs ended (free running) */
 #define HPU_UQ_STATUS 0x18    /* RO: HPU_Q_STATUS_* */
 #define HPU_UQ_CTRL 0x1c      /* WO: HPU_Q_CTRL_RESET, as for a kernel queue */
-/* RW: 1 arms: the next time CI advances the device clears it, sets bit u of UQ_IRQ_PENDING and raises HPU_IRQ_UQ. */
+/* RW: HPU_UQ_ARMED: the next time CI advances the device clears it, sets bit u of UQ_IRQ_PENDING and raises HPU_IRQ_UQ. */
 #define HPU_UQ_ARM 0x20
 #define HPU_UQ_ERRORS 0x24    /* RO: jobs failed (free running) */
+
+#define HPU_UQ_ARMED (1u << 0)
 
 /* W1C: user queues whose armed CI advanced, bit u for queue u. */
 #define HPU_REG_UQ_IRQ_PENDING 0x500

@@ -3,7 +3,11 @@
  * bench-dma: the submission path against the guest's own baselines, all
  * measured in one run:
  *   h2d_vs_memcpy, d2h_vs_memcpy  64 MiB copy bandwidth / host memcpy bandwidth
- *   submit_vs_null_ioctl          NOP job submit+wait round trip / a null ioctl
+ *   submit_vs_null_ioctl          NOP job submit+wait round trip on a user queue (descriptor,
+ *                                 doorbell, status read back: no system call) / a null ioctl
+ *   kernel_submit_vs_null_ioctl   the same through the driver's SUBMIT and WAIT / a null ioctl
+ *   stream_sync_vs_null_ioctl     what the runtime gives a framework: an 8-byte memset on a
+ *                                 stream and its synchronize / a null ioctl
  *   host_wake_vs_null_ioctl       what the host running the emulator takes to wake a
  *                                 sleeping thread (tests/bench/host_dma.c, before the boot)
  *                                 / a null ioctl: the round trip's floor whenever the
@@ -81,6 +85,55 @@ static double memcpy_gbps(uint8_t *dst, const uint8_t *src)
 	return best;
 }
 
+/* Seconds per NOP job on a user queue, submitted and waited for by the status it gets back. */
+static double uq_round_trip(int fd, const struct hpu_cb *nop)
+{
+	struct hpu_uq q;
+	uint32_t pos, status;
+	double t;
+	int i, err;
+
+	if ((err = hpu_uq_open(&q, fd)))
+		die("user queue", err);
+	t = now_s();
+	for (i = 0; i < CALLS; i++) {
+		pos = hpu_uq_put(&q, nop, 0);
+		hpu_uq_ring(&q);
+		while ((status = __atomic_load_n(&hpu_uq_slot(&q, pos)->status, __ATOMIC_ACQUIRE)) ==
+		       0xffffffffu)
+			;
+		if (status)
+			die("user-queue job", -EIO);
+	}
+	t = (now_s() - t) / CALLS;
+	hpu_uq_close(&q);
+	return t;
+}
+
+/* Seconds per 8-byte memset enqueued on a libhpu stream and synchronized. */
+static double stream_round_trip(void)
+{
+	struct hpu_device *dev;
+	struct hpu_stream *s;
+	uint64_t p;
+	double t;
+	int i, err;
+
+	if ((err = hpu_device_open(0, &dev)) || (err = hpu_stream_create(dev, &s)) ||
+	    (err = hpu_mem_alloc(dev, 64, &p)) || (err = hpu_memset_async(s, p, 0, 8)) ||
+	    (err = hpu_stream_synchronize(s)))
+		die(hpu_last_error(), err);
+	t = now_s();
+	for (i = 0; i < CALLS; i++)
+		if ((err = hpu_memset_async(s, p, i, 8)) || (err = hpu_stream_synchronize(s)))
+			die(hpu_last_error(), err);
+	t = (now_s() - t) / CALLS;
+	hpu_mem_free(dev, p);
+	hpu_stream_destroy(s);
+	hpu_device_close(dev);
+	return t;
+}
+
 /* Seconds per allocate+free of ALLOC_SIZE straight through the ioctls. */
 static double alloc_uncached(int fd)
 {
@@ -130,7 +183,7 @@ int main(void)
 	struct drm_hpu_info info = {
 		.data_ptr = (uintptr_t)&di, .data_size = sizeof(di), .query = DRM_HPU_INFO_DEVICE,
 	};
-	double mc, h2d, d2h, t_null, t_job, t, t_unc, t_cached, wake_us;
+	double mc, h2d, d2h, t_null, t_job, t_uq, t_stream, t, t_unc, t_cached, wake_us;
 	char bdf[64];
 	uint32_t h;
 	int fd, i, err;
@@ -161,6 +214,8 @@ int main(void)
 		if ((err = hpu_run(fd, 0, nop.buf, nop.size)))
 			die("null job", err);
 	t_job = (now_s() - t) / CALLS;
+	t_uq = uq_round_trip(fd, &nop);
+	t_stream = stream_round_trip();
 
 	t_unc = alloc_uncached(fd);
 	t_cached = alloc_cached();
@@ -171,8 +226,12 @@ int main(void)
 	printf("BENCH h2d_vs_memcpy %.2f ratio\n", h2d / mc);
 	printf("BENCH d2h_vs_memcpy %.2f ratio\n", d2h / mc);
 	printf("BENCH null_ioctl %.1f us\n", t_null * 1e6);
-	printf("BENCH submit_wait %.1f us\n", t_job * 1e6);
-	printf("BENCH submit_vs_null_ioctl %.2f ratio\n", t_job / t_null);
+	printf("BENCH kernel_submit_wait %.1f us\n", t_job * 1e6);
+	printf("BENCH kernel_submit_vs_null_ioctl %.2f ratio\n", t_job / t_null);
+	printf("BENCH submit_wait %.1f us\n", t_uq * 1e6);
+	printf("BENCH submit_vs_null_ioctl %.2f ratio\n", t_uq / t_null);
+	printf("BENCH stream_sync %.1f us\n", t_stream * 1e6);
+	printf("BENCH stream_sync_vs_null_ioctl %.2f ratio\n", t_stream / t_null);
 	wake_us = bench_host_value("dma", "wake_us");
 	if (wake_us > 0) {
 		printf("BENCH host_thread_wake %.1f us\n", wake_us);

@@ -178,4 +178,130 @@ static inline void *hpu_host_pages(uint64_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* User queues (1.2), the sizes the suites and bench-dma use. */
+#define HPU_UQ_TEST_RING 64u
+#define HPU_UQ_TEST_ARENA (64 * HPU_PAGE)
+/* The ring in a page of its own: mappings are whole pages. */
+#define HPU_UQ_TEST_ARENA_OFF HPU_PAGE
+#define HPU_UQ_TEST_BYTES (HPU_UQ_TEST_ARENA_OFF + HPU_UQ_TEST_ARENA)
+
+/* A user queue with its ring and command-buffer arena in one pinned mapping. */
+struct hpu_uq {
+	int fd;
+	uint32_t id;
+	volatile uint32_t *db;
+	uint8_t *mem;       /* ring, then arena */
+	uint64_t va;
+	uint32_t pi;
+	uint32_t arena_off;
+};
+
+static inline struct hpu_uq_desc *hpu_uq_slot(struct hpu_uq *q, uint32_t pos)
+{
+	return (struct hpu_uq_desc *)q->mem + pos % HPU_UQ_TEST_RING;
+}
+
+static inline int hpu_uq_create(int fd, uint64_t ring_va, uint32_t ring_size, uint32_t *id,
+			  uint64_t *offset)
+{
+	struct drm_hpu_uqueue_create a = { .ring_va = ring_va, .ring_size = ring_size };
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a);
+
+	*id = a.id;
+	*offset = a.doorbell_offset;
+	return err;
+}
+
+static inline int hpu_uq_destroy(int fd, uint32_t id)
+{
+	struct drm_hpu_uqueue_destroy a = { .id = id };
+
+	return hpu_ioc(fd, DRM_IOCTL_HPU_UQUEUE_DESTROY, &a);
+}
+
+static inline int hpu_uq_wait(int fd, uint32_t id, uint32_t ci, int64_t timeout_ns, uint32_t *seen)
+{
+	struct drm_hpu_uqueue_wait a = { .id = id, .ci = ci, .timeout_ns = timeout_ns };
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_UQUEUE_WAIT, &a);
+
+	if (seen)
+		*seen = a.ci;
+	return err;
+}
+
+static inline void *hpu_uq_db_map(int fd, uint64_t offset, int flags)
+{
+	return mmap(NULL, HPU_UQ_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, flags, fd, (off_t)offset);
+}
+
+/* 0, or -errno of the step that failed. */
+static inline int hpu_uq_open(struct hpu_uq *q, int fd)
+{
+	uint64_t offset;
+	void *db;
+	int err;
+
+	memset(q, 0, sizeof(*q));
+	q->fd = fd;
+	q->mem = hpu_host_pages(HPU_UQ_TEST_BYTES);
+	if (!q->mem)
+		return -ENOMEM;
+	err = hpu_vm_map(fd, 0, 0, q->mem, HPU_UQ_TEST_BYTES,
+			 DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &q->va);
+	if (!err)
+		err = hpu_uq_create(fd, q->va, HPU_UQ_TEST_RING, &q->id, &offset);
+	if (err)
+		return err;
+	db = hpu_uq_db_map(fd, offset, MAP_SHARED);
+	if (db == MAP_FAILED)
+		return -errno;
+	q->db = db;
+	return 0;
+}
+
+static inline void hpu_uq_close(struct hpu_uq *q)
+{
+	munmap((void *)q->db, HPU_UQ_DB_PAGE_SIZE);
+	hpu_uq_destroy(q->fd, q->id);
+	hpu_vm_unmap(q->fd, q->va);
+	munmap(q->mem, HPU_UQ_TEST_BYTES);
+}
+
+/* Writes job pos's descriptor (its command buffer copied into the arena) without ringing. */
+static inline uint32_t hpu_uq_put(struct hpu_uq *q, const struct hpu_cb *cb, uint32_t flags)
+{
+	uint8_t *arena = q->mem + HPU_UQ_TEST_ARENA_OFF;
+	uint32_t off = q->arena_off;
+
+	if (off + cb->size > HPU_UQ_TEST_ARENA)
+		off = 0;
+	memcpy(arena + off, cb->buf, cb->size);
+	q->arena_off = off + ((cb->size + 63) & ~63u);
+	*hpu_uq_slot(q, q->pi) = (struct hpu_uq_desc){
+		.cb_va = q->va + HPU_UQ_TEST_ARENA_OFF + off,
+		.cb_size = cb->size,
+		.flags = flags,
+		.tag = q->pi,
+		.status = 0xffffffffu,
+	};
+	return q->pi++;
+}
+
+static inline void hpu_uq_ring(struct hpu_uq *q)
+{
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	q->db[HPU_UQ_DB_PI / 4] = q->pi;
+}
+
+/* Submits cb and waits for it; returns its status, or -errno of the wait. */
+static inline int hpu_uq_run(struct hpu_uq *q, const struct hpu_cb *cb)
+{
+	uint32_t pos = hpu_uq_put(q, cb, 0);
+	int err;
+
+	hpu_uq_ring(q);
+	err = hpu_uq_wait(q->fd, q->id, pos + 1, 5000000000ll, NULL);
+	return err ? err : (int)hpu_uq_slot(q, pos)->status;
+}
+
 #endif /* HPU_ABI_H */

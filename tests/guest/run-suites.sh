@@ -14,6 +14,11 @@ for t in "$HPU_TOP"/build/tests/guest/*_test; do
 	cat "$HPU_OUT/$name.tap"
 done
 
+# The runtime's streams once more through the driver's SUBMIT, as without user queues.
+echo "# suite stream_test with HPU_USER_QUEUES=0"
+HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/stream_test" >"$HPU_OUT/stream_test_submit.tap" 2>&1 || status=1
+cat "$HPU_OUT/stream_test_submit.tap"
+
 # One epoch of the MNIST example must reach 80% test accuracy.
 echo "# suite mnist"
 {

@@ -628,6 +628,39 @@ TEST_F_TIMEOUT(stream, runs_in_order, 60)
 }
 
 /*
+ * On user queues (unless HPU_USER_QUEUES=0 turned them off) enqueueing
+ * work and learning it ended cost no system call; through the driver each
+ * job is a SUBMIT.  Either way the work is done in order.
+ */
+TEST_F_TIMEOUT(stream, submission_costs_what_the_queues_say, 60)
+{
+	enum { JOBS = 40 };
+	struct hpu_device_info info = { .size = sizeof(info) };
+	struct hpu_stream *s = hpu_new_stream(_metadata, self->dev);
+	uint8_t *out = hpu_pinned(_metadata, self->dev, JOBS);
+	struct hpu_device_stats before, after;
+	const char *env = getenv("HPU_USER_QUEUES");
+	uint64_t out_va;
+	int i;
+
+	ASSERT_EQ(0, hpu_device_get_info(self->dev, &info));
+	EXPECT_EQ(env && !strcmp(env, "0") ? 0 : 1, info.user_queues);
+	ASSERT_EQ(0, hpu_host_get_device_pointer(self->dev, out, &out_va));
+	memset(out, 0, JOBS);
+	hpu_sync(_metadata, s);
+	before = hpu_stats(_metadata, self->dev);
+	for (i = 0; i < JOBS; i++)
+		ASSERT_EQ(0, hpu_memset_async(s, out_va + i, i + 1, JOBS - i));
+	after = hpu_stats(_metadata, self->dev);
+	/* The stats query of `before` is the one ioctl on user queues. */
+	EXPECT_EQ(info.user_queues ? 1 : JOBS + 1, after.ioctls - before.ioctls);
+	hpu_sync(_metadata, s);
+	for (i = 0; i < JOBS; i++)
+		EXPECT_EQ(i + 1, out[i]);
+	hpu_stream_destroy(s);
+}
+
+/*
  * Pageable memory: an H2D copy has taken the data when it returns, so the
  * caller may overwrite it at once; a D2H copy has delivered it.
  */
@@ -1145,7 +1178,8 @@ TEST_F_TIMEOUT(teardown, close_device_with_work_in_flight, 60)
 	st = hpu_stats(_metadata, dev3);
 	EXPECT_EQ(before.num_contexts + 1, st.num_contexts);
 	EXPECT_EQ(0, st.ctx_hbm_used);
-	EXPECT_EQ(0, st.ctx_host_pinned);
+	/* A new device pins only its user queues' rings, as the fixture's did. */
+	EXPECT_EQ(before.ctx_host_pinned, st.ctx_host_pinned);
 	EXPECT_EQ(0, st.ctx_jobs_submitted);
 	EXPECT_EQ(before.hbm_used, st.hbm_used);
 	hpu_device_close(dev3);

@@ -662,6 +662,8 @@ static const struct {
 	F(hpu_device_info, path, 102, HPU_PATH_MAX),
 	F(hpu_device_info, num_queues, 232, 4),
 	F(hpu_device_info, max_contexts, 236, 4),
+	F(hpu_device_info, num_user_queues, 240, 4),
+	F(hpu_device_info, user_queues, 244, 4),
 	F(hpu_device_stats, size, 0, 4),
 	F(hpu_device_stats, num_contexts, 4, 4),
 	F(hpu_device_stats, hbm_total, 8, 8),
@@ -705,7 +707,7 @@ static void test_layout(void)
 	EXPECT(HPU_PCI_BUS_ID_MAX == 32 && HPU_PATH_MAX == 128);
 	EXPECT(sizeof(struct hpu_version) == 6);
 	EXPECT(sizeof(struct hpu_device_desc) == 160);
-	EXPECT(sizeof(struct hpu_device_info) == 240);
+	EXPECT(sizeof(struct hpu_device_info) == 248);
 	EXPECT(HPU_DEVICE_INFO_SIZE_V1 == 232);
 	EXPECT(sizeof(struct hpu_device_stats) == 96 && HPU_DEVICE_STATS_SIZE_V1 == 96);
 	EXPECT(sizeof(struct hpu_mem_cache_stats) == 64);

@@ -219,7 +219,8 @@ struct drm_hpu_wait {
  * context, for jobs submitted without a system call (drm/hpu_packets.h,
  * struct hpu_uq_desc).  The ring is ring_size descriptors at ring_va in the
  * file's device address space; the device reads and writes it there, so a
- * ring that is not mapped, or not writable, fails the jobs, not the call.
+ * ring that is not mapped fails its jobs, not the call (and one mapped
+ * read-only gets no status back).
  * The queue's doorbell page is mapped with mmap() of HPU_UQ_DB_PAGE_SIZE
  * bytes at doorbell_offset of this file.  Errors: -EINVAL flags or pad set,
  * ring_size not a power of two in 2..4096, ring_va not 32-byte aligned or
@@ -253,8 +254,9 @@ struct drm_hpu_uqueue_destroy {
  * (free running: CI - ci, as a signed 32-bit value, is not negative).
  * Returns 0 with ci set to the CI seen; -ETIME if timeout_ns passed first
  * (0 polls); -ENOENT no such queue of this file; -EINVAL flags or pad set.
- * A queue whose job runs longer than the driver's job timeout is reset (its
- * jobs end with HPU_UQ_STATUS_ABORTED), so a wait always ends.
+ * A queue whose job runs longer than the driver's job timeout is reset (that
+ * job ends HPU_UQ_STATUS_ABORTED, the queued ones are dropped with their
+ * status untouched), so a wait always ends.
  */
 struct drm_hpu_uqueue_wait {
 	__u32 id;

@@ -170,7 +170,8 @@ struct hpu_uq_desc {
 	__u32 cb_size; /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE */
 	__u32 flags;   /* must be 0 */
 	__u64 tag;     /* the submitter's, reported with the job's event */
-	__u32 status;  /* written by the device before CI passes the job: 0 or enum hpu_uq_status */
+	/* Written by the device before CI passes the job: 0 or enum hpu_uq_status.  Jobs a queue reset dropped keep the submitter's value. */
+	__u32 status;
 	__u32 pad;     /* must be 0 */
 };
 

@@ -73,6 +73,8 @@ static int hpu_device_query(struct hpu_device *dev, struct hpu_device_info *out)
 		.fw_if_version = hpu_version_of_interface(raw.fw_if_version),
 		.num_queues = raw.num_queues,
 		.max_contexts = raw.max_contexts,
+		.num_user_queues = raw.num_user_queues,
+		.user_queues = dev->jobs.uq != NULL,
 	};
 	memcpy(out->pci_bus_id, dev->desc.pci_bus_id, sizeof(out->pci_bus_id));
 	memcpy(out->path, dev->desc.path, sizeof(out->path));
@@ -124,6 +126,9 @@ static int hpu_device_setup(struct hpu_device *dev)
 	ret = hpu_host_init(dev);
 	if (ret)
 		goto err_mem;
+	ret = hpu_uqueues_open(dev, info.num_user_queues);
+	if (ret)
+		goto err_host;
 	fw = info.fw_version.major << 16 | info.fw_version.minor << 8 | info.fw_version.patch;
 	hpu_recipe_cache_init(&dev->recipes, fw);
 	compat = hpu_disk_compat_of(&info, fw);
@@ -131,6 +136,8 @@ static int hpu_device_setup(struct hpu_device *dev)
 	hpu_metrics_device_open(dev);
 	return 0;
 
+err_host:
+	hpu_host_fini(dev);
 err_mem:
 	hpu_suballoc_destroy(dev->mem);
 err_jobs:
@@ -230,6 +237,7 @@ void hpu_device_close(struct hpu_device *dev)
 	hpu_recipe_cache_fini(&dev->recipes);
 	hpu_metrics_device_close(dev);
 	hpu_suballoc_destroy(dev->mem);
+	hpu_uqueues_close(dev);
 	hpu_host_fini(dev);
 	hpu_jobs_fini(&dev->jobs);
 	pthread_mutex_destroy(&dev->lock);

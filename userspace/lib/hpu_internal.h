@@ -155,12 +155,24 @@ void hpu_suballoc_stats(struct hpu_suballoc *sa, struct hpu_mem_cache_stats *sta
  * last job submitted and the last known to have ended.
  */
 
+/* A failed job of a user queue, until the process closes the device. */
+struct hpu_job_error {
+	uint64_t seq;
+	int error;
+};
+
+struct hpu_uqueue;
+
 struct hpu_jobs {
 	pthread_mutex_t lock;
 	unsigned int num_queues;
 	uint64_t last;         /* the file's last job */
 	uint64_t *queue_last;  /* per queue, 0 if none */
 	uint64_t *queue_ended; /* per queue: it and every earlier job of the queue have ended */
+	/* User queues (hpu_uqueue.c), one per queue index; NULL: jobs go through SUBMIT. */
+	struct hpu_uqueue *uq;
+	struct hpu_job_error *errors;
+	size_t num_errors, cap_errors;
 };
 
 struct hpu_device;
@@ -168,14 +180,14 @@ struct hpu_device;
 int hpu_jobs_init(struct hpu_jobs *jobs, unsigned int num_queues);
 void hpu_jobs_fini(struct hpu_jobs *jobs);
 int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *cb, uint64_t *seq);
-/* Jobs submitted together, in one SUBMIT; *last_seq is the last one's. */
+/* Jobs submitted together, in one SUBMIT (or at once to user queues); seqs[i] is job i's. */
 struct hpu_job_cb {
 	uint32_t queue;
 	const void *cb;
 	uint32_t size;
 };
 int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, unsigned int count,
-		    uint64_t *last_seq);
+		    uint64_t *seqs);
 /*
  * Waits up to timeout_ns (0 polls) for job seq of queue: 0 once it ended,
  * with its error (0 or -errno) in *job_error; -ETIME if it has not.
@@ -190,6 +202,15 @@ void hpu_jobs_ended(struct hpu_device *dev, uint32_t queue, uint64_t seq);
  */
 uint64_t hpu_jobs_fence(void *ctx);
 uint64_t hpu_jobs_retired(void *ctx, enum hpu_retire how);
+
+/* hpu_uqueue.c: user queues, when the driver has them (jobs.uq). */
+
+/* Takes num_queues user queues, or none (-ENOSPC, HPU_USER_QUEUES=0): jobs then go through SUBMIT. */
+int hpu_uqueues_open(struct hpu_device *dev, uint32_t num_user_queues);
+void hpu_uqueues_close(struct hpu_device *dev);
+int hpu_uqueues_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, unsigned int count,
+		       uint64_t *seqs);
+int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, int *job_error);
 /* "MMU fault (-EFAULT)" for a job's error. */
 const char *hpu_job_error_name(int error, char *buf, size_t len);
 

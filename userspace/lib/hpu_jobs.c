@@ -37,7 +37,7 @@ void hpu_jobs_fini(struct hpu_jobs *jobs)
 }
 
 int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsigned int count,
-		    uint64_t *last_seq)
+		    uint64_t *seqs)
 {
 	struct hpu_jobs *jobs = &dev->jobs;
 	/* Only the first count entries are filled (each whole): no memset of all of them. */
@@ -52,6 +52,8 @@ int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsign
 	if (count > DRM_HPU_SUBMIT_MAX_JOBS)
 		return hpu_error_set(E2BIG, "%u jobs in one submission, at most %u", count,
 				     DRM_HPU_SUBMIT_MAX_JOBS);
+	if (jobs->uq)
+		return hpu_uqueues_submit(dev, cbs, count, seqs);
 	for (i = 0; i < count; i++)
 		job[i] = (struct drm_hpu_job){ .cb_ptr = (uintptr_t)cbs[i].cb,
 					       .cb_size = cbs[i].size, .queue = cbs[i].queue };
@@ -64,13 +66,11 @@ int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsign
 	if (args.seq > jobs->last)
 		jobs->last = args.seq;
 	for (i = 0; i < count; i++) {
-		uint64_t seq = args.seq - (count - 1 - i);
-
-		if (seq > jobs->queue_last[cbs[i].queue])
-			jobs->queue_last[cbs[i].queue] = seq;
+		seqs[i] = args.seq - (count - 1 - i);
+		if (seqs[i] > jobs->queue_last[cbs[i].queue])
+			jobs->queue_last[cbs[i].queue] = seqs[i];
 	}
 	pthread_mutex_unlock(&jobs->lock);
-	*last_seq = args.seq;
 	return 0;
 }
 
@@ -97,6 +97,8 @@ int hpu_job_wait(struct hpu_device *dev, uint32_t queue, uint64_t seq, int64_t t
 	struct drm_hpu_wait args = { .seq = seq, .timeout_ns = timeout_ns };
 	int ret;
 
+	if (dev->jobs.uq)
+		return hpu_uqueue_wait(dev, seq, timeout_ns, job_error);
 	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_WAIT, &args);
 	if (ret)
 		return ret;
@@ -146,7 +148,8 @@ uint64_t hpu_jobs_retired(void *ctx, enum hpu_retire how)
 	uint64_t retired;
 	unsigned int q;
 
-	if (how != HPU_RETIRE_KNOWN)
+	/* User queues' jobs tell their end in memory: looking costs no system call. */
+	if (how != HPU_RETIRE_KNOWN || jobs->uq)
 		hpu_jobs_refresh(dev, how == HPU_RETIRE_WAIT ? HPU_FOREVER : 0);
 	pthread_mutex_lock(&jobs->lock);
 	retired = jobs->last;

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <drm/hpu_accel.h>
+
 #include "hpu_internal.h"
 
 #define HPU_RING_MIN 16
@@ -64,7 +66,7 @@ static int hpu_stream_ring_reserve(struct hpu_stream *s, unsigned int n)
 int hpu_stream_submit_group(struct hpu_stream *s, const struct hpu_job_cb *jobs,
 			    unsigned int count, const char *what)
 {
-	uint64_t seq;
+	uint64_t seqs[DRM_HPU_SUBMIT_MAX_JOBS];
 	unsigned int i;
 	int ret;
 
@@ -72,13 +74,12 @@ int hpu_stream_submit_group(struct hpu_stream *s, const struct hpu_job_cb *jobs,
 	ret = hpu_stream_ring_reserve(s, count);
 	if (ret)
 		return ret;
-	ret = hpu_jobs_submit(s->dev, jobs, count, &seq);
+	ret = hpu_jobs_submit(s->dev, jobs, count, seqs);
 	if (ret)
 		return ret;
 	for (i = 0; i < count; i++) {
 		s->jobs++;
-		*hpu_stream_job_at(s, s->jobs) =
-			(struct hpu_stream_job){ .seq = seq - (count - 1 - i), .what = what };
+		*hpu_stream_job_at(s, s->jobs) = (struct hpu_stream_job){ .seq = seqs[i], .what = what };
 	}
 	return 0;
 }

@@ -32,7 +32,7 @@ extern "C" {
 
 /* Version of this header; hpu_version() gives the loaded library's. */
 #define HPU_VERSION_MAJOR 0
-#define HPU_VERSION_MINOR 6
+#define HPU_VERSION_MINOR 7
 #define HPU_VERSION_PATCH 0
 
 struct hpu_version {
@@ -135,6 +135,9 @@ struct hpu_device_info {
 	/* libhpu 0.2 */
 	uint32_t num_queues;   /* hardware queues streams run on; 0: no command submission */
 	uint32_t max_contexts; /* processes (open devices) the device can serve at once */
+	/* libhpu 0.7 */
+	uint32_t num_user_queues; /* queues the device lets processes feed without a system call */
+	uint32_t user_queues;     /* 1: this open device's streams submit to user queues */
 };
 
 /*

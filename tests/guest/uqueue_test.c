@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+/*
+ * User queues through the raw ABI: jobs submitted with a store to a mapped
+ * doorbell, statuses the device writes back, isolation enforced by the
+ * device, the binding's lifetime (destroy, close, unmap while a job runs,
+ * the watchdog), and every rejection path of the three ioctls and of the
+ * doorbell's mmap.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+FIXTURE(uq) {
+	char bdf[64];
+	int fd;
+	struct hpu_uq q;
+	struct hpu_cb cb;
+	uint8_t *host;
+	uint64_t host_va;
+};
+
+FIXTURE_SETUP(uq)
+{
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, hpu_uq_open(&self->q, self->fd));
+	self->host = hpu_host_pages(4 * HPU_PAGE);
+	ASSERT_NE(NULL, self->host);
+	memset(self->host, 0, 4 * HPU_PAGE);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->host, 4 * HPU_PAGE,
+				DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &self->host_va));
+	self->cb.size = 0;
+}
+
+FIXTURE_TEARDOWN(uq)
+{
+	hpu_uq_close(&self->q);
+	close(self->fd);
+	munmap(self->host, 4 * HPU_PAGE);
+}
+
+TEST_F(uq, info_counts_user_queues)
+{
+	struct drm_hpu_device_info info = { 0 };
+	struct drm_hpu_info a = {
+		.data_ptr = (uintptr_t)&info, .data_size = sizeof(info), .query = DRM_HPU_INFO_DEVICE,
+	};
+
+	ASSERT_EQ(0, hpu_ioc(self->fd, DRM_IOCTL_HPU_INFO, &a));
+	EXPECT_EQ(sizeof(info), a.data_size);
+	EXPECT_EQ(HPU_NUM_UQ, info.num_user_queues);
+	EXPECT_EQ(0, info.pad2);
+}
+
+/* Jobs run from a doorbell store: results, statuses and CI, with no ioctl between. */
+TEST_F(uq, jobs_run_from_the_doorbell)
+{
+	uint32_t i, seen;
+
+	for (i = 0; i < 3 * HPU_UQ_TEST_RING / 2; i++) {
+		self->cb.size = 0;
+		hpu_cb_memset(&self->cb, self->host_va + i * 8, (uint8_t)(i + 1), 8);
+		hpu_uq_put(&self->q, &self->cb, 0);
+		/* Ring every few jobs, never more than the ring holds. */
+		if (i % 8 == 7) {
+			hpu_uq_ring(&self->q);
+			ASSERT_EQ(0, hpu_uq_wait(self->fd, self->q.id, self->q.pi, 5000000000ll, &seen));
+		}
+	}
+	EXPECT_EQ(self->q.pi, self->q.db[HPU_UQ_DB_CI / 4]);
+	EXPECT_EQ(0, self->q.db[HPU_UQ_DB_ERRORS / 4]);
+	for (i = 0; i < 3 * HPU_UQ_TEST_RING / 2; i++)
+		EXPECT_EQ((uint8_t)(i + 1), self->host[i * 8 + 7]);
+	for (i = 0; i < HPU_UQ_TEST_RING; i++)
+		EXPECT_EQ(0, hpu_uq_slot(&self->q, i)->status);
+}
+
+/* Each failure lands in its job's status; the queue goes on. */
+TEST_F(uq, failures_are_written_back)
+{
+	struct hpu_pkt_write_completion wc = {
+		.header = HPU_PKT_HEADER(HPU_PKT_WRITE_COMPLETION, 0), .addr = self->host_va,
+	};
+	struct hpu_pkt_interrupt irq = { .header = HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0), .vector = 1 };
+	uint32_t pos;
+
+	hpu_cb_memset(&self->cb, 0x7f0000000000ull, 1, 8);
+	EXPECT_EQ(HPU_UQ_STATUS_MMU_FAULT, hpu_uq_run(&self->q, &self->cb));
+	self->cb.size = 0;
+	hpu_cb_put(&self->cb, &wc, sizeof(wc));
+	EXPECT_EQ(HPU_UQ_STATUS_PRIV_PACKET, hpu_uq_run(&self->q, &self->cb));
+	self->cb.size = 0;
+	hpu_cb_put(&self->cb, &irq, sizeof(irq));
+	EXPECT_EQ(HPU_UQ_STATUS_PRIV_PACKET, hpu_uq_run(&self->q, &self->cb));
+	self->cb.size = 0;
+	hpu_cb_memset(&self->cb, self->host_va, 9, 8);
+	pos = hpu_uq_put(&self->q, &self->cb, 1);
+	hpu_uq_ring(&self->q);
+	ASSERT_EQ(0, hpu_uq_wait(self->fd, self->q.id, pos + 1, 5000000000ll, NULL));
+	EXPECT_EQ(HPU_UQ_STATUS_ILLEGAL_PACKET, hpu_uq_slot(&self->q, pos)->status);
+	EXPECT_EQ(0, self->host[0]);
+	EXPECT_EQ(4, self->q.db[HPU_UQ_DB_ERRORS / 4]);
+	/* Nothing the failures did stops the next job. */
+	EXPECT_EQ(0, hpu_uq_run(&self->q, &self->cb));
+	EXPECT_EQ(9, self->host[0]);
+}
+
+/* Another context's memory is out of reach at its own addresses, ring included. */
+TEST_F(uq, another_context_is_out_of_reach)
+{
+	int other = hpu_open_node(self->bdf);
+	uint8_t *victim = hpu_host_pages(HPU_PAGE);
+	volatile uint32_t *db;
+	uint64_t vva, offset;
+	uint32_t seen, id;
+
+	ASSERT_LE(0, other);
+	ASSERT_NE(NULL, victim);
+	memset(victim, 0x11, HPU_PAGE);
+	/* Where our context has nothing (the same address in two contexts is two places). */
+	vva = 0x600000000000ull;
+	ASSERT_EQ(0, hpu_vm_map(other, 0, 0, victim, HPU_PAGE,
+				DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE | DRM_HPU_VM_MAP_FIXED, &vva));
+	hpu_cb_memset(&self->cb, vva, 0x66, HPU_PAGE);
+	EXPECT_EQ(HPU_UQ_STATUS_MMU_FAULT, hpu_uq_run(&self->q, &self->cb));
+	/* A ring placed at the victim's address is read in our context: the fetch faults. */
+	ASSERT_EQ(0, hpu_uq_create(self->fd, vva, HPU_UQ_TEST_RING, &id, &offset));
+	db = hpu_uq_db_map(self->fd, offset, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, (void *)db);
+	db[HPU_UQ_DB_PI / 4] = 1;
+	ASSERT_EQ(0, hpu_uq_wait(self->fd, id, 1, 5000000000ll, &seen));
+	EXPECT_EQ(1, db[HPU_UQ_DB_ERRORS / 4]);
+	munmap((void *)db, HPU_UQ_DB_PAGE_SIZE);
+	EXPECT_EQ(0, hpu_uq_destroy(self->fd, id));
+	for (seen = 0; seen < HPU_PAGE; seen++)
+		ASSERT_EQ(0x11, victim[seen]);
+	/* Nor can the other file use, wait on or destroy our queue. */
+	EXPECT_EQ(-ENOENT, hpu_uq_wait(other, self->q.id, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, hpu_uq_destroy(other, self->q.id));
+	close(other);
+	munmap(victim, HPU_PAGE);
+}
+
+TEST_F(uq, reject_create)
+{
+	static const uint32_t sizes[] = { 0, 1, 3, 100, 8192 };
+	struct drm_hpu_uqueue_create a;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		a = (struct drm_hpu_uqueue_create){ .ring_va = self->q.va, .ring_size = sizes[i] };
+		EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a))
+			TH_LOG("ring_size %u", sizes[i]);
+	}
+	a = (struct drm_hpu_uqueue_create){ .ring_va = self->q.va, .ring_size = 4, .flags = 1 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a));
+	a = (struct drm_hpu_uqueue_create){ .ring_va = self->q.va, .ring_size = 4, .pad = 1 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a));
+	a = (struct drm_hpu_uqueue_create){ .ring_va = self->q.va + 16, .ring_size = 4 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a));
+	/* The ring would run past the top of the device address space. */
+	a = (struct drm_hpu_uqueue_create){ .ring_va = (1ull << 48) - 32, .ring_size = 2 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a));
+	a = (struct drm_hpu_uqueue_create){ .ring_va = ~0ull - 31, .ring_size = 2 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &a));
+}
+
+TEST_F(uq, reject_destroy_and_wait)
+{
+	struct drm_hpu_uqueue_destroy d = { .id = self->q.id, .pad = 1 };
+	struct drm_hpu_uqueue_wait w = { .id = self->q.id, .flags = 1 };
+
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_DESTROY, &d));
+	EXPECT_EQ(-ENOENT, hpu_uq_destroy(self->fd, 999));
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_WAIT, &w));
+	w = (struct drm_hpu_uqueue_wait){ .id = self->q.id, .pad = 1 };
+	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_WAIT, &w));
+	EXPECT_EQ(-ENOENT, hpu_uq_wait(self->fd, 999, 0, 0, NULL));
+	/* A queue with nothing to do has reached CI 0, but not 1. */
+	EXPECT_EQ(0, hpu_uq_wait(self->fd, self->q.id, 0, 0, NULL));
+	EXPECT_EQ(-ETIME, hpu_uq_wait(self->fd, self->q.id, 1, 0, NULL));
+	EXPECT_EQ(-ETIME, hpu_uq_wait(self->fd, self->q.id, 1, 20000000, NULL));
+}
+
+/* A job stalled on a WAIT: the wait times out, a doorbell after the signal resumes it. */
+TEST_F(uq, stalled_job_waits_and_resumes)
+{
+	uint32_t pos, seen;
+
+	hpu_cb_wait(&self->cb, self->host_va, 1);
+	hpu_cb_memset(&self->cb, self->host_va + 8, 0x42, 8);
+	pos = hpu_uq_put(&self->q, &self->cb, 0);
+	hpu_uq_ring(&self->q);
+	EXPECT_EQ(-ETIME, hpu_uq_wait(self->fd, self->q.id, pos + 1, 50000000, &seen));
+	EXPECT_EQ(0xffffffffu, hpu_uq_slot(&self->q, pos)->status);
+	__atomic_store_n((uint32_t *)self->host, 1, __ATOMIC_RELEASE);
+	/* The same PI again: the device looks at its waits. */
+	hpu_uq_ring(&self->q);
+	ASSERT_EQ(0, hpu_uq_wait(self->fd, self->q.id, pos + 1, 5000000000ll, &seen));
+	EXPECT_EQ(pos + 1, seen);
+	EXPECT_EQ(0, hpu_uq_slot(&self->q, pos)->status);
+	EXPECT_EQ(0x42, self->host[8]);
+}
+
+static void touch_doorbell(volatile uint32_t *db)
+{
+	(void)db[HPU_UQ_DB_CI / 4];
+}
+
+/* 1 if touching db in a child dies of SIGBUS, 0 if it reads, -1 otherwise. */
+static int doorbell_faults(volatile uint32_t *db)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		touch_doorbell(db);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return WTERMSIG(status) == SIGBUS ? 1 : -1;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
+}
+
+TEST_F(uq, doorbell_mapping_rules)
+{
+	int other = hpu_open_node(self->bdf);
+	uint64_t offset;
+	uint32_t id;
+	volatile uint32_t *db;
+
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, hpu_uq_create(self->fd, self->q.va, HPU_UQ_TEST_RING, &id, &offset));
+	/* Device registers cannot be copied on write, nor mapped past their page. */
+	EXPECT_EQ(MAP_FAILED, hpu_uq_db_map(self->fd, offset, MAP_PRIVATE));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * HPU_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				   self->fd, (off_t)offset));
+	/* Another file cannot map this file's doorbell. */
+	EXPECT_EQ(MAP_FAILED, hpu_uq_db_map(other, offset, MAP_SHARED));
+	EXPECT_EQ(EACCES, errno);
+	db = hpu_uq_db_map(self->fd, offset, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, (void *)db);
+	EXPECT_EQ(0, doorbell_faults(db));
+	EXPECT_EQ(0, hpu_uq_destroy(self->fd, id));
+	/* Once destroyed, the page is gone from the mapping and cannot be mapped again. */
+	EXPECT_EQ(1, doorbell_faults(db));
+	EXPECT_EQ(MAP_FAILED, hpu_uq_db_map(self->fd, offset, MAP_SHARED));
+	EXPECT_EQ(-ENOENT, hpu_uq_destroy(self->fd, id));
+	munmap((void *)db, HPU_UQ_DB_PAGE_SIZE);
+	close(other);
+}
+
+/* Queues are a device-wide pool: -ENOSPC when all are bound, back when a file closes. */
+TEST_F(uq, pool_is_shared_and_returned_at_close)
+{
+	int fds[HPU_NUM_UQ];
+	struct hpu_uq stalled;
+	unsigned int n = 0, i;
+	uint64_t offset;
+	uint32_t id;
+	int err = 0;
+
+	/* Our fixture holds one; the rest go to files that then close with a job stalled. */
+	while (n < HPU_NUM_UQ) {
+		fds[n] = hpu_open_node(self->bdf);
+		ASSERT_LE(0, fds[n]);
+		err = hpu_uq_create(fds[n], self->q.va, HPU_UQ_TEST_RING, &id, &offset);
+		n++;
+		if (err)
+			break;
+	}
+	EXPECT_EQ(-ENOSPC, err);
+	EXPECT_EQ(HPU_NUM_UQ, n);
+	close(fds[0]);
+	fds[0] = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fds[0]);
+	ASSERT_EQ(0, hpu_uq_open(&stalled, fds[0]));
+	self->cb.size = 0;
+	hpu_cb_wait(&self->cb, stalled.va + HPU_UQ_TEST_ARENA_OFF, 7);
+	hpu_uq_put(&stalled, &self->cb, 0);
+	hpu_uq_ring(&stalled);
+	/* Exit with the job in flight: its queue is reset and freed. */
+	close(fds[0]);
+	munmap((void *)stalled.db, HPU_UQ_DB_PAGE_SIZE);
+	munmap(stalled.mem, HPU_UQ_TEST_BYTES);
+	fds[0] = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fds[0]);
+	EXPECT_EQ(0, hpu_uq_create(fds[0], self->q.va, HPU_UQ_TEST_RING, &id, &offset));
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Unmapped pages stay pinned until the job that might use them has ended, and it faults. */
+TEST_F(uq, unmap_waits_for_running_jobs)
+{
+	struct drm_hpu_stats st;
+	uint8_t *dst = hpu_host_pages(16 * HPU_PAGE);
+	uint64_t dst_va = 0, before;
+	uint32_t pos;
+
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, dst, 16 * HPU_PAGE, DRM_HPU_VM_MAP_WRITE, &dst_va));
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	before = st.ctx_host_pinned;
+	hpu_cb_wait(&self->cb, self->host_va, 1);
+	hpu_cb_memset(&self->cb, dst_va, 0x33, 16 * HPU_PAGE);
+	pos = hpu_uq_put(&self->q, &self->cb, 0);
+	hpu_uq_ring(&self->q);
+	ASSERT_EQ(0, hpu_vm_unmap(self->fd, dst_va));
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	EXPECT_EQ(before, st.ctx_host_pinned);
+	__atomic_store_n((uint32_t *)self->host, 1, __ATOMIC_RELEASE);
+	hpu_uq_ring(&self->q);
+	ASSERT_EQ(0, hpu_uq_wait(self->fd, self->q.id, pos + 1, 5000000000ll, NULL));
+	EXPECT_EQ(HPU_UQ_STATUS_MMU_FAULT, hpu_uq_slot(&self->q, pos)->status);
+	EXPECT_EQ(0, dst[0]);
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	EXPECT_EQ(before - 16 * HPU_PAGE, st.ctx_host_pinned);
+	munmap(dst, 16 * HPU_PAGE);
+}
+
+/* Every bad doorbell write is refused by the device, which logs it; the queue is unharmed. */
+TEST_F(uq, bad_doorbells_change_nothing)
+{
+	char mark[64];
+
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	self->q.db[HPU_UQ_DB_PI / 4] = HPU_UQ_TEST_RING + 1;	/* past the ring */
+	self->q.db[HPU_UQ_DB_CI / 4] = 5;		/* read-only */
+	EXPECT_EQ(0, self->q.db[HPU_UQ_DB_PI / 4]);
+	EXPECT_EQ(0, self->q.db[HPU_UQ_DB_CI / 4]);
+	hpu_cb_memset(&self->cb, self->host_va, 5, 8);
+	EXPECT_EQ(0, hpu_uq_run(&self->q, &self->cb));
+	EXPECT_EQ(5, self->host[0]);
+	/* Moving PI back is refused too. */
+	self->q.db[HPU_UQ_DB_PI / 4] = 0;
+	EXPECT_EQ(1, self->q.db[HPU_UQ_DB_PI / 4]);
+	usleep(100000);
+	/* Errors close together share an interrupt: at least one line. */
+	EXPECT_LE(1, hpu_log_count(mark, "hpu .*device error"));
+}
+
+/* With a short job timeout; the driver's defaults come back whatever the test did. */
+FIXTURE(watchdog) {
+	int fd;
+};
+
+FIXTURE_SETUP(watchdog)
+{
+	char bdf[64];
+
+	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300"));
+	ASSERT_EQ(0, hpu_find_bdf(bdf, sizeof(bdf)));
+	self->fd = hpu_open_node(bdf);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(watchdog)
+{
+	close(self->fd);
+	hpu_reload("");
+}
+
+/* A queue whose job does not end within the job timeout is reset: waits end, the job reads aborted. */
+TEST_F(watchdog, resets_a_stuck_queue)
+{
+	struct hpu_cb cb = { .size = 0 };
+	struct timespec t0, t1;
+	uint32_t pos, seen;
+	struct hpu_uq q;
+	char mark[64];
+	double s;
+
+	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
+	/* Waits on a word of its own arena that nothing signals. */
+	hpu_cb_wait(&cb, q.va + HPU_UQ_TEST_BYTES - 8, 1);
+	pos = hpu_uq_put(&q, &cb, 0);
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	hpu_uq_ring(&q);
+	ASSERT_EQ(0, hpu_uq_wait(self->fd, q.id, pos + 1, -1, &seen));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&q, pos)->status);
+	EXPECT_LE(300, (int)(s * 1000));
+	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ .*no job ended in 300 ms"));
+	/* The queue works on. */
+	cb.size = 0;
+	hpu_cb_signal(&cb, q.va + HPU_UQ_TEST_BYTES - 8, 1);
+	EXPECT_EQ(0, hpu_uq_run(&q, &cb));
+	hpu_uq_close(&q);
+}
+
+TEST_HARNESS_MAIN
