@@ -5,7 +5,8 @@
  * misaligned buffers, addresses inside, across and outside its mappings.
  * Every submit is refused or its job ends with a result; afterwards the
  * device still runs a good job and the data of a bystander context is
- * intact.  (The guest kernel log is checked by the launcher.)
+ * intact.  Then twenty seconds of the same through a user queue, where the
+ * device alone checks.  (The guest kernel log is checked by the launcher.)
  */
 #include <time.h>
 
@@ -100,6 +101,42 @@ static int is_job_result(int err)
 	       err == -ECANCELED || err == -ETIMEDOUT;
 }
 
+/* A bystander context whose 2 MiB of HBM, filled with 0x5d, must come through untouched. */
+static int bystander_open(struct hpu_cb *cb, uint64_t *va)
+{
+	int by = open_dev(), err;
+
+	if (by < 0)
+		return by;
+	err = hbm_map(by, 2 * MiB, va);
+	cb->size = 0;
+	hpu_cb_memset(cb, *va, 0x5d, 2 * MiB);
+	if (!err)
+		err = hpu_run(by, 0, cb->buf, cb->size);
+	if (err) {
+		close(by);
+		return err;
+	}
+	return by;
+}
+
+/* The number of bytes of the bystander's memory that changed (read back through check). */
+static uint64_t bystander_changed(int by, uint64_t by_va, struct hpu_cb *cb, uint8_t *check)
+{
+	uint64_t check_va = 0, changed = 0, i;
+
+	if (hpu_vm_map(by, 0, 0, check, 2 * MiB, RW, &check_va))
+		return 2 * MiB;
+	cb->size = 0;
+	hpu_cb_dma(cb, check_va, by_va, 2 * MiB);
+	if (hpu_run(by, 2, cb->buf, cb->size))
+		return 2 * MiB;
+	for (i = 0; i < 2 * MiB; i++)
+		changed += check[i] != 0x5d;
+	hpu_vm_unmap(by, check_va);
+	return changed;
+}
+
 FIXTURE(fuzz) {
 };
 
@@ -117,18 +154,14 @@ TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
 	unsigned int refused = 0, ok = 0, failed = 0, i, pending;
 	struct hpu_cb *cb = calloc(1, sizeof(*cb));
 	uint64_t vas[3] = { 0 }, by_va = 0, check_va = 0, seqs[8];
-	int fd = open_dev(), by = open_dev(), err, job_err;
+	int fd = open_dev(), by, err, job_err;
 	time_t end;
 
 	ASSERT_LE(0, fd);
-	ASSERT_LE(0, by);
 	ASSERT_NE(NULL, cb);
+	by = bystander_open(cb, &by_va);
+	ASSERT_LE(0, by);
 	rnd_state = 0x9e3779b97f4a7c15ull;
-
-	/* A bystander context whose memory must come through untouched. */
-	ASSERT_EQ(0, hbm_map(by, 2 * MiB, &by_va));
-	hpu_cb_memset(cb, by_va, 0x5d, 2 * MiB);
-	ASSERT_EQ(0, hpu_run(by, 0, cb->buf, cb->size));
 
 	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[0]));
 	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[1]));
@@ -169,13 +202,86 @@ TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
 
 	/* ...and the bystander's memory is as it left it. */
 	close(fd);
-	check_va = 0;
-	ASSERT_EQ(0, hpu_vm_map(by, 0, 0, check, 2 * MiB, RW, &check_va));
+	EXPECT_EQ(0, bystander_changed(by, by_va, cb, check));
+	close(by);
+	free(cb);
+}
+
+/*
+ * The same from a user queue, where nothing checks a job before the device
+ * runs it: random command buffers, and now and then a descriptor with a
+ * random address, size or flags, or a doorbell moving PI back or past the
+ * ring.  Every job ends with a status the device wrote, ERRORS counts the
+ * failed ones, a good job runs afterwards, and the bystander is intact.
+ */
+TEST_F_TIMEOUT(fuzz, random_jobs_on_a_user_queue, FUZZ_SECONDS + 180)
+{
+	uint8_t *host = hpu_host_pages(2 * MiB), *check = hpu_host_pages(2 * MiB);
+	struct hpu_cb *cb = calloc(1, sizeof(*cb));
+	unsigned int ok = 0, failed = 0, i, first;
+	uint64_t vas[3] = { 0 }, by_va = 0, check_va = 0;
+	int fd = open_dev(), by;
+	struct hpu_uq q;
+	time_t end;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, cb);
+	by = bystander_open(cb, &by_va);
+	ASSERT_LE(0, by);
+	rnd_state = 0x2545f4914f6cdd1dull;
+	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[0]));
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, host, 2 * MiB, RW, &vas[1]));
+	ASSERT_EQ(0, hpu_uq_open(&q, fd));
+	/* The arena past its first page: random addresses reach no status word of the ring. */
+	vas[2] = q.va + HPU_UQ_TEST_ARENA_OFF + HPU_PAGE;
+
+	for (end = time(NULL) + FUZZ_SECONDS / 3; time(NULL) < end;) {
+		first = q.pi;
+		for (i = 0; i < 8; i++) {
+			struct hpu_uq_desc *d;
+
+			rnd_cb(cb, vas, 3);
+			d = hpu_uq_slot(&q, hpu_uq_put(&q, cb, rnd() % 16 ? 0 : (uint32_t)rnd()));
+			if (rnd() % 16 == 0)
+				d->cb_va = rnd_addr(vas, 3);
+			if (rnd() % 16 == 0)
+				d->cb_size = (uint32_t)rnd() % (2 * HPU_CB_MAX_SIZE);
+			if (rnd() % 32 == 0)
+				d->pad = (uint32_t)rnd();
+		}
+		/* Refused doorbells first: behind CI, and past the ring. */
+		if (rnd() % 8 == 0)
+			q.db[HPU_UQ_DB_PI / 4] = first - 1 - (uint32_t)(rnd() % 4);
+		if (rnd() % 8 == 0)
+			q.db[HPU_UQ_DB_PI / 4] = first + HPU_UQ_TEST_RING + 1;
+		hpu_uq_ring(&q);
+		ASSERT_EQ(0, hpu_uq_wait(fd, q.id, q.pi, 60000000000ll, NULL));
+		for (i = first; i != q.pi; i++) {
+			uint32_t status = hpu_uq_slot(&q, i)->status;
+
+			ASSERT_GE(HPU_UQ_STATUS_BAD_KERNEL, status) TH_LOG("job %u: status %u", i, status);
+			if (status)
+				failed++;
+			else
+				ok++;
+		}
+	}
+	TH_LOG("%u jobs completed, %u failed", ok, failed);
+	EXPECT_LT(100, ok + failed);
+	EXPECT_EQ(failed, q.db[HPU_UQ_DB_ERRORS / 4]);
+
+	/* The queue still runs a good job. */
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, check, 2 * MiB, RW, &check_va));
 	cb->size = 0;
-	hpu_cb_dma(cb, check_va, by_va, 2 * MiB);
-	ASSERT_EQ(0, hpu_run(by, 2, cb->buf, cb->size));
+	hpu_cb_memset(cb, vas[0], 0x42, 2 * MiB);
+	hpu_cb_dma(cb, check_va, vas[0], 2 * MiB);
+	ASSERT_EQ(0, hpu_uq_run(&q, cb));
 	for (i = 0; i < 2 * MiB; i++)
-		ASSERT_EQ(0x5d, check[i]);
+		ASSERT_EQ(0x42, check[i]);
+	hpu_uq_close(&q);
+	hpu_vm_unmap(fd, check_va);
+	close(fd);
+	EXPECT_EQ(0, bystander_changed(by, by_va, cb, check));
 	close(by);
 	free(cb);
 }
