@@ -214,6 +214,13 @@ err_put:
 	return ERR_PTR(ret);
 }
 
+/* Drop a doorbell object no queue holds, with its file's permission to map it. */
+static void hpu_uq_db_put(struct hpu_uq_db *db)
+{
+	drm_vma_node_revoke(&db->base.vma_node, db->file);
+	drm_gem_object_put(&db->base);
+}
+
 /* Bind a free queue to @ctx; returns it, or NULL if none is free.  Inside drm_dev_enter(). */
 static struct hpu_uq *hpu_uq_bind(struct hpu_device *hdev, struct hpu_ctx *ctx,
 				  struct hpu_uq_db *db, u64 ring_va, u32 ring_size)
@@ -259,7 +266,6 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	int idx;
 
 	drm_vma_node_unmap(&db->base.vma_node, hdev->drm.anon_inode->i_mapping);
-	drm_vma_node_revoke(&db->base.vma_node, db->file);
 	mutex_lock(&hdev->uqs.lock);
 	if (drm_dev_enter(&hdev->drm, &idx)) {
 		idle = hpu_uq_reset_hw_locked(hdev, uq);
@@ -278,7 +284,7 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	uq->db = NULL;
 	mutex_unlock(&hdev->uqs.lock);
 	wake_up_all(&uq->wq);
-	drm_gem_object_put(&db->base);
+	hpu_uq_db_put(db);
 }
 
 /* Take @ctx's queue @id out of live for an unbind; NULL if it is not @ctx's. */
@@ -486,13 +492,13 @@ int hpu_ioctl_uqueue_create(struct drm_device *drm, void *data, struct drm_file 
 	if (IS_ERR(db))
 		return PTR_ERR(db);
 	if (!drm_dev_enter(drm, &idx)) {
-		drm_gem_object_put(&db->base);
+		hpu_uq_db_put(db);
 		return -ENODEV;
 	}
 	uq = hpu_uq_bind(hdev, file->driver_priv, db, args->ring_va, args->ring_size);
 	drm_dev_exit(idx);
 	if (!uq) {
-		drm_gem_object_put(&db->base);
+		hpu_uq_db_put(db);
 		return -ENOSPC;
 	}
 	schedule_delayed_work(&hdev->uqs.watchdog, hdev->uqs.period);
