@@ -7,6 +7,7 @@
  * promises on top of it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -658,6 +659,68 @@ TEST_F_TIMEOUT(stream, submission_costs_what_the_queues_say, 60)
 	for (i = 0; i < JOBS; i++)
 		EXPECT_EQ(i + 1, out[i]);
 	hpu_stream_destroy(s);
+}
+
+/* One thread of threads_share_the_queues: two streams, each a long chain of memsets. */
+struct hpu_chain_thread {
+	struct hpu_device *dev;
+	uint8_t *out;     /* pinned, 2 * HPU_CHAIN_JOBS bytes */
+	uint64_t out_va;
+	int ret;
+	pthread_t tid;
+};
+
+#define HPU_CHAIN_JOBS 700
+
+static void *hpu_chain_run(void *arg)
+{
+	struct hpu_chain_thread *t = arg;
+	struct hpu_stream *s[2] = { NULL, NULL };
+	int i, k;
+
+	for (k = 0; k < 2 && !t->ret; k++)
+		t->ret = hpu_stream_create(t->dev, &s[k]);
+	/* More jobs than a ring holds, enqueued without a synchronize: the rings wrap. */
+	for (i = 0; i < HPU_CHAIN_JOBS && !t->ret; i++)
+		for (k = 0; k < 2 && !t->ret; k++)
+			t->ret = hpu_memset_async(s[k], t->out_va + k * HPU_CHAIN_JOBS + i,
+						  (i + 1 + k) & 0xff, HPU_CHAIN_JOBS - i);
+	for (k = 0; k < 2; k++) {
+		if (s[k] && !t->ret)
+			t->ret = hpu_stream_synchronize(s[k]);
+		hpu_stream_destroy(s[k]);
+	}
+	return NULL;
+}
+
+/*
+ * Four threads, eight streams, two per hardware queue: each stream's work
+ * still runs in its order, and no job is lost or run twice when submissions
+ * from several threads share a queue and its ring wraps.
+ */
+TEST_F_TIMEOUT(stream, threads_share_the_queues, 120)
+{
+	enum { THREADS = 4 };
+	struct hpu_chain_thread t[THREADS];
+	int i, k, n;
+
+	for (n = 0; n < THREADS; n++) {
+		t[n] = (struct hpu_chain_thread){ .dev = self->dev };
+		t[n].out = hpu_pinned(_metadata, self->dev, 2 * HPU_CHAIN_JOBS);
+		memset(t[n].out, 0, 2 * HPU_CHAIN_JOBS);
+		ASSERT_EQ(0, hpu_host_get_device_pointer(self->dev, t[n].out, &t[n].out_va));
+	}
+	for (n = 0; n < THREADS; n++)
+		ASSERT_EQ(0, pthread_create(&t[n].tid, NULL, hpu_chain_run, &t[n]));
+	for (n = 0; n < THREADS; n++) {
+		pthread_join(t[n].tid, NULL);
+		EXPECT_EQ(0, t[n].ret) TH_LOG("thread %d: %s", n, hpu_last_error());
+	}
+	for (n = 0; n < THREADS; n++)
+		for (k = 0; k < 2; k++)
+			for (i = 0; i < HPU_CHAIN_JOBS; i++)
+				ASSERT_EQ((i + 1 + k) & 0xff, t[n].out[k * HPU_CHAIN_JOBS + i])
+					TH_LOG("thread %d stream %d byte %d", n, k, i);
 }
 
 /*
