@@ -51,9 +51,10 @@ FIXTURE(graph) {
 FIXTURE_SETUP(graph)
 {
 	ASSERT_EQ(0, hpu_device_open(0, &self->dev)) TH_LOG("%s", hpu_last_error());
-	self->submit_ioctls = submit_ioctls(self->dev);
 	ASSERT_EQ(0, hpu_stream_create(self->dev, &self->eager));
 	ASSERT_EQ(0, hpu_stream_create(self->dev, &self->s));
+	/* Known once the device has a stream. */
+	self->submit_ioctls = submit_ioctls(self->dev);
 	ASSERT_EQ(0, hpu_graph_create(self->dev, &self->g));
 }
 

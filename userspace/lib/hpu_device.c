@@ -114,6 +114,7 @@ static int hpu_device_setup(struct hpu_device *dev)
 		return ret;
 	dev->abi_version = info.abi_version;
 	dev->num_queues = info.num_queues;
+	dev->num_user_queues = info.num_user_queues;
 	pthread_mutex_init(&dev->lock, NULL);
 	hpu_list_init(&dev->streams);
 	hpu_list_init(&dev->events);
@@ -126,9 +127,6 @@ static int hpu_device_setup(struct hpu_device *dev)
 	ret = hpu_host_init(dev);
 	if (ret)
 		goto err_mem;
-	ret = hpu_uqueues_open(dev, info.num_user_queues);
-	if (ret)
-		goto err_host;
 	fw = info.fw_version.major << 16 | info.fw_version.minor << 8 | info.fw_version.patch;
 	hpu_recipe_cache_init(&dev->recipes, fw);
 	compat = hpu_disk_compat_of(&info, fw);
@@ -136,8 +134,6 @@ static int hpu_device_setup(struct hpu_device *dev)
 	hpu_metrics_device_open(dev);
 	return 0;
 
-err_host:
-	hpu_host_fini(dev);
 err_mem:
 	hpu_suballoc_destroy(dev->mem);
 err_jobs:

@@ -171,6 +171,7 @@ struct hpu_jobs {
 	uint64_t *queue_ended; /* per queue: it and every earlier job of the queue have ended */
 	/* User queues (hpu_uqueue.c), one per queue index; NULL: jobs go through SUBMIT. */
 	struct hpu_uqueue *uq;
+	bool uq_decided;       /* the first stream has chosen between uq and SUBMIT */
 	struct hpu_job_error *errors;
 	size_t num_errors, cap_errors;
 };
@@ -205,8 +206,11 @@ uint64_t hpu_jobs_retired(void *ctx, enum hpu_retire how);
 
 /* hpu_uqueue.c: user queues, when the driver has them (jobs.uq). */
 
-/* Takes num_queues user queues, or none (-ENOSPC, HPU_USER_QUEUES=0): jobs then go through SUBMIT. */
-int hpu_uqueues_open(struct hpu_device *dev, uint32_t num_user_queues);
+/*
+ * With dev->lock held, at the first stream: takes num_queues user queues,
+ * or none (all taken, HPU_USER_QUEUES=0), and jobs go through SUBMIT.
+ */
+int hpu_uqueues_open(struct hpu_device *dev);
 void hpu_uqueues_close(struct hpu_device *dev);
 int hpu_uqueues_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, unsigned int count,
 		       uint64_t *seqs);
@@ -805,6 +809,7 @@ struct hpu_device {
 	/* The rest is set up by hpu_device_open*(), not by discovery's probe. */
 	struct hpu_version abi_version;
 	uint32_t num_queues;
+	uint32_t num_user_queues; /* the device's, as INFO said at open */
 	pthread_mutex_t lock; /* streams, events, next_queue, next_stream_id, default_stream */
 	struct hpu_list streams, events;
 	uint32_t next_queue;

@@ -206,6 +206,8 @@ static int hpu_stream_new(struct hpu_device *dev, struct hpu_stream **sp)
 	int ret;
 
 	ret = hpu_device_check_submission(dev);
+	if (!ret)
+		ret = hpu_uqueues_open(dev);
 	if (ret)
 		return ret;
 	s = calloc(1, sizeof(*s));

@@ -3,7 +3,7 @@
  * User queues: jobs reach the device without a system call.
  *
  * When the driver offers them (ABI 1.2), the library takes one user queue
- * per hardware queue index at open, so that streams and recipe launches
+ * per hardware queue index at its first stream, so that streams and recipe launches
  * address them exactly as they would the kernel's queues.  Submitting a
  * job copies its command buffer into the queue's arena and its descriptor
  * into the queue's ring, both in pinned memory mapped in this context, and
@@ -368,23 +368,32 @@ static int hpu_uqueue_create(struct hpu_device *dev, struct hpu_uqueue *u)
 	return 0;
 }
 
-/* Whether this process should use user queues: the driver has them and the user did not say no. */
-static bool hpu_uqueues_wanted(struct hpu_device *dev, uint32_t num_user_queues)
+/* Whether to use user queues: the device has enough and the user did not say no. */
+static bool hpu_uqueues_wanted(struct hpu_device *dev)
 {
 	const char *env = getenv("HPU_USER_QUEUES");
 
-	return dev->num_queues && num_user_queues && !(env && !strcmp(env, "0"));
+	return dev->num_queues && dev->num_user_queues >= dev->num_queues &&
+	       !(env && !strcmp(env, "0"));
 }
 
-int hpu_uqueues_open(struct hpu_device *dev, uint32_t num_user_queues)
+/*
+ * At the first stream rather than at open: a process that only asks what
+ * the device is (hpu-smi) takes none of the device's few user queues.
+ */
+int hpu_uqueues_open(struct hpu_device *dev)
 {
 	struct hpu_jobs *jobs = &dev->jobs;
 	struct hpu_uqueue *uq;
 	unsigned int q;
 	int ret = 0;
 
-	if (!hpu_uqueues_wanted(dev, num_user_queues) || num_user_queues < jobs->num_queues)
+	if (jobs->uq_decided)
 		return 0;
+	if (!hpu_uqueues_wanted(dev)) {
+		jobs->uq_decided = true;
+		return 0;
+	}
 	uq = calloc(jobs->num_queues, sizeof(*uq));
 	if (!uq)
 		return hpu_error_set(ENOMEM, "out of memory");
@@ -395,9 +404,15 @@ int hpu_uqueues_open(struct hpu_device *dev, uint32_t num_user_queues)
 			hpu_uqueue_destroy(dev, &uq[q - 1]);
 		free(uq);
 		/* Other processes hold the device's user queues: this one submits through the driver. */
-		return ret == -ENOSPC ? 0 : ret;
+		if (ret != -ENOSPC)
+			return ret;
+		uq = NULL;
 	}
+	/* Set under jobs.lock: waits of other threads read it there. */
+	pthread_mutex_lock(&jobs->lock);
 	jobs->uq = uq;
+	jobs->uq_decided = true;
+	pthread_mutex_unlock(&jobs->lock);
 	return 0;
 }
 

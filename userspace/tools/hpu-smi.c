@@ -311,7 +311,7 @@ static int show_info(struct hpu_device *dev)
 	/* A driver before ABI 1.1 has no queues and no usage statistics. */
 	if (!info.num_queues)
 		return 0;
-	field("queues", "%u", info.num_queues);
+	field("queues", "%u, and %u user queues", info.num_queues, info.num_user_queues);
 	return show_usage(dev, info.max_contexts);
 }
 

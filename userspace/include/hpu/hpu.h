@@ -137,7 +137,7 @@ struct hpu_device_info {
 	uint32_t max_contexts; /* processes (open devices) the device can serve at once */
 	/* libhpu 0.7 */
 	uint32_t num_user_queues; /* queues the device lets processes feed without a system call */
-	uint32_t user_queues;     /* 1: this open device's streams submit to user queues */
+	uint32_t user_queues;     /* 1: its streams submit to user queues (known once one exists) */
 };
 
 /*
