@@ -629,21 +629,27 @@ TEST_F_TIMEOUT(stream, runs_in_order, 60)
 }
 
 /*
- * On user queues (unless HPU_USER_QUEUES=0 turned them off) enqueueing
- * work and learning it ended cost no system call; through the driver each
- * job is a SUBMIT.  Either way the work is done in order.
+ * On user queues (unless HPU_USER_QUEUES=0 turned them off), taken at the
+ * first stream, enqueueing work and learning it ended cost no system call;
+ * through the driver each job is a SUBMIT.  Either way the work is done in
+ * order.
  */
 TEST_F_TIMEOUT(stream, submission_costs_what_the_queues_say, 60)
 {
 	enum { JOBS = 40 };
 	struct hpu_device_info info = { .size = sizeof(info) };
-	struct hpu_stream *s = hpu_new_stream(_metadata, self->dev);
-	uint8_t *out = hpu_pinned(_metadata, self->dev, JOBS);
-	struct hpu_device_stats before, after;
 	const char *env = getenv("HPU_USER_QUEUES");
+	struct hpu_device_stats before, after;
+	struct hpu_stream *s;
+	uint8_t *out;
 	uint64_t out_va;
 	int i;
 
+	/* A device with no stream holds none of the device's user queues yet. */
+	ASSERT_EQ(0, hpu_device_get_info(self->dev, &info));
+	EXPECT_EQ(0, info.user_queues);
+	s = hpu_new_stream(_metadata, self->dev);
+	out = hpu_pinned(_metadata, self->dev, JOBS);
 	ASSERT_EQ(0, hpu_device_get_info(self->dev, &info));
 	EXPECT_EQ(env && !strcmp(env, "0") ? 0 : 1, info.user_queues);
 	ASSERT_EQ(0, hpu_host_get_device_pointer(self->dev, out, &out_va));
