@@ -137,41 +137,76 @@ static uint64_t bystander_changed(int by, uint64_t by_va, struct hpu_cb *cb, uin
 	return changed;
 }
 
+/*
+ * The fuzzing context (fd) with 2 MiB of HBM at vas[0] and of host memory at
+ * vas[1] (vas[2] is each test's), and a bystander context (by).
+ */
 FIXTURE(fuzz) {
+	int fd, by;
+	uint64_t by_va, vas[3];
+	uint8_t *host, *check;
+	struct hpu_cb *cb;
 };
 
 FIXTURE_SETUP(fuzz)
 {
+	self->host = hpu_host_pages(2 * MiB);
+	self->check = hpu_host_pages(2 * MiB);
+	self->cb = calloc(1, sizeof(*self->cb));
+	ASSERT_NE(NULL, self->host);
+	ASSERT_NE(NULL, self->check);
+	ASSERT_NE(NULL, self->cb);
+	self->fd = open_dev();
+	ASSERT_LE(0, self->fd);
+	self->by = bystander_open(self->cb, &self->by_va);
+	ASSERT_LE(0, self->by);
+	ASSERT_EQ(0, hbm_map(self->fd, 2 * MiB, &self->vas[0]));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->host, 2 * MiB, RW, &self->vas[1]));
 }
 
 FIXTURE_TEARDOWN(fuzz)
 {
+	if (self->fd >= 0)
+		close(self->fd);
+	close(self->by);
+	free(self->cb);
+}
+
+/* The command buffer of a good job: HBM filled with 0x42 and copied to check at check_va. */
+static void good_job(FIXTURE_DATA(fuzz) *self, uint64_t check_va)
+{
+	self->cb->size = 0;
+	hpu_cb_memset(self->cb, self->vas[0], 0x42, 2 * MiB);
+	hpu_cb_dma(self->cb, check_va, self->vas[0], 2 * MiB);
+}
+
+/* After the good job ran: its result, then (closing the fuzzing context) the bystander intact. */
+static void check_after(struct __test_metadata *_metadata, FIXTURE_DATA(fuzz) *self)
+{
+	unsigned int i;
+
+	for (i = 0; i < 2 * MiB; i++)
+		ASSERT_EQ(0x42, self->check[i]);
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(0, bystander_changed(self->by, self->by_va, self->cb, self->check));
 }
 
 TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
 {
-	uint8_t *host = hpu_host_pages(2 * MiB), *check = hpu_host_pages(2 * MiB);
 	unsigned int refused = 0, ok = 0, failed = 0, i, pending;
-	struct hpu_cb *cb = calloc(1, sizeof(*cb));
-	uint64_t vas[3] = { 0 }, by_va = 0, check_va = 0, seqs[8];
-	int fd = open_dev(), by, err, job_err;
+	uint64_t check_va = 0, seqs[8];
+	int err, job_err;
 	time_t end;
 
-	ASSERT_LE(0, fd);
-	ASSERT_NE(NULL, cb);
-	by = bystander_open(cb, &by_va);
-	ASSERT_LE(0, by);
 	rnd_state = 0x9e3779b97f4a7c15ull;
-
-	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[0]));
-	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[1]));
-	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, host, 2 * MiB, RW, &vas[2]));
-
+	ASSERT_EQ(0, hbm_map(self->fd, 2 * MiB, &self->vas[2]));
 	for (end = time(NULL) + FUZZ_SECONDS; time(NULL) < end;) {
 		/* Up to 8 jobs in flight at once, spread over the queues. */
 		for (pending = 0, i = 0; i < 8; i++) {
-			rnd_cb(cb, vas, 3);
-			err = hpu_submit(fd, rnd() % 4, cb->buf, cb->size, &seqs[pending]);
+			rnd_cb(self->cb, self->vas, 3);
+			err = hpu_submit(self->fd, rnd() % 4, self->cb->buf, self->cb->size,
+					 &seqs[pending]);
 			if (!err) {
 				pending++;
 				continue;
@@ -180,7 +215,7 @@ TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
 			refused++;
 		}
 		while (pending--) {
-			ASSERT_EQ(0, hpu_wait(fd, seqs[pending], 60000000000ll, &job_err));
+			ASSERT_EQ(0, hpu_wait(self->fd, seqs[pending], 60000000000ll, &job_err));
 			ASSERT_TRUE(is_job_result(job_err)) TH_LOG("job: %d", job_err);
 			if (job_err)
 				failed++;
@@ -191,20 +226,11 @@ TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
 	TH_LOG("%u refused at submit, %u jobs completed, %u jobs failed", refused, ok, failed);
 	EXPECT_LT(100, ok + failed);
 
-	/* The device still works for the fuzzing context... */
-	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, check, 2 * MiB, RW, &check_va));
-	cb->size = 0;
-	hpu_cb_memset(cb, vas[0], 0x42, 2 * MiB);
-	hpu_cb_dma(cb, check_va, vas[0], 2 * MiB);
-	ASSERT_EQ(0, hpu_run(fd, 1, cb->buf, cb->size));
-	for (i = 0; i < 2 * MiB; i++)
-		ASSERT_EQ(0x42, check[i]);
-
-	/* ...and the bystander's memory is as it left it. */
-	close(fd);
-	EXPECT_EQ(0, bystander_changed(by, by_va, cb, check));
-	close(by);
-	free(cb);
+	/* The device still works for the fuzzing context, and the bystander is intact. */
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->check, 2 * MiB, RW, &check_va));
+	good_job(self, check_va);
+	ASSERT_EQ(0, hpu_run(self->fd, 1, self->cb->buf, self->cb->size));
+	check_after(_metadata, self);
 }
 
 /*
@@ -216,34 +242,24 @@ TEST_F_TIMEOUT(fuzz, random_command_buffers, FUZZ_SECONDS + 180)
  */
 TEST_F_TIMEOUT(fuzz, random_jobs_on_a_user_queue, FUZZ_SECONDS + 180)
 {
-	uint8_t *host = hpu_host_pages(2 * MiB), *check = hpu_host_pages(2 * MiB);
-	struct hpu_cb *cb = calloc(1, sizeof(*cb));
 	unsigned int ok = 0, failed = 0, i, first;
-	uint64_t vas[3] = { 0 }, by_va = 0, check_va = 0;
-	int fd = open_dev(), by;
+	uint64_t check_va = 0;
 	struct hpu_uq q;
 	time_t end;
 
-	ASSERT_LE(0, fd);
-	ASSERT_NE(NULL, cb);
-	by = bystander_open(cb, &by_va);
-	ASSERT_LE(0, by);
 	rnd_state = 0x2545f4914f6cdd1dull;
-	ASSERT_EQ(0, hbm_map(fd, 2 * MiB, &vas[0]));
-	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, host, 2 * MiB, RW, &vas[1]));
-	ASSERT_EQ(0, hpu_uq_open(&q, fd));
+	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
 	/* The arena past its first page: random addresses reach no status word of the ring. */
-	vas[2] = q.va + HPU_UQ_TEST_ARENA_OFF + HPU_PAGE;
-
+	self->vas[2] = q.va + HPU_UQ_TEST_ARENA_OFF + HPU_PAGE;
 	for (end = time(NULL) + FUZZ_SECONDS / 3; time(NULL) < end;) {
 		first = q.pi;
 		for (i = 0; i < 8; i++) {
 			struct hpu_uq_desc *d;
 
-			rnd_cb(cb, vas, 3);
-			d = hpu_uq_slot(&q, hpu_uq_put(&q, cb, rnd() % 16 ? 0 : (uint32_t)rnd()));
+			rnd_cb(self->cb, self->vas, 3);
+			d = hpu_uq_slot(&q, hpu_uq_put(&q, self->cb, rnd() % 16 ? 0 : (uint32_t)rnd()));
 			if (rnd() % 16 == 0)
-				d->cb_va = rnd_addr(vas, 3);
+				d->cb_va = rnd_addr(self->vas, 3);
 			if (rnd() % 16 == 0)
 				d->cb_size = (uint32_t)rnd() % (2 * HPU_CB_MAX_SIZE);
 			if (rnd() % 32 == 0)
@@ -255,7 +271,7 @@ TEST_F_TIMEOUT(fuzz, random_jobs_on_a_user_queue, FUZZ_SECONDS + 180)
 		if (rnd() % 8 == 0)
 			q.db[HPU_UQ_DB_PI / 4] = first + HPU_UQ_TEST_RING + 1;
 		hpu_uq_ring(&q);
-		ASSERT_EQ(0, hpu_uq_wait(fd, q.id, q.pi, 60000000000ll, NULL));
+		ASSERT_EQ(0, hpu_uq_wait(self->fd, q.id, q.pi, 60000000000ll, NULL));
 		for (i = first; i != q.pi; i++) {
 			uint32_t status = hpu_uq_slot(&q, i)->status;
 
@@ -270,20 +286,12 @@ TEST_F_TIMEOUT(fuzz, random_jobs_on_a_user_queue, FUZZ_SECONDS + 180)
 	EXPECT_LT(100, ok + failed);
 	EXPECT_EQ(failed, q.db[HPU_UQ_DB_ERRORS / 4]);
 
-	/* The queue still runs a good job. */
-	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, check, 2 * MiB, RW, &check_va));
-	cb->size = 0;
-	hpu_cb_memset(cb, vas[0], 0x42, 2 * MiB);
-	hpu_cb_dma(cb, check_va, vas[0], 2 * MiB);
-	ASSERT_EQ(0, hpu_uq_run(&q, cb));
-	for (i = 0; i < 2 * MiB; i++)
-		ASSERT_EQ(0x42, check[i]);
+	/* The queue still runs a good job, and the bystander is intact. */
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->check, 2 * MiB, RW, &check_va));
+	good_job(self, check_va);
+	ASSERT_EQ(0, hpu_uq_run(&q, self->cb));
 	hpu_uq_close(&q);
-	hpu_vm_unmap(fd, check_va);
-	close(fd);
-	EXPECT_EQ(0, bystander_changed(by, by_va, cb, check));
-	close(by);
-	free(cb);
+	check_after(_metadata, self);
 }
 
 TEST_HARNESS_MAIN
