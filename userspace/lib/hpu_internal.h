@@ -215,6 +215,8 @@ void hpu_uqueues_close(struct hpu_device *dev);
 int hpu_uqueues_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, unsigned int count,
 		       uint64_t *seqs);
 int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, int *job_error);
+/* Records the ends the status words show, without waiting; false if jobs go through SUBMIT. */
+bool hpu_uqueues_reap(struct hpu_device *dev);
 /* "MMU fault (-EFAULT)" for a job's error. */
 const char *hpu_job_error_name(int error, char *buf, size_t len);
 

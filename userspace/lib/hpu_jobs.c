@@ -147,15 +147,12 @@ uint64_t hpu_jobs_retired(void *ctx, enum hpu_retire how)
 	struct hpu_jobs *jobs = &dev->jobs;
 	uint64_t retired;
 	unsigned int q;
-	bool user;
 
-	/* Any thread may free memory while the first stream picks the queues. */
-	pthread_mutex_lock(&jobs->lock);
-	user = jobs->uq != NULL;
-	pthread_mutex_unlock(&jobs->lock);
-	/* User queues' jobs tell their end in memory: looking costs no system call. */
-	if (how != HPU_RETIRE_KNOWN || user)
-		hpu_jobs_refresh(dev, how == HPU_RETIRE_WAIT ? HPU_FOREVER : 0);
+	/* User queues' jobs tell their end in memory: even KNOWN looks, as it costs no system call. */
+	if (how == HPU_RETIRE_WAIT)
+		hpu_jobs_refresh(dev, HPU_FOREVER);
+	else if (!hpu_uqueues_reap(dev) && how == HPU_RETIRE_POLL)
+		hpu_jobs_refresh(dev, 0);
 	pthread_mutex_lock(&jobs->lock);
 	retired = jobs->last;
 	for (q = 0; q < jobs->num_queues; q++) {

@@ -259,6 +259,22 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 	return ret;
 }
 
+bool hpu_uqueues_reap(struct hpu_device *dev)
+{
+	struct hpu_jobs *jobs = &dev->jobs;
+	unsigned int q;
+	bool user;
+
+	/* Under the lock: any thread may free memory while the first stream picks the queues. */
+	pthread_mutex_lock(&jobs->lock);
+	user = jobs->uq != NULL;
+	/* A job whose error cannot be recorded (no memory) stays unreaped, for a later look. */
+	for (q = 0; user && q < jobs->num_queues; q++)
+		hpu_uq_reap_locked(jobs, q, NULL);
+	pthread_mutex_unlock(&jobs->lock);
+	return user;
+}
+
 /* Outside the lock: until the oldest job of queue q not yet reaped has ended. */
 static int hpu_uq_wait_oldest(struct hpu_device *dev, unsigned int q)
 {
