@@ -139,6 +139,17 @@ static int hpu_uq_reap_locked(struct hpu_jobs *jobs, unsigned int q, const uint3
 	return 0;
 }
 
+/* Reaps every queue, queue ci_of with the CI read from it (none: num_queues). */
+static int hpu_uq_reap_all_locked(struct hpu_jobs *jobs, unsigned int ci_of, uint32_t ci)
+{
+	unsigned int q;
+	int ret = 0;
+
+	for (q = 0; q < jobs->num_queues && !ret; q++)
+		ret = hpu_uq_reap_locked(jobs, q, q == ci_of ? &ci : NULL);
+	return ret;
+}
+
 /* Room for size bytes of command buffer and a descriptor on u: the arena offset, or -1. */
 static int64_t hpu_uq_room_locked(struct hpu_uqueue *u, uint32_t size)
 {
@@ -176,11 +187,14 @@ static uint64_t hpu_uq_deadline(int64_t timeout_ns)
 
 /*
  * Outside the lock: until job pos of u has a status or CI passed it, or
- * the deadline.  Spins on the status, then sleeps in the driver.  *ci is
- * the CI seen: it tells the jobs a queue reset dropped without a status.
+ * the deadline.  Spins on the status, then sleeps in the driver.  Returns
+ * 1 with *ci the CI seen, which tells the jobs a queue reset dropped
+ * without a status; 0 once the job has a status, without reading CI (a
+ * read of the doorbell page is an exit to the emulator), unless need_ci:
+ * the job had one last time yet could not be reaped behind such a job.
  */
 static int hpu_uq_block(struct hpu_device *dev, struct hpu_uqueue *u, uint32_t pos,
-			uint64_t deadline, uint32_t *ci)
+			uint64_t deadline, bool need_ci, uint32_t *ci)
 {
 	uint64_t now = hpu_now_ns(), spin_end = now + HPU_UQ_SPIN_NS;
 	struct drm_hpu_uqueue_wait args = { .id = u->id, .ci = pos + 1 };
@@ -189,15 +203,17 @@ static int hpu_uq_block(struct hpu_device *dev, struct hpu_uqueue *u, uint32_t p
 	/* The slot may meanwhile hold a later job: the caller reaps and looks again. */
 	while (hpu_uq_status(u, pos) == HPU_UQ_PENDING && now < spin_end && now < deadline)
 		now = hpu_now_ns();
+	if (!need_ci && hpu_uq_status(u, pos) != HPU_UQ_PENDING)
+		return 0;
 	*ci = u->doorbell[HPU_UQ_DB_CI / 4];
 	if ((int32_t)(*ci - pos) > 0 || hpu_uq_status(u, pos) != HPU_UQ_PENDING)
-		return 0;
+		return 1;
 	if (now >= deadline)
 		return -ETIME;
 	args.timeout_ns = deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now);
 	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_UQUEUE_WAIT, &args);
 	*ci = args.ci;
-	return ret;
+	return ret ? ret : 1;
 }
 
 /* The queue and ring position of job seq if it has not been reaped; false if it has. */
@@ -231,7 +247,8 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 {
 	struct hpu_jobs *jobs = &dev->jobs;
 	uint64_t deadline = hpu_uq_deadline(timeout_ns);
-	unsigned int q, blocked = jobs->num_queues;
+	/* The queue whose CI is in ci, and the one whose job had a status but was not reaped. */
+	unsigned int q, ci_of = jobs->num_queues, status_of = jobs->num_queues;
 	uint32_t ci = 0, pos;
 	int ret = 0;
 
@@ -240,8 +257,7 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 		ret = hpu_error_set(EINVAL, "job %llu was never submitted",
 				    (unsigned long long)seq);
 	while (!ret) {
-		for (q = 0; q < jobs->num_queues && !ret; q++)
-			ret = hpu_uq_reap_locked(jobs, q, q == blocked ? &ci : NULL);
+		ret = hpu_uq_reap_all_locked(jobs, ci_of, ci);
 		if (ret || !hpu_uq_find_locked(jobs, seq, &q, &pos))
 			break;
 		if (!timeout_ns) {
@@ -249,8 +265,10 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 			break;
 		}
 		pthread_mutex_unlock(&jobs->lock);
-		ret = hpu_uq_block(dev, &jobs->uq[q], pos, deadline, &ci);
-		blocked = q;
+		ret = hpu_uq_block(dev, &jobs->uq[q], pos, deadline, q == status_of, &ci);
+		ci_of = ret == 1 ? q : jobs->num_queues;
+		status_of = ret == 0 ? q : jobs->num_queues;
+		ret = ret < 0 ? ret : 0;
 		pthread_mutex_lock(&jobs->lock);
 	}
 	if (!ret)
@@ -262,15 +280,14 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 bool hpu_uqueues_reap(struct hpu_device *dev)
 {
 	struct hpu_jobs *jobs = &dev->jobs;
-	unsigned int q;
 	bool user;
 
 	/* Under the lock: any thread may free memory while the first stream picks the queues. */
 	pthread_mutex_lock(&jobs->lock);
 	user = jobs->uq != NULL;
 	/* A job whose error cannot be recorded (no memory) stays unreaped, for a later look. */
-	for (q = 0; user && q < jobs->num_queues; q++)
-		hpu_uq_reap_locked(jobs, q, NULL);
+	if (user)
+		hpu_uq_reap_all_locked(jobs, jobs->num_queues, 0);
 	pthread_mutex_unlock(&jobs->lock);
 	return user;
 }
