@@ -9,10 +9,21 @@
  * cost: the emulated device's threads share the host's CPUs with the
  * guest's, so a step whose device work overlaps its enqueueing reads
  * longer (the median says how much).
+ *
+ * Every timed step follows the same two short synchronized steps (a
+ * one-op graph), whatever n: under TCG the calls after a synchronize that
+ * slept (any wait longer than the runtime's spin, such as a 1000-op
+ * step's) run two to eight times slower for a while, so timing each step
+ * right after its own synchronized predecessor compared a 1000-op replay
+ * after a sleep with a 10-op one after a spin, not the cost of their op
+ * counts (docs/PERFORMANCE.md).  Those measures are printed too.
  *   replay_<n>_host_us   a replay (least; and _median_us)
+ *   replay_<n>_after_own_host_us  a replay right after its predecessor (least)
+ *   replay_10_after_1000_host_us  a 10-op replay right after a 1000-op step
  *   lazy_<n>_host_us     recording the ops and launching the cached recipe
  *   eager_<n>_host_us    enqueueing the ops one by one
  *   replay_flatness      replay_1000_host_us / replay_10_host_us
+ *   replay_flatness_after_own  the same of the _after_own_ figures
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +35,7 @@
 
 #include "bench_stats.h"
 
-enum { ELEMS = 1024, REPLAYS = 30, LAZY_STEPS = 10, EAGER_STEPS = 3 };
+enum { ELEMS = 1024, REPLAYS = 30, LAZY_STEPS = 10, EAGER_STEPS = 3, SETTLES = 2, LONG = 1000 };
 
 static void check(int ret, const char *what)
 {
@@ -70,11 +81,15 @@ static float first(struct hpu_stream *s, struct hpu_tensor *a)
 
 enum how { REPLAY, LAZY, EAGER };
 
-/* Least and median host time of a step of n ops run as how; the values checked after. */
+/*
+ * Least and median host time of a step of n ops run as how, each after
+ * settles synchronized replays of settle (right after the previous step
+ * if there are none); the values checked after.
+ */
 static void measure(struct hpu_device *dev, struct hpu_stream *s, int n, enum how how,
-		    double *least, double *med)
+		    struct hpu_graph *settle, int settles, double *least, double *med)
 {
-	int steps = how == REPLAY ? REPLAYS : how == LAZY ? LAZY_STEPS : EAGER_STEPS, i;
+	int steps = how == REPLAY ? REPLAYS : how == LAZY ? LAZY_STEPS : EAGER_STEPS, i, k;
 	struct hpu_tensor *a, *b;
 	struct hpu_graph *g = NULL;
 	double *t = calloc(steps, sizeof(*t)), c;
@@ -91,6 +106,10 @@ static void measure(struct hpu_device *dev, struct hpu_stream *s, int n, enum ho
 	check(hpu_stream_set_lazy(s, how == LAZY), "lazy");
 	/* One untimed step: the first replay uploads, the first lazy step compiles. */
 	for (i = -1; i < steps; i++) {
+		for (k = 0; k < settles; k++) {
+			check(hpu_graph_replay(settle, s), "settle");
+			check(hpu_stream_synchronize(s), "synchronize");
+		}
 		c = cpu_us();
 		if (how == REPLAY) {
 			check(hpu_graph_replay(g, s), "replay");
@@ -115,27 +134,61 @@ static void measure(struct hpu_device *dev, struct hpu_stream *s, int n, enum ho
 	free(t);
 }
 
+/* A graph of n ops on tensors of its own, run before timed steps. */
+static struct hpu_graph *settle_graph(struct hpu_device *dev, struct hpu_stream *s, int n,
+				      struct hpu_tensor **t)
+{
+	struct hpu_graph *g;
+
+	check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &t[0]), "tensor");
+	check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &t[1]), "tensor");
+	check(hpu_graph_create(dev, &g), "graph");
+	check(hpu_graph_capture_begin(g, s), "capture");
+	step_ops(s, t[0], t[1], n);
+	check(hpu_graph_capture_end(g), "capture end");
+	return g;
+}
+
 int main(void)
 {
 	static const int sizes[] = { 10, 100, 1000 };
 	static const char *const names[] = { "replay", "lazy", "eager" };
-	double host[3][3], med;
+	double host[3][3], own[3], after_long, med;
+	struct hpu_tensor *settle_t[2], *long_t[2];
+	struct hpu_graph *settle, *longer;
 	struct hpu_device *dev;
 	struct hpu_stream *s;
 	int i, how;
 
 	check(hpu_device_open(0, &dev), "open");
 	check(hpu_stream_create(dev, &s), "stream");
+	settle = settle_graph(dev, s, 1, settle_t);
+	longer = settle_graph(dev, s, LONG, long_t);
 	for (how = REPLAY; how <= EAGER; how++) {
 		for (i = 0; i < 3; i++) {
-			measure(dev, s, sizes[i], how, &host[how][i], &med);
+			measure(dev, s, sizes[i], how, settle, SETTLES, &host[how][i], &med);
 			printf("BENCH %s_%d_host_us %.1f us\n", names[how], sizes[i], host[how][i]);
 			printf("BENCH %s_%d_host_median_us %.1f us\n", names[how], sizes[i], med);
+			if (how == REPLAY) {
+				measure(dev, s, sizes[i], how, NULL, 0, &own[i], &med);
+				printf("BENCH replay_%d_after_own_host_us %.1f us\n", sizes[i], own[i]);
+			}
+			if (how == REPLAY && sizes[i] == 10) {
+				measure(dev, s, sizes[i], how, longer, 1, &after_long, &med);
+				printf("BENCH replay_10_after_%d_host_us %.1f us\n", LONG, after_long);
+			}
 			fflush(stdout);
 		}
 	}
 	printf("BENCH replay_flatness %.2f ratio\n", host[REPLAY][2] / host[REPLAY][0]);
+	printf("BENCH replay_flatness_after_own %.2f ratio\n", own[2] / own[0]);
 	printf("BENCH replay_vs_lazy_1000 %.1f ratio\n", host[LAZY][2] / host[REPLAY][2]);
+	for (i = 0; i < 2; i++) {
+		hpu_tensor_destroy(settle_t[i]);
+		hpu_tensor_destroy(long_t[i]);
+	}
+	hpu_graph_destroy(settle);
+	hpu_graph_destroy(longer);
 	hpu_stream_destroy(s);
 	hpu_device_close(dev);
 	return 0;
