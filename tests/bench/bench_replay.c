@@ -35,7 +35,7 @@
 
 #include "bench_stats.h"
 
-enum { ELEMS = 1024, REPLAYS = 30, LAZY_STEPS = 10, EAGER_STEPS = 3, SETTLES = 2, LONG = 1000 };
+enum { ELEMS = 1024, REPLAYS = 60, LAZY_STEPS = 10, EAGER_STEPS = 3, SETTLES = 2, LONG = 1000 };
 
 static void check(int ret, const char *what)
 {
