@@ -771,4 +771,57 @@ TEST_F(ops, eager_ops_run_in_stream_order_without_waits)
 	hpu_tensor_destroy(one);
 }
 
+/*
+ * Whole-tensor copies and zero fills go to the DMA engine, the rest to
+ * kernels: both keep every bit (NaN payloads, -0, subnormals), touch only
+ * their elements, and run in stream order with each other.  The kernels
+ * compute in double, which quiets a signaling NaN: one that comes through
+ * intact shows that the DMA engine copied it.
+ */
+TEST_F(ops, copies_and_fills_keep_every_bit_in_stream_order)
+{
+	enum { N = 1000 };
+	struct hpu_tensor *src = tensor_1d(_metadata, self->dev, HPU_DT_F32, N);
+	struct hpu_tensor *dst = tensor_1d(_metadata, self->dev, HPU_DT_F32, 2 * N);
+	struct hpu_tensor *half = NULL, *low = NULL, *every2 = NULL;
+	static uint32_t in[N], got[2 * N];
+	uint32_t x = 12345;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		in[i] = (x & 0x7f800000u) == 0x7f800000u ? x | 0x00400000u : x;
+	}
+	in[0] = 0x7fc01234; /* a NaN with a payload */
+	in[1] = 0x80000000; /* -0 */
+	in[2] = 0x00000001; /* the least subnormal */
+	in[3] = 0x7f800001; /* a signaling NaN */
+	ASSERT_EQ(0, hpu_tensor_copy_from_host(self->s, src, in, sizeof(in)));
+	ASSERT_EQ(0, hpu_tensor_slice(dst, 0, N, 2 * N, 1, &half));
+	ASSERT_EQ(0, hpu_tensor_slice(dst, 0, 0, N, 1, &low));
+	ASSERT_EQ(0, hpu_tensor_slice(dst, 0, 0, 2 * N, 2, &every2));
+	/* A kernel fill, then a DMA copy into the upper half, a DMA zero fill of the lower half. */
+	ASSERT_EQ(0, hpu_op_fill(self->s, dst, 7));
+	ASSERT_EQ(0, hpu_op_unary(self->s, HPU_UN_COPY, half, src)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_op_fill(self->s, low, 0));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, dst, got, sizeof(got)));
+	for (i = 0; i < N && got[i] == 0; i++)
+		;
+	EXPECT_EQ(N, i);
+	EXPECT_EQ(0, memcmp(got + N, in, sizeof(in)));
+	/* Within one storage (a kernel), strided (a kernel): the upper half into the lower. */
+	ASSERT_EQ(0, hpu_op_unary(self->s, HPU_UN_COPY, low, half));
+	ASSERT_EQ(0, hpu_op_fill(self->s, every2, -0.0));
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, dst, got, sizeof(got)));
+	for (i = 0; i < 2 * N; i++)
+		if (i != 3 && got[i] != (i % 2 ? in[i % N] : 0x80000000u))
+			break;
+	EXPECT_EQ(2 * N, i) TH_LOG("element %d: 0x%08x", i, got[i]);
+	hpu_tensor_destroy(every2);
+	hpu_tensor_destroy(low);
+	hpu_tensor_destroy(half);
+	hpu_tensor_destroy(dst);
+	hpu_tensor_destroy(src);
+}
+
 TEST_HARNESS_MAIN

@@ -337,6 +337,43 @@ static void test_reduce_keeps_dims(void)
 	       launched.l[0].shape[2] == 1);
 }
 
+/* Which copies and fills the launch hands to a DMA: bytes moved unchanged, nothing else. */
+static void test_dma_ops(void)
+{
+	struct hpu_tensor *a = FAKE(HPU_DT_F32, 4, 6), *b = FAKE(HPU_DT_F32, 4, 6);
+	struct hpu_op op = { .kernel = HPU_KERNEL_UNARY, .num_tensors = 2, .outputs = 1,
+			     .args = { HPU_UNARY_COPY } };
+
+	EXPECT(hpu_op_unary(S, HPU_UN_COPY, a, b) == 0 && hpu_op_is_dma_copy(&launched));
+	EXPECT(hpu_op_fill(S, a, 0) == 0 && hpu_op_is_dma_fill(&launched));
+	/* -0 and 1 are not all zero bytes. */
+	EXPECT(hpu_op_fill(S, a, -0.0) == 0 && !hpu_op_is_dma_fill(&launched));
+	EXPECT(hpu_op_fill(S, a, 1) == 0 && !hpu_op_is_dma_fill(&launched));
+	hpu_layout_init(&op.l[0], HPU_DT_F32, 2, SHAPE(6, 4));
+	hpu_layout_init(&op.l[1], HPU_DT_F32, 2, SHAPE(6, 4));
+	EXPECT(hpu_op_is_dma_copy(&op) && !hpu_op_is_dma_fill(&op));
+	/* A transposed source is read with strides, another dtype is converted: kernels. */
+	hpu_layout_init(&op.l[1], HPU_DT_F32, 2, SHAPE(4, 6));
+	EXPECT(hpu_layout_permute(&op.l[1], (const unsigned int[]){ 1, 0 }, &op.l[1]) == 0);
+	EXPECT(!hpu_op_is_dma_copy(&op));
+	hpu_layout_init(&op.l[1], HPU_DT_BF16, 2, SHAPE(6, 4));
+	EXPECT(!hpu_op_is_dma_copy(&op));
+	/* A broadcast source repeats its elements; a strided slice of the output skips some. */
+	hpu_layout_init(&op.l[1], HPU_DT_F32, 1, SHAPE(4));
+	EXPECT(hpu_layout_expand(&op.l[1], 2, SHAPE(6, 4), &op.l[1]) == 0);
+	EXPECT(!hpu_op_is_dma_copy(&op));
+	hpu_layout_init(&op.l[1], HPU_DT_F32, 2, SHAPE(6, 4));
+	hpu_layout_init(&op.l[0], HPU_DT_F32, 2, SHAPE(12, 4));
+	EXPECT(hpu_layout_slice(&op.l[0], 0, 0, 12, 2, &op.l[0]) == 0);
+	EXPECT(!hpu_op_is_dma_copy(&op));
+	/* A contiguous slice at an offset is one span: a DMA. */
+	hpu_layout_init(&op.l[0], HPU_DT_F32, 2, SHAPE(12, 4));
+	EXPECT(hpu_layout_slice(&op.l[0], 0, 6, 12, 1, &op.l[0]) == 0 && op.l[0].offset == 24);
+	EXPECT(hpu_op_is_dma_copy(&op));
+	op.args[0] = HPU_UNARY_NEG;
+	EXPECT(!hpu_op_is_dma_copy(&op));
+}
+
 static struct hpu_pkt_mme_gemm gemm_of(const struct hpu_op *op, double beta, int *ret)
 {
 	uint64_t addrs[HPU_OP_TENSORS] = { 0xc000, 0xa000, 0xb000 };
@@ -476,6 +513,7 @@ int main(void)
 		{ "shape, dtype, overlap and argument rejections", test_rejections },
 		{ "reductions keep the reduced dims", test_reduce_keeps_dims },
 		{ "matmul and linear as GEMM packets", test_gemm_packets },
+		{ "copies and zero fills a DMA moves", test_dma_ops },
 		{ "CPU fallback: computed, counted, strict", test_fallback },
 		{ "CPU fallback: dropout draws Philox4x32-10", test_fallback_dropout },
 	};

@@ -34,7 +34,6 @@
  * zeroes them before any engine starts), so the WAIT values are constants.
  */
 #include <errno.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,22 +151,6 @@ int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem)
 
 /* 1. Lowering */
 
-static bool hpu_dma_copy(const struct hpu_lnode *n)
-{
-	const struct hpu_tensor_layout *o = &n->op.l[0], *i = &n->op.l[1];
-
-	return n->op.kernel == HPU_KERNEL_UNARY && n->op.args[0] == HPU_UNARY_COPY &&
-	       o->dtype == i->dtype && n->buf[0] != n->buf[1] && hpu_layout_is_contiguous(o) &&
-	       hpu_layout_is_contiguous(i) && hpu_layout_numel(o) == hpu_layout_numel(i);
-}
-
-static bool hpu_dma_fill(const struct hpu_lnode *n)
-{
-	/* +0 is all zero bytes in every dtype. */
-	return n->op.kernel == HPU_KERNEL_FILL && n->op.scalars[0] == 0 &&
-	       !signbit(n->op.scalars[0]) && hpu_layout_is_contiguous(&n->op.l[0]);
-}
-
 static struct hpu_lnode hpu_lnode_of(const struct hpu_gnode *g)
 {
 	struct hpu_lnode n = { .op = g->op, .kind = HPU_L_KERNEL };
@@ -209,9 +192,9 @@ static int hpu_lower(struct hpu_compiler *c)
 		}
 		if (n.op.kernel == HPU_OPK_GEMM)
 			n.kind = HPU_L_GEMM;
-		else if (hpu_dma_copy(&n))
+		else if (hpu_op_is_dma_copy(&n.op) && n.buf[0] != n.buf[1])
 			n.kind = HPU_L_DMA_COPY;
-		else if (hpu_dma_fill(&n))
+		else if (hpu_op_is_dma_fill(&n.op))
 			n.kind = HPU_L_DMA_FILL;
 		n.cost = (uint64_t)hpu_layout_numel(&n.op.l[0]) + 1;
 		if (n.kind == HPU_L_GEMM)

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The bytes the device reads for an op: a kernel's parameter block with its
- * tensor descriptors, and the matrix engine's GEMM packet.  No device here,
- * so the host unit tests check every byte.
+ * tensor descriptors, and the matrix engine's GEMM packet; and which ops
+ * need neither, since a DMA moves their bytes.  No device here, so the
+ * host unit tests check every byte.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include <drm/hpu_packets.h>
@@ -33,6 +35,22 @@ static uint32_t hpu_f32_bits(float v)
 
 	memcpy(&bits, &v, sizeof(bits));
 	return bits;
+}
+
+bool hpu_op_is_dma_copy(const struct hpu_op *op)
+{
+	const struct hpu_tensor_layout *o = &op->l[0], *i = &op->l[1];
+
+	return op->kernel == HPU_KERNEL_UNARY && op->args[0] == HPU_UNARY_COPY &&
+	       o->dtype == i->dtype && hpu_layout_is_contiguous(o) && hpu_layout_is_contiguous(i) &&
+	       hpu_layout_numel(o) == hpu_layout_numel(i);
+}
+
+bool hpu_op_is_dma_fill(const struct hpu_op *op)
+{
+	/* +0 is all zero bytes in every dtype. */
+	return op->kernel == HPU_KERNEL_FILL && op->scalars[0] == 0 && !signbit(op->scalars[0]) &&
+	       hpu_layout_is_contiguous(&op->l[0]);
 }
 
 size_t hpu_params_encode(const struct hpu_op *op, const uint64_t *addrs, void *buf)

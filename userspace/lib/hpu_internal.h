@@ -485,6 +485,13 @@ int hpu_op_scalar_operand(struct hpu_op *op, unsigned int i);
 
 /* Bytes of op's parameter block, written to buf with its tensors at addrs. */
 size_t hpu_params_encode(const struct hpu_op *op, const uint64_t *addrs, void *buf);
+/*
+ * A copy between contiguous tensors of one dtype and size, or a fill of a
+ * contiguous tensor with +0: bytes a DMA moves unchanged, no kernel.  The
+ * caller checks that a copy's operands do not overlap.
+ */
+bool hpu_op_is_dma_copy(const struct hpu_op *op);
+bool hpu_op_is_dma_fill(const struct hpu_op *op);
 /* The GEMM packet of an HPU_OPK_GEMM op; -EINVAL if the layouts do not fit the engine. */
 int hpu_gemm_encode(const struct hpu_op *op, const uint64_t *addrs, double beta, void *pkt);
 

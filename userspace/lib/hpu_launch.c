@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Launching ops on the device: a kernel is a TPC_LAUNCH packet naming a
- * parameter block, a matrix product an MME_GEMM packet; either becomes one
- * job on the stream.
+ * parameter block, a matrix product an MME_GEMM packet, a copy or zero fill
+ * that moves bytes unchanged a LIN_DMA; each becomes one job on the stream.
  *
  * Parameter blocks live in pinned host memory, a ring of chunks per stream
  * (struct hpu_stream.params): the CPU writes a block in place and the
@@ -123,15 +123,40 @@ static int hpu_launch_gemm(struct hpu_stream *s, struct hpu_cb *cb, const struct
 	return ret;
 }
 
+/*
+ * A copy or a zero fill whose bytes a DMA moves as they are, as the
+ * compiler lowers it: no parameter block, and the DMA engine instead of a
+ * kernel.  False if op is not one.
+ */
+static bool hpu_launch_dma(struct hpu_cb *cb, const struct hpu_op *op)
+{
+	uint64_t bytes = (uint64_t)hpu_layout_numel(&op->l[0]) * hpu_dt_size(op->l[0].dtype);
+	uint64_t addrs[HPU_OP_TENSORS];
+
+	if (!bytes)
+		return false;
+	if (hpu_op_is_dma_copy(op) && op->t[0]->storage != op->t[1]->storage) {
+		hpu_op_addrs(op, addrs);
+		hpu_cb_copy(cb, addrs[0], addrs[1], bytes);
+		return true;
+	}
+	if (hpu_op_is_dma_fill(op)) {
+		hpu_op_addrs(op, addrs);
+		hpu_cb_fill(cb, addrs[0], 0, bytes);
+		return true;
+	}
+	return false;
+}
+
 int hpu_launch(struct hpu_stream *s, const struct hpu_op *op)
 {
 	struct hpu_cb cb;
-	int ret;
+	int ret = 0;
 
 	hpu_cb_init(&cb);
 	if (op->kernel == HPU_OPK_GEMM)
 		ret = hpu_launch_gemm(s, &cb, op);
-	else
+	else if (!hpu_launch_dma(&cb, op))
 		ret = hpu_launch_kernel(s, &cb, op);
 	return ret ? ret : hpu_stream_submit(s, &cb, op->name);
 }
