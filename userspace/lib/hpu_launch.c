@@ -130,22 +130,20 @@ static int hpu_launch_gemm(struct hpu_stream *s, struct hpu_cb *cb, const struct
  */
 static bool hpu_launch_dma(struct hpu_cb *cb, const struct hpu_op *op)
 {
-	uint64_t bytes = (uint64_t)hpu_layout_numel(&op->l[0]) * hpu_dt_size(op->l[0].dtype);
-	uint64_t addrs[HPU_OP_TENSORS];
+	bool copy = hpu_op_is_dma_copy(op) && op->t[0]->storage != op->t[1]->storage;
+	uint64_t addrs[HPU_OP_TENSORS], bytes;
 
+	if (!copy && !hpu_op_is_dma_fill(op))
+		return false;
+	bytes = (uint64_t)hpu_layout_numel(&op->l[0]) * hpu_dt_size(op->l[0].dtype);
 	if (!bytes)
 		return false;
-	if (hpu_op_is_dma_copy(op) && op->t[0]->storage != op->t[1]->storage) {
-		hpu_op_addrs(op, addrs);
+	hpu_op_addrs(op, addrs);
+	if (copy)
 		hpu_cb_copy(cb, addrs[0], addrs[1], bytes);
-		return true;
-	}
-	if (hpu_op_is_dma_fill(op)) {
-		hpu_op_addrs(op, addrs);
+	else
 		hpu_cb_fill(cb, addrs[0], 0, bytes);
-		return true;
-	}
-	return false;
+	return true;
 }
 
 int hpu_launch(struct hpu_stream *s, const struct hpu_op *op)
