@@ -250,6 +250,92 @@ TEST_F(graph, static_inputs_take_new_data_and_outlive_their_handles)
 	ASSERT_EQ(0, hpu_device_synchronize(self->dev)) TH_LOG("%s", hpu_last_error());
 }
 
+/*
+ * Replays on two streams in a random order, synchronized now and then: a
+ * replay after another stream's waits for it through that launch's control
+ * block, which must then not be reset for a later launch, and after a
+ * synchronize the blocks are reused.  No increment may be lost and nothing
+ * may stall.
+ */
+TEST_F(graph, replays_on_two_streams_in_any_order_lose_nothing)
+{
+	enum { N = 4096, OPS = 40, REPLAYS = 150 };
+	struct hpu_tensor *a = NULL;
+	static float got[N];
+	uint32_t x = 1;
+	int i;
+
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 1, (int64_t[]){ N }, &a));
+	ASSERT_EQ(0, hpu_op_fill(self->s, a, 0));
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	for (i = 0; i < OPS; i++)
+		ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, a, a, 1));
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	for (i = 0; i < REPLAYS; i++) {
+		struct hpu_stream *st;
+
+		x = x * 1103515245u + 12345u;
+		st = x >> 16 & 1 ? self->s : self->eager;
+		ASSERT_EQ(0, hpu_graph_replay(self->g, st)) TH_LOG("%s", hpu_last_error());
+		if (!(x >> 20 & 7))
+			ASSERT_EQ(0, hpu_stream_synchronize(st));
+	}
+	ASSERT_EQ(0, hpu_device_synchronize(self->dev)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, a, got, sizeof(got)));
+	EXPECT_EQ(OPS * REPLAYS, got[0]);
+	EXPECT_EQ(OPS * REPLAYS, got[N - 1]);
+	hpu_tensor_destroy(a);
+}
+
+/* A square matrix product on s, m[1] = m[0] @ m[0]: tens of milliseconds of the device. */
+static void long_job(struct __test_metadata *_metadata, struct hpu_device *dev,
+		     struct hpu_stream *s, struct hpu_tensor **m)
+{
+	int i;
+
+	for (i = 0; i < 2 && !m[i]; i++) {
+		ASSERT_EQ(0, hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ 768, 768 }, &m[i]));
+		ASSERT_EQ(0, hpu_op_fill(s, m[i], 0));
+	}
+	ASSERT_EQ(0, hpu_op_matmul(s, m[1], m[0], m[0])) TH_LOG("%s", hpu_last_error());
+}
+
+/*
+ * The hazard of reusing control blocks, set up on purpose: launch 1 on s
+ * behind a long job; launch 2 on eager behind two, so that it waits on
+ * launch 1's block and reaches that wait only after launch 1 ended; launch
+ * 3 on s, made once launch 1 ended, must not reset that block while
+ * launch 2 still waits on it (launch 3 waits on launch 2: a deadlock).
+ */
+TEST_F(graph, a_block_another_stream_waits_on_is_not_reset)
+{
+	struct hpu_tensor *a = NULL, *m1[2] = { NULL }, *m2[2] = { NULL };
+	float got = 0;
+
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 1, (int64_t[]){ 1 }, &a));
+	ASSERT_EQ(0, hpu_op_fill(self->s, a, 0));
+	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
+	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, a, a, 1));
+	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	long_job(_metadata, self->dev, self->s, m1);
+	long_job(_metadata, self->dev, self->eager, m2);
+	ASSERT_EQ(0, hpu_device_synchronize(self->dev));
+	for (int i = 0; i < 4; i++)
+		long_job(_metadata, self->dev, self->eager, m2);
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->eager));
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+	ASSERT_EQ(0, hpu_graph_replay(self->g, self->s));
+	ASSERT_EQ(0, hpu_device_synchronize(self->dev)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_tensor_copy_to_host(self->s, a, &got, sizeof(got)));
+	EXPECT_EQ(3, got);
+	for (int i = 0; i < 2; i++) {
+		hpu_tensor_destroy(m2[i]);
+		hpu_tensor_destroy(m1[i]);
+	}
+	hpu_tensor_destroy(a);
+}
+
 TEST_F(graph, lazy_ops_before_the_capture_are_not_captured)
 {
 	struct hpu_tensor *a = tensor(self->dev, HPU_DT_F32, 16, 0);

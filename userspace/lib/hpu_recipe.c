@@ -28,13 +28,16 @@
  *   engine: WAIT go;  CALL its command buffer;  SIGNAL done[e]
  * and each job adds 1 to the stream's done counter, as the stream's jobs
  * do.  go, done[] and finished live in a control block of pinned memory
- * that is new for every launch (zeroed by the host, so every target is 1):
- * nothing carries over from launch to launch, so a failed launch cannot
- * leave counters that stall the next one.  The sync objects inside the
- * command buffers are zeroed by the head before go, when no engine can be
- * running the recipe: the previous launch on this stream ended before the
- * head started (it waited for all its engines), one on another stream is
- * waited for through its control block, kept until the next launch.
+ * that the host zeroes before the launch, so every target is 1.  A launch
+ * takes the block of the launch before last when that one finished (its
+ * finished word is the last any of its jobs touches) and no other stream's
+ * head waits on it; else a new block, the old one freed behind the jobs
+ * submitted so far.  A failed launch never finishes, so its counters are
+ * never reused and cannot stall the next launch.  The sync objects inside
+ * the command buffers are zeroed by the head before go, when no engine can
+ * be running the recipe: the previous launch on this stream ended before
+ * the head started (it waited for all its engines), one on another stream
+ * is waited for through its control block.
  *
  * Until the device runs CALL (packets version 3) the command buffers are
  * copied into the jobs instead, split into several jobs of a queue when
@@ -58,6 +61,13 @@ struct hpu_launch_ctrl {
 	uint32_t done[HPU_GRAPH_MAX_ENGINES];
 };
 
+/* A control block of pinned memory and who may still read it. */
+struct hpu_ctrl_slot {
+	uint64_t va;                  /* 0 if none */
+	struct hpu_launch_ctrl *host;
+	bool foreign;                 /* another stream's launch waits on it */
+};
+
 /* A recipe's state on a device. */
 struct hpu_recipe_inst {
 	struct hpu_device *dev;
@@ -67,21 +77,25 @@ struct hpu_recipe_inst {
 	uint8_t *image;       /* the blob resolved against bound[] */
 	uint64_t *bound;
 	bool uploaded;        /* image is what the device has */
+	bool launched;
 	unsigned int last_stream; /* id of the stream of the last launch */
-	uint64_t last_ctrl_va;    /* its control block, 0 if none */
-	struct hpu_launch_ctrl *last_ctrl;
+	/* The control blocks of the last launch (ctrl[last]) and of the one before. */
+	struct hpu_ctrl_slot ctrl[2];
+	unsigned int last;
 };
 
 void hpu_recipe_inst_destroy(void *p)
 {
 	struct hpu_recipe_inst *inst = p;
+	unsigned int i;
 
 	if (!inst)
 		return;
-	/* Both wait in their caches for the work that uses them. */
+	/* All wait in their caches for the work that uses them. */
 	hpu_mem_free(inst->dev, inst->va);
-	if (inst->last_ctrl_va)
-		hpu_pinned_free(inst->dev, inst->last_ctrl_va);
+	for (i = 0; i < 2; i++)
+		if (inst->ctrl[i].va)
+			hpu_pinned_free(inst->dev, inst->ctrl[i].va);
 	pthread_mutex_destroy(&inst->lock);
 	free(inst->image);
 	free(inst->bound);
@@ -371,18 +385,22 @@ static int hpu_launch_build(struct hpu_launch *L, const struct hpu_recipe *r,
 	return ret;
 }
 
-/* The head's packets before its command buffer. */
-static void hpu_launch_head(const struct hpu_stream *s, const struct hpu_recipe *r,
-			    const struct hpu_recipe_inst *inst, const struct hpu_upload *up,
+/*
+ * The head's packets before its command buffer; prev is the control block
+ * of the recipe's last launch if another stream made it.
+ */
+static void hpu_launch_head(const struct hpu_recipe *r, const struct hpu_recipe_inst *inst,
+			    const struct hpu_upload *up, struct hpu_ctrl_slot *prev,
 			    uint64_t ctrl_va, struct hpu_cb *head)
 {
 	unsigned int i;
 
 	hpu_cb_init(head);
 	/* Another stream's launch may still run the recipe: its end first. */
-	if (inst->last_ctrl && inst->last_stream != s->id &&
-	    !hpu_device_word(&inst->last_ctrl->finished))
-		hpu_cb_wait(head, inst->last_ctrl_va + offsetof(struct hpu_launch_ctrl, finished), 1);
+	if (prev && !hpu_device_word(&prev->host->finished)) {
+		hpu_cb_wait(head, prev->va + offsetof(struct hpu_launch_ctrl, finished), 1);
+		prev->foreign = true;
+	}
 	if (up->stage_va && !up->words)
 		hpu_cb_copy(head, inst->va, up->stage_va, r->blob_size);
 	for (i = 0; i < up->words; i++)
@@ -392,25 +410,53 @@ static void hpu_launch_head(const struct hpu_stream *s, const struct hpu_recipe 
 	hpu_cb_signal(head, ctrl_va + offsetof(struct hpu_launch_ctrl, go), 1);
 }
 
+/*
+ * The control block of the next launch, zeroed: the one of the launch
+ * before last if that launch finished and no other stream's launch waits
+ * on it, so that no job can still read it; else a new one (the old one
+ * freed behind the jobs submitted so far, as the allocator frees).  A
+ * launch that failed never finishes, so its counters are never reused.
+ * With inst->lock held.
+ */
+static int hpu_ctrl_take(struct hpu_stream *s, struct hpu_recipe_inst *inst,
+			 struct hpu_ctrl_slot **slotp)
+{
+	struct hpu_ctrl_slot *slot = &inst->ctrl[!inst->last];
+	void *host;
+	int ret;
+
+	if (slot->va && (slot->foreign || !hpu_device_word(&slot->host->finished))) {
+		hpu_pinned_free(s->dev, slot->va);
+		slot->va = 0;
+	}
+	if (!slot->va) {
+		ret = hpu_pinned_alloc(s->dev, sizeof(*slot->host), &slot->va, &host);
+		if (ret)
+			return ret;
+		slot->host = host;
+	}
+	slot->foreign = false;
+	memset(slot->host, 0, sizeof(*slot->host));
+	*slotp = slot;
+	return 0;
+}
+
 /* With inst->lock held. */
 static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
-			     struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up,
-			     uint64_t *ctrl_va, struct hpu_launch_ctrl **ctrl)
+			     struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up)
 {
+	struct hpu_ctrl_slot *slot, *prev = &inst->ctrl[inst->last];
 	struct hpu_launch L = { .s = s };
 	struct hpu_cb head;
-	void *host;
 	unsigned int i;
 	int ret;
 
-	ret = hpu_pinned_alloc(s->dev, sizeof(**ctrl), ctrl_va, &host);
+	ret = hpu_ctrl_take(s, inst, &slot);
 	if (ret)
 		return ret;
-	/* A new slot is used by no job: the host may zero it. */
-	*ctrl = host;
-	memset(*ctrl, 0, sizeof(**ctrl));
-	hpu_launch_head(s, r, inst, up, *ctrl_va, &head);
-	ret = hpu_launch_build(&L, r, inst, call, &head, *ctrl_va);
+	hpu_launch_head(r, inst, up, inst->launched && inst->last_stream != s->id ? prev : NULL,
+			slot->va, &head);
+	ret = hpu_launch_build(&L, r, inst, call, &head, slot->va);
 	if (!ret && L.bytes.oom)
 		ret = hpu_error_set(ENOMEM, "out of memory");
 	for (i = 0; i < L.count && !ret; i++)
@@ -418,17 +464,19 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	if (!ret)
 		ret = hpu_stream_submit_group(s, L.jobs, L.count, "hpu_mark_step");
 	free(L.bytes.p);
-	if (ret)
-		hpu_pinned_free(s->dev, *ctrl_va);
+	if (!ret) {
+		inst->last = !inst->last;
+		inst->last_stream = s->id;
+		inst->launched = true;
+	}
 	return ret;
 }
 
 int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
 		      const uint64_t *bindings)
 {
-	uint64_t start = hpu_now_ns(), ctrl_va, bytes = 0;
+	uint64_t start = hpu_now_ns(), bytes = 0;
 	struct hpu_upload up = { 0 };
-	struct hpu_launch_ctrl *ctrl;
 	bool call, upload;
 	uint8_t *host;
 	unsigned int i;
@@ -461,18 +509,12 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 		memcpy(host, inst->image, r->blob_size);
 	}
 	if (!ret)
-		ret = hpu_launch_submit(s, r, inst, call, &up, &ctrl_va, &ctrl);
+		ret = hpu_launch_submit(s, r, inst, call, &up);
 	/* Freeing never waits: the staging copy stays until the launch has ended. */
 	if (up.stage_va)
 		hpu_pinned_free(s->dev, up.stage_va);
-	if (!ret) {
-		if (inst->last_ctrl_va)
-			hpu_pinned_free(s->dev, inst->last_ctrl_va);
-		inst->last_ctrl_va = ctrl_va;
-		inst->last_ctrl = ctrl;
-		inst->last_stream = s->id;
+	if (!ret)
 		inst->uploaded = true;
-	}
 	pthread_mutex_unlock(&inst->lock);
 	if (!ret) {
 		hpu_counter_add(HPU_C_LAUNCHES, 1);
