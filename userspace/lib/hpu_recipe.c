@@ -77,9 +77,8 @@ struct hpu_recipe_inst {
 	uint8_t *image;       /* the blob resolved against bound[] */
 	uint64_t *bound;
 	bool uploaded;        /* image is what the device has */
-	bool launched;
 	unsigned int last_stream; /* id of the stream of the last launch */
-	/* The control blocks of the last launch (ctrl[last]) and of the one before. */
+	/* The control blocks of the last launch (ctrl[last], none before one) and of the one before. */
 	struct hpu_ctrl_slot ctrl[2];
 	unsigned int last;
 };
@@ -454,8 +453,8 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	ret = hpu_ctrl_take(s, inst, &slot);
 	if (ret)
 		return ret;
-	hpu_launch_head(r, inst, up, inst->launched && inst->last_stream != s->id ? prev : NULL,
-			slot->va, &head);
+	hpu_launch_head(r, inst, up, prev->va && inst->last_stream != s->id ? prev : NULL, slot->va,
+			&head);
 	ret = hpu_launch_build(&L, r, inst, call, &head, slot->va);
 	if (!ret && L.bytes.oom)
 		ret = hpu_error_set(ENOMEM, "out of memory");
@@ -467,7 +466,6 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	if (!ret) {
 		inst->last = !inst->last;
 		inst->last_stream = s->id;
-		inst->launched = true;
 	}
 	return ret;
 }
