@@ -250,6 +250,18 @@ TEST_F(graph, static_inputs_take_new_data_and_outlive_their_handles)
 	ASSERT_EQ(0, hpu_device_synchronize(self->dev)) TH_LOG("%s", hpu_last_error());
 }
 
+/* The graph of ops additions of 1 to a, each after the one before. */
+static void capture_adds(struct __test_metadata *_metadata, struct hpu_graph *g,
+			 struct hpu_stream *s, struct hpu_tensor *a, int ops)
+{
+	int i;
+
+	ASSERT_EQ(0, hpu_graph_capture_begin(g, s));
+	for (i = 0; i < ops; i++)
+		ASSERT_EQ(0, hpu_op_binary_scalar(s, HPU_BIN_ADD, a, a, 1));
+	ASSERT_EQ(0, hpu_graph_capture_end(g));
+}
+
 /*
  * Replays on two streams in a random order, synchronized now and then: a
  * replay after another stream's waits for it through that launch's control
@@ -267,10 +279,7 @@ TEST_F(graph, replays_on_two_streams_in_any_order_lose_nothing)
 
 	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 1, (int64_t[]){ N }, &a));
 	ASSERT_EQ(0, hpu_op_fill(self->s, a, 0));
-	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
-	for (i = 0; i < OPS; i++)
-		ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, a, a, 1));
-	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	capture_adds(_metadata, self->g, self->s, a, OPS);
 	for (i = 0; i < REPLAYS; i++) {
 		struct hpu_stream *st;
 
@@ -314,9 +323,7 @@ TEST_F(graph, a_block_another_stream_waits_on_is_not_reset)
 
 	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 1, (int64_t[]){ 1 }, &a));
 	ASSERT_EQ(0, hpu_op_fill(self->s, a, 0));
-	ASSERT_EQ(0, hpu_graph_capture_begin(self->g, self->s));
-	ASSERT_EQ(0, hpu_op_binary_scalar(self->s, HPU_BIN_ADD, a, a, 1));
-	ASSERT_EQ(0, hpu_graph_capture_end(self->g));
+	capture_adds(_metadata, self->g, self->s, a, 1);
 	long_job(_metadata, self->dev, self->s, m1);
 	long_job(_metadata, self->dev, self->eager, m2);
 	ASSERT_EQ(0, hpu_device_synchronize(self->dev));

@@ -417,19 +417,18 @@ static void hpu_launch_head(const struct hpu_recipe *r, const struct hpu_recipe_
  * launch that failed never finishes, so its counters are never reused.
  * With inst->lock held.
  */
-static int hpu_ctrl_take(struct hpu_stream *s, struct hpu_recipe_inst *inst,
-			 struct hpu_ctrl_slot **slotp)
+static int hpu_ctrl_take(struct hpu_recipe_inst *inst, struct hpu_ctrl_slot **slotp)
 {
 	struct hpu_ctrl_slot *slot = &inst->ctrl[!inst->last];
 	void *host;
 	int ret;
 
 	if (slot->va && (slot->foreign || !hpu_device_word(&slot->host->finished))) {
-		hpu_pinned_free(s->dev, slot->va);
+		hpu_pinned_free(inst->dev, slot->va);
 		slot->va = 0;
 	}
 	if (!slot->va) {
-		ret = hpu_pinned_alloc(s->dev, sizeof(*slot->host), &slot->va, &host);
+		ret = hpu_pinned_alloc(inst->dev, sizeof(*slot->host), &slot->va, &host);
 		if (ret)
 			return ret;
 		slot->host = host;
@@ -450,7 +449,7 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 	unsigned int i;
 	int ret;
 
-	ret = hpu_ctrl_take(s, inst, &slot);
+	ret = hpu_ctrl_take(inst, &slot);
 	if (ret)
 		return ret;
 	hpu_launch_head(r, inst, up, prev->va && inst->last_stream != s->id ? prev : NULL, slot->va,
