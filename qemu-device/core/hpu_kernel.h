@@ -344,31 +344,43 @@ static inline void hpu_kel_set_i(const struct hpu_kel *e, int64_t x)
 /* Element i of an elementwise kernel: e[j] is operand t[j]'s; ctx is the kernel's own. */
 typedef void hpu_kel_fn(const void *ctx, uint64_t i, const struct hpu_kel *e);
 
+/* The dtypes of an elementwise kernel whose operands are all fp32, for hpu_kwalk(). */
+static const uint32_t hpu_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
+	HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32,
+};
+
 /*
  * Calls f on elements [begin, end) of operands t[0, n) of one shape, in
  * order, so each element is read and written as an indexed loop would.
  * Between carries every operand's element is a pointer bumped by a
- * constant step; f is inlined into that inner loop (hence always_inline:
- * an indirect call per element would cost more than most kernels' math),
- * and a ctx of per-launch constants stays in registers there, which c
- * would not: f's stores may alias it as far as the compiler knows.
+ * constant step; f is inlined into that inner loop (it must be
+ * always_inline: an indirect call per element would cost more than most
+ * kernels' math), and a ctx of per-launch constants stays in registers
+ * there, which c would not: f's stores may alias it as far as the compiler
+ * knows.  A span where every operand is packed and of the dtype dense[]
+ * names (a constant array: the kernel's common case) runs a second copy of
+ * the loop in which steps and dtypes are constants, which the compiler
+ * turns into vector code; the elements and their order are the same.
  */
 static inline __attribute__((always_inline)) void
 hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t end, hpu_kel_fn *f,
-	  const void *ctx)
+	  const void *ctx, const uint32_t *dense)
 {
 	struct hpu_kcur k[HPU_KERNEL_MAX_TENSORS];
 	struct hpu_kel e[HPU_KERNEL_MAX_TENSORS];
 	uint8_t *first[HPU_KERNEL_MAX_TENSORS];
 	int64_t step[HPU_KERNEL_MAX_TENSORS];
+	bool typed = true;
 	unsigned int j;
 
 	for (j = 0; j < n; j++) {
 		hpu_kcur_init(&k[j], &c->t[j], begin);
 		e[j].dtype = k[j].dtype;
+		typed &= k[j].dtype == dense[j];
 	}
 	while (begin < end) {
 		uint64_t span = end - begin;
+		bool packed = typed;
 
 		/* A span: as far as every operand goes along its dim 0. */
 		for (j = 0; j < n; j++)
@@ -377,13 +389,26 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 		for (j = 0; j < n; j++) {
 			step[j] = k[j].step[0];
 			hpu_kcur_span(&k[j], span, &first[j]);
+			packed &= step[j] == (int64_t)hpu_dtype_size(dense[j]);
 		}
-		for (uint64_t s = 0; s < span; s++) {
-			/* Unrolled (n is a constant here), so that e[] lives in registers. */
+		if (packed) {
+			for (uint64_t s = 0; s < span; s++) {
+				struct hpu_kel d[HPU_KERNEL_MAX_TENSORS];
+
 #pragma GCC unroll 16
-			for (j = 0; j < n; j++)
-				e[j].p = first[j] + (int64_t)s * step[j];
-			f(ctx, begin + s, e);
+				for (j = 0; j < n; j++)
+					d[j] = (struct hpu_kel){ first[j] + s * hpu_dtype_size(dense[j]),
+								 dense[j] };
+				f(ctx, begin + s, d);
+			}
+		} else {
+			for (uint64_t s = 0; s < span; s++) {
+				/* Unrolled (n is a constant here), so that e[] lives in registers. */
+#pragma GCC unroll 16
+				for (j = 0; j < n; j++)
+					e[j].p = first[j] + (int64_t)s * step[j];
+				f(ctx, begin + s, e);
+			}
 		}
 		begin += span;
 	}

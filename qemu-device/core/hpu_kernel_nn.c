@@ -40,13 +40,14 @@ static inline void hpu_grad_el(const void *ctx, uint64_t i, const struct hpu_kel
 	hpu_kel_set(&e[0], g->f(g->c, hpu_kel_get(&e[1]), hpu_kel_get(&e[2])));
 }
 
-/* Always inlined, so that each kernel's own f is inlined into its walk. */
+/* Always inlined, so that each kernel's own f is inlined into its walk; dense as hpu_kwalk()'s. */
 static inline __attribute__((always_inline)) void
-hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end, hpu_grad_fn *f)
+hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end, hpu_grad_fn *f,
+	     const uint32_t *dense)
 {
 	const struct hpu_grad g = { c, f };
 
-	hpu_kwalk(c, 3, begin, end, hpu_grad_el, &g);
+	hpu_kwalk(c, 3, begin, end, hpu_grad_el, &g, dense);
 }
 
 static int hpu_relu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
@@ -62,7 +63,7 @@ static double hpu_relu_grad(const struct hpu_kcall *c, double g, double x)
 
 static void hpu_relu_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	hpu_grad_run(c, begin, end, hpu_relu_grad);
+	hpu_grad_run(c, begin, end, hpu_relu_grad, hpu_kwalk_f32);
 }
 
 const struct hpu_kernel_def hpu_kernel_relu_bwd = {
@@ -99,7 +100,7 @@ static double hpu_gelu_grad(const struct hpu_kcall *c, double g, double x)
 
 static void hpu_gelu_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	hpu_grad_run(c, begin, end, hpu_gelu_grad);
+	hpu_grad_run(c, begin, end, hpu_gelu_grad, hpu_kwalk_f32);
 }
 
 const struct hpu_kernel_def hpu_kernel_gelu_bwd = {
@@ -140,7 +141,9 @@ static double hpu_dropout_grad(const struct hpu_kcall *c, double g, double mask)
 
 static void hpu_dropout_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	hpu_grad_run(c, begin, end, hpu_dropout_grad);
+	static const uint32_t dense[] = { HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_U8 };
+
+	hpu_grad_run(c, begin, end, hpu_dropout_grad, dense);
 }
 
 const struct hpu_kernel_def hpu_kernel_dropout_bwd = {
@@ -184,7 +187,8 @@ struct hpu_dropout {
 };
 
 /* e: out, mask, in. */
-static void hpu_dropout_el(const void *ctx, uint64_t k, const struct hpu_kel *e)
+static inline __attribute__((always_inline)) void
+hpu_dropout_el(const void *ctx, uint64_t k, const struct hpu_kel *e)
 {
 	const struct hpu_dropout *d = ctx;
 	bool kept = d->u[k - d->first] >= d->p;
@@ -196,6 +200,7 @@ static void hpu_dropout_el(const void *ctx, uint64_t k, const struct hpu_kel *e)
 /* Element k's draw depends on k alone, so parts are independent and any split draws one mask. */
 static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
+	static const uint32_t dense[] = { HPU_DTYPE_F32, HPU_DTYPE_U8, HPU_DTYPE_F32 };
 	struct hpu_dropout d = {
 		.seed = (uint64_t)hpu_kget_i(&c->t[3], 0),
 		.offset = (uint64_t)hpu_kget_i(&c->t[3], 1),
@@ -208,7 +213,7 @@ static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 		/* Whole lanes: a draw past end is never used. */
 		for (uint64_t l = 0; l < n; l += HPU_PHILOX_LANES)
 			hpu_philox_uniforms(d.seed, d.offset + d.first + l, HPU_PHILOX_LANES, &d.u[l]);
-		hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d);
+		hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d, dense);
 	}
 }
 

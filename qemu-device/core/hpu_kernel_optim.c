@@ -64,7 +64,8 @@ struct hpu_sgd {
 };
 
 /* e: param, grad, buf. */
-static void hpu_sgd_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+static inline __attribute__((always_inline)) void
+hpu_sgd_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 {
 	const struct hpu_sgd *o = ctx;
 	double p = hpu_kel_get(&e[0]), d = hpu_decayed_grad(&e[1], p, o->wd);
@@ -86,7 +87,7 @@ static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 		c->args[0] & HPU_SGD_NESTEROV, c->args[0] & HPU_SGD_FIRST_STEP,
 	};
 
-	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o);
+	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o, hpu_kwalk_f32);
 }
 
 const struct hpu_kernel_def hpu_kernel_sgd = {
@@ -123,7 +124,8 @@ struct hpu_adadelta {
 };
 
 /* e: param, grad, square_avg, acc_delta. */
-static void hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+static inline __attribute__((always_inline)) void
+hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 {
 	const struct hpu_adadelta *o = ctx;
 	double p = hpu_kel_get(&e[0]), g = hpu_decayed_grad(&e[1], p, o->wd);
@@ -141,7 +143,7 @@ static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 {
 	const struct hpu_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
 
-	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o);
+	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o, hpu_kwalk_f32);
 }
 
 const struct hpu_kernel_def hpu_kernel_adadelta = {
@@ -186,7 +188,8 @@ struct hpu_adamw {
 };
 
 /* e: param, grad, exp_avg, exp_avg_sq. */
-static void hpu_adamw_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+static inline __attribute__((always_inline)) void
+hpu_adamw_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 {
 	const struct hpu_adamw *o = ctx;
 	double g = hpu_kel_get(&e[1]), p = hpu_kel_get(&e[0]) * (1 - o->lr * o->wd);
@@ -208,7 +211,7 @@ static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t en
 		lr / (1 - pow(beta1, t)), sqrt(1 - pow(beta2, t)),
 	};
 
-	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o);
+	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o, hpu_kwalk_f32);
 }
 
 static void hpu_adamw_finish(const struct hpu_kcall *c)

@@ -1,7 +1,9 @@
 # What each host unit test links, besides its own file (used by ../../Makefile).
 # The device core includes "hpu_packets.h" flat, as in QEMU's tree: -Iuapi/drm (flags work here).
+# The kernels built as QEMU builds them (qemu-device/qemu/meson.build): vectorized.
+HPU_KERNEL_CFLAGS := -O3 -fno-math-errno
 HPU_DEV_TEST_SRCS := $(wildcard qemu-device/core/*.c) tests/host/hpu_dev_harness.c
-HPU_DEV_TEST_LIBS := -Iuapi/drm -lz -lopenblas -lm -pthread
+HPU_DEV_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lz -lopenblas -lm -pthread
 HOST_TEST_SRCS_test_dev_core := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_core := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_SRCS_test_dev_queue := $(HPU_DEV_TEST_SRCS)
@@ -19,7 +21,7 @@ HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/hpu_suballoc.c userspace/l
 	userspace/lib/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_internals := -pthread
 # Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
-HPU_KERNEL_TEST_LIBS := -Iuapi/drm -lm -pthread
+HPU_KERNEL_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lm -pthread
 HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hpu_kernel_eltwise.c \
 	tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
