@@ -344,6 +344,17 @@ static inline void hpu_kel_set_i(const struct hpu_kel *e, int64_t x)
 /* Element i of an elementwise kernel: e[j] is operand t[j]'s; ctx is the kernel's own. */
 typedef void hpu_kel_fn(const void *ctx, uint64_t i, const struct hpu_kel *e);
 
+/*
+ * A run() also built for AVX2, the copy chosen when QEMU loads: elementwise
+ * double math (the optimizers') is twice as wide there.  AVX2 alone brings
+ * no FMA, so nothing is contracted and both copies compute the same bits.
+ */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HPU_KERNEL_AVX2 __attribute__((target_clones("avx2", "default")))
+#else
+#define HPU_KERNEL_AVX2
+#endif
+
 /* The dtypes of an elementwise kernel whose operands are all fp32, for hpu_kwalk(). */
 static const uint32_t hpu_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
 	HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32,

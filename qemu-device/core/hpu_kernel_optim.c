@@ -80,7 +80,7 @@ hpu_sgd_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 	hpu_kel_set(&e[0], p - o->lr * d);
 }
 
-static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HPU_KERNEL_AVX2 static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	const struct hpu_sgd o = {
 		c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3],
@@ -139,7 +139,7 @@ hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 	hpu_kel_set(&e[0], p - o->lr * delta);
 }
 
-static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HPU_KERNEL_AVX2 static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	const struct hpu_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
 
@@ -202,7 +202,7 @@ hpu_adamw_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 	hpu_kel_set(&e[0], p - o->step_size * m / (sqrt(v) / o->bc2_sqrt + o->eps));
 }
 
-static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HPU_KERNEL_AVX2 static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	double lr = c->scalars[0], beta1 = c->scalars[1], beta2 = c->scalars[2];
 	double t = hpu_kget(&c->t[4], 0) + 1;
