@@ -19,6 +19,11 @@ echo "# suite stream_test with HPU_USER_QUEUES=0"
 HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/stream_test" >"$HPU_OUT/stream_test_submit.tap" 2>&1 || status=1
 cat "$HPU_OUT/stream_test_submit.tap"
 
+# HPU graphs once more with the recipes' command buffers copied into the jobs, as without CALL.
+echo "# suite graph_test with HPU_RECIPE_INLINE=1"
+HPU_RECIPE_INLINE=1 "$HPU_TOP/build/tests/guest/graph_test" >"$HPU_OUT/graph_test_inline.tap" 2>&1 || status=1
+cat "$HPU_OUT/graph_test_inline.tap"
+
 # One epoch of the MNIST example must reach 80% test accuracy.
 echo "# suite mnist"
 {

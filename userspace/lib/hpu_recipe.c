@@ -61,11 +61,26 @@ struct hpu_launch_ctrl {
 	uint32_t done[HPU_GRAPH_MAX_ENGINES];
 };
 
-/* A control block of pinned memory and who may still read it. */
+/* The jobs of one launch, their bytes in one buffer (offsets until built). */
+struct hpu_launch {
+	struct hpu_stream *s;
+	struct hpu_bytes bytes;
+	struct hpu_job_cb jobs[DRM_HPU_SUBMIT_MAX_JOBS];
+	size_t off[DRM_HPU_SUBMIT_MAX_JOBS];
+	unsigned int count;
+};
+
+/*
+ * A control block of pinned memory, who may still read it, and the jobs
+ * last built on it: a launch on the same stream that uploads nothing and
+ * waits for no other stream's submits them again as they are.
+ */
 struct hpu_ctrl_slot {
 	uint64_t va;                  /* 0 if none */
 	struct hpu_launch_ctrl *host;
 	bool foreign;                 /* another stream's launch waits on it */
+	struct hpu_launch kept;       /* count 0 if none */
+	unsigned int kept_stream;     /* id of the stream kept's jobs signal */
 };
 
 /* A recipe's state on a device. */
@@ -83,6 +98,13 @@ struct hpu_recipe_inst {
 	unsigned int last;
 };
 
+/* Drop the jobs kept on a control block: it, or the blob they may hold, is changing. */
+static void hpu_ctrl_forget(struct hpu_ctrl_slot *slot)
+{
+	free(slot->kept.bytes.p);
+	slot->kept = (struct hpu_launch){ 0 };
+}
+
 void hpu_recipe_inst_destroy(void *p)
 {
 	struct hpu_recipe_inst *inst = p;
@@ -92,9 +114,11 @@ void hpu_recipe_inst_destroy(void *p)
 		return;
 	/* All wait in their caches for the work that uses them. */
 	hpu_mem_free(inst->dev, inst->va);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		if (inst->ctrl[i].va)
 			hpu_pinned_free(inst->dev, inst->ctrl[i].va);
+		hpu_ctrl_forget(&inst->ctrl[i]);
+	}
 	pthread_mutex_destroy(&inst->lock);
 	free(inst->image);
 	free(inst->bound);
@@ -260,15 +284,6 @@ static int hpu_call_supported(struct hpu_stream *s, bool *call)
 	return 0;
 }
 
-/* The jobs of one launch, their bytes in one buffer (offsets until submitted). */
-struct hpu_launch {
-	struct hpu_stream *s;
-	struct hpu_bytes bytes;
-	struct hpu_job_cb jobs[DRM_HPU_SUBMIT_MAX_JOBS];
-	size_t off[DRM_HPU_SUBMIT_MAX_JOBS];
-	unsigned int count;
-};
-
 struct hpu_part {
 	const void *p;
 	size_t len;
@@ -386,7 +401,7 @@ static int hpu_launch_build(struct hpu_launch *L, const struct hpu_recipe *r,
 
 /*
  * The head's packets before its command buffer; prev is the control block
- * of the recipe's last launch if another stream made it.
+ * of the recipe's last launch if another stream made it and it may still run.
  */
 static void hpu_launch_head(const struct hpu_recipe *r, const struct hpu_recipe_inst *inst,
 			    const struct hpu_upload *up, struct hpu_ctrl_slot *prev,
@@ -396,7 +411,7 @@ static void hpu_launch_head(const struct hpu_recipe *r, const struct hpu_recipe_
 
 	hpu_cb_init(head);
 	/* Another stream's launch may still run the recipe: its end first. */
-	if (prev && !hpu_device_word(&prev->host->finished)) {
+	if (prev) {
 		hpu_cb_wait(head, prev->va + offsetof(struct hpu_launch_ctrl, finished), 1);
 		prev->foreign = true;
 	}
@@ -426,6 +441,7 @@ static int hpu_ctrl_take(struct hpu_recipe_inst *inst, struct hpu_ctrl_slot **sl
 	if (slot->va && (slot->foreign || !hpu_device_word(&slot->host->finished))) {
 		hpu_pinned_free(inst->dev, slot->va);
 		slot->va = 0;
+		hpu_ctrl_forget(slot);
 	}
 	if (!slot->va) {
 		ret = hpu_pinned_alloc(inst->dev, sizeof(*slot->host), &slot->va, &host);
@@ -439,29 +455,62 @@ static int hpu_ctrl_take(struct hpu_recipe_inst *inst, struct hpu_ctrl_slot **sl
 	return 0;
 }
 
+/*
+ * The launch's jobs into L, their pointers set: built anew, or the ones
+ * kept on slot when they are the same (nothing to upload, no other
+ * stream's launch to wait for, the same stream); those built here are
+ * kept in their turn when a later launch may reuse them.  With inst->lock
+ * held.
+ */
+static int hpu_launch_jobs(struct hpu_stream *s, const struct hpu_recipe *r,
+			   struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up,
+			   struct hpu_ctrl_slot *prev, struct hpu_ctrl_slot *slot,
+			   struct hpu_launch **Lp)
+{
+	bool keep = !prev && !up->stage_va;
+	struct hpu_launch *L = *Lp;
+	struct hpu_cb head;
+	unsigned int i;
+	int ret;
+
+	if (keep && slot->kept.count && slot->kept_stream == s->id) {
+		*Lp = &slot->kept;
+		return 0;
+	}
+	hpu_launch_head(r, inst, up, prev, slot->va, &head);
+	ret = hpu_launch_build(L, r, inst, call, &head, slot->va);
+	if (!ret && L->bytes.oom)
+		ret = hpu_error_set(ENOMEM, "out of memory");
+	if (ret)
+		return ret;
+	for (i = 0; i < L->count; i++)
+		L->jobs[i].cb = L->bytes.p + L->off[i];
+	if (keep) {
+		hpu_ctrl_forget(slot);
+		slot->kept = *L;
+		slot->kept_stream = s->id;
+		*L = (struct hpu_launch){ 0 };
+		*Lp = &slot->kept;
+	}
+	return 0;
+}
+
 /* With inst->lock held. */
 static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 			     struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up)
 {
 	struct hpu_ctrl_slot *slot, *prev = &inst->ctrl[inst->last];
-	struct hpu_launch L = { .s = s };
-	struct hpu_cb head;
-	unsigned int i;
+	struct hpu_launch built = { .s = s }, *L = &built;
 	int ret;
 
+	if (!prev->va || inst->last_stream == s->id || hpu_device_word(&prev->host->finished))
+		prev = NULL;
 	ret = hpu_ctrl_take(inst, &slot);
-	if (ret)
-		return ret;
-	hpu_launch_head(r, inst, up, prev->va && inst->last_stream != s->id ? prev : NULL, slot->va,
-			&head);
-	ret = hpu_launch_build(&L, r, inst, call, &head, slot->va);
-	if (!ret && L.bytes.oom)
-		ret = hpu_error_set(ENOMEM, "out of memory");
-	for (i = 0; i < L.count && !ret; i++)
-		L.jobs[i].cb = L.bytes.p + L.off[i];
 	if (!ret)
-		ret = hpu_stream_submit_group(s, L.jobs, L.count, "hpu_mark_step");
-	free(L.bytes.p);
+		ret = hpu_launch_jobs(s, r, inst, call, up, prev, slot, &L);
+	if (!ret)
+		ret = hpu_stream_submit_group(s, L->jobs, L->count, "hpu_mark_step");
+	free(built.bytes.p);
 	if (!ret) {
 		inst->last = !inst->last;
 		inst->last_stream = s->id;
@@ -490,6 +539,9 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 	if (upload) {
 		bool partial = inst->uploaded && hpu_recipe_repatch(r, inst, bindings, &up);
 
+		/* Jobs kept without CALL hold copies of the image's command buffers. */
+		hpu_ctrl_forget(&inst->ctrl[0]);
+		hpu_ctrl_forget(&inst->ctrl[1]);
 		inst->uploaded = false;
 		if (!partial) {
 			up.words = 0;
