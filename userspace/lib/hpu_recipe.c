@@ -33,7 +33,10 @@
  * finished word is the last any of its jobs touches) and no other stream's
  * head waits on it; else a new block, the old one freed behind the jobs
  * submitted so far.  A failed launch never finishes, so its counters are
- * never reused and cannot stall the next launch.  The sync objects inside
+ * never reused and cannot stall the next launch.  The jobs a launch builds
+ * stay with its block: a launch taking the block on the same stream that
+ * uploads nothing and waits for no other stream would build the same
+ * bytes, so it submits those; a rebinding drops them all.  The sync objects inside
  * the command buffers are zeroed by the head before go, when no engine can
  * be running the recipe: the previous launch on this stream ended before
  * the head started (it waited for all its engines), one on another stream
