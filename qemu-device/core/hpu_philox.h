@@ -27,8 +27,8 @@
  * inlined: in a kernel's loop at -O3 its 64 words spill (dropout ran 1.5x
  * slower).
  */
-static __attribute__((noinline, unused)) void hpu_philox4x32_n(uint32_t (*c)[HPU_PHILOX_LANES], unsigned int n,
-				    const uint32_t key[2])
+static __attribute__((noinline, unused)) void
+hpu_philox4x32_n(uint32_t (*c)[HPU_PHILOX_LANES], unsigned int n, const uint32_t key[2])
 {
 	uint32_t k0 = key[0], k1 = key[1];
 

@@ -87,7 +87,6 @@ enum how { REPLAY, LAZY, EAGER };
 
 /* A step of n ops on tensors of its own: a captured graph of them, or the ops to enqueue. */
 struct step {
-	int n;
 	struct hpu_tensor *a, *b;
 	struct hpu_graph *g;
 	double *t;
@@ -109,7 +108,6 @@ static void measure(struct hpu_device *dev, struct hpu_stream *s, const int *n, 
 	double c;
 
 	for (j = 0; j < count; j++) {
-		st[j].n = n[j];
 		st[j].t = calloc(steps, sizeof(double));
 		check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &st[j].a), "tensor");
 		check(hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ ELEMS }, &st[j].b), "tensor");
@@ -122,9 +120,9 @@ static void measure(struct hpu_device *dev, struct hpu_stream *s, const int *n, 
 		}
 	}
 	check(hpu_stream_set_lazy(s, how == LAZY), "lazy");
-	/* One untimed step: the first replay uploads, the first lazy step compiles. */
 	for (j = 0; j < count; j++)
 		order[j] = j;
+	/* One untimed round: the first replay uploads, the first lazy step compiles. */
 	for (i = -1; i < steps; i++) {
 		/* A fresh order each round: every size follows every other alike. */
 		for (k = count - 1; k > 0; k--) {

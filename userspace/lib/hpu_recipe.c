@@ -36,11 +36,11 @@
  * never reused and cannot stall the next launch.  The jobs a launch builds
  * stay with its block: a launch taking the block on the same stream that
  * uploads nothing and waits for no other stream would build the same
- * bytes, so it submits those; a rebinding drops them all.  The sync objects inside
- * the command buffers are zeroed by the head before go, when no engine can
- * be running the recipe: the previous launch on this stream ended before
- * the head started (it waited for all its engines), one on another stream
- * is waited for through its control block.
+ * bytes, so it submits those; a rebinding drops them all.  The sync
+ * objects inside the command buffers are zeroed by the head before go,
+ * when no engine can be running the recipe: the previous launch on this
+ * stream ended before the head started (it waited for all its engines),
+ * one on another stream is waited for through its control block.
  *
  * Until the device runs CALL (packets version 3) the command buffers are
  * copied into the jobs instead, split into several jobs of a queue when
@@ -66,7 +66,7 @@ struct hpu_launch_ctrl {
 
 /* The jobs of one launch, their bytes in one buffer (offsets until built). */
 struct hpu_launch {
-	struct hpu_stream *s;
+	struct hpu_stream *s; /* while it is built */
 	struct hpu_bytes bytes;
 	struct hpu_job_cb jobs[DRM_HPU_SUBMIT_MAX_JOBS];
 	size_t off[DRM_HPU_SUBMIT_MAX_JOBS];
@@ -75,8 +75,8 @@ struct hpu_launch {
 
 /*
  * A control block of pinned memory, who may still read it, and the jobs
- * last built on it: a launch on the same stream that uploads nothing and
- * waits for no other stream's submits them again as they are.
+ * last built on it, which a launch on the same stream that uploads nothing
+ * and waits for no other stream's launch submits again as they are.
  */
 struct hpu_ctrl_slot {
 	uint64_t va;                  /* 0 if none */
@@ -105,7 +105,8 @@ struct hpu_recipe_inst {
 static void hpu_ctrl_forget(struct hpu_ctrl_slot *slot)
 {
 	free(slot->kept.bytes.p);
-	slot->kept = (struct hpu_launch){ 0 };
+	slot->kept.bytes = (struct hpu_bytes){ 0 };
+	slot->kept.count = 0;
 }
 
 void hpu_recipe_inst_destroy(void *p)
@@ -459,42 +460,43 @@ static int hpu_ctrl_take(struct hpu_recipe_inst *inst, struct hpu_ctrl_slot **sl
 }
 
 /*
- * The launch's jobs into L, their pointers set: built anew, or the ones
- * kept on slot when they are the same (nothing to upload, no other
- * stream's launch to wait for, the same stream); those built here are
- * kept in their turn when a later launch may reuse them.  With inst->lock
- * held.
+ * The launch's jobs, their pointers set, in *Lp: those kept on slot when
+ * they are the same (nothing to upload, no other stream's launch to wait
+ * for, the same stream), else built anew - into slot, kept for a later
+ * launch, when they could be the same then, else into once.  With
+ * inst->lock held.
  */
 static int hpu_launch_jobs(struct hpu_stream *s, const struct hpu_recipe *r,
 			   struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up,
 			   struct hpu_ctrl_slot *prev, struct hpu_ctrl_slot *slot,
-			   struct hpu_launch **Lp)
+			   struct hpu_launch *once, struct hpu_launch **Lp)
 {
 	bool keep = !prev && !up->stage_va;
-	struct hpu_launch *L = *Lp;
+	struct hpu_launch *L = keep ? &slot->kept : once;
 	struct hpu_cb head;
 	unsigned int i;
 	int ret;
 
-	if (keep && slot->kept.count && slot->kept_stream == s->id) {
-		*Lp = &slot->kept;
+	*Lp = L;
+	if (keep && slot->kept.count && slot->kept_stream == s->id)
 		return 0;
-	}
+	if (keep)
+		hpu_ctrl_forget(slot);
+	L->s = s;
+	L->count = 0;
 	hpu_launch_head(r, inst, up, prev, slot->va, &head);
 	ret = hpu_launch_build(L, r, inst, call, &head, slot->va);
 	if (!ret && L->bytes.oom)
 		ret = hpu_error_set(ENOMEM, "out of memory");
-	if (ret)
+	if (ret) {
+		if (keep)
+			hpu_ctrl_forget(slot);
 		return ret;
+	}
 	for (i = 0; i < L->count; i++)
 		L->jobs[i].cb = L->bytes.p + L->off[i];
-	if (keep) {
-		hpu_ctrl_forget(slot);
-		slot->kept = *L;
+	if (keep)
 		slot->kept_stream = s->id;
-		*L = (struct hpu_launch){ 0 };
-		*Lp = &slot->kept;
-	}
 	return 0;
 }
 
@@ -503,17 +505,19 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 			     struct hpu_recipe_inst *inst, bool call, const struct hpu_upload *up)
 {
 	struct hpu_ctrl_slot *slot, *prev = &inst->ctrl[inst->last];
-	struct hpu_launch built = { .s = s }, *L = &built;
+	struct hpu_launch once, *L;
 	int ret;
 
+	/* Not zeroed whole: its arrays are written before they are read. */
+	once.bytes = (struct hpu_bytes){ 0 };
 	if (!prev->va || inst->last_stream == s->id || hpu_device_word(&prev->host->finished))
 		prev = NULL;
 	ret = hpu_ctrl_take(inst, &slot);
 	if (!ret)
-		ret = hpu_launch_jobs(s, r, inst, call, up, prev, slot, &L);
+		ret = hpu_launch_jobs(s, r, inst, call, up, prev, slot, &once, &L);
 	if (!ret)
 		ret = hpu_stream_submit_group(s, L->jobs, L->count, "hpu_mark_step");
-	free(built.bytes.p);
+	free(once.bytes.p);
 	if (!ret) {
 		inst->last = !inst->last;
 		inst->last_stream = s->id;
