@@ -176,14 +176,20 @@ static int hpu_dropout_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
-/* Draws made ahead of their elements' walk, in lanes (hpu_philox_uniforms()). */
+/* Elements whose draws are made ahead of their walk, in lanes of blocks (hpu_philox_uniforms()). */
 #define HPU_DROPOUT_CHUNK 256
+#define HPU_DROPOUT_LANE_DRAWS (HPU_PHILOX_LANES * HPU_PHILOX_WORDS)
 
-/* The rng's state and p, as every part reads them before any finish(); u[k - first] is k's draw. */
+/*
+ * The rng's state and p, as every part reads them before any finish();
+ * u[k - first + skew] is k's draw, skew being where offset + first falls
+ * in its block.
+ */
 struct hpu_dropout {
-	uint64_t seed, offset, first;
+	uint64_t seed, offset, first, skew;
 	double p;
-	float u[HPU_DROPOUT_CHUNK];
+	/* A chunk's draws from the start of its first block, in whole lanes. */
+	float u[HPU_DROPOUT_CHUNK + HPU_DROPOUT_LANE_DRAWS];
 };
 
 /* e: out, mask, in. */
@@ -191,7 +197,7 @@ static inline __attribute__((always_inline)) void
 hpu_dropout_el(const void *ctx, uint64_t k, const struct hpu_kel *e)
 {
 	const struct hpu_dropout *d = ctx;
-	bool kept = d->u[k - d->first] >= d->p;
+	bool kept = d->u[k - d->first + d->skew] >= d->p;
 
 	hpu_kel_set_i(&e[1], kept);
 	hpu_kel_set(&e[0], hpu_dropout_apply(d->p, kept, hpu_kel_get(&e[2])));
@@ -209,10 +215,15 @@ static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 
 	for (d.first = begin; d.first < end; d.first += HPU_DROPOUT_CHUNK) {
 		uint64_t n = end - d.first < HPU_DROPOUT_CHUNK ? end - d.first : HPU_DROPOUT_CHUNK;
+		uint64_t pos = d.offset + d.first, block = pos / HPU_PHILOX_WORDS;
+		uint64_t blocks = (pos % HPU_PHILOX_WORDS + n + HPU_PHILOX_WORDS - 1) / HPU_PHILOX_WORDS;
 
-		/* Whole lanes: a draw past end is never used. */
-		for (uint64_t l = 0; l < n; l += HPU_PHILOX_LANES)
-			hpu_philox_uniforms(d.seed, d.offset + d.first + l, HPU_PHILOX_LANES, &d.u[l]);
+		d.skew = pos % HPU_PHILOX_WORDS;
+		for (uint64_t b = 0; b < blocks; b += HPU_PHILOX_LANES)
+			hpu_philox_uniforms(d.seed, block + b,
+					    (unsigned int)(blocks - b < HPU_PHILOX_LANES ?
+							   blocks - b : HPU_PHILOX_LANES),
+					    &d.u[b * HPU_PHILOX_WORDS]);
 		hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d, dense);
 	}
 }

@@ -152,34 +152,39 @@ static void test_philox_known_answers(void)
 	}
 }
 
-/* The draw: counter (lo, hi, 0, 0), key (lo, hi) of the seed, word 0's top 24 bits. */
-static double ref_uniform(uint64_t seed, uint64_t n)
+/* Position m's draw: word m % 4 of the block for counter (lo, hi, 0, 0) of m / 4, key (lo, hi)
+ * of the seed, its top 24 bits. */
+static double ref_uniform(uint64_t seed, uint64_t m)
 {
-	const uint32_t ctr[4] = { (uint32_t)n, (uint32_t)(n >> 32), 0, 0 };
+	const uint32_t ctr[4] = { (uint32_t)(m / 4), (uint32_t)(m / 4 >> 32), 0, 0 };
 	const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
 	uint32_t out[4];
 
 	hpu_philox4x32(ctr, key, out);
-	return ldexp(out[0] >> 8, -24);
+	return ldexp(out[m % 4] >> 8, -24);
 }
 
-/* Draws in lanes of every count up to HPU_PHILOX_LANES, each against its own block. */
+/*
+ * Draws in lanes of every count of blocks up to HPU_PHILOX_LANES, each
+ * against its own block, and single draws, around the 2^32 block boundary.
+ */
 static void test_philox_uniform(void)
 {
 	static const uint64_t seeds[] = { 0, 1, 0x0123456789abcdefull, ~0ull };
 	double lo = 1, hi = 0;
 
 	for (size_t s = 0; s < HPU_ARRAY_SIZE(seeds); s++) {
-		for (uint64_t n = 0xfffffff0ull; n < 0x100000010ull; n++) {
-			unsigned int count = 1 + n % HPU_PHILOX_LANES;
-			float u[HPU_PHILOX_LANES];
+		for (uint64_t b = 0xfffffff0ull; b < 0x100000010ull; b++) {
+			unsigned int count = 1 + b % HPU_PHILOX_LANES;
+			float u[HPU_PHILOX_LANES * HPU_PHILOX_WORDS];
 
-			hpu_philox_uniforms(seeds[s], n, count, u);
-			for (unsigned int l = 0; l < count; l++) {
-				HPU_KEXPECT(u[l] == ref_uniform(seeds[s], n + l));
-				lo = fmin(lo, u[l]);
-				hi = fmax(hi, u[l]);
+			hpu_philox_uniforms(seeds[s], b, count, u);
+			for (unsigned int k = 0; k < count * HPU_PHILOX_WORDS; k++) {
+				HPU_KEXPECT(u[k] == ref_uniform(seeds[s], 4 * b + k));
+				lo = fmin(lo, u[k]);
+				hi = fmax(hi, u[k]);
 			}
+			HPU_KEXPECT(hpu_philox_uniform(seeds[s], 4 * b + b % 4) == u[b % 4]);
 		}
 	}
 	HPU_KEXPECT(lo >= 0 && hi < 1 && hi - lo > 0.9);
@@ -578,7 +583,8 @@ static uint64_t kept_count(const struct hpu_ktensor *mask)
  */
 static void test_dropout_mask(void)
 {
-	const uint64_t seed = 0x0123456789abcdefull, offset = 0xffffff80ull, n = 4 * 60;
+	/* Unaligned to a block, its blocks crossing 2^32 (the counter's high word). */
+	const uint64_t seed = 0x0123456789abcdefull, offset = 0x3ffffff7full, n = 4 * 60;
 	const double p = 0.3;
 
 	for (unsigned int layout = 0; layout < LAYOUTS; layout++) {
@@ -1401,7 +1407,7 @@ static void test_rejections(void)
 
 static const struct hpu_ktest_case cases[] = {
 	{ "philox4x32-10 known answers", test_philox_known_answers },
-	{ "philox uniform draws in lanes across the 2^32 counter boundary", test_philox_uniform },
+	{ "philox draws: four a block, in lanes, across the 2^32 block boundary", test_philox_uniform },
 	{ "softmax and log_softmax: every dim, layout and dtype", test_softmax_forward },
 	{ "softmax: logits near 1000 stay finite", test_softmax_large_logits },
 	{ "softmax_bwd: gradient check, both variants", test_softmax_backward },

@@ -482,8 +482,9 @@ static void test_fallback(void)
 }
 
 /*
- * Dropout's draws are Philox4x32-10's: Random123's known answer for counter
- * 0 and key 0 starts with 0x6627e8d5, so element 0 draws 0x6627e8 / 2^24.
+ * Dropout's draws are Philox4x32-10's, four a block: Random123's known
+ * answer for counter 0 and key 0 starts with 0x6627e8d5, 0xe169c58d, so
+ * element 0 draws 0x6627e8 / 2^24 and element 1 0xe169c5 / 2^24.
  */
 static void test_fallback_dropout(void)
 {
@@ -499,6 +500,11 @@ static void test_fallback_dropout(void)
 	state[1] = 0;
 	EXPECT(hpu_op_dropout(S, out, mask, in, rng, draw + 1e-9) == 0);
 	EXPECT(*kept == 0 && f64_at(out, 0) == 0 && state[1] == 1);
+	EXPECT(hpu_op_dropout(S, out, mask, in, rng, 0xe169c5 / 16777216.0) == 0);
+	EXPECT(*kept == 1 && state[1] == 2);
+	state[1] = 1;
+	EXPECT(hpu_op_dropout(S, out, mask, in, rng, 0xe169c5 / 16777216.0 + 1e-9) == 0);
+	EXPECT(*kept == 0 && state[1] == 2);
 }
 
 int main(void)

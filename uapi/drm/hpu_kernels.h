@@ -118,11 +118,10 @@ enum hpu_kernel_id {
 	HPU_KERNEL_CROSS_ENTROPY_BWD = 11,
 	/* t: out, mask (out, U8), in, rng (io, I64 [2]: seed, offset).
 	 * s0: p, the probability of dropping.  Element k (row-major index over
-	 * in's shape) is kept when the draw for n = offset + k is >= p, the
-	 * draw being Philox4x32-10 with counter words (lo32(n), hi32(n), 0, 0)
-	 * and key words (lo32(seed), hi32(seed)), the first output word's top
-	 * 24 bits scaled to [0, 1): (w0 >> 8) * 2^-24.  p in [0, 1] (1 drops
-	 * everything).  out = kept ? in / (1 - p) : 0.
+	 * in's shape) is kept when the draw at position offset + k of seed's
+	 * Philox4x32-10 stream is >= p: every word of a block makes a draw
+	 * (hpu_philox.h).  p in [0, 1] (1 drops everything).
+	 * out = kept ? in / (1 - p) : 0.
 	 * Afterwards offset grows by the number of elements, so the next
 	 * launch, or a replay of the same command buffer, draws fresh masks. */
 	HPU_KERNEL_DROPOUT = 12,

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <drm/hpu_kernels.h>
+#include <drm/hpu_philox.h>
 
 #include "hpu_internal.h"
 
@@ -513,30 +514,6 @@ static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 	return 0;
 }
 
-/*
- * Philox4x32-10 (Salmon et al., SC'11) as the device draws it: the counter
- * words (lo32(n), hi32(n), 0, 0), the key (lo32(seed), hi32(seed)), and the
- * top 24 bits of the first output word as a float in [0, 1).
- */
-static float hpu_philox_draw(uint64_t seed, uint64_t n)
-{
-	uint32_t c0 = (uint32_t)n, c1 = (uint32_t)(n >> 32), c2 = 0, c3 = 0;
-	uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-	int r;
-
-	for (r = 0; r < 10; r++) {
-		uint64_t p0 = 0xd2511f53ull * c0, p1 = 0xcd9e8d57ull * c2;
-
-		c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-		c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-		c1 = (uint32_t)p1;
-		c3 = (uint32_t)p0;
-		k0 += 0x9e3779b9u;
-		k1 += 0xbb67ae85u;
-	}
-	return (float)(c0 >> 8) * 0x1p-24f;
-}
-
 /* DROPOUT: t out, mask, in, rng {seed, offset} (I64, read exactly); s0 p. */
 static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 {
@@ -550,7 +527,7 @@ static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 	memcpy(&offset, rng_offset, sizeof(offset));
 	if (hpu_layout_numel(in)) {
 		do {
-			bool kept = hpu_philox_draw((uint64_t)seed, (uint64_t)(offset + k++)) >= p;
+			bool kept = hpu_philox_uniform((uint64_t)seed, (uint64_t)(offset + k++)) >= p;
 
 			hpu_hstore(&h[0], idx, kept ? hpu_hload(&h[2], idx) / (1 - p) : 0);
 			hpu_hstore(&h[1], idx, kept);

@@ -1,9 +1,11 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
 /*
  * Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
- * 3", SC'11): a counter-based generator, so element k of a dropout mask is a
- * pure function of (seed, offset + k) and any split of the work across
- * threads draws the same mask.
+ * 3", SC'11) and the stream of draws DROPOUT makes of it (hpu_kernels.h),
+ * shared by the device model and the runtime's CPU fallback so that both
+ * draw the same masks.  A counter-based generator: a draw is a pure
+ * function of (seed, position), so any split of the work across threads
+ * draws the same mask.
  */
 #ifndef HPU_PHILOX_H
 #define HPU_PHILOX_H
@@ -59,25 +61,39 @@ static inline void hpu_philox4x32(const uint32_t ctr[4], const uint32_t key[2], 
 		out[j] = block[j][0];
 }
 
+/* Draws per block: each of its words makes one. */
+#define HPU_PHILOX_WORDS 4
+
 /*
- * The draws for 64-bit counters n, n + 1, ... (count of them, at most
- * HPU_PHILOX_LANES) and seed: the block for counter words (lo32(n),
- * hi32(n), 0, 0) and key (lo32(seed), hi32(seed)); its first word's top 24
- * bits make a float in [0, 1), every value exact: (w0 >> 8) * 2^-24.
+ * The stream: position m (64-bit) draws word m % 4 of the block for counter
+ * words (lo32(m / 4), hi32(m / 4), 0, 0) and key words (lo32(seed),
+ * hi32(seed)), its top 24 bits as a float in [0, 1), every value exact:
+ * (w >> 8) * 2^-24.  Here the draws of count blocks from block b (at most
+ * HPU_PHILOX_LANES), that is of positions 4b to 4(b + count) - 1, into u.
  */
-static inline void hpu_philox_uniforms(uint64_t seed, uint64_t n, unsigned int count, float *u)
+static inline void hpu_philox_uniforms(uint64_t seed, uint64_t b, unsigned int count, float *u)
 {
 	const uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
 	uint32_t block[4][HPU_PHILOX_LANES];
 
 	for (unsigned int l = 0; l < count; l++) {
-		block[0][l] = (uint32_t)(n + l);
-		block[1][l] = (uint32_t)((n + l) >> 32);
+		block[0][l] = (uint32_t)(b + l);
+		block[1][l] = (uint32_t)((b + l) >> 32);
 		block[2][l] = block[3][l] = 0;
 	}
 	hpu_philox4x32_n(block, count, key);
 	for (unsigned int l = 0; l < count; l++)
-		u[l] = (float)(block[0][l] >> 8) * 0x1p-24f;
+		for (unsigned int j = 0; j < HPU_PHILOX_WORDS; j++)
+			u[HPU_PHILOX_WORDS * l + j] = (float)(block[j][l] >> 8) * 0x1p-24f;
+}
+
+/* Position m's draw alone. */
+static inline float hpu_philox_uniform(uint64_t seed, uint64_t m)
+{
+	float u[HPU_PHILOX_WORDS];
+
+	hpu_philox_uniforms(seed, m / HPU_PHILOX_WORDS, 1, u);
+	return u[m % HPU_PHILOX_WORDS];
 }
 
 #endif /* HPU_PHILOX_H */
