@@ -152,8 +152,10 @@ static void test_philox_known_answers(void)
 	}
 }
 
-/* Position m's draw: word m % 4 of the block for counter (lo, hi, 0, 0) of m / 4, key (lo, hi)
- * of the seed, its top 24 bits. */
+/*
+ * Position m's draw: word m % 4 of the block for counter (lo, hi, 0, 0) of
+ * m / 4 and key (lo, hi) of the seed, its top 24 bits.
+ */
 static double ref_uniform(uint64_t seed, uint64_t m)
 {
 	const uint32_t ctr[4] = { (uint32_t)(m / 4), (uint32_t)(m / 4 >> 32), 0, 0 };
