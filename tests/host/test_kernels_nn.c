@@ -612,6 +612,27 @@ static void test_dropout_mask(void)
 	}
 }
 
+/* At the threshold: p equal to a draw keeps it, the next double above drops it. */
+static void test_dropout_threshold(void)
+{
+	const uint64_t seed = 7, offset = 5, n = 64;
+
+	for (unsigned int above = 0; above < 2; above++) {
+		double draw = ref_uniform(seed, offset + 9);
+		double p = above ? nextafter(draw, 2) : draw;
+		bool mask_ok = true;
+		struct dropout d;
+
+		dropout_new(&d, 1, &n, CONTIG, seed, offset, p);
+		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KEXPECT(hpu_kt_get_i(d.mask, 9) == !above);
+		for (uint64_t k = 0; k < n; k++)
+			mask_ok &= hpu_kt_get_i(d.mask, k) == (ref_uniform(seed, offset + k) >= p);
+		HPU_KEXPECT(mask_ok);
+		dropout_free(&d);
+	}
+}
+
 /* 5 sigma of the binomial: a false failure once in ~3 million seeds. */
 static void test_dropout_statistics(void)
 {
@@ -1417,6 +1438,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "nll_loss_bwd and cross_entropy_bwd: gradient check", test_loss_backward },
 	{ "losses with every target ignored", test_loss_all_ignored },
 	{ "dropout: Philox mask, scaling, offset advanced", test_dropout_mask },
+	{ "dropout: a draw equal to p is kept, p just above it drops it", test_dropout_threshold },
 	{ "dropout: kept fraction within 5 sigma of 1 - p", test_dropout_statistics },
 	{ "dropout: fresh masks, same (seed, offset) same mask", test_dropout_reproducible },
 	{ "dropout: every split writes the same bytes", test_dropout_split },
