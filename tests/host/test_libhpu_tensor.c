@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <drm/hpu_packets.h>
+#include <drm/hpu_philox.h>
 
 #include "../../userspace/lib/hpu_internal.h"
 #include "test_libhpu_tap.h"
@@ -507,6 +508,30 @@ static void test_fallback_dropout(void)
 	EXPECT(*kept == 0 && state[1] == 2);
 }
 
+/* Many elements from an offset inside a block: each draws its own position of the stream. */
+static void test_fallback_dropout_stream(void)
+{
+	enum { N = 11 };
+	struct hpu_tensor *in = FAKE(HPU_DT_F64, N), *out = FAKE(HPU_DT_F64, N),
+			  *mask = FAKE(HPU_DT_U8, N), *rng = FAKE(HPU_DT_I64, 2);
+	int64_t *state = (int64_t *)(uintptr_t)rng->storage->va;
+	const uint8_t *kept = (const uint8_t *)(uintptr_t)mask->storage->va;
+	const uint64_t seed = 0x123456789abcdefull, offset = 4 * 0xffffffffull + 2;
+	double x[N];
+	int i, same = 0;
+
+	for (i = 0; i < N; i++)
+		x[i] = i + 1;
+	put_f64(in, x, N);
+	state[0] = (int64_t)seed;
+	state[1] = (int64_t)offset;
+	EXPECT(hpu_op_dropout(S, out, mask, in, rng, 0.5) == 0);
+	for (i = 0; i < N; i++)
+		same += kept[i] == (hpu_philox_uniform(seed, offset + (uint64_t)i) >= 0.5) &&
+			f64_at(out, i) == (kept[i] ? 2 * x[i] : 0);
+	EXPECT(same == N && state[1] == (int64_t)offset + N);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -522,6 +547,8 @@ int main(void)
 		{ "copies and zero fills a DMA moves", test_dma_ops },
 		{ "CPU fallback: computed, counted, strict", test_fallback },
 		{ "CPU fallback: dropout draws Philox4x32-10", test_fallback_dropout },
+		{ "CPU fallback: dropout draws the stream's positions in turn",
+		  test_fallback_dropout_stream },
 	};
 	unsigned int n = 0, failed;
 

@@ -522,12 +522,22 @@ static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 	double p = op->scalars[0];
 	uint8_t *rng_seed = hpu_helem(&h[3], (int64_t[]){ 0 });
 	uint8_t *rng_offset = hpu_helem(&h[3], (int64_t[]){ 1 });
+	float u[HPU_PHILOX_WORDS];
+	uint64_t block = UINT64_MAX; /* whose draws u holds */
 
 	memcpy(&seed, rng_seed, sizeof(seed));
 	memcpy(&offset, rng_offset, sizeof(offset));
 	if (hpu_layout_numel(in)) {
 		do {
-			bool kept = hpu_philox_uniform((uint64_t)seed, (uint64_t)(offset + k++)) >= p;
+			uint64_t m = (uint64_t)(offset + k++);
+			bool kept;
+
+			/* A block makes four draws in a row: one block function for each four. */
+			if (m / HPU_PHILOX_WORDS != block) {
+				block = m / HPU_PHILOX_WORDS;
+				hpu_philox_uniforms((uint64_t)seed, block, 1, u);
+			}
+			kept = u[m % HPU_PHILOX_WORDS] >= p;
 
 			hpu_hstore(&h[0], idx, kept ? hpu_hload(&h[2], idx) / (1 - p) : 0);
 			hpu_hstore(&h[1], idx, kept);
