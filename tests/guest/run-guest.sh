@@ -8,7 +8,8 @@
 # userland, as root, in this repository's top directory.  OUTDIR (default
 # build/guest-run) is shared writable and appears in the guest as $HPU_OUT;
 # after the run it holds `rc` (COMMAND's exit status), `dmesg.txt` and
-# `qemu.log` (the guest errors the device model logged).
+# `qemu.log` (the guest errors the device model logged), `console.log`, and
+# after a timeout `hang.txt` (guest-state.sh: where the guest's CPUs were).
 # Exits with COMMAND's status, 124 on timeout, 125 if the guest died, and
 # 126 if the guest kernel log has a warning, BUG or oops.
 set -euo pipefail
@@ -22,11 +23,11 @@ while getopts "t:o:d:" opt; do
 	t) timeout=$OPTARG ;;
 	o) out=$OPTARG ;;
 	d) devopts=,$OPTARG ;;
-	*) sed -n '3,12p' "$0" >&2; exit 2 ;;
+	*) sed -n '3,14p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '3,12p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '3,14p' "$0" >&2; exit 2; }
 
 kver=$("$top/scripts/guest-kernel.sh")
 qemu=$top/build/qemu-system-x86_64
@@ -56,27 +57,60 @@ mkdir -p "$out"
 	echo
 } >"$out/cmd.sh"
 
+# The monitor on pipes: a timeout asks it where the guest's CPUs are (hang.txt) before killing.
+mon=$(mktemp -d)
+mkfifo "$mon/monitor.in" "$mon/monitor.out"
+qemu_pid=
+cleanup() {
+	[ -z "$qemu_pid" ] || kill -KILL "$qemu_pid" 2>/dev/null || true
+	rm -rf "$mon"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 # tsc=reliable: under TCG the guest's TSC is the host's (invariant, the same on every CPU), but
 # the kernel's boot-time sync check fails on the emulated CPUs' skew and falls back to the
 # acpi_pm clocksource, which makes every clock_gettime a system call and a port read.
-status=0
-timeout --foreground -k 10 "$timeout" "$qemu" \
+# sysrq_always_enabled: so that a timeout can have the guest print where it is (guest-state.sh).
+"$qemu" \
 	-nodefaults -no-user-config -no-reboot -display none \
 	-d guest_errors -D "$out/qemu.log" \
 	-machine pc,accel=tcg -cpu max -smp 2 -m 2G \
 	-L /usr/share/qemu -L /usr/share/seabios \
-	-serial mon:stdio \
+	-serial mon:stdio -monitor pipe:"$mon/monitor" \
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable firmware_class.path=$top/build/firmware" \
+	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable sysrq_always_enabled firmware_class.path=$top/build/firmware" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=hpuout,path="$out",security_model=none,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hpuout,mount_tag=hpuout \
 	-device "hpu,hbm-size=$hbm_size,num-dma=$num_dma,num-mme=$num_mme,num-tpc=$num_tpc,boot-delay-ms=$boot_delay_ms$devopts" \
-	</dev/null || status=$?
+	</dev/null > >(tee "$out/console.log") &
+qemu_pid=$!
+# The watchdog polls rather than sleeping the whole timeout, so that it ends with QEMU.
+(
+	for ((left = timeout; left > 0; left--)); do
+		sleep 1
+		kill -0 "$qemu_pid" 2>/dev/null || exit 0
+	done
+	touch "$mon/timed-out"
+	"$top/tests/guest/guest-state.sh" "$mon/monitor" >"$out/hang.txt" 2>&1
+	kill -TERM "$qemu_pid"
+	for ((left = 10; left > 0; left--)); do
+		sleep 1
+		kill -0 "$qemu_pid" 2>/dev/null || exit 0
+	done
+	kill -KILL "$qemu_pid"
+) >/dev/null 2>&1 &
+watchdog=$!
+status=0
+wait "$qemu_pid" || status=$?
+qemu_pid=
+wait "$watchdog" || true
 
-if [ "$status" = 124 ] || [ "$status" = 137 ]; then
-	echo "run-guest: timed out after ${timeout}s" >&2
+if [ -e "$mon/timed-out" ]; then
+	echo "run-guest: timed out after ${timeout}s; where the guest was: $out/hang.txt," \
+		"its console: $out/console.log" >&2
 	exit 124
 fi
 if [ ! -f "$out/rc" ]; then
