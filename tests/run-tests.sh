@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make test`: the host unit tests, then one guest boot running every in-guest
-# suite.  Gathers the TAP of both, prints "N passed, M failed" last, and exits
-# non-zero on any failure, a guest kernel warning/oops, or a timeout.
+# `make test`: the host unit tests (also under ASan/UBSan), then one guest boot
+# running every in-guest suite.  Gathers the TAP of both, prints "N passed, M
+# failed" last, and exits non-zero on any failure, a sanitizer report, a guest
+# kernel warning/oops, or a timeout.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 res=$top/build/test-results
@@ -16,6 +17,22 @@ for t in "$top"/build/tests/host/test_*; do
 	(cd "$top" && "$t") >"$res/host-$name.tap" 2>&1 || problems+=("host suite $name exited non-zero")
 	cat "$res/host-$name.tap"
 done
+
+# The same suites built with AddressSanitizer and UBSan: their tests are counted once, above;
+# a report or a failure here is a problem.
+mkdir -p "$res/host-san"
+clean=0
+for t in "$top"/build/tests/host-san/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	if (cd "$top" && "$t") >"$res/host-san/$name.tap" 2>&1; then
+		clean=$((clean + 1))
+	else
+		problems+=("host suite $name under ASan/UBSan exited non-zero ($res/host-san/$name.tap)")
+		tail -20 "$res/host-san/$name.tap"
+	fi
+done
+echo "# host suites under ASan/UBSan: $clean clean"
 
 start=$(date +%s.%N)
 "$top/tests/guest/run-guest.sh" -t 1200 -o "$top/build/guest-run" -- tests/guest/run-suites.sh

@@ -76,6 +76,9 @@ size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len)
 {
 	size_t at = b->len;
 
+	/* Nothing to add (an alignment already met): b->p may still be NULL, not memset's. */
+	if (!len)
+		return at;
 	if (b->len + len > b->cap && !b->oom) {
 		size_t cap = b->cap ? b->cap : 1024;
 		uint8_t *p;
