@@ -194,16 +194,26 @@ static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)
 	return n;
 }
 
-/* Address of the element with row-major linear index i over v's own shape. */
-static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
+/*
+ * Address of the element with row-major linear index i over v's dims from
+ * `from` on, at index 0 of the dims before: those may be empty (i must be
+ * below the product of the others, so none of those is).
+ */
+static inline uint8_t *hpu_kview_at_from(const struct hpu_kview *v, uint32_t from, uint64_t i)
 {
 	int64_t off = 0;
 
-	for (uint32_t d = v->ndim; d-- > 0;) {
+	for (uint32_t d = v->ndim; d-- > from;) {
 		off += (int64_t)(i % v->shape[d]) * v->strides[d];
 		i /= v->shape[d];
 	}
 	return v->base + off * (int64_t)hpu_dtype_size(v->dtype);
+}
+
+/* Address of the element with row-major linear index i over v's own shape. */
+static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
+{
+	return hpu_kview_at_from(v, 0, i);
 }
 
 /* ---- walking views ---- */

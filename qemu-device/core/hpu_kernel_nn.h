@@ -77,13 +77,13 @@ static inline uint64_t hpu_kview_rows(const struct hpu_kview *v, uint32_t dim)
 /*
  * v's first lead dims, based at element j of its other dims: walking it
  * visits v's elements r * n + j in order of r, n being the other dims' size
- * (a column of v seen as [rows, n]).
+ * (a column of v seen as [rows, n]; with no rows, a column of none).
  */
 static inline struct hpu_kview hpu_kview_lead(const struct hpu_kview *v, uint32_t lead, uint64_t j)
 {
 	struct hpu_kview w = *v;
 
-	w.base = hpu_kview_at(v, j);
+	w.base = hpu_kview_at_from(v, lead, j);
 	w.ndim = lead;
 	for (uint32_t d = lead; d < HPU_TENSOR_MAX_DIMS; d++) {
 		w.shape[d] = 1;

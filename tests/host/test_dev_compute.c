@@ -1136,6 +1136,214 @@ static void case_launch_abort(struct hpu_test *t)
 	expect_counts(t, staged, shape[0], 1, __LINE__);
 }
 
+/* ---- TPC_LAUNCH: random launches of the library's kernels ---- */
+
+/*
+ * Operands live in two areas: a run of HBM, and across the seam of the
+ * scattered pages, where the engine stages each operand in a buffer of its
+ * extent, so that a kernel reaching past an operand reads or writes past a
+ * heap buffer (what the sanitizer build of this suite catches).  The first
+ * half of an area holds int64 values 0..3 (indices, often valid), the
+ * second random bytes.
+ */
+#define FZ_AREA 0x8000u
+#define FZ_LAUNCHES 6000u
+
+static const uint64_t fz_areas[] = { VA_DATA, VA_SCAT + HPU_MMU_HUGE_SIZE - FZ_AREA / 2 };
+static const uint32_t fz_dtypes[] = { F32, BF16, HPU_DTYPE_I32, HPU_DTYPE_I64, HPU_DTYPE_U8, 9 };
+
+/* Launches mostly share small sizes, so that many get past the kernels' checks. */
+static uint64_t fz_dim(void)
+{
+	static const uint64_t dims[] = { 0, 1, 1, 2, 3, 5 };
+
+	return dims[rnd() % HPU_ARRAY_SIZE(dims)];
+}
+
+/* Somewhere in an area; in its first half for indices. */
+static uint64_t fz_va(bool indices)
+{
+	uint64_t half = FZ_AREA / 16;
+
+	if (!(rnd() % 128))
+		return rnd() % 2 ? VA_RO + 64 : rnd();
+	return fz_areas[rnd() % HPU_ARRAY_SIZE(fz_areas)] +
+	       (indices ? rnd() % half : rnd() % (2 * half)) * 8;
+}
+
+/* A different walk of d: reversed, broadcast by a stride of 0, or spread out. */
+static void fz_stride(struct hpu_tensor_desc *d)
+{
+	if (d->ndim)
+		d->strides[rnd() % d->ndim] *= (int64_t[]){ -1, 0, 3, -2 }[rnd() % 4];
+}
+
+/* Any kernel, any operand count, operands mostly of the launch's dtype and shape. */
+static void fz_random(struct launch *l)
+{
+	uint32_t kernel = 1 + (uint32_t)(rnd() % HPU_KERNEL_CLIP_GRAD_NORM), dtype, ndim, n, i, k;
+	const struct hpu_kernel_def *def = __real_hpu_kernel_lookup(kernel);
+	uint64_t shape[HPU_TENSOR_MAX_DIMS], own[HPU_TENSOR_MAX_DIMS];
+
+	n = def->min_tensors + (uint32_t)(rnd() % (def->max_tensors - def->min_tensors + 1u));
+	if (!(rnd() % 16))
+		n = (uint32_t)(rnd() % (HPU_KERNEL_MAX_TENSORS + 1));
+	*l = launch_new(kernel, n);
+	dtype = (uint32_t[]){ F32, F32, F32, F32, BF16, HPU_DTYPE_I64 }[rnd() % 6];
+	ndim = (uint32_t)(rnd() % 4);
+	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
+		shape[k] = fz_dim();
+	for (i = 0; i < n; i++) {
+		uint32_t nd = ndim;
+
+		memcpy(own, shape, sizeof(own));
+		switch (rnd() % 16) {
+		case 0: /* a shape of its own */
+			nd = (uint32_t)(rnd() % 4);
+			for (k = 0; k < nd; k++)
+				own[k] = fz_dim();
+			break;
+		case 1: /* broadcast, or reduced with its dims kept */
+			for (k = 0; k < nd; k++)
+				if (rnd() % 2)
+					own[k] = 1;
+			break;
+		case 2: /* a scalar */
+			nd = 0;
+			break;
+		default:
+			break;
+		}
+		l->t[i] = tensor(fz_va(false), rnd() % 8 ? dtype : fz_dtypes[rnd() % 6], nd, own);
+		if (!(rnd() % 8))
+			fz_stride(&l->t[i]);
+	}
+	/* An op or a dim, a flag or a mask of dims, or 0 (unused); the rest seldom set. */
+	l->p.args[0] = rnd() % 2 ? 0 : (int64_t)(rnd() % 16) - 1;
+	l->p.args[1] = rnd() % 2 ? 0 : (int64_t)(rnd() % 8) - 1;
+	for (k = 2; k < HPU_KERNEL_MAX_ARGS; k++)
+		l->p.args[k] = rnd() % 16 ? 0 : (int64_t)(rnd() % 4) - 1;
+}
+
+/*
+ * Valid launches of the kernels whose operands index or have fixed shapes,
+ * which random ones seldom are.  Per operand its dtype (f F32, u U8, l I64,
+ * * the launch's float dtype) and dims (N, C, V, D: small sizes drawn per
+ * launch; none: a scalar; R: the two words of an RNG state).
+ */
+static const struct fz_template {
+	uint32_t kernel;
+	int64_t a0, a1;
+	const char *operands[HPU_KERNEL_MAX_TENSORS];
+} fz_templates[] = {
+	{ HPU_KERNEL_WHERE, 0, 0, { "*ND", "uND", "*ND", "*ND" } },
+	{ HPU_KERNEL_NLL_LOSS, 0, -100, { "fN", "*NC", "lN" } },
+	{ HPU_KERNEL_NLL_LOSS, 1, 1, { "f", "*NC", "lN" } },
+	{ HPU_KERNEL_NLL_LOSS_BWD, 2, -100, { "*NC", "f", "lN" } },
+	{ HPU_KERNEL_CROSS_ENTROPY, 1, -100, { "f", "*NC", "lN" } },
+	{ HPU_KERNEL_CROSS_ENTROPY_BWD, 0, 2, { "*NC", "fN", "*NC", "lN" } },
+	{ HPU_KERNEL_DROPOUT, 0, 0, { "*ND", "uND", "*ND", "lR" } },
+	{ HPU_KERNEL_DROPOUT_BWD, 0, 0, { "*ND", "*ND", "uND" } },
+	{ HPU_KERNEL_LAYER_NORM, 1, 3, { "*ND", "fN", "fN", "*ND", "*D", "*D" } },
+	{ HPU_KERNEL_LAYER_NORM_BWD, 1, 3, { "*ND", "*D", "*D", "*ND", "*ND", "fN", "fN", "*D" } },
+	{ HPU_KERNEL_EMBEDDING, -1, 0, { "*ND", "*VD", "lN" } },
+	{ HPU_KERNEL_EMBEDDING_BWD, 1, 0, { "*VD", "*ND", "lN" } },
+	{ HPU_KERNEL_ADAMW, 0, 0, { "*N", "*N", "*N", "*N", "l" } },
+	{ HPU_KERNEL_CLIP_GRAD_NORM, 0, 0, { "f", "*N", "*D", "*ND" } },
+};
+
+/* A template's launch, then as often as not one thing of it changed. */
+static void fz_template(struct launch *l)
+{
+	const struct fz_template *f = &fz_templates[rnd() % HPU_ARRAY_SIZE(fz_templates)];
+	uint64_t sizes[26] = { 0 }, shape[HPU_TENSOR_MAX_DIMS];
+	uint32_t dtype = rnd() % 4 ? F32 : BF16, n, i;
+	struct hpu_tensor_desc *d;
+
+	sizes['N' - 'A'] = fz_dim();
+	sizes['D' - 'A'] = fz_dim();
+	sizes['C' - 'A'] = 1 + rnd() % 5;
+	sizes['V' - 'A'] = 1 + rnd() % 5;
+	sizes['R' - 'A'] = 2;
+	for (n = 0; n < HPU_KERNEL_MAX_TENSORS && f->operands[n]; n++)
+		;
+	*l = launch_new(f->kernel, n);
+	l->p.args[0] = f->a0;
+	l->p.args[1] = f->a1;
+	for (i = 0; i < n; i++) {
+		const char *op = f->operands[i], *dim;
+		uint32_t dt = *op == 'f' ? F32 : *op == 'u' ? HPU_DTYPE_U8 :
+			      *op == 'l' ? HPU_DTYPE_I64 : dtype;
+
+		for (dim = op + 1; *dim; dim++)
+			shape[dim - op - 1] = sizes[*dim - 'A'];
+		l->t[i] = tensor(fz_va(dt == HPU_DTYPE_I64), dt, (uint32_t)(dim - op - 1), shape);
+	}
+	if (rnd() % 2)
+		return;
+	d = &l->t[rnd() % n];
+	switch (rnd() % 5) {
+	case 0:
+		d->dtype = fz_dtypes[rnd() % HPU_ARRAY_SIZE(fz_dtypes)];
+		break;
+	case 1:
+		if (d->ndim)
+			d->shape[rnd() % d->ndim] = fz_dim();
+		break;
+	case 2:
+		fz_stride(d);
+		break;
+	case 3:
+		d->addr = fz_va(false);
+		break;
+	default:
+		l->p.args[rnd() % 2] = (int64_t)(rnd() % 8) - 2;
+		break;
+	}
+}
+
+static void case_launch_fuzz(struct hpu_test *t)
+{
+	static const double scalars[] = { 0, 0.5, 1, -1, 2, 0.9, 1e-6, NAN, INFINITY };
+	uint64_t fill[FZ_AREA / 8];
+	unsigned int i, j, ran = 0, failed = 0;
+
+	map_compute(t);
+	hpu_rng = 0x13198a2e03707344ull;
+	for (i = 0; i < HPU_ARRAY_SIZE(fz_areas); i++) {
+		for (j = 0; j < HPU_ARRAY_SIZE(fill); j++)
+			fill[j] = j < HPU_ARRAY_SIZE(fill) / 2 ? rnd() % 4 : rnd();
+		va_write(t, fz_areas[i], fill, sizeof(fill));
+	}
+	for (i = 0; i < FZ_LAUNCHES && !t->failed; i++) {
+		struct launch l;
+
+		if (rnd() % 2)
+			fz_random(&l);
+		else
+			fz_template(&l);
+		for (j = 0; j < HPU_KERNEL_MAX_SCALARS; j++)
+			memcpy(&l.p.scalars[j], &scalars[rnd() % HPU_ARRAY_SIZE(scalars)],
+			       sizeof(l.p.scalars[j]));
+		launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
+		/* Done or failed, the job ended and the queue is idle. */
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), hpu_rd(t, REG_Q(0, PI)));
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, STATUS)), 0);
+		if (hpu_rd(t, HPU_REG_EQ_PI) == hpu_rd(t, HPU_REG_EQ_CI))
+			ran++;
+		else
+			failed++;
+		hpu_wr(t, HPU_REG_EQ_CI, hpu_rd(t, HPU_REG_EQ_PI));
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), 0);
+	}
+	printf("# fuzz: %u launches, %u ran, %u failed\n", i, ran, failed);
+	/* Enough of them ran for the kernels, not only their checks, to have met odd operands. */
+	HPU_CHECK(t, ran > FZ_LAUNCHES / 10 && failed > FZ_LAUNCHES / 10);
+	t->logs_seen = t->logs;
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	expect_usable(t, 0);
+}
+
 /* ---- TPC_LAUNCH refusals and faults ---- */
 
 #define OUT_VA (VA_DATA + 0x500000)
@@ -1260,6 +1468,8 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: parameter block in HBM", case_params_in_hbm },
 	{ "launch: a library kernel through the kernel table", case_library_kernel },
 	{ "launch: queue reset from inside a part", case_launch_abort },
+	{ "launch: random launches of the library's kernels end, the device usable",
+	  case_launch_fuzz },
 };
 
 int main(void)

@@ -1345,6 +1345,44 @@ static void test_empty_not_aliased(void)
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
+/*
+ * Backward passes over no rows: grad_out [0, 4] (layer norm over its last
+ * dim, embedding of no index) sums nothing into the weight's gradients.
+ * Their columns are walked down the rows: a column of none is still a
+ * place to start from (this divided by zero before).
+ */
+static void test_backward_of_no_rows(void)
+{
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(0, 4), 0),     /* grad_out, in, grad_in */
+		tensor(F32, 1, HPU_KT_DIMS(4), 0),        /* layer norm's grad_weight */
+		tensor(F32, 1, HPU_KT_DIMS(4), 0),        /* grad_bias */
+		tensor(F32, 1, HPU_KT_DIMS(4), 0),        /* weight */
+		tensor(F32, 1, HPU_KT_DIMS(0), 0),        /* mean, rstd */
+		tensor(F32, 2, HPU_KT_DIMS(3, 4), 0),     /* embedding's grad_weight */
+		tensor(I64, 1, HPU_KT_DIMS(0), 0),        /* indices */
+	};
+	const double sevens[12] = { 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7 };
+	struct hpu_kcall c;
+	unsigned int i;
+
+	hpu_kt_fill(t[1], sevens);
+	hpu_kt_fill(t[2], sevens);
+	hpu_kt_fill(t[3], sevens);
+	hpu_kt_fill(t[5], sevens);
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[1], t[2], t[0], t[0], t[4], t[4], t[3]);
+	c.args[0] = 1;
+	c.args[1] = 3;
+	HPU_KLAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	for (i = 0; i < 4; i++)
+		HPU_KEXPECT(hpu_kt_get(t[1], i) == 0 && hpu_kt_get(t[2], i) == 0);
+	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[5], t[0], t[6]);
+	c.args[0] = -1;
+	HPU_KLAUNCH(&hpu_kernel_embedding_bwd, &c);
+	HPU_KEXPECT_NEAR(t[5], sevens, 0, 0);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
 /* ---- rejections ---- */
 
 #define T34 { F32, 2, { 3, 4 } }
@@ -1456,6 +1494,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "layer_norm, layer_norm_bwd, embedding_bwd: layouts give the same bytes",
 	  test_rows_layouts_agree },
 	{ "empty operands at one address are not aliases", test_empty_not_aliased },
+	{ "backward passes over no rows sum nothing into the weights' gradients",
+	  test_backward_of_no_rows },
 	{ "every kernel's check() rejections", test_rejections },
 };
 
