@@ -1136,7 +1136,7 @@ static void case_launch_abort(struct hpu_test *t)
 	expect_counts(t, staged, shape[0], 1, __LINE__);
 }
 
-/* ---- TPC_LAUNCH: random launches of the library's kernels ---- */
+/* ---- fuzz: random kernel launches and GEMMs ---- */
 
 /*
  * Operands live in two areas: a run of HBM, and across the seam of the
@@ -1302,6 +1302,36 @@ static void fz_template(struct launch *l)
 	}
 }
 
+/* A GEMM of small or blocked sizes, leading dims and batch strides fitting or not. */
+static void fz_gemm(struct gemm *g)
+{
+	static const uint32_t sizes[] = { 0, 1, 2, 3, 5, 17, 64, 300 };
+	static const uint32_t dtypes[] = { F32, F32, BF16, HPU_DTYPE_I32 };
+	uint64_t rows_a, cols_a, rows_b, cols_b;
+
+	*g = (struct gemm){
+		.flags = (uint32_t)(rnd() % 4), .dtype_ab = dtypes[rnd() % 4],
+		.dtype_c = dtypes[rnd() % 3], .batch = (uint32_t)(rnd() % 4),
+		.m = sizes[rnd() % 8], .n = sizes[rnd() % 8], .k = sizes[rnd() % 8],
+		.a = fz_va(false), .b = fz_va(false), .c = fz_va(false),
+		.alpha = rnd() % 2 ? 1 : -0.5f, .beta = (float)(rnd() % 3) / 2,
+	};
+	rows_a = g->flags & TA ? g->k : g->m;
+	cols_a = g->flags & TA ? g->m : g->k;
+	rows_b = g->flags & TB ? g->n : g->k;
+	cols_b = g->flags & TB ? g->k : g->n;
+	/* Leading dims of the row, a little more, or one short. */
+	g->lda = cols_a + rnd() % 3 - (rnd() % 8 ? 0 : 1);
+	g->ldb = cols_b + rnd() % 3 - (rnd() % 8 ? 0 : 1);
+	g->ldc = g->n + rnd() % 3 - (rnd() % 8 ? 0 : 1);
+	/* Batch strides of the matrix, a little more, or 0 (one matrix repeated). */
+	g->stride_a = rnd() % 4 ? rows_a * g->lda + rnd() % 3 : 0;
+	g->stride_b = rnd() % 4 ? rows_b * g->ldb + rnd() % 3 : 0;
+	g->stride_c = rnd() % 8 ? (uint64_t)g->m * g->ldc + rnd() % 3 : 0;
+	if (!(rnd() % 32))
+		g->pad = (uint32_t)rnd();
+}
+
 static void case_launch_fuzz(struct hpu_test *t)
 {
 	static const double scalars[] = { 0, 0.5, 1, -1, 2, 0.9, 1e-6, NAN, INFINITY };
@@ -1316,19 +1346,29 @@ static void case_launch_fuzz(struct hpu_test *t)
 		va_write(t, fz_areas[i], fill, sizeof(fill));
 	}
 	for (i = 0; i < FZ_LAUNCHES && !t->failed; i++) {
+		unsigned int q = rnd() % 4 ? 0 : 2;
+		struct hpu_cb cb = { .len = 0 };
 		struct launch l;
+		struct gemm g;
 
-		if (rnd() % 2)
-			fz_random(&l);
-		else
-			fz_template(&l);
-		for (j = 0; j < HPU_KERNEL_MAX_SCALARS; j++)
-			memcpy(&l.p.scalars[j], &scalars[rnd() % HPU_ARRAY_SIZE(scalars)],
-			       sizeof(l.p.scalars[j]));
-		launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
+		if (q) {
+			fz_gemm(&g);
+			cb_gemm(&cb, &g);
+			submit_user(t, q, &cb, 3);
+			run(t);
+		} else {
+			if (rnd() % 2)
+				fz_random(&l);
+			else
+				fz_template(&l);
+			for (j = 0; j < HPU_KERNEL_MAX_SCALARS; j++)
+				memcpy(&l.p.scalars[j], &scalars[rnd() % HPU_ARRAY_SIZE(scalars)],
+				       sizeof(l.p.scalars[j]));
+			launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
+		}
 		/* Done or failed, the job ended and the queue is idle. */
-		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), hpu_rd(t, REG_Q(0, PI)));
-		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, STATUS)), 0);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, CI)), hpu_rd(t, REG_Q(q, PI)));
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(q, STATUS)), 0);
 		if (hpu_rd(t, HPU_REG_EQ_PI) == hpu_rd(t, HPU_REG_EQ_CI))
 			ran++;
 		else
@@ -1468,8 +1508,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: parameter block in HBM", case_params_in_hbm },
 	{ "launch: a library kernel through the kernel table", case_library_kernel },
 	{ "launch: queue reset from inside a part", case_launch_abort },
-	{ "launch: random launches of the library's kernels end, the device usable",
-	  case_launch_fuzz },
+	{ "fuzz: random launches and GEMMs end, the device usable", case_launch_fuzz },
 };
 
 int main(void)

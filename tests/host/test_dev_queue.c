@@ -1224,6 +1224,94 @@ static void hpu_case_fuzz(struct hpu_test *t)
 	free(cb);
 }
 
+/* A value a register might take: 0, small, a power of two, an address's half, or anything. */
+static uint32_t rnd_reg_value(void)
+{
+	switch (rnd_below(6)) {
+	case 0:
+		return 0;
+	case 1:
+		return (uint32_t)rnd_below(16);
+	case 2:
+		return 1u << rnd_below(32);
+	case 3:
+		return (uint32_t)rnd_va();
+	case 4:
+		return (uint32_t)(rnd_va() >> 32);
+	default:
+		return (uint32_t)rnd();
+	}
+}
+
+/* Mostly a register of a block (one past the last queue's too), else anywhere in the BAR. */
+static uint32_t rnd_reg(void)
+{
+	switch (rnd_below(8)) {
+	case 0:
+		return (uint32_t)rnd_below(HPU_BAR_REGS_SIZE / 4) * 4;
+	case 1:
+		return HPU_REG_ID + (uint32_t)rnd_below(6) * 4;
+	case 2:
+		return HPU_REG_BOOT_ADDR_LO + (uint32_t)rnd_below(6) * 4;
+	case 3:
+		return (uint32_t[]){ HPU_REG_IRQ_CAUSE, HPU_REG_IRQ_MASK,
+				     HPU_REG_UQ_IRQ_PENDING }[rnd_below(3)];
+	case 4:
+		return HPU_REG_EQ_RING_LO + (uint32_t)rnd_below(6) * 4;
+	case 5:
+	case 6:
+		return HPU_REG_Q((uint32_t)rnd_below(HPU_NUM_QUEUES + 1), (uint32_t)rnd_below(8) * 4);
+	default:
+		return HPU_REG_UQ((uint32_t)rnd_below(HPU_NUM_UQ + 1), (uint32_t)rnd_below(12) * 4);
+	}
+}
+
+/*
+ * Writes and reads of random registers (the queue, user queue, event and
+ * boot ones start DMA), with jobs of the fuzz above in between: no access
+ * may crash the device, and after a full reset it boots and copies again.
+ */
+static void hpu_case_register_fuzz(struct hpu_test *t)
+{
+	struct hpu_cb *cb = malloc(sizeof(*cb));
+	unsigned int i, q;
+
+	hpu_rng = 0x452821e638d01377ull;
+	setup(t);
+	for (i = 0; i < 20000; i++) {
+		uint32_t off = rnd_reg();
+
+		if (rnd_below(4))
+			hpu_wr(t, off, rnd_reg_value());
+		else
+			hpu_rd(t, off);
+		if (!rnd_below(64)) {
+			q = (unsigned int)rnd_below(HPU_NUM_QUEUES);
+			cb->len = 0;
+			rnd_packet(cb);
+			submit(t, q, cb, 0, ASID, i);
+		}
+		if (!rnd_below(16))
+			run(t);
+	}
+	run(t);
+	printf("# register fuzz: %u accesses, %u guest errors logged\n", i, t->logs);
+
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	run(t);
+	t->logs_seen = t->logs;
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, 100000, 9);
+	cb->len = 0;
+	cb_dma(cb, VA_HBM + 5, VA_HOST + SRC_OFF, 100000, 0);
+	cb_dma(cb, VA_HOST + DST_OFF, VA_HBM + 5, 100000, 0);
+	submit(t, 2, cb, 0, ASID, 1);
+	run(t);
+	EXPECT_DONE(t, 2);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 100000));
+	free(cb);
+}
+
 /* ---- the list ---- */
 
 static const struct hpu_test_case hpu_tests[] = {
@@ -1256,6 +1344,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "engine on its own thread", hpu_case_engine_thread },
 	{ "engine polls while jobs come back to back, sleeps after an idle spell", hpu_case_engine_polls },
 	{ "random command buffers", hpu_case_fuzz },
+	{ "random register accesses, then a reset", hpu_case_register_fuzz },
 };
 
 int main(void)
