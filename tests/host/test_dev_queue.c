@@ -1268,8 +1268,9 @@ static uint32_t rnd_reg(void)
 
 /*
  * Writes and reads of random registers (the queue, user queue, event and
- * boot ones start DMA), with jobs of the fuzz above in between: no access
- * may crash the device, and after a full reset it boots and copies again.
+ * boot ones start DMA) and doorbells, with jobs of the fuzz above in
+ * between: no access may crash the device, and after a full reset it boots
+ * and copies again.
  */
 static void hpu_case_register_fuzz(struct hpu_test *t)
 {
@@ -1281,7 +1282,13 @@ static void hpu_case_register_fuzz(struct hpu_test *t)
 	for (i = 0; i < 20000; i++) {
 		uint32_t off = rnd_reg();
 
-		if (rnd_below(4))
+		if (!rnd_below(16))
+			/* A user queue's doorbell page (one past the last too), at any word of it. */
+			hpu_core_uq_db_write(t->core,
+					     rnd_below(HPU_NUM_UQ + 1) * HPU_UQ_DB_PAGE_SIZE +
+						     (rnd_below(2) ? HPU_UQ_DB_PI : rnd_below(1024) * 4),
+					     rnd_reg_value(), 4);
+		else if (rnd_below(4))
 			hpu_wr(t, off, rnd_reg_value());
 		else
 			hpu_rd(t, off);
