@@ -23,6 +23,11 @@ KSFT_DIR := $(BUILD)/kselftest
 KSFT_CFLAGS := -Wno-sign-compare -Wno-unused-parameter
 
 HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP
+# AddressSanitizer and UBSan, for a second run of the host suites and of the runtime's in-guest
+# ones: the device core parses what a guest writes, the runtime what a user passes.
+# Instrumented code gives GCC false "may be used uninitialized" warnings: the plain build keeps them.
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	-Wno-maybe-uninitialized
 INCLUDES = -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \
 	-Iuserspace/include $(shell pkg-config --cflags libdrm 2>/dev/null)
 
@@ -33,10 +38,10 @@ BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
 # Host halves of benchmarks (host_<name>.c), run by tests/run-bench.sh before the guest boots.
 BENCH_HOST_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/host_*.c))
 
-.PHONY: all setup qemu firmware module userspace host-tests guest-tests run test bench \
+.PHONY: all setup qemu firmware module userspace userspace-san host-tests guest-tests run test bench \
 	install clean $(addprefix bench-,$(BENCHES))
 
-all: qemu firmware module userspace host-tests guest-tests
+all: qemu firmware module userspace userspace-san host-tests guest-tests
 
 setup:
 	@scripts/setup-host.sh
@@ -60,11 +65,12 @@ module: setup
 userspace: setup
 	$(MAKE) -C userspace O=$(BUILD)/userspace
 
-# The host suites once more under AddressSanitizer and UBSan: the device core parses what a guest
-# writes, the runtime what a user passes.
-# Instrumented code gives GCC false "may be used uninitialized" warnings: the plain build keeps them.
-SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	-Wno-maybe-uninitialized
+# The runtime again under the sanitizers, for the in-guest suites' second run (run-suites.sh).
+userspace-san: setup
+	$(MAKE) -C userspace O=$(BUILD)/userspace-san CFLAGS="-O1 -g $(SAN_CFLAGS)" \
+		LDFLAGS="$(SAN_CFLAGS)"
+
+# The host suites once more under the sanitizers.
 HOST_SAN_TESTS := $(patsubst $(BUILD)/tests/host/%,$(BUILD)/tests/host-san/%,$(HOST_TESTS))
 
 host-tests: $(HOST_TESTS) $(HOST_SAN_TESTS)
