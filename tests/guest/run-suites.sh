@@ -26,9 +26,8 @@ HPU_RECIPE_INLINE=1 "$HPU_TOP/build/tests/guest/graph_test" >"$HPU_OUT/graph_tes
 cat "$HPU_OUT/graph_test_inline.tap"
 
 # The suites that drive the runtime (not the raw-ioctl ones) once more, with it built under ASan
-# and UBSan (whose
-# runtimes an uninstrumented program must preload). The tests' own signal handlers keep
-# SIGSEGV and SIGBUS (a revoked doorbell page); their leaks are not the runtime's.
+# and UBSan, whose runtimes an uninstrumented program must preload.  The tests' own signal
+# handlers keep SIGSEGV and SIGBUS (a revoked doorbell page); their leaks are not the runtime's.
 san_lib=$HPU_TOP/build/userspace-san/lib
 san_rt="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 mkdir -p "$HPU_OUT/san"
