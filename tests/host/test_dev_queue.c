@@ -1167,6 +1167,19 @@ static void rnd_packet(struct hpu_cb *cb)
 	}
 }
 
+/* Still usable: a good job on q copies 100 000 bytes host -> HBM -> host exactly. */
+static void expect_usable(struct hpu_test *t, struct hpu_cb *cb, unsigned int q)
+{
+	fill_pattern(t->mem + SRC_OFF, 100000, 8 + q);
+	cb->len = 0;
+	cb_dma(cb, VA_HBM + 3, VA_HOST + SRC_OFF, 100000, 0);
+	cb_dma(cb, VA_HOST + DST_OFF, VA_HBM + 3, 100000, 0);
+	submit_user(t, q, cb, 1);
+	run(t);
+	EXPECT_DONE(t, q);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 100000));
+}
+
 static void hpu_case_fuzz(struct hpu_test *t)
 {
 	const unsigned int packets = 4000;
@@ -1210,17 +1223,9 @@ static void hpu_case_fuzz(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
 
-	/* Still usable: a good job succeeds. */
 	t->logs_seen = t->logs;
 	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
-	fill_pattern(t->mem + SRC_OFF, 100000, 8);
-	cb->len = 0;
-	cb_dma(cb, VA_HBM + 3, VA_HOST + SRC_OFF, 100000, 0);
-	cb_dma(cb, VA_HOST + DST_OFF, VA_HBM + 3, 100000, 0);
-	submit_user(t, 1, cb, 1);
-	run(t);
-	EXPECT_DONE(t, 1);
-	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 100000));
+	expect_usable(t, cb, 1);
 	free(cb);
 }
 
@@ -1308,14 +1313,7 @@ static void hpu_case_register_fuzz(struct hpu_test *t)
 	run(t);
 	t->logs_seen = t->logs;
 	setup(t);
-	fill_pattern(t->mem + SRC_OFF, 100000, 9);
-	cb->len = 0;
-	cb_dma(cb, VA_HBM + 5, VA_HOST + SRC_OFF, 100000, 0);
-	cb_dma(cb, VA_HOST + DST_OFF, VA_HBM + 5, 100000, 0);
-	submit(t, 2, cb, 0, ASID, 1);
-	run(t);
-	EXPECT_DONE(t, 2);
-	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, 100000));
+	expect_usable(t, cb, 2);
 	free(cb);
 }
 
