@@ -40,7 +40,7 @@ rc=$?
 end=$(date +%s.%N)
 case $rc in
 0) ;;
-124) problems+=("guest timed out") ;;
+124) problems+=("guest timed out: where it was in build/guest-run/hang.txt and console.log") ;;
 125) problems+=("guest died before the suites finished") ;;
 126) problems+=("guest kernel log has a warning, BUG or oops") ;;
 *) problems+=("guest suites exited $rc") ;;

@@ -109,8 +109,12 @@ qemu_pid=
 wait "$watchdog" || true
 
 if [ -e "$mon/timed-out" ]; then
-	echo "run-guest: timed out after ${timeout}s; where the guest was: $out/hang.txt," \
-		"its console: $out/console.log" >&2
+	# The gist here too, for a CI log that may be all there is: each CPU's RIP, halted or not,
+	# and the interrupt counts, per sample.
+	echo "run-guest: timed out after ${timeout}s; where the guest was ($out/hang.txt," \
+		"its backtraces in $out/console.log):" >&2
+	grep -E '^\(qemu\) info (cpus|irq)|CPU #|RIP=|IRQ statistics|^ *[0-9]+: [0-9]+$' \
+		"$out/hang.txt" >&2 || true
 	exit 124
 fi
 if [ ! -f "$out/rc" ]; then
