@@ -25,7 +25,8 @@ KSFT_CFLAGS := -Wno-sign-compare -Wno-unused-parameter
 HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP
 # AddressSanitizer and UBSan, for a second run of the host suites and of the runtime's in-guest
 # ones: the device core parses what a guest writes, the runtime what a user passes.
-# Instrumented code gives GCC false "may be used uninitialized" warnings: the plain build keeps them.
+# Instrumented code gives GCC false "may be used uninitialized" warnings; the plain build keeps
+# them.
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	-Wno-maybe-uninitialized
 INCLUDES = -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \

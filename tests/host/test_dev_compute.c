@@ -1214,7 +1214,9 @@ static void fz_random(struct launch *l)
 		default:
 			break;
 		}
-		l->t[i] = tensor(fz_va(false), rnd() % 8 ? dtype : fz_dtypes[rnd() % 6], nd, own);
+		l->t[i] = tensor(fz_va(false),
+				 rnd() % 8 ? dtype : fz_dtypes[rnd() % HPU_ARRAY_SIZE(fz_dtypes)], nd,
+				 own);
 		if (!(rnd() % 8))
 			fz_stride(&l->t[i]);
 	}
