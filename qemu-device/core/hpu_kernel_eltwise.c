@@ -50,6 +50,27 @@ static inline __attribute__((always_inline)) void hpu_kmove_f(struct hpu_kcur *k
 	}
 }
 
+/*
+ * The next n elements of k's walk as bytes, size each, into x (load) or out
+ * of it: a COPY to its own dtype moves bits, where a trip through double
+ * would turn a signaling NaN into a quiet one.
+ */
+static void hpu_kmove_bytes(struct hpu_kcur *k, size_t n, uint8_t *x, size_t size, bool load)
+{
+	for (size_t m; n; n -= m, x += m * size) {
+		int64_t step = k->step[0];
+		uint8_t *p;
+
+		m = hpu_kcur_span(k, n, &p);
+		for (size_t j = 0; j < m; j++) {
+			if (load)
+				memcpy(x + j * size, p + (int64_t)j * step, size);
+			else
+				memcpy(p + (int64_t)j * step, x + j * size, size);
+		}
+	}
+}
+
 /* The same in int64, element by element (integral operands are never fp32). */
 static void hpu_kmove_i(struct hpu_kcur *k, size_t n, int64_t *x, bool load)
 {
@@ -269,6 +290,9 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 	/* The engine runs a def only for its own id, so the id picks the ops. */
 	const struct hpu_keltwise *ops = &hpu_keltwise_ops[c->kernel];
 	bool integral = ops->integral && ops->integral(c);
+	bool bits = c->kernel == HPU_KERNEL_UNARY && c->args[0] == HPU_UNARY_COPY &&
+		    c->t[0].dtype == c->t[1].dtype;
+	size_t size = hpu_dtype_size(c->t[0].dtype);
 	uint32_t nin = c->num_tensors - 1, j;
 	struct hpu_kcur k[1 + HPU_KELT_MAX_IN]; /* out, then the inputs */
 	/* One block of each input and of out; a scalar b takes the second input's row. */
@@ -283,7 +307,10 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 		size_t n = end - begin < HPU_KBLOCK ? end - begin : HPU_KBLOCK;
 
 		/* The whole block is read before out is written: in place works. */
-		if (integral) {
+		if (bits) {
+			hpu_kmove_bytes(&k[1], n, (uint8_t *)b.i.o, size, true);
+			hpu_kmove_bytes(&k[0], n, (uint8_t *)b.i.o, size, false);
+		} else if (integral) {
 			for (j = 0; j < nin; j++)
 				hpu_kmove_i(&k[j + 1], n, b.i.x[j], true);
 			ops->i(c, n, b.i.o, b.i.x);

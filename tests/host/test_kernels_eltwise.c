@@ -387,6 +387,41 @@ static void test_casts(void)
 	hpu_kt_free(copy);
 }
 
+/* A COPY to its own dtype moves bits, signaling NaNs too, whatever the layouts. */
+static void test_copy_keeps_bits(void)
+{
+	/* Signaling NaNs of both signs, a NaN with a payload, -0, the least subnormal. */
+	static const uint32_t f32[] = { 0x7f800001, 0xff800123, 0x7fc01234, 0x80000000, 1, 0x3f800000 };
+	static const uint16_t bf16[] = { 0x7f81, 0xff85, 0x7fc3, 0x8000, 1, 0x3f80 };
+	const struct { uint32_t dtype; const void *bits; } cases[] = { { F32, f32 }, { BF16, bf16 } };
+
+	for (size_t k = 0; k < HPU_ARRAY_SIZE(cases); k++) {
+		unsigned int size = hpu_dtype_size(cases[k].dtype);
+
+		for (enum hpu_ksplit sp = 0; sp < HPU_KSPLIT_COUNT; sp++) {
+			/* [2, 3] read column-major, written row-major from the end. */
+			struct hpu_ktensor *in = hpu_kt_new(cases[k].dtype, 2, HPU_KT_DIMS(2, 3),
+							    HPU_KT_STRIDES(1, 2));
+			struct hpu_ktensor *out = hpu_kt_new(cases[k].dtype, 2, HPU_KT_DIMS(2, 3),
+							     HPU_KT_STRIDES(-3, -1));
+			struct hpu_kcall c;
+
+			for (uint64_t i = 0; i < 6; i++)
+				memcpy(hpu_kview_at(&in->v, i), (const uint8_t *)cases[k].bits + i * size,
+				       size);
+			HPU_KCALL(&c, HPU_KERNEL_UNARY, out, in);
+			c.args[0] = HPU_UNARY_COPY;
+			HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, sp) == 0);
+			for (uint64_t i = 0; i < 6; i++)
+				HPU_KEXPECT(!memcmp(hpu_kview_at(&out->v, i),
+						    (const uint8_t *)cases[k].bits + i * size, size));
+			HPU_KEXPECT(hpu_kt_gaps_intact(out));
+			hpu_kt_free(in);
+			hpu_kt_free(out);
+		}
+	}
+}
+
 #define BIN(op, dtype, a, b, want)                                                          \
 	run_exact(HPU_KERNEL_BINARY, HPU_BINARY_##op, 0, 0, dtype, dtype, dtype, a, b, want,    \
 		  HPU_ARRAY_SIZE(a), __LINE__)
@@ -742,6 +777,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "where with a U8 cond", test_where },
 	{ "fill", test_fill },
 	{ "casts: bf16 rounding ties, truncation, bool, wide int64", test_casts },
+	{ "a copy to its own dtype keeps every bit, signaling NaNs too", test_copy_keeps_bits },
 	{ "integral division by zero, wrap, negative powers", test_integral_corners },
 	{ "NaN, signed zero and infinities", test_float_corners },
 	{ "in place", test_in_place },

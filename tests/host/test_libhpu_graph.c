@@ -467,6 +467,26 @@ static void test_cache_evicts_the_least_recent(void)
 	EXPECT(stat("recipe_cache", "Entries") == 0);
 }
 
+/* Two threads that missed on one key insert twice: one entry, the first; the second stays its user's. */
+static void test_cache_keeps_one_entry_per_key(void)
+{
+	struct hpu_recipe_cache c;
+	struct hpu_recipe *first = fake_recipe(7), *second = fake_recipe(7);
+	uint64_t entries = stat("recipe_cache", "Entries");
+
+	hpu_recipe_cache_init(&c, 0);
+	hpu_recipe_cache_insert(&c, first);
+	hpu_recipe_cache_insert(&c, second);
+	EXPECT(c.count == 1);
+	EXPECT(stat("recipe_cache", "Entries") - entries == 1);
+	EXPECT(find(&c, 7) == first);
+	EXPECT(atomic_load(&second->refs) == 1);
+	hpu_recipe_put(second);
+	hpu_recipe_put(first);
+	hpu_recipe_cache_fini(&c);
+	EXPECT(stat("recipe_cache", "Entries") == entries);
+}
+
 static void test_metrics_as_json(void)
 {
 	char path[] = "/tmp/hpu_metrics_XXXXXX", buf[2048];
@@ -508,6 +528,7 @@ static const struct tap_test tests[] = {
 	{ "the flush finds intermediates and persistent bases",
 	  test_finalize_finds_intermediates_and_bases },
 	{ "the cache evicts the least recently used recipe", test_cache_evicts_the_least_recent },
+	{ "a key inserted twice (a race of misses) keeps one entry", test_cache_keeps_one_entry_per_key },
 	{ "metrics read by name and written as JSON", test_metrics_as_json },
 };
 

@@ -671,7 +671,8 @@ struct hpu_recipe_cache {
 	struct hpu_list lru; /* most recent first */
 	unsigned int count, capacity;
 	uint32_t fw_version;
-	int call; /* the device runs CALL: 0 not known yet, 1 yes, -1 no */
+	/* The device runs CALL: 0 not known yet, 1 yes, -1 no; streams on two threads may both probe. */
+	atomic_int call;
 	struct hpu_disk_cache *disk; /* behind the memory, NULL if off (hpu_disk_cache.c) */
 };
 

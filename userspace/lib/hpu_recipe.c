@@ -259,14 +259,14 @@ static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_ins
 static int hpu_call_supported(struct hpu_stream *s, bool *call)
 {
 	struct hpu_recipe_cache *c = &s->dev->recipes;
+	int ret, error = 0, known = atomic_load(&c->call);
 	struct hpu_cb cb;
 	uint64_t va, seq;
-	int ret, error = 0;
 
-	if (!c->call && hpu_env_uint("HPU_RECIPE_INLINE", 0) == 1)
-		c->call = -1;
-	if (c->call) {
-		*call = c->call > 0;
+	if (!known && hpu_env_uint("HPU_RECIPE_INLINE", 0) == 1)
+		atomic_store(&c->call, known = -1);
+	if (known) {
+		*call = known > 0;
 		return 0;
 	}
 	ret = hpu_suballoc_alloc(s->dev->mem, 8, &va, &(void *){ NULL });
@@ -283,8 +283,8 @@ static int hpu_call_supported(struct hpu_stream *s, bool *call)
 	/* The driver or the device refuses an opcode it does not know. */
 	if (ret && ret != -EINVAL)
 		return ret;
-	c->call = !ret && !error ? 1 : -1;
-	*call = c->call > 0;
+	*call = !ret && !error;
+	atomic_store(&c->call, *call ? 1 : -1);
 	return 0;
 }
 

@@ -22,7 +22,7 @@ void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version)
 	c->count = 0;
 	c->capacity = hpu_env_uint("HPU_RECIPE_CACHE_SIZE", HPU_RECIPE_CACHE_DEFAULT);
 	c->fw_version = fw_version;
-	c->call = 0;
+	atomic_init(&c->call, 0);
 	c->disk = NULL;
 }
 
@@ -49,35 +49,51 @@ void hpu_recipe_cache_fini(struct hpu_recipe_cache *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t hash,
-					 const uint8_t *key, size_t size)
+/* With the lock held: the recipe of this key, made the most recent; NULL if none. */
+static struct hpu_recipe *hpu_recipe_cache_lookup_locked(struct hpu_recipe_cache *c, uint64_t hash,
+							 const uint8_t *key, size_t size)
 {
-	struct hpu_recipe *found = NULL;
 	struct hpu_list *it;
 
-	pthread_mutex_lock(&c->lock);
 	for (it = c->lru.next; it != &c->lru; it = it->next) {
 		struct hpu_recipe *r = hpu_container_of(it, struct hpu_recipe, lru);
 
 		if (r->hash == hash && r->key_size == size && !memcmp(r->key, key, size)) {
-			found = r;
-			break;
+			hpu_list_del(&r->lru);
+			hpu_list_add_tail(c->lru.next, &r->lru);
+			return r;
 		}
 	}
-	if (found) {
-		hpu_list_del(&found->lru);
-		hpu_list_add_tail(c->lru.next, &found->lru);
+	return NULL;
+}
+
+struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t hash,
+					 const uint8_t *key, size_t size)
+{
+	struct hpu_recipe *found;
+
+	pthread_mutex_lock(&c->lock);
+	found = hpu_recipe_cache_lookup_locked(c, hash, key, size);
+	if (found)
 		hpu_recipe_get(found);
-	}
 	pthread_mutex_unlock(&c->lock);
 	hpu_counter_add(found ? HPU_C_HITS : HPU_C_MISSES, 1);
 	return found;
 }
 
+/*
+ * Threads that missed on one key at once each compile it and insert: the
+ * first insert is kept, so a key has one entry and the cache's capacity
+ * counts recipes, not races.  The others' recipes live on with their users.
+ */
 void hpu_recipe_cache_insert(struct hpu_recipe_cache *c, struct hpu_recipe *r)
 {
-	hpu_recipe_get(r);
 	pthread_mutex_lock(&c->lock);
+	if (hpu_recipe_cache_lookup_locked(c, r->hash, r->key, r->key_size)) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	hpu_recipe_get(r);
 	/* Before the first entry: the front of the list. */
 	hpu_list_add_tail(c->lru.next, &r->lru);
 	c->count++;

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime's promise that its handles may be used by several threads at
+ * once (<hpu/hpu.h>), on what a framework's threads share: one device, its
+ * recipe cache, its memory and the metrics.  Threads started together each
+ * train hpu_mlp.h's model on a stream of their own, eagerly, lazily or by
+ * replaying an HPU graph; lazy threads compile the same graph at the same
+ * time.  Each must end bitwise where the same steps run alone end.  Then
+ * threads launch graphs of several shapes through a cache too small for
+ * them, so recipes are evicted while other threads launch them.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hpu/hpu.h>
+#include <hpu/hpu_graph.h>
+#include <hpu/hpu_tensor.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_mlp.h"
+
+enum mode { EAGER, LAZY, GRAPH };
+static const char *const mode_names[] = { "eager", "lazy", "graph" };
+
+enum { THREAD_STEPS = 12 };
+
+struct worker {
+	enum mode mode;
+	struct hpu_device *dev;
+	struct hpu_stream *s;
+	struct mlp m;
+	struct hpu_graph *g;
+	pthread_barrier_t *start;
+	int ret;
+	char err[256];
+};
+
+/* Ends a worker: its result, and its thread's last error if it failed. */
+static void *worker_end(struct worker *w, int ret)
+{
+	if (!ret)
+		ret = hpu_stream_synchronize(w->s);
+	if (ret)
+		snprintf(w->err, sizeof(w->err), "%s", hpu_last_error());
+	w->ret = ret;
+	return NULL;
+}
+
+static void *train(void *arg)
+{
+	struct worker *w = arg;
+	unsigned int step;
+	int ret = 0;
+
+	pthread_barrier_wait(w->start);
+	for (step = 0; step < THREAD_STEPS && !ret; step++) {
+		switch (w->mode) {
+		case EAGER:
+			ret = mlp_step(w->dev, w->s, &w->m);
+			break;
+		case LAZY:
+			ret = mlp_step(w->dev, w->s, &w->m);
+			if (!ret)
+				ret = hpu_mark_step(w->s);
+			break;
+		case GRAPH:
+			ret = hpu_graph_replay(w->g, w->s);
+			break;
+		}
+	}
+	return worker_end(w, ret);
+}
+
+FIXTURE(threads) {
+	struct hpu_device *dev;
+	struct hpu_stream *s;
+};
+
+FIXTURE_SETUP(threads)
+{
+	ASSERT_EQ(0, hpu_device_open(0, &self->dev)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_stream_create(self->dev, &self->s));
+}
+
+FIXTURE_TEARDOWN(threads)
+{
+	hpu_stream_destroy(self->s);
+	hpu_device_close(self->dev);
+}
+
+/* A model on its own stream, from the same values as every other (the generator is not shared). */
+static void worker_init(struct __test_metadata *_metadata, struct hpu_device *dev, struct worker *w,
+			enum mode mode, pthread_barrier_t *start)
+{
+	*w = (struct worker){ .mode = mode, .dev = dev, .start = start };
+	ASSERT_EQ(0, hpu_stream_create(dev, &w->s)) TH_LOG("%s", hpu_last_error());
+	lcg = 1;
+	mlp_init(dev, w->s, &w->m);
+	ASSERT_EQ(0, load_batch(w->s, &w->m, 0));
+	ASSERT_EQ(0, hpu_stream_synchronize(w->s)) TH_LOG("%s", hpu_last_error());
+	if (mode == LAZY)
+		ASSERT_EQ(0, hpu_stream_set_lazy(w->s, true));
+	if (mode == GRAPH) {
+		ASSERT_EQ(0, hpu_graph_create(dev, &w->g));
+		ASSERT_EQ(0, hpu_graph_capture_begin(w->g, w->s));
+		ASSERT_EQ(0, mlp_step(dev, w->s, &w->m)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_graph_capture_end(w->g)) TH_LOG("%s", hpu_last_error());
+	}
+}
+
+static void worker_fini(struct worker *w)
+{
+	hpu_graph_destroy(w->g);
+	mlp_free(&w->m);
+	hpu_stream_destroy(w->s);
+}
+
+/*
+ * Five streams: the library keeps four user queues per process, so one
+ * thread submits through the driver while the others ring doorbells.
+ */
+TEST_F(threads, concurrent_training_matches_a_run_alone_bitwise)
+{
+	static const enum mode modes[] = { EAGER, LAZY, LAZY, GRAPH };
+	enum { N = sizeof(modes) / sizeof(modes[0]) };
+	struct worker w[N];
+	pthread_t tid[N];
+	pthread_barrier_t start;
+	struct mlp alone = { 0 };
+	unsigned int i, step;
+
+	/* The steps alone, eagerly, on the fixture's stream. */
+	lcg = 1;
+	mlp_init(self->dev, self->s, &alone);
+	ASSERT_EQ(0, load_batch(self->s, &alone, 0));
+	for (step = 0; step < THREAD_STEPS; step++)
+		ASSERT_EQ(0, mlp_step(self->dev, self->s, &alone)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_stream_synchronize(self->s));
+
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, N));
+	for (i = 0; i < N; i++)
+		worker_init(_metadata, self->dev, &w[i], modes[i], &start);
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, train, &w[i]));
+	for (i = 0; i < N; i++)
+		pthread_join(tid[i], NULL);
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(0, w[i].ret) TH_LOG("%s thread: %s", mode_names[w[i].mode], w[i].err);
+		same_state(_metadata, self->s, &alone, w[i].s, &w[i].m);
+		worker_fini(&w[i]);
+	}
+	pthread_barrier_destroy(&start);
+	mlp_free(&alone);
+	fflush(stdout);
+}
+
+/* One thread of the eviction test: its stream and the first error it met. */
+struct churner {
+	struct hpu_device *dev;
+	pthread_barrier_t *start;
+	unsigned int id;
+	int ret;
+	char err[256];
+};
+
+enum { GRAPHS = 3, CHURN_ROUNDS = 30 };
+
+/*
+ * GRAPHS lazy graphs (a fill and an add, on GRAPHS sizes) in turn, each
+ * read back: the read flushes the graph, so each round launches one
+ * recipe, found in the cache, loaded or compiled.
+ */
+static void *churn(void *arg)
+{
+	struct churner *c = arg;
+	struct hpu_tensor *t[GRAPHS] = { 0 };
+	struct hpu_stream *s = NULL;
+	unsigned int i, k;
+	float got[64 * GRAPHS];
+	int ret;
+
+	ret = hpu_stream_create(c->dev, &s);
+	for (k = 0; k < GRAPHS && !ret; k++)
+		ret = hpu_tensor_empty(c->dev, HPU_DT_F32, 1, (int64_t[]){ 64 * (k + 1) }, &t[k]);
+	if (!ret)
+		ret = hpu_stream_set_lazy(s, true);
+	pthread_barrier_wait(c->start);
+	for (i = 0; i < CHURN_ROUNDS && !ret; i++) {
+		int64_t n;
+
+		k = (i + c->id) % GRAPHS;
+		n = 64 * (k + 1);
+		ret = hpu_op_fill(s, t[k], k + 1);
+		if (!ret)
+			ret = hpu_op_add(s, t[k], t[k], t[k], 1);
+		if (!ret)
+			ret = hpu_tensor_copy_to_host(s, t[k], got, n * sizeof(float));
+		if (!ret && (got[0] != 2 * (k + 1) || got[n - 1] != 2 * (k + 1))) {
+			snprintf(c->err, sizeof(c->err), "round %u, graph %u: %g and %g, not %u", i, k,
+				 got[0], got[n - 1], 2 * (k + 1));
+			c->ret = -1;
+			break;
+		}
+	}
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "%s", hpu_last_error());
+		c->ret = ret;
+	}
+	for (k = 0; k < GRAPHS; k++)
+		hpu_tensor_destroy(t[k]);
+	hpu_stream_destroy(s);
+	return NULL;
+}
+
+/* A cache of one recipe and three graphs in turn on four threads: evictions of recipes in use. */
+TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
+{
+	enum { N = 4 };
+	uint64_t evictions = metric("recipe_cache", "Evictions");
+	struct churner c[N];
+	pthread_barrier_t start;
+	pthread_t tid[N];
+	unsigned int i;
+
+	ASSERT_EQ(0, hpu_recipe_cache_set_capacity(self->dev, 1));
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, N));
+	for (i = 0; i < N; i++) {
+		c[i] = (struct churner){ .dev = self->dev, .start = &start, .id = i };
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, churn, &c[i]));
+	}
+	for (i = 0; i < N; i++)
+		pthread_join(tid[i], NULL);
+	for (i = 0; i < N; i++)
+		EXPECT_EQ(0, c[i].ret) TH_LOG("thread %u: %s", i, c[i].err);
+	EXPECT_LE(metric("recipe_cache", "Entries"), 1);
+	EXPECT_GT(metric("recipe_cache", "Evictions") - evictions, CHURN_ROUNDS);
+	ksft_print_msg("%" PRIu64 " evictions, %" PRIu64 " compilations\n",
+		       metric("recipe_cache", "Evictions") - evictions,
+		       metric("graph_compilation", "TotalNumber"));
+	pthread_barrier_destroy(&start);
+	fflush(stdout);
+}
+
+TEST_HARNESS_MAIN
