@@ -7,7 +7,8 @@
  * replaying an HPU graph; lazy threads compile the same graph at the same
  * time.  Each must end bitwise where the same steps run alone end.  Then
  * threads launch graphs of several shapes through a cache too small for
- * them, so recipes are evicted while other threads launch them.
+ * them, so recipes are evicted while other threads launch them, and
+ * their recompilations are told apart from new shapes.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -121,8 +122,8 @@ static void worker_fini(struct worker *w)
 }
 
 /*
- * Five streams: the library keeps four user queues per process, so one
- * thread submits through the driver while the others ring doorbells.
+ * Five streams over the process's user queues (one per hardware queue,
+ * shared by its streams): the threads' jobs interleave on the same rings.
  */
 TEST_F(threads, concurrent_training_matches_a_run_alone_bitwise)
 {
@@ -222,6 +223,9 @@ TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
 {
 	enum { N = 4 };
 	uint64_t evictions = metric("recipe_cache", "Evictions");
+	uint64_t compiles = metric("graph_compilation", "TotalNumber");
+	uint64_t repeats = metric("graph_compilation", "Repeats");
+	uint64_t warnings = metric("graph_compilation", "RecompileWarnings");
 	struct churner c[N];
 	pthread_barrier_t start;
 	pthread_t tid[N];
@@ -239,9 +243,12 @@ TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
 		EXPECT_EQ(0, c[i].ret) TH_LOG("thread %u: %s", i, c[i].err);
 	EXPECT_LE(metric("recipe_cache", "Entries"), 1);
 	EXPECT_GT(metric("recipe_cache", "Evictions") - evictions, CHURN_ROUNDS);
+	compiles = metric("graph_compilation", "TotalNumber") - compiles;
+	/* Each graph compiled once, then only again: repeats, one warning each of the cache. */
+	EXPECT_EQ(compiles - GRAPHS, metric("graph_compilation", "Repeats") - repeats);
+	EXPECT_EQ(GRAPHS, metric("graph_compilation", "RecompileWarnings") - warnings);
 	ksft_print_msg("%" PRIu64 " evictions, %" PRIu64 " compilations\n",
-		       metric("recipe_cache", "Evictions") - evictions,
-		       metric("graph_compilation", "TotalNumber"));
+		       metric("recipe_cache", "Evictions") - evictions, compiles);
 	pthread_barrier_destroy(&start);
 	fflush(stdout);
 }

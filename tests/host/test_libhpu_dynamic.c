@@ -3,8 +3,9 @@
  * Host unit test of libhpu's dynamic-shape helpers (hpu_dynamic.c), built
  * from the graph's sources with no device: the bucket of every size, the
  * argument checks of hpu_bucket_size() and hpu_tensor_pad(), and the
- * recompile warning - once per site, whatever the shapes, counted in
- * graph_compilation.RecompileWarnings.  Prints TAP.
+ * recompile warnings - once per site for new shapes and once for repeats
+ * of a shape, counted in graph_compilation.RecompileWarnings (repeats in
+ * .Repeats).  Prints TAP.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -204,10 +205,21 @@ static void compile_sizes(void *count)
 
 	for (n = 1; n <= *(int64_t *)count; n++) {
 		site_shape(n);
-		hpu_recompile_note(&site_ir);
+		hpu_recompile_note(&site_ir, (uint64_t)n);
 	}
 	site_nodes[1].op.kernel = 3;
-	hpu_recompile_note(&site_ir);
+	hpu_recompile_note(&site_ir, 1);
+}
+
+/* *count compiles of one site and one key, as when its recipe keeps being evicted. */
+static void compile_repeats(void *count)
+{
+	int64_t n;
+
+	site_shape(7);
+	site_nodes[1].op.kernel = 4;
+	for (n = 0; n < *(int64_t *)count; n++)
+		hpu_recompile_note(&site_ir, 7);
 }
 
 static void test_warns_once_per_site(void)
@@ -235,12 +247,43 @@ static void test_warns_once_per_site(void)
 	unsetenv("HPU_RECOMPILE_WARN");
 }
 
+static void test_warns_once_per_site_on_repeats(void)
+{
+	uint64_t before = 0, after = 0, repeats = 0;
+	int64_t count = 4;
+	char *text;
+
+	setenv("HPU_RECOMPILE_WARN", "3", 1);
+	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &before) == 0);
+	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &repeats) == 0);
+	/* One shape compiled 4 times: 3 repeats, at the limit. */
+	text = stderr_of(compile_repeats, &count);
+	EXPECT(count_of(text, "warning") == 0);
+	free(text);
+	/* 10 more: one warning, at the 4th repeat, about the cache, not the shapes. */
+	count = 10;
+	text = stderr_of(compile_repeats, &count);
+	EXPECT(count_of(text, "libhpu: warning: graph site ") == 1);
+	EXPECT(count_of(text, "has compiled graphs it compiled before 4 times (HPU_RECOMPILE_WARN=3)") ==
+	       1);
+	EXPECT(count_of(text, "HPU_RECIPE_CACHE_SIZE, hpu_recipe_cache_set_capacity()") == 1);
+	EXPECT(count_of(text, "one per new shape") == 0);
+	free(text);
+	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &after) == 0);
+	EXPECT(after - before == 1);
+	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &after) == 0);
+	EXPECT(after - repeats == 13);
+	unsetenv("HPU_RECOMPILE_WARN");
+}
+
 static const struct tap_test tests[] = {
 	{ "buckets are powers of two within [min, max]", test_buckets },
 	{ "seed 003's batch sizes 1..127 take 5 buckets from 8", test_seed_sizes_take_few_buckets },
 	{ "hpu_bucket_size rejects bad sizes", test_bucket_rejects },
 	{ "hpu_tensor_pad rejects bad arguments", test_pad_rejects },
 	{ "a site recompiling past HPU_RECOMPILE_WARN warns once", test_warns_once_per_site },
+	{ "a site recompiling one shape past HPU_RECOMPILE_WARN warns once, of the cache",
+	  test_warns_once_per_site_on_repeats },
 };
 
 int main(void)

@@ -565,11 +565,12 @@ struct hpu_recipe;
 int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
 
 /*
- * hpu_recompile.c: called for every compilation of ir, tells its site (the
- * same ops with other shapes) and warns once when the site has compiled
- * more than HPU_RECOMPILE_WARN recipes.
+ * hpu_recompile.c: called for every compilation of ir (key_hash its key's
+ * hash), tells its site (the same ops with other shapes) and warns once
+ * when the site has compiled more than HPU_RECOMPILE_WARN shapes, and once
+ * when it has compiled keys it compiled before more than that many times.
  */
-void hpu_recompile_note(const struct hpu_ir *ir);
+void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash);
 
 /* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
@@ -780,7 +781,7 @@ enum hpu_counter {
 	HPU_C_GRAPHS, HPU_C_OPS, HPU_C_CAP_SPLITS,
 	HPU_C_HITS, HPU_C_MISSES, HPU_C_EVICTIONS, HPU_C_ENTRIES,
 	HPU_C_CAPTURES, HPU_C_CAPTURED_OPS, HPU_C_REPLAYS, HPU_C_REPLAY_NS,
-	HPU_C_RECOMPILE_WARNINGS,
+	HPU_C_RECOMPILE_WARNINGS, HPU_C_REPEATS,
 	HPU_C_DISK_HITS, HPU_C_DISK_MISSES, HPU_C_DISK_WRITES, HPU_C_DISK_EVICTIONS,
 	HPU_C_DISK_BYTES_READ, HPU_C_DISK_BYTES_WRITTEN, HPU_C_DISK_IGNORED,
 	HPU_C_DISK_WRITE_FAILURES,

@@ -117,6 +117,7 @@ static void hpu_metric_compilation(struct hpu_metric *m)
 {
 	hpu_timed(m, HPU_C_COMPILES, HPU_C_COMPILE_NS);
 	hpu_stat(m, "RecompileWarnings", hpu_counter(HPU_C_RECOMPILE_WARNINGS));
+	hpu_stat(m, "Repeats", hpu_counter(HPU_C_REPEATS));
 }
 
 static void hpu_metric_launch(struct hpu_metric *m)

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Telling a graph site that keeps recompiling.
+ * Telling a graph site that keeps recompiling, and why.
  *
  * A site is a graph's ops without their shapes: the same code path run on
  * other shapes is the same site, and each new shape compiles another
- * recipe.  The count of compilations per site is kept process-wide; the
- * first time a site passes HPU_RECOMPILE_WARN, one warning says which
- * ops it is and how to bound it.
+ * recipe.  A compilation of a key the site compiled before is a repeat:
+ * its recipe was evicted from the cache (or threads missed on it at once),
+ * which a bigger cache cures and padding does not.  Per site, process-wide,
+ * the keys it compiled are kept; the first time either count passes
+ * HPU_RECOMPILE_WARN, one warning says which ops it is and what bounds it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,7 +21,9 @@
 
 struct hpu_site_count {
 	uint64_t hash;
-	unsigned int compiles;
+	uint64_t *keys; /* the hashes of the keys it compiled */
+	unsigned int num_keys, cap_keys;
+	unsigned int repeats;
 };
 
 static pthread_mutex_t hpu_sites_lock = PTHREAD_MUTEX_INITIALIZER; /* the table */
@@ -54,38 +58,67 @@ static uint64_t hpu_site_hash(const struct hpu_ir *ir)
 	return h;
 }
 
-/* The site's count after this compilation; 0 if the table could not grow. */
-static unsigned int hpu_site_count(uint64_t hash)
+/*
+ * Counts a compilation of key_hash at the site; *shapes and *repeats are
+ * the site's counts after it.  A count the table cannot grow for stays 0.
+ */
+static void hpu_site_count(uint64_t hash, uint64_t key_hash, unsigned int *shapes,
+			   unsigned int *repeats)
 {
-	unsigned int i, count = 0;
+	struct hpu_site_count *site;
+	unsigned int i, k;
 
+	*shapes = *repeats = 0;
 	pthread_mutex_lock(&hpu_sites_lock);
 	for (i = 0; i < hpu_num_sites && hpu_sites[i].hash != hash; i++)
 		;
-	if (i == hpu_num_sites &&
-	    !hpu_array_grow((void **)&hpu_sites, &hpu_cap_sites, i + 1, sizeof(*hpu_sites)))
+	if (i == hpu_num_sites) {
+		if (hpu_array_grow((void **)&hpu_sites, &hpu_cap_sites, i + 1, sizeof(*hpu_sites)))
+			goto unlock;
 		hpu_sites[hpu_num_sites++] = (struct hpu_site_count){ .hash = hash };
-	if (i < hpu_num_sites)
-		count = ++hpu_sites[i].compiles;
+	}
+	site = &hpu_sites[i];
+	for (k = 0; k < site->num_keys && site->keys[k] != key_hash; k++)
+		;
+	if (k < site->num_keys) {
+		*repeats = ++site->repeats;
+	} else if (!hpu_array_grow((void **)&site->keys, &site->cap_keys, k + 1,
+				   sizeof(*site->keys))) {
+		site->keys[site->num_keys++] = key_hash;
+		*shapes = site->num_keys;
+	}
+unlock:
 	pthread_mutex_unlock(&hpu_sites_lock);
-	return count;
 }
 
-void hpu_recompile_note(const struct hpu_ir *ir)
+void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash)
 {
 	unsigned int limit = hpu_env_uint("HPU_RECOMPILE_WARN", HPU_RECOMPILE_WARN_DEFAULT);
+	unsigned int shapes, repeats;
 	uint64_t hash;
 
 	if (!ir->num_nodes)
 		return;
 	hash = hpu_site_hash(ir);
-	if (hpu_site_count(hash) != limit + 1)
+	hpu_site_count(hash, key_hash, &shapes, &repeats);
+	if (repeats)
+		hpu_counter_add(HPU_C_REPEATS, 1);
+	if (shapes != limit + 1 && repeats != limit + 1)
 		return;
 	hpu_counter_add(HPU_C_RECOMPILE_WARNINGS, 1);
-	fprintf(stderr,
-		"libhpu: warning: graph site %016" PRIx64 " (%u ops, first %s, last %s) has "
-		"compiled %u recipes, one per new shape (HPU_RECOMPILE_WARN=%u); pad dynamic "
-		"dims to a few sizes (hpu_bucket_size(), hpu_tensor_pad() outside the graph)\n",
-		hash, ir->num_nodes, ir->nodes[0].op.name, ir->nodes[ir->num_nodes - 1].op.name,
-		limit + 1, limit);
+	if (shapes)
+		fprintf(stderr,
+			"libhpu: warning: graph site %016" PRIx64 " (%u ops, first %s, last %s) has "
+			"compiled %u recipes, one per new shape (HPU_RECOMPILE_WARN=%u); pad dynamic "
+			"dims to a few sizes (hpu_bucket_size(), hpu_tensor_pad() outside the graph)\n",
+			hash, ir->num_nodes, ir->nodes[0].op.name,
+			ir->nodes[ir->num_nodes - 1].op.name, shapes, limit);
+	else
+		fprintf(stderr,
+			"libhpu: warning: graph site %016" PRIx64 " (%u ops, first %s, last %s) has "
+			"compiled graphs it compiled before %u times (HPU_RECOMPILE_WARN=%u): their "
+			"recipes were evicted; give the recipe cache more entries "
+			"(HPU_RECIPE_CACHE_SIZE, hpu_recipe_cache_set_capacity())\n",
+			hash, ir->num_nodes, ir->nodes[0].op.name,
+			ir->nodes[ir->num_nodes - 1].op.name, repeats, limit);
 }

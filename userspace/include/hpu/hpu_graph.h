@@ -285,7 +285,9 @@ HPU_API int hpu_tensor_pad(struct hpu_stream *stream, const struct hpu_tensor *i
  * Metrics, process-wide: each a named set of counters.
  *
  *   graph_compilation  TotalNumber, TotalTime, AvgTime (ns of host time),
- *                      RecompileWarnings (sites warned about)
+ *                      RecompileWarnings (warnings about sites), Repeats
+ *                      (compilations of a graph compiled before: its
+ *                      recipe was evicted, or threads missed on it at once)
  *   graph_launch       TotalNumber, TotalTime, AvgTime, Uploads (launches
  *                      that uploaded the recipe or re-bound its tensors),
  *                      UploadBytes (what they copied: the whole recipe, or
