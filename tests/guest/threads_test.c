@@ -8,14 +8,19 @@
  * time.  Each must end bitwise where the same steps run alone end.  Then
  * threads launch graphs of several shapes through a cache too small for
  * them, so recipes are evicted while other threads launch them, and
- * their recompilations are told apart from new shapes.
+ * their recompilations are told apart from new shapes.  And one thread
+ * hands tensors to another through events, which frees them, while a third
+ * reads every statistic the library keeps.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hpu/hpu.h>
 #include <hpu/hpu_graph.h>
@@ -251,6 +256,191 @@ TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
 		       metric("recipe_cache", "Evictions") - evictions, compiles);
 	pthread_barrier_destroy(&start);
 	fflush(stdout);
+}
+
+/* Tensors handed from one thread to another, ordered by events; each mailbox slot one tensor. */
+enum { HANDOFFS = 40, SLOTS = 1 };
+
+struct handoff {
+	struct hpu_tensor *t;
+	struct hpu_event *e;
+	int64_t n;
+};
+
+/* The producer's and consumer's shared ring, and what each found wrong. */
+struct mailbox {
+	struct hpu_device *dev;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct handoff slot[SLOTS];
+	unsigned int head, tail; /* taken, put */
+	bool done;               /* the consumer has finished: the watcher stops */
+	int ret[2];
+	char err[2][256];
+};
+
+/* Records who's failure (why: NULL for the library's last error) and wakes the other side. */
+static void *mailbox_fail(struct mailbox *b, unsigned int who, int ret, const char *why)
+{
+	pthread_mutex_lock(&b->lock);
+	b->ret[who] = ret;
+	snprintf(b->err[who], sizeof(b->err[who]), "%s", why ? why : hpu_last_error());
+	pthread_cond_broadcast(&b->changed);
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+/*
+ * Fills tensors of growing sizes with their index on its stream, each
+ * behind a long fill of a big tensor so that a reader not waiting for the
+ * event would see it unfilled, and hands each on with an event.
+ */
+static void *produce(void *arg)
+{
+	struct mailbox *b = arg;
+	struct hpu_stream *s = NULL;
+	struct hpu_tensor *big = NULL;
+	int ret = hpu_stream_create(b->dev, &s);
+	bool stop = false;
+	unsigned int i;
+
+	if (!ret)
+		ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, (int64_t[]){ 1 << 24 }, &big);
+	for (i = 0; i < HANDOFFS && !ret; i++) {
+		struct handoff h = { .n = 64 + 97 * (int64_t)i };
+
+		ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, &h.n, &h.t);
+		if (!ret)
+			ret = hpu_op_fill(s, big, i);
+		if (!ret)
+			ret = hpu_op_fill(s, h.t, i);
+		if (!ret)
+			ret = hpu_event_create(b->dev, &h.e);
+		if (!ret)
+			ret = hpu_event_record(h.e, s);
+		if (ret) {
+			hpu_tensor_destroy(h.t);
+			hpu_event_destroy(h.e);
+			break;
+		}
+		pthread_mutex_lock(&b->lock);
+		while (b->tail - b->head == SLOTS && !b->ret[1])
+			pthread_cond_wait(&b->changed, &b->lock);
+		stop = b->ret[1] != 0;
+		if (!stop) {
+			b->slot[b->tail++ % SLOTS] = h;
+			pthread_cond_broadcast(&b->changed);
+		}
+		pthread_mutex_unlock(&b->lock);
+		if (stop) {
+			hpu_tensor_destroy(h.t);
+			hpu_event_destroy(h.e);
+			break;
+		}
+	}
+	/* Not synchronized: the consumer's waits order its reads after these fills. */
+	hpu_tensor_destroy(big);
+	hpu_stream_destroy(s);
+	return ret ? mailbox_fail(b, 0, ret, NULL) : NULL;
+}
+
+/* Waits for each tensor's event on its own stream, copies it there, reads the copy back. */
+static void *consume(void *arg)
+{
+	struct mailbox *b = arg;
+	struct hpu_stream *s = NULL;
+	float *got = malloc((64 + 97 * HANDOFFS) * sizeof(float));
+	int ret = got ? hpu_stream_create(b->dev, &s) : -ENOMEM;
+	const char *why = NULL;
+	char wrong[128];
+	unsigned int i;
+
+	for (i = 0; i < HANDOFFS && !ret; i++) {
+		struct hpu_tensor *copy = NULL;
+		struct handoff h;
+
+		pthread_mutex_lock(&b->lock);
+		while (b->head == b->tail && !b->ret[0])
+			pthread_cond_wait(&b->changed, &b->lock);
+		if (b->head == b->tail) {
+			pthread_mutex_unlock(&b->lock);
+			break;
+		}
+		h = b->slot[b->head++ % SLOTS];
+		pthread_cond_broadcast(&b->changed);
+		pthread_mutex_unlock(&b->lock);
+		ret = hpu_stream_wait_event(s, h.e);
+		if (!ret)
+			ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, &h.n, &copy);
+		if (!ret)
+			ret = hpu_op_unary(s, HPU_UN_COPY, copy, h.t);
+		if (!ret)
+			ret = hpu_tensor_copy_to_host(s, copy, got, h.n * sizeof(float));
+		if (!ret && (got[0] != (float)i || got[h.n - 1] != (float)i)) {
+			snprintf(wrong, sizeof(wrong), "handoff %u: %g and %g", i, got[0], got[h.n - 1]);
+			why = wrong;
+			ret = -EIO;
+		}
+		/* Made on the producer's thread, freed on this one. */
+		hpu_tensor_destroy(copy);
+		hpu_tensor_destroy(h.t);
+		hpu_event_destroy(h.e);
+	}
+	hpu_stream_destroy(s);
+	free(got);
+	if (ret)
+		mailbox_fail(b, 1, ret, why);
+	pthread_mutex_lock(&b->lock);
+	b->done = true;
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+/* Reads every statistic the library keeps while the others work, until the consumer is done. */
+static void *watch(void *arg)
+{
+	struct mailbox *b = arg;
+	char path[64];
+	bool done = false;
+
+	snprintf(path, sizeof(path), "%s/hpu_metrics_%d.json", getenv("TMPDIR") ?: "/tmp", getpid());
+	while (!done) {
+		struct hpu_device_stats ds = { .size = sizeof(ds) };
+		struct hpu_mem_stats ms = { .size = sizeof(ms) };
+
+		hpu_device_get_stats(b->dev, &ds);
+		hpu_mem_get_stats(b->dev, &ms);
+		hpu_metrics_dump_json(path);
+		pthread_mutex_lock(&b->lock);
+		done = b->done;
+		pthread_mutex_unlock(&b->lock);
+	}
+	unlink(path);
+	return NULL;
+}
+
+TEST_F(threads, tensors_handed_between_threads_through_events)
+{
+	struct mailbox b = { .dev = self->dev };
+	pthread_t tid[3];
+	void *(*const fn[3])(void *) = { produce, consume, watch };
+	unsigned int i;
+
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.changed, NULL);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, fn[i], &b));
+	for (i = 0; i < 3; i++)
+		pthread_join(tid[i], NULL);
+	EXPECT_EQ(0, b.ret[0]) TH_LOG("%s", b.err[0]);
+	EXPECT_EQ(0, b.ret[1]) TH_LOG("%s", b.err[1]);
+	/* What a failed consumer left in the mailbox. */
+	for (; b.head != b.tail; b.head++) {
+		hpu_tensor_destroy(b.slot[b.head % SLOTS].t);
+		hpu_event_destroy(b.slot[b.head % SLOTS].e);
+	}
+	pthread_cond_destroy(&b.changed);
+	pthread_mutex_destroy(&b.lock);
 }
 
 TEST_HARNESS_MAIN
