@@ -8,7 +8,8 @@
  * time.  Each must end bitwise where the same steps run alone end.  Then
  * threads launch graphs of several shapes through a cache too small for
  * them, so recipes are evicted while other threads launch them, and
- * their recompilations are told apart from new shapes.  And one thread
+ * their recompilations are told apart from new shapes, and again behind
+ * a recipe directory.  And one thread
  * hands tensors to another through events, which frees them, while a third
  * reads every statistic the library keeps.
  */
@@ -223,29 +224,43 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-/* A cache of one recipe and three graphs in turn on four threads: evictions of recipes in use. */
-TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
+/* N churners on dev started together; 0 if every one's results were right. */
+static int run_churners(struct __test_metadata *_metadata, struct hpu_device *dev)
 {
 	enum { N = 4 };
-	uint64_t evictions = metric("recipe_cache", "Evictions");
-	uint64_t compiles = metric("graph_compilation", "TotalNumber");
-	uint64_t repeats = metric("graph_compilation", "Repeats");
-	uint64_t warnings = metric("graph_compilation", "RecompileWarnings");
 	struct churner c[N];
 	pthread_barrier_t start;
 	pthread_t tid[N];
 	unsigned int i;
+	int failed = 0;
 
-	ASSERT_EQ(0, hpu_recipe_cache_set_capacity(self->dev, 1));
-	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, N));
+	if (pthread_barrier_init(&start, NULL, N))
+		return -1;
 	for (i = 0; i < N; i++) {
-		c[i] = (struct churner){ .dev = self->dev, .start = &start, .id = i };
-		ASSERT_EQ(0, pthread_create(&tid[i], NULL, churn, &c[i]));
+		c[i] = (struct churner){ .dev = dev, .start = &start, .id = i };
+		if (pthread_create(&tid[i], NULL, churn, &c[i]))
+			abort(); /* the barrier would never open */
 	}
 	for (i = 0; i < N; i++)
 		pthread_join(tid[i], NULL);
-	for (i = 0; i < N; i++)
+	for (i = 0; i < N; i++) {
 		EXPECT_EQ(0, c[i].ret) TH_LOG("thread %u: %s", i, c[i].err);
+		failed |= c[i].ret;
+	}
+	pthread_barrier_destroy(&start);
+	return failed;
+}
+
+/* A cache of one recipe and three graphs in turn on four threads: evictions of recipes in use. */
+TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
+{
+	uint64_t evictions = metric("recipe_cache", "Evictions");
+	uint64_t compiles = metric("graph_compilation", "TotalNumber");
+	uint64_t repeats = metric("graph_compilation", "Repeats");
+	uint64_t warnings = metric("graph_compilation", "RecompileWarnings");
+
+	ASSERT_EQ(0, hpu_recipe_cache_set_capacity(self->dev, 1));
+	ASSERT_EQ(0, run_churners(_metadata, self->dev));
 	EXPECT_LE(metric("recipe_cache", "Entries"), 1);
 	EXPECT_GT(metric("recipe_cache", "Evictions") - evictions, CHURN_ROUNDS);
 	compiles = metric("graph_compilation", "TotalNumber") - compiles;
@@ -254,7 +269,36 @@ TEST_F(threads, recipes_evicted_while_other_threads_launch_them)
 	EXPECT_EQ(GRAPHS, metric("graph_compilation", "RecompileWarnings") - warnings);
 	ksft_print_msg("%" PRIu64 " evictions, %" PRIu64 " compilations\n",
 		       metric("recipe_cache", "Evictions") - evictions, compiles);
-	pthread_barrier_destroy(&start);
+	fflush(stdout);
+}
+
+/*
+ * The same behind a recipe directory: an evicted recipe comes back from
+ * disk while the cache's thread writes the others, all in one process.
+ */
+TEST_F(threads, threads_share_the_recipe_directory)
+{
+	uint64_t compiles = metric("graph_compilation", "TotalNumber");
+	uint64_t hits = metric("recipe_cache_disk", "Hits");
+	struct hpu_device *dev = NULL;
+	char dir[256], config[300];
+
+	snprintf(dir, sizeof(dir), "%s/hpu_threads_XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(config, sizeof(config), "%s,true,64", dir);
+	setenv("HPU_RECIPE_CACHE_CONFIG", config, 1);
+	ASSERT_EQ(0, hpu_device_open(0, &dev)) TH_LOG("%s", hpu_last_error());
+	unsetenv("HPU_RECIPE_CACHE_CONFIG");
+	ASSERT_EQ(0, hpu_recipe_cache_set_capacity(dev, 1));
+	EXPECT_EQ(0, run_churners(_metadata, dev));
+	compiles = metric("graph_compilation", "TotalNumber") - compiles;
+	hits = metric("recipe_cache_disk", "Hits") - hits;
+	/* Each graph compiled at least once; most evicted ones loaded, not compiled again. */
+	EXPECT_LE(GRAPHS, compiles);
+	EXPECT_LT(compiles, hits) TH_LOG("%" PRIu64 " compilations, %" PRIu64 " disk hits", compiles,
+					 hits);
+	ksft_print_msg("%" PRIu64 " compilations, %" PRIu64 " disk hits\n", compiles, hits);
+	hpu_device_close(dev);
 	fflush(stdout);
 }
 
