@@ -9,9 +9,9 @@
  * threads launch graphs of several shapes through a cache too small for
  * them, so recipes are evicted while other threads launch them, and
  * their recompilations are told apart from new shapes, and again behind
- * a recipe directory.  And one thread
- * hands tensors to another through events, which frees them, while a third
- * reads every statistic the library keeps.
+ * a recipe directory.  And one thread hands tensors to another through
+ * events, which frees them, while a third reads every statistic the
+ * library keeps.
  */
 #include <errno.h>
 #include <inttypes.h>
