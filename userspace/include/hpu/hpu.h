@@ -8,7 +8,9 @@
  *    says why, and output arguments are left untouched (handles are set to
  *    NULL).
  *  - Thread-safe.  A handle may be used by several threads at once, but
- *    must not be closed while another thread still uses it.
+ *    must not be closed while another thread still uses it.  The handles
+ *    that hand out outputs of their own (HPU graphs, graphed callables,
+ *    module cachers: <hpu/hpu_graph.h>) are used by one thread at a time.
  *
  * Compatibility: the soname, libhpu.so.<HPU_VERSION_MAJOR>, changes only
  * when the ABI breaks.  Under one soname, functions are only added (a new

@@ -177,7 +177,8 @@ typedef int (*hpu_callable_fn)(void *ctx, struct hpu_stream *stream,
  * Graphed callables (torch.hpu.make_graphed_callables): a callable's
  * forward and its backward, which the framework supplies, each captured
  * into a graph of its own after warm-up runs, with static inputs and
- * outputs the graphed callable keeps.
+ * outputs the graphed callable keeps.  Like a graph, it is used by one
+ * thread at a time: each replay overwrites the outputs it handed out.
  */
 struct hpu_graphed;
 
@@ -219,7 +220,8 @@ HPU_API void hpu_graphed_destroy(struct hpu_graphed *graphed);
  * inputs of its own) and replayed; a known one copies the inputs in and
  * replays.  At most max_graphs are kept, and, if budget_bytes is set, at
  * most that much device memory (static tensors, workspace, command
- * buffers): the least recently called go first.
+ * buffers): the least recently called go first.  A cacher is used by one
+ * thread at a time, as a graph is: each call overwrites its outputs.
  */
 struct hpu_module_cacher;
 
