@@ -11,7 +11,7 @@
  * their recompilations are told apart from new shapes, and again behind
  * a recipe directory.  And one thread hands tensors to another through
  * events, which frees them, while a third reads every statistic the
- * library keeps.
+ * library keeps; devices are opened and closed on threads meanwhile.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -484,6 +484,84 @@ TEST_F(threads, tensors_handed_between_threads_through_events)
 		hpu_event_destroy(b.slot[b.head % SLOTS].e);
 	}
 	pthread_cond_destroy(&b.changed);
+	pthread_mutex_destroy(&b.lock);
+}
+
+/* One of the threads that open, use and close a device of their own. */
+struct opener {
+	int ret;
+	char err[256];
+};
+
+enum { OPENS = 3 };
+
+/* OPENS times: open, fill, a CPU fallback (cumsum), read back, close. */
+static void *open_use_close(void *arg)
+{
+	struct opener *o = arg;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < OPENS && !ret; i++) {
+		struct hpu_tensor *a = NULL, *c = NULL;
+		struct hpu_device *dev = NULL;
+		struct hpu_stream *s = NULL;
+		float got[16] = { 0 };
+
+		ret = hpu_device_open(0, &dev);
+		if (!ret)
+			ret = hpu_stream_create(dev, &s);
+		if (!ret)
+			ret = hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 16 }, &a);
+		if (!ret)
+			ret = hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 16 }, &c);
+		if (!ret)
+			ret = hpu_op_fill(s, a, 2);
+		if (!ret)
+			ret = hpu_op_cumsum(s, c, a, 0);
+		if (!ret)
+			ret = hpu_tensor_copy_to_host(s, c, got, sizeof(got));
+		if (ret)
+			snprintf(o->err, sizeof(o->err), "open %u: %s", i, hpu_last_error());
+		else if (got[0] != 2 || got[15] != 32)
+			snprintf(o->err, sizeof(o->err), "open %u: %g and %g", i, got[0], got[15]);
+		if (!ret && *o->err)
+			ret = -EIO;
+		hpu_tensor_destroy(a);
+		hpu_tensor_destroy(c);
+		hpu_stream_destroy(s);
+		hpu_device_close(dev);
+	}
+	o->ret = ret;
+	return NULL;
+}
+
+/*
+ * Devices opened, used and closed on two threads while the watcher reads
+ * every statistic: the process-wide list of open devices changes under
+ * it, and a closed device's counts stay in the totals.
+ */
+TEST_F(threads, devices_open_and_close_while_statistics_are_read)
+{
+	uint64_t fallbacks = metric("cpu_fallback", "Total");
+	struct mailbox b = { .dev = self->dev };
+	struct opener o[2] = { { 0 } };
+	pthread_t tid[3];
+	unsigned int i;
+
+	pthread_mutex_init(&b.lock, NULL);
+	ASSERT_EQ(0, pthread_create(&tid[2], NULL, watch, &b));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, open_use_close, &o[i]));
+	for (i = 0; i < 2; i++)
+		pthread_join(tid[i], NULL);
+	pthread_mutex_lock(&b.lock);
+	b.done = true;
+	pthread_mutex_unlock(&b.lock);
+	pthread_join(tid[2], NULL);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, o[i].ret) TH_LOG("thread %u: %s", i, o[i].err);
+	EXPECT_EQ(2 * OPENS, metric("cpu_fallback", "Total") - fallbacks);
 	pthread_mutex_destroy(&b.lock);
 }
 
