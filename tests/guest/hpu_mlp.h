@@ -134,11 +134,12 @@ static inline int load_batch(struct hpu_stream *s, struct mlp *m, unsigned int s
 static inline int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
 {
 	static const struct hpu_adadelta_config opt = { .lr = 1.0, .rho = 0.9, .eps = 1e-6 };
-	struct hpu_tensor *tmp = tensor(dev, HPU_DT_F32, B, HID);
-	struct hpu_tensor *zero = tensor(dev, HPU_DT_F32, B, HID);
+	struct hpu_tensor *tmp = NULL, *zero = NULL;
 	int ret = 0, i;
 
 #define T(call) do { if (!ret) ret = (call); } while (0)
+	T(hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ B, HID }, &tmp));
+	T(hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ B, HID }, &zero));
 	T(hpu_op_linear(s, m->h1, m->x, m->p[W1], m->p[B1]));
 	T(hpu_op_unary(s, HPU_UN_RELU, m->a1, m->h1));
 	/* A copy and a zero fill (DMA work), an add of them, a column sum: then gone. */

@@ -53,7 +53,7 @@ san_pass ASan/UBSan san "$HPU_TOP/build/userspace-san/lib" \
 	"$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0 \
 	runtime_test stream_test lazy_test graph_test graphed_test dynamic_test disk_cache_test \
-	ops_test compute_test process_test uqueue_test threads_test
+	ops_test compute_test process_test uqueue_test threads_test nomem_test
 
 # The suites that use the runtime from several threads (the disk cache writes on a thread of
 # its own) under ThreadSanitizer: its first report ends the test.

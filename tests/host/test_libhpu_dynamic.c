@@ -205,21 +205,24 @@ static void compile_sizes(void *count)
 
 	for (n = 1; n <= *(int64_t *)count; n++) {
 		site_shape(n);
-		hpu_recompile_note(&site_ir, (uint64_t)n);
+		hpu_recompile_note(&site_ir, (uint64_t)n, 0);
 	}
 	site_nodes[1].op.kernel = 3;
-	hpu_recompile_note(&site_ir, 1);
+	hpu_recompile_note(&site_ir, 1, 0);
 }
 
-/* *count compiles of one site and one key, as when its recipe keeps being evicted. */
+/*
+ * *count compiles of one site and one key: for one device's cache, as when
+ * its recipe keeps being evicted (count > 0), or for -count devices.
+ */
 static void compile_repeats(void *count)
 {
-	int64_t n;
+	int64_t n, c = *(int64_t *)count;
 
 	site_shape(7);
 	site_nodes[1].op.kernel = 4;
-	for (n = 0; n < *(int64_t *)count; n++)
-		hpu_recompile_note(&site_ir, 7);
+	for (n = 0; n < (c < 0 ? -c : c); n++)
+		hpu_recompile_note(&site_ir, 7, c < 0 ? (uint64_t)n + 100 : 0);
 }
 
 static void test_warns_once_per_site(void)
@@ -273,6 +276,13 @@ static void test_warns_once_per_site_on_repeats(void)
 	EXPECT(after - before == 1);
 	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &after) == 0);
 	EXPECT(after - repeats == 13);
+	/* The same key for 10 other devices' caches: neither a repeat nor a new shape. */
+	count = -10;
+	text = stderr_of(compile_repeats, &count);
+	EXPECT(count_of(text, "warning") == 0);
+	free(text);
+	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &repeats) == 0);
+	EXPECT(after == repeats);
 	unsetenv("HPU_RECOMPILE_WARN");
 }
 
@@ -282,7 +292,7 @@ static const struct tap_test tests[] = {
 	{ "hpu_bucket_size rejects bad sizes", test_bucket_rejects },
 	{ "hpu_tensor_pad rejects bad arguments", test_pad_rejects },
 	{ "a site recompiling past HPU_RECOMPILE_WARN warns once", test_warns_once_per_site },
-	{ "a site recompiling one shape past HPU_RECOMPILE_WARN warns once, of the cache",
+	{ "a site recompiling one shape for one cache past HPU_RECOMPILE_WARN warns once, of the cache",
 	  test_warns_once_per_site_on_repeats },
 };
 

@@ -566,11 +566,12 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_re
 
 /*
  * hpu_recompile.c: called for every compilation of ir (key_hash its key's
- * hash), tells its site (the same ops with other shapes) and warns once
- * when the site has compiled more than HPU_RECOMPILE_WARN shapes, and once
- * when it has compiled keys it compiled before more than that many times.
+ * hash) for the recipe cache of id cache, tells its site (the same ops with
+ * other shapes) and warns once when the site has compiled more than
+ * HPU_RECOMPILE_WARN shapes, and once when it has compiled keys it had
+ * compiled for the same cache more than that many times.
  */
-void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash);
+void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash, uint64_t cache);
 
 /* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
@@ -671,6 +672,7 @@ struct hpu_recipe_cache {
 	pthread_mutex_t lock;
 	struct hpu_list lru; /* most recent first */
 	unsigned int count, capacity;
+	uint64_t id; /* unique in the process, for hpu_recompile_note() */
 	uint32_t fw_version;
 	/* The device runs CALL: 0 not known yet, 1 yes, -1 no; streams on two threads may both probe. */
 	atomic_int call;

@@ -194,8 +194,8 @@ int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings)
 	return 0;
 }
 
-static int hpu_ir_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
-			  uint64_t hash, struct hpu_recipe **rp)
+static int hpu_ir_compile(struct hpu_device *dev, const struct hpu_ir *g,
+			  const struct hpu_compile_config *cfg, uint64_t hash, struct hpu_recipe **rp)
 {
 	uint64_t start = hpu_now_ns();
 	int ret;
@@ -204,7 +204,7 @@ static int hpu_ir_compile(const struct hpu_ir *g, const struct hpu_compile_confi
 	if (ret)
 		return ret;
 	hpu_counter_add(HPU_C_COMPILES, 1);
-	hpu_recompile_note(g, hash);
+	hpu_recompile_note(g, hash, dev->recipes.id);
 	hpu_counter_add(HPU_C_COMPILE_NS, (int64_t)(hpu_now_ns() - start));
 	return 0;
 }
@@ -236,7 +236,7 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 	}
 	*rp = hpu_disk_cache_load(dev->recipes.disk, key, size);
 	compiled = !*rp;
-	ret = compiled ? hpu_ir_compile(g, &cfg, hash, rp) : 0;
+	ret = compiled ? hpu_ir_compile(dev, g, &cfg, hash, rp) : 0;
 	if (ret) {
 		free(key);
 		return ret;

@@ -17,9 +17,12 @@
 
 void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version)
 {
+	static atomic_uint_fast64_t ids;
+
 	pthread_mutex_init(&c->lock, NULL);
 	hpu_list_init(&c->lru);
 	c->count = 0;
+	c->id = atomic_fetch_add(&ids, 1);
 	c->capacity = hpu_env_uint("HPU_RECIPE_CACHE_SIZE", HPU_RECIPE_CACHE_DEFAULT);
 	c->fw_version = fw_version;
 	atomic_init(&c->call, 0);

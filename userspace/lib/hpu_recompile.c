@@ -4,10 +4,11 @@
  *
  * A site is a graph's ops without their shapes: the same code path run on
  * other shapes is the same site, and each new shape compiles another
- * recipe.  A compilation of a key the site compiled before is a repeat:
- * its recipe was evicted from the cache (or threads missed on it at once),
- * which a bigger cache cures and padding does not.  Per site, process-wide,
- * the keys it compiled are kept; the first time either count passes
+ * recipe.  A compilation of a key the site compiled before for the same
+ * device's cache is a repeat: its recipe was evicted (or threads missed on
+ * it at once), which a bigger cache cures and padding does not.  Per site,
+ * process-wide, the keys it compiled and for which cache are kept; the
+ * first time either count passes
  * HPU_RECOMPILE_WARN, one warning says which ops it is and what bounds it.
  */
 #include <inttypes.h>
@@ -19,11 +20,16 @@
 
 #define HPU_RECOMPILE_WARN_DEFAULT 8u
 
+/* A key a site compiled, and for which recipe cache (each device has its own). */
+struct hpu_site_key {
+	uint64_t key, cache;
+};
+
 struct hpu_site_count {
 	uint64_t hash;
-	uint64_t *keys; /* the hashes of the keys it compiled */
+	struct hpu_site_key *keys;
 	unsigned int num_keys, cap_keys;
-	unsigned int repeats;
+	unsigned int shapes, repeats; /* keys new to the site; pairs it had compiled already */
 };
 
 static pthread_mutex_t hpu_sites_lock = PTHREAD_MUTEX_INITIALIZER; /* the table */
@@ -59,13 +65,15 @@ static uint64_t hpu_site_hash(const struct hpu_ir *ir)
 }
 
 /*
- * Counts a compilation of key_hash at the site; *shapes and *repeats are
- * the site's counts after it.  A count the table cannot grow for stays 0.
+ * Counts a compilation of key_hash for cache at the site; *shapes and
+ * *repeats are the site's counts after it if it added to them, else 0.  A
+ * key compiled for another cache (another device) is neither.
  */
-static void hpu_site_count(uint64_t hash, uint64_t key_hash, unsigned int *shapes,
+static void hpu_site_count(uint64_t hash, uint64_t key_hash, uint64_t cache, unsigned int *shapes,
 			   unsigned int *repeats)
 {
 	struct hpu_site_count *site;
+	bool known = false;
 	unsigned int i, k;
 
 	*shapes = *repeats = 0;
@@ -78,20 +86,25 @@ static void hpu_site_count(uint64_t hash, uint64_t key_hash, unsigned int *shape
 		hpu_sites[hpu_num_sites++] = (struct hpu_site_count){ .hash = hash };
 	}
 	site = &hpu_sites[i];
-	for (k = 0; k < site->num_keys && site->keys[k] != key_hash; k++)
-		;
-	if (k < site->num_keys) {
-		*repeats = ++site->repeats;
-	} else if (!hpu_array_grow((void **)&site->keys, &site->cap_keys, k + 1,
-				   sizeof(*site->keys))) {
-		site->keys[site->num_keys++] = key_hash;
-		*shapes = site->num_keys;
+	for (k = 0; k < site->num_keys; k++) {
+		if (site->keys[k].key != key_hash)
+			continue;
+		if (site->keys[k].cache == cache) {
+			*repeats = ++site->repeats;
+			goto unlock;
+		}
+		known = true;
 	}
+	if (hpu_array_grow((void **)&site->keys, &site->cap_keys, k + 1, sizeof(*site->keys)))
+		goto unlock;
+	site->keys[site->num_keys++] = (struct hpu_site_key){ key_hash, cache };
+	if (!known)
+		*shapes = ++site->shapes;
 unlock:
 	pthread_mutex_unlock(&hpu_sites_lock);
 }
 
-void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash)
+void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash, uint64_t cache)
 {
 	unsigned int limit = hpu_env_uint("HPU_RECOMPILE_WARN", HPU_RECOMPILE_WARN_DEFAULT);
 	unsigned int shapes, repeats;
@@ -100,7 +113,7 @@ void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash)
 	if (!ir->num_nodes)
 		return;
 	hash = hpu_site_hash(ir);
-	hpu_site_count(hash, key_hash, &shapes, &repeats);
+	hpu_site_count(hash, key_hash, cache, &shapes, &repeats);
 	if (repeats)
 		hpu_counter_add(HPU_C_REPEATS, 1);
 	if (shapes != limit + 1 && repeats != limit + 1)

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The runtime's error paths when the host runs out of memory: every
+ * malloc, calloc and realloc the calling thread makes inside a scenario
+ * (an eager op and a read, a lazy MLP step, a captured and replayed step,
+ * module cacher calls) is made to fail in turn, one per attempt, on a
+ * device opened for the attempt, so that compilation and first uploads
+ * are on the path every time.  Each attempt must fail with -ENOMEM and a
+ * message, or succeed with the results of a run that never failed; either
+ * way the device must compute correctly afterwards.  An error path that
+ * leaks a lock hangs the next call, one that frees twice or too early
+ * crashes (or is reported by the sanitizer pass).
+ *
+ * The failures are injected by this program's own malloc, calloc and
+ * realloc, which the library's calls bind to; they fail only on the
+ * thread and during the attempt that armed them.
+ */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hpu/hpu.h>
+#include <hpu/hpu_graph.h>
+#include <hpu/hpu_tensor.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_mlp.h"
+
+/* ---- the allocator that fails on request ---- */
+
+static void *(*next_malloc)(size_t);
+static void *(*next_calloc)(size_t, size_t);
+static void *(*next_realloc)(void *, size_t);
+static void (*next_free)(void *);
+
+/* dlsym() may allocate before the allocator it looks up is known: from here. */
+static _Alignas(16) char boot[4096];
+static size_t boot_used;
+static __thread bool resolving;
+
+/* Allocations left on this thread before the one that fails (0: none fails); whether it did. */
+static __thread long countdown;
+static __thread bool injected;
+
+static void *boot_alloc(size_t n)
+{
+	void *p;
+
+	n = (n + 15) & ~(size_t)15;
+	if (boot_used + n > sizeof(boot))
+		abort();
+	p = boot + boot_used;
+	boot_used += n;
+	return memset(p, 0, n);
+}
+
+static bool resolve(void)
+{
+	if (next_free)
+		return true;
+	if (resolving)
+		return false;
+	resolving = true;
+	next_malloc = dlsym(RTLD_NEXT, "malloc");
+	next_calloc = dlsym(RTLD_NEXT, "calloc");
+	next_realloc = dlsym(RTLD_NEXT, "realloc");
+	next_free = dlsym(RTLD_NEXT, "free");
+	resolving = false;
+	return true;
+}
+
+/* Whether this allocation is the armed one. */
+static bool fail_now(void)
+{
+	if (!countdown || --countdown)
+		return false;
+	injected = true;
+	errno = ENOMEM;
+	return true;
+}
+
+void *malloc(size_t n)
+{
+	if (!resolve())
+		return boot_alloc(n);
+	return fail_now() ? NULL : next_malloc(n);
+}
+
+void *calloc(size_t count, size_t n)
+{
+	if (!resolve())
+		return boot_alloc(count * n);
+	return fail_now() ? NULL : next_calloc(count, n);
+}
+
+void *realloc(void *p, size_t n)
+{
+	resolve();
+	return fail_now() ? NULL : next_realloc(p, n);
+}
+
+void free(void *p)
+{
+	if ((char *)p >= boot && (char *)p < boot + sizeof(boot))
+		return;
+	resolve();
+	next_free(p);
+}
+
+static void arm(long nth)
+{
+	injected = false;
+	countdown = nth;
+}
+
+/* Disarms; whether the armed allocation failed. */
+static bool disarm(void)
+{
+	countdown = 0;
+	return injected;
+}
+
+/* ---- scenarios ---- */
+
+/*
+ * A scenario runs on a device of its own with the allocator armed around
+ * the calls under test only; it returns what they returned and leaves
+ * what it computed for check(), which runs disarmed.
+ */
+struct scenario {
+	const char *name;
+	/* Set up (disarmed), then run the calls under test between arm(nth) and disarm(). */
+	int (*run)(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state);
+	/* Frees the state; with compare, 0 if it holds what a run that never failed computes. */
+	int (*check)(struct hpu_stream *s, void *state, bool compare);
+};
+
+/* An eager fill, an add and a read back of 1000 floats. */
+static int eager_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct hpu_tensor *t = NULL;
+	float *got = calloc(1000, sizeof(float));
+	int ret = got ? hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 1000 }, &t) : -ENOMEM;
+
+	arm(nth);
+	if (!ret)
+		ret = hpu_op_fill(s, t, 1.5);
+	if (!ret)
+		ret = hpu_op_add(s, t, t, t, 1);
+	if (!ret)
+		ret = hpu_tensor_copy_to_host(s, t, got, 1000 * sizeof(float));
+	disarm();
+	hpu_tensor_destroy(t);
+	*state = got;
+	return ret;
+}
+
+static int eager_check(struct hpu_stream *s, void *state, bool compare)
+{
+	float *got = state;
+	int ok = got && got[0] == 3 && got[999] == 3;
+
+	(void)s;
+	free(got);
+	return ok || !compare ? 0 : -1;
+}
+
+/* The MLP's model and where its steps ran, for the lazy and graph scenarios. */
+struct mlp_state {
+	struct hpu_device *dev;
+	struct mlp m;
+	struct hpu_graph *g;
+	struct hpu_module_cacher *cacher;
+};
+
+static struct mlp_state *mlp_state_new(struct hpu_device *dev, struct hpu_stream *s)
+{
+	struct mlp_state *st = calloc(1, sizeof(*st));
+
+	st->dev = dev;
+	lcg = 1;
+	mlp_init(dev, s, &st->m);
+	load_batch(s, &st->m, 0);
+	return st;
+}
+
+/* The reference: the parameters after two eager steps, read once per process. */
+static void *reference[NPARAMS];
+static size_t reference_size[NPARAMS];
+
+static int mlp_check(struct hpu_stream *s, void *state, bool compare)
+{
+	struct mlp_state *st = state;
+	int ret = hpu_stream_synchronize(s), i;
+
+	for (i = 0; i < NPARAMS && compare && !ret; i++) {
+		size_t size;
+		void *p = read_all(s, st->m.p[i], &size);
+
+		if (!p || size != reference_size[i] || memcmp(p, reference[i], size))
+			ret = -1;
+		free(p);
+	}
+	hpu_module_cacher_destroy(st->cacher);
+	hpu_graph_destroy(st->g);
+	mlp_free(&st->m);
+	free(st);
+	return compare ? ret : 0;
+}
+
+static int lazy_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct mlp_state *st = mlp_state_new(dev, s);
+	int ret = hpu_stream_synchronize(s), step;
+
+	*state = st;
+	if (!ret)
+		ret = hpu_stream_set_lazy(s, true);
+	arm(nth);
+	for (step = 0; step < 2 && !ret; step++) {
+		ret = mlp_step(dev, s, &st->m);
+		if (!ret)
+			ret = hpu_mark_step(s);
+	}
+	disarm();
+	return ret;
+}
+
+static int graph_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct mlp_state *st = mlp_state_new(dev, s);
+	int ret = hpu_stream_synchronize(s), step;
+
+	*state = st;
+	arm(nth);
+	if (!ret)
+		ret = hpu_graph_create(dev, &st->g);
+	if (!ret)
+		ret = hpu_graph_capture_begin(st->g, s);
+	if (!ret) {
+		int captured = mlp_step(dev, s, &st->m);
+
+		ret = hpu_graph_capture_end(st->g);
+		ret = captured ? captured : ret;
+	}
+	for (step = 0; step < 2 && !ret; step++)
+		ret = hpu_graph_replay(st->g, s);
+	disarm();
+	return ret;
+}
+
+static int cacher_fn(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+		     const void *args, struct hpu_tensor **out)
+{
+	struct mlp_state *st = ctx;
+
+	(void)in;
+	(void)args;
+	(void)out;
+	return mlp_step(st->dev, s, &st->m);
+}
+
+static int cacher_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct mlp_state *st = mlp_state_new(dev, s);
+	struct hpu_module_cacher_config config = {
+		.fn = cacher_fn, .ctx = st, .num_inputs = 1, .max_graphs = 2,
+	};
+	int ret = hpu_stream_synchronize(s), step;
+
+	*state = st;
+	arm(nth);
+	if (!ret)
+		ret = hpu_module_cacher_create(dev, &config, &st->cacher);
+	for (step = 0; step < 2 && !ret; step++)
+		ret = hpu_module_cacher_call(st->cacher, s, &st->m.x, NULL, 0, NULL);
+	disarm();
+	return ret;
+}
+
+static const struct scenario scenarios[] = {
+	{ "eager", eager_run, eager_check },
+	{ "lazy", lazy_run, mlp_check },
+	{ "graph", graph_run, mlp_check },
+	{ "module_cacher", cacher_run, mlp_check },
+};
+
+/* Two eager steps of the MLP: what every MLP scenario must end with. */
+static void read_reference(struct __test_metadata *_metadata)
+{
+	struct hpu_device *dev = NULL;
+	struct hpu_stream *s = NULL;
+	struct mlp_state *st;
+	int i;
+
+	ASSERT_EQ(0, hpu_device_open(0, &dev));
+	ASSERT_EQ(0, hpu_stream_create(dev, &s));
+	st = mlp_state_new(dev, s);
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, mlp_step(dev, s, &st->m)) TH_LOG("%s", hpu_last_error());
+	for (i = 0; i < NPARAMS; i++)
+		ASSERT_NE(NULL, reference[i] = read_all(s, st->m.p[i], &reference_size[i]));
+	mlp_free(&st->m);
+	free(st);
+	hpu_stream_destroy(s);
+	hpu_device_close(dev);
+}
+
+/*
+ * Fails the 1st, 2nd, ... allocation of sc's calls until an attempt makes
+ * fewer; returns how many attempts failed one.
+ */
+static long fail_each_allocation(struct __test_metadata *_metadata, const struct scenario *sc)
+{
+	long nth, failed = 0;
+
+	for (nth = 1;; nth++) {
+		struct hpu_device *dev = NULL;
+		struct hpu_stream *s = NULL;
+		void *state = NULL;
+		bool hit;
+		int ret;
+
+		ASSERT_EQ(0, hpu_device_open(0, &dev)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_stream_create(dev, &s));
+		ret = sc->run(dev, s, nth, &state);
+		hit = injected;
+		/* A failed call is out of memory, nothing else, and says so. */
+		if (ret) {
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("%s, allocation %ld: %s", sc->name, nth,
+						       hpu_last_error());
+			EXPECT_NE(NULL, strstr(hpu_last_error(), "memory"))
+				TH_LOG("%s, allocation %ld: %s", sc->name, nth, hpu_last_error());
+		}
+		/* One that got by without the allocation computed what it should. */
+		EXPECT_EQ(0, sc->check(s, state, !ret))
+			TH_LOG("%s: allocation %ld failed, the calls succeeded, the results differ",
+			       sc->name, nth);
+		/* The same stream still computes. */
+		EXPECT_EQ(0, eager_run(dev, s, 0, &state))
+			TH_LOG("%s, after allocation %ld failed: %s", sc->name, nth, hpu_last_error());
+		EXPECT_EQ(0, eager_check(s, state, true));
+		hpu_stream_destroy(s);
+		hpu_device_close(dev);
+		if (!hit || _metadata->passed == 0)
+			break;
+		failed++;
+	}
+	return failed;
+}
+
+FIXTURE(nomem) {
+	int unused;
+};
+
+FIXTURE_SETUP(nomem)
+{
+	read_reference(_metadata);
+}
+
+FIXTURE_TEARDOWN(nomem)
+{
+	int i;
+
+	for (i = 0; i < NPARAMS; i++)
+		free(reference[i]);
+}
+
+/* Each scenario's allocations, every one of them failing in turn. */
+static void run_scenario(struct __test_metadata *_metadata, unsigned int i)
+{
+	long n = fail_each_allocation(_metadata, &scenarios[i]);
+
+	ksft_print_msg("%s: %ld allocations failed in turn\n", scenarios[i].name, n);
+	EXPECT_LT(0, n);
+	fflush(stdout);
+}
+
+TEST_F_TIMEOUT(nomem, eager_op_and_read, 300)
+{
+	run_scenario(_metadata, 0);
+}
+
+TEST_F_TIMEOUT(nomem, lazy_steps, 300)
+{
+	run_scenario(_metadata, 1);
+}
+
+TEST_F_TIMEOUT(nomem, captured_and_replayed_step, 300)
+{
+	run_scenario(_metadata, 2);
+}
+
+TEST_F_TIMEOUT(nomem, module_cacher_calls, 300)
+{
+	run_scenario(_metadata, 3);
+}
+
+TEST_HARNESS_MAIN
