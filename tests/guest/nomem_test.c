@@ -3,9 +3,10 @@
  * The runtime's error paths when the host runs out of memory: every
  * malloc, calloc and realloc the calling thread makes inside a scenario
  * (an eager op and a read, a lazy MLP step, a captured and replayed step,
- * module cacher calls) is made to fail in turn, one per attempt, on a
- * device opened for the attempt, so that compilation and first uploads
- * are on the path every time.  Each attempt must fail with -ENOMEM and a
+ * module cacher calls, a CPU fallback, lazy steps loading their recipe from
+ * a recipe directory) is made to fail in turn, one per attempt, on a
+ * device opened for the attempt, so that compilation (or the load) and
+ * first uploads are on the path every time.  Each attempt must fail with -ENOMEM and a
  * message, or succeed with the results of a run that never failed; either
  * way the device must compute correctly afterwards.  An error path that
  * leaks a lock hangs the next call, one that frees twice or too early
@@ -171,6 +172,39 @@ static int eager_check(struct hpu_stream *s, void *state, bool compare)
 	return ok || !compare ? 0 : -1;
 }
 
+/* A fill, then a cumsum the device has no kernel for: the CPU fallback's host buffers. */
+static int fallback_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct hpu_tensor *a = NULL, *c = NULL;
+	float *got = calloc(1000, sizeof(float));
+	int ret = got ? hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 1000 }, &a) : -ENOMEM;
+
+	if (!ret)
+		ret = hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 1000 }, &c);
+	arm(nth);
+	if (!ret)
+		ret = hpu_op_fill(s, a, 0.5);
+	if (!ret)
+		ret = hpu_op_cumsum(s, c, a, 0);
+	if (!ret)
+		ret = hpu_tensor_copy_to_host(s, c, got, 1000 * sizeof(float));
+	disarm();
+	hpu_tensor_destroy(a);
+	hpu_tensor_destroy(c);
+	*state = got;
+	return ret;
+}
+
+static int fallback_check(struct hpu_stream *s, void *state, bool compare)
+{
+	float *got = state;
+	int ok = got && got[0] == 0.5 && got[999] == 500;
+
+	(void)s;
+	free(got);
+	return ok || !compare ? 0 : -1;
+}
+
 /* The MLP's model and where its steps ran, for the lazy and graph scenarios. */
 struct mlp_state {
 	struct hpu_device *dev;
@@ -289,6 +323,7 @@ static const struct scenario scenarios[] = {
 	{ "lazy", lazy_run, mlp_check },
 	{ "graph", graph_run, mlp_check },
 	{ "module_cacher", cacher_run, mlp_check },
+	{ "fallback", fallback_run, fallback_check },
 };
 
 /* Two eager steps of the MLP: what every MLP scenario must end with. */
@@ -400,6 +435,40 @@ TEST_F_TIMEOUT(nomem, captured_and_replayed_step, 300)
 TEST_F_TIMEOUT(nomem, module_cacher_calls, 300)
 {
 	run_scenario(_metadata, 3);
+}
+
+TEST_F_TIMEOUT(nomem, cpu_fallback, 300)
+{
+	run_scenario(_metadata, 4);
+}
+
+/* The lazy steps again, their recipe loaded from a warm recipe directory instead of compiled. */
+TEST_F_TIMEOUT(nomem, lazy_steps_from_the_recipe_directory, 300)
+{
+	uint64_t hits, ignored;
+	char dir[256], config[300];
+	void *state = NULL;
+	struct hpu_device *dev = NULL;
+	struct hpu_stream *s = NULL;
+
+	snprintf(dir, sizeof(dir), "%s/hpu_nomem_XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(config, sizeof(config), "%s,false,64", dir);
+	setenv("HPU_RECIPE_CACHE_CONFIG", config, 1);
+	/* Warm it: closing the device waits for the writes. */
+	ASSERT_EQ(0, hpu_device_open(0, &dev));
+	ASSERT_EQ(0, hpu_stream_create(dev, &s));
+	ASSERT_EQ(0, lazy_run(dev, s, 0, &state)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, mlp_check(s, state, true));
+	hpu_stream_destroy(s);
+	hpu_device_close(dev);
+	hits = metric("recipe_cache_disk", "Hits");
+	ignored = metric("recipe_cache_disk", "Ignored");
+	run_scenario(_metadata, 1);
+	EXPECT_LT(hits, metric("recipe_cache_disk", "Hits"));
+	/* Running out of memory while loading a file says nothing against the file. */
+	EXPECT_EQ(ignored, metric("recipe_cache_disk", "Ignored"));
+	unsetenv("HPU_RECIPE_CACHE_CONFIG");
 }
 
 TEST_HARNESS_MAIN

@@ -523,7 +523,7 @@ static bool refused(struct hpu_device *dev, const char *dir, const char *name,
 	struct hpu_recipe *r;
 
 	file_write(dir, name, buf, len);
-	r = hpu_disk_cache_load(dev->recipes.disk, key, key_size);
+	EXPECT(hpu_disk_cache_load(dev->recipes.disk, key, key_size, &r) == 0);
 	if (r)
 		hpu_recipe_put(r);
 	return !r && disk("Ignored") == i0 + 1;
@@ -553,7 +553,7 @@ static void test_every_flip_and_truncation_is_refused(void)
 		test_failed = true;
 	}
 	file_write("fuzz", name, good, size);
-	r = hpu_disk_cache_load(dev->recipes.disk, key, key_size);
+	EXPECT(hpu_disk_cache_load(dev->recipes.disk, key, key_size, &r) == 0);
 	EXPECT(r && recipe_same(r, ref[0]));
 	if (r)
 		hpu_recipe_put(r);

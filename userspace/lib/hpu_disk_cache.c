@@ -639,42 +639,44 @@ static int hpu_disk_parse(const struct hpu_disk_cache *dc, const uint8_t *buf, s
 	return ret;
 }
 
-struct hpu_recipe *hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key,
-				       size_t size)
+int hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key, size_t size,
+			struct hpu_recipe **rp)
 {
 	char name[HPU_DISK_NAME_MAX];
-	struct hpu_recipe *r = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int fd, ret;
 
+	*rp = NULL;
 	if (!dc)
-		return NULL;
+		return 0;
 	hpu_disk_name(dc, key, size, name);
 	fd = openat(dc->dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		hpu_counter_add(HPU_C_DISK_MISSES, 1);
-		return NULL;
+		return 0;
 	}
 	ret = hpu_disk_read(dc, fd, &buf, &len);
 	if (!ret)
-		ret = hpu_disk_parse(dc, buf, len, key, size, &r);
+		ret = hpu_disk_parse(dc, buf, len, key, size, rp);
 	/* A use: eviction goes by it.  Failing (another user's file) only ages it. */
 	if (!ret)
 		futimens(fd, NULL);
 	close(fd);
 	free(buf);
+	if (ret == -ENOMEM)
+		return ret;
 	if (ret) {
 		hpu_counter_add(HPU_C_DISK_IGNORED, 1);
 		hpu_counter_add(HPU_C_DISK_MISSES, 1);
 		if (dc->log)
 			fprintf(stderr, "libhpu: recipe cache: ignored %s/%s: %s\n", dc->cfg.dir,
 				name, hpu_last_error());
-		return NULL;
+		return 0;
 	}
 	hpu_counter_add(HPU_C_DISK_HITS, 1);
 	hpu_counter_add(HPU_C_DISK_BYTES_READ, (int64_t)len);
-	return r;
+	return 0;
 }
 
 void hpu_disk_cache_touch(struct hpu_disk_cache *dc, struct hpu_recipe *r)

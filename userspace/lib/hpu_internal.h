@@ -747,9 +747,14 @@ int hpu_disk_cache_open(const struct hpu_disk_config *cfg, const struct hpu_disk
 struct hpu_disk_cache *hpu_disk_cache_from_env(const struct hpu_disk_compat *compat);
 /* Waits for the queued writes, then frees dc.  NULL is a no-op. */
 void hpu_disk_cache_close(struct hpu_disk_cache *dc);
-/* The recipe of key from its file, a reference with no key set; NULL on a miss (dc NULL too). */
-struct hpu_recipe *hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key,
-				       size_t size);
+/*
+ * The recipe of key from its file, a reference with no key set, in *rp; NULL
+ * on a miss (dc NULL too) or a file not loaded (damaged, another version's
+ * or graph's: ignored).  -ENOMEM if memory ran out, which says nothing of
+ * the file: it stays, and the caller fails rather than compile over it.
+ */
+int hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key, size_t size,
+			struct hpu_recipe **rp);
 /* Queues r (its key set) for the cache's thread to write.  dc NULL: a no-op. */
 void hpu_disk_cache_store(struct hpu_disk_cache *dc, struct hpu_recipe *r);
 /* Waits until the queued writes and the eviction after them are done. */

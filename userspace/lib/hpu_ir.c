@@ -234,9 +234,10 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
 		free(key);
 		return 0;
 	}
-	*rp = hpu_disk_cache_load(dev->recipes.disk, key, size);
-	compiled = !*rp;
-	ret = compiled ? hpu_ir_compile(dev, g, &cfg, hash, rp) : 0;
+	ret = hpu_disk_cache_load(dev->recipes.disk, key, size, rp);
+	compiled = !ret && !*rp;
+	if (compiled)
+		ret = hpu_ir_compile(dev, g, &cfg, hash, rp);
 	if (ret) {
 		free(key);
 		return ret;
