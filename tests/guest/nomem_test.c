@@ -13,8 +13,9 @@
  * crashes (or is reported by the sanitizer pass).
  *
  * The failures are injected by this program's own malloc, calloc and
- * realloc, which the library's calls bind to; they fail only on the
- * thread and during the attempt that armed them.
+ * realloc, which the library's calls bind to; they fail only calls made
+ * from libhpu's code (libdrm crashes on its own failing allocations), on
+ * the thread and during the attempt that armed them.
  */
 #define _GNU_SOURCE /* RTLD_NEXT */
 #include <dlfcn.h>
@@ -76,10 +77,27 @@ static bool resolve(void)
 	return true;
 }
 
-/* Whether this allocation is the armed one. */
-static bool fail_now(void)
+/* Where libhpu is loaded: only its own allocations fail (libdrm does not survive its own). */
+static void *libhpu_base;
+
+static bool from_libhpu(const void *caller)
 {
-	if (!countdown || --countdown)
+	static __thread bool checking; /* dladdr() allocating would come back here */
+	Dl_info info;
+	bool ours;
+
+	if (checking)
+		return false;
+	checking = true;
+	ours = dladdr(caller, &info) && info.dli_fbase == libhpu_base;
+	checking = false;
+	return ours;
+}
+
+/* Whether this allocation, made from caller, is the armed one. */
+static bool fail_now(const void *caller)
+{
+	if (!countdown || !from_libhpu(caller) || --countdown)
 		return false;
 	injected = true;
 	errno = ENOMEM;
@@ -90,20 +108,20 @@ void *malloc(size_t n)
 {
 	if (!resolve())
 		return boot_alloc(n);
-	return fail_now() ? NULL : next_malloc(n);
+	return fail_now(__builtin_return_address(0)) ? NULL : next_malloc(n);
 }
 
 void *calloc(size_t count, size_t n)
 {
 	if (!resolve())
 		return boot_alloc(count * n);
-	return fail_now() ? NULL : next_calloc(count, n);
+	return fail_now(__builtin_return_address(0)) ? NULL : next_calloc(count, n);
 }
 
 void *realloc(void *p, size_t n)
 {
 	resolve();
-	return fail_now() ? NULL : next_realloc(p, n);
+	return fail_now(__builtin_return_address(0)) ? NULL : next_realloc(p, n);
 }
 
 void free(void *p)
@@ -116,6 +134,10 @@ void free(void *p)
 
 static void arm(long nth)
 {
+	Dl_info info;
+
+	if (!libhpu_base && dladdr(dlsym(RTLD_DEFAULT, "hpu_version"), &info))
+		libhpu_base = info.dli_fbase;
 	injected = false;
 	countdown = nth;
 }
@@ -168,6 +190,73 @@ static int eager_check(struct hpu_stream *s, void *state, bool compare)
 	int ok = got && got[0] == 3 && got[999] == 3;
 
 	(void)s;
+	free(got);
+	return ok || !compare ? 0 : -1;
+}
+
+/* The eager scenario with the device and stream opened inside the attempt, and closed. */
+static int open_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct hpu_device *own = NULL;
+	struct hpu_stream *own_s = NULL;
+	struct hpu_tensor *t = NULL;
+	float *got = calloc(1000, sizeof(float));
+	int ret = got ? 0 : -ENOMEM;
+
+	(void)dev;
+	(void)s;
+	arm(nth);
+	if (!ret)
+		ret = hpu_device_open(0, &own);
+	if (!ret)
+		ret = hpu_stream_create(own, &own_s);
+	if (!ret)
+		ret = hpu_tensor_empty(own, HPU_DT_F32, 1, (int64_t[]){ 1000 }, &t);
+	if (!ret)
+		ret = hpu_op_fill(own_s, t, 3);
+	if (!ret)
+		ret = hpu_tensor_copy_to_host(own_s, t, got, 1000 * sizeof(float));
+	hpu_tensor_destroy(t);
+	hpu_stream_destroy(own_s);
+	hpu_device_close(own);
+	disarm();
+	*state = got;
+	return ret;
+}
+
+/* 4 MiB from pageable host memory and back, through the pinned staging buffers. */
+enum { COPY_FLOATS = 1 << 20 };
+
+static int copies_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	float *in = malloc(COPY_FLOATS * sizeof(float)), *got = calloc(COPY_FLOATS, sizeof(float));
+	struct hpu_tensor *t = NULL;
+	int ret = in && got ? 0 : -ENOMEM, i;
+
+	for (i = 0; in && i < COPY_FLOATS; i++)
+		in[i] = (float)i;
+	if (!ret)
+		ret = hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ COPY_FLOATS }, &t);
+	arm(nth);
+	if (!ret)
+		ret = hpu_tensor_copy_from_host(s, t, in, COPY_FLOATS * sizeof(float));
+	if (!ret)
+		ret = hpu_tensor_copy_to_host(s, t, got, COPY_FLOATS * sizeof(float));
+	disarm();
+	hpu_tensor_destroy(t);
+	free(in);
+	*state = got;
+	return ret;
+}
+
+static int copies_check(struct hpu_stream *s, void *state, bool compare)
+{
+	float *got = state;
+	int ok = got != NULL, i;
+
+	(void)s;
+	for (i = 0; ok && i < COPY_FLOATS; i++)
+		ok = got[i] == (float)i;
 	free(got);
 	return ok || !compare ? 0 : -1;
 }
@@ -324,6 +413,8 @@ static const struct scenario scenarios[] = {
 	{ "graph", graph_run, mlp_check },
 	{ "module_cacher", cacher_run, mlp_check },
 	{ "fallback", fallback_run, fallback_check },
+	{ "open", open_run, eager_check },
+	{ "copies", copies_run, copies_check },
 };
 
 /* Two eager steps of the MLP: what every MLP scenario must end with. */
@@ -440,6 +531,16 @@ TEST_F_TIMEOUT(nomem, module_cacher_calls, 300)
 TEST_F_TIMEOUT(nomem, cpu_fallback, 300)
 {
 	run_scenario(_metadata, 4);
+}
+
+TEST_F_TIMEOUT(nomem, device_open_use_close, 300)
+{
+	run_scenario(_metadata, 5);
+}
+
+TEST_F_TIMEOUT(nomem, pageable_copies, 300)
+{
+	run_scenario(_metadata, 6);
 }
 
 /* The lazy steps again, their recipe loaded from a warm recipe directory instead of compiled. */
