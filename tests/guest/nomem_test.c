@@ -10,7 +10,9 @@
  * message, or succeed with the results of a run that never failed; either
  * way the device must compute correctly afterwards.  An error path that
  * leaks a lock hangs the next call, one that frees twice or too early
- * crashes (or is reported by the sanitizer pass).
+ * crashes (or is reported by the sanitizer pass).  The device running out
+ * of memory is tested too: the main paths fail with -ENOMEM and compute
+ * once it is given back.
  *
  * The failures are injected by this program's own malloc, calloc and
  * realloc, which the library's calls bind to; they fail only calls made
@@ -541,6 +543,97 @@ TEST_F_TIMEOUT(nomem, device_open_use_close, 300)
 TEST_F_TIMEOUT(nomem, pageable_copies, 300)
 {
 	run_scenario(_metadata, 6);
+}
+
+/* Takes device memory, biggest blocks first, until not even a page is left; how many blocks. */
+static unsigned int hog_device_memory(struct hpu_device *dev, uint64_t *blocks, unsigned int cap)
+{
+	uint64_t size = 1ull << 30;
+	unsigned int n = 0;
+
+	while (size >= 4096 && n < cap) {
+		if (hpu_mem_alloc(dev, size, &blocks[n]))
+			size /= 2;
+		else
+			n++;
+	}
+	return n;
+}
+
+/* A call that ran out of device memory says so, and fails nothing else. */
+static void expect_nomem_or_ok(struct __test_metadata *_metadata, const char *what, int ret)
+{
+	if (!ret)
+		return;
+	EXPECT_EQ(-ENOMEM, ret) TH_LOG("%s: %s", what, hpu_last_error());
+	EXPECT_NE(NULL, strstr(hpu_last_error(), "memory")) TH_LOG("%s: %s", what, hpu_last_error());
+}
+
+/*
+ * With the device's memory all taken, lazy steps, a capture and an eager
+ * op on new tensors fail with -ENOMEM; once it is given back, the same
+ * streams compute, and fresh ones compute the reference's parameters.
+ */
+TEST_F_TIMEOUT(nomem, device_memory_exhausted, 300)
+{
+	static uint64_t blocks[512];
+	struct hpu_device *dev = NULL;
+	struct hpu_stream *s[3] = { NULL };
+	struct mlp_state *lazy, *graph;
+	void *state = NULL;
+	unsigned int n, i, failed = 0;
+	int ret;
+
+	ASSERT_EQ(0, hpu_device_open(0, &dev));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, hpu_stream_create(dev, &s[i]));
+	lazy = mlp_state_new(dev, s[0]);
+	graph = mlp_state_new(dev, s[1]);
+	ASSERT_EQ(0, hpu_device_synchronize(dev));
+	n = hog_device_memory(dev, blocks, 512);
+	ksft_print_msg("took the device's memory in %u blocks\n", n);
+
+	ASSERT_EQ(0, hpu_stream_set_lazy(s[0], true));
+	ret = mlp_step(dev, s[0], &lazy->m);
+	if (!ret)
+		ret = hpu_mark_step(s[0]);
+	expect_nomem_or_ok(_metadata, "lazy step", ret);
+	failed += ret != 0;
+	ASSERT_EQ(0, hpu_graph_create(dev, &graph->g));
+	ASSERT_EQ(0, hpu_graph_capture_begin(graph->g, s[1]));
+	ret = mlp_step(dev, s[1], &graph->m);
+	i = hpu_graph_capture_end(graph->g);
+	ret = ret ? ret : (int)i;
+	expect_nomem_or_ok(_metadata, "capture", ret);
+	failed += ret != 0;
+	ret = eager_run(dev, s[2], 0, &state);
+	expect_nomem_or_ok(_metadata, "eager op", ret);
+	failed += ret != 0;
+	eager_check(s[2], state, false);
+	/* Each needs memory of its own: each failed. */
+	EXPECT_EQ(3, failed);
+
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, hpu_mem_free(dev, blocks[i]));
+	/* The streams that failed compute again. */
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, hpu_stream_set_lazy(s[i], false));
+		ret = hpu_stream_synchronize(s[i]);
+		EXPECT_TRUE(!ret || ret == -ENOMEM) TH_LOG("stream %u: %s", i, hpu_last_error());
+		EXPECT_EQ(0, eager_run(dev, s[i], 0, &state)) TH_LOG("%s", hpu_last_error());
+		EXPECT_EQ(0, eager_check(s[i], state, true));
+	}
+	mlp_check(s[0], lazy, false);
+	mlp_check(s[1], graph, false);
+	/* And fresh models reach the reference, lazily and as a graph. */
+	ASSERT_EQ(0, lazy_run(dev, s[0], 0, &state)) TH_LOG("%s", hpu_last_error());
+	EXPECT_EQ(0, mlp_check(s[0], state, true));
+	ASSERT_EQ(0, graph_run(dev, s[1], 0, &state)) TH_LOG("%s", hpu_last_error());
+	EXPECT_EQ(0, mlp_check(s[1], state, true));
+	for (i = 0; i < 3; i++)
+		hpu_stream_destroy(s[i]);
+	hpu_device_close(dev);
+	fflush(stdout);
 }
 
 /* The lazy steps again, their recipe loaded from a warm recipe directory instead of compiled. */
