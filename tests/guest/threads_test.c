@@ -12,15 +12,18 @@
  * a recipe directory.  And one thread hands tensors to another through
  * events, which frees them, while a third reads every statistic the
  * library keeps; devices are opened and closed on threads meanwhile.
+ * Last, waits interrupted by signals over and over resume.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <hpu/hpu.h>
@@ -563,6 +566,62 @@ TEST_F(threads, devices_open_and_close_while_statistics_are_read)
 		EXPECT_EQ(0, o[i].ret) TH_LOG("thread %u: %s", i, o[i].err);
 	EXPECT_EQ(2 * OPENS, metric("cpu_fallback", "Total") - fallbacks);
 	pthread_mutex_destroy(&b.lock);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/*
+ * A signal every 200 us, its handler installed without SA_RESTART, while
+ * training steps run and wait: every wait (a spin, then the driver's) is
+ * interrupted over and over, and none of it reaches the caller as -EINTR.
+ */
+TEST_F(threads, interrupted_waits_resume)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+	struct itimerval every = { .it_interval = { 0, 200 }, .it_value = { 0, 200 } };
+	struct itimerval off = { 0 };
+	struct hpu_stream *lazy;
+	struct hpu_tensor *big;
+	struct mlp alone = { 0 }, m = { 0 };
+	unsigned int step;
+
+	ASSERT_EQ(0, hpu_stream_create(self->dev, &lazy));
+	/* Filling it keeps the device busy for milliseconds: waits sleep in the driver. */
+	ASSERT_EQ(0, hpu_tensor_empty(self->dev, HPU_DT_F32, 1, (int64_t[]){ 1 << 24 }, &big));
+	lcg = 1;
+	mlp_init(self->dev, self->s, &alone);
+	ASSERT_EQ(0, load_batch(self->s, &alone, 0));
+	lcg = 1;
+	mlp_init(self->dev, lazy, &m);
+	ASSERT_EQ(0, load_batch(lazy, &m, 0));
+	ASSERT_EQ(0, hpu_device_synchronize(self->dev));
+	ASSERT_EQ(0, hpu_stream_set_lazy(lazy, true));
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old_sa));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &every, NULL));
+	for (step = 0; step < THREAD_STEPS; step++) {
+		ASSERT_EQ(0, mlp_step(self->dev, self->s, &alone)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_op_fill(self->s, big, step));
+		ASSERT_EQ(0, hpu_stream_synchronize(self->s)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, mlp_step(self->dev, lazy, &m)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_mark_step(lazy)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_stream_synchronize(lazy)) TH_LOG("%s", hpu_last_error());
+	}
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &off, NULL));
+	ASSERT_EQ(0, sigaction(SIGALRM, &old_sa, NULL));
+	ksft_print_msg("%d signals during %u steps\n", (int)alarms, THREAD_STEPS);
+	EXPECT_LT(THREAD_STEPS, alarms);
+	same_state(_metadata, self->s, &alone, lazy, &m);
+	mlp_free(&alone);
+	mlp_free(&m);
+	hpu_tensor_destroy(big);
+	hpu_stream_destroy(lazy);
+	fflush(stdout);
 }
 
 TEST_HARNESS_MAIN
