@@ -11,11 +11,14 @@
  * a graph, eviction, misuse, and the metrics' JSON.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <hpu/hpu.h>
 #include <hpu/hpu_graph.h>
@@ -305,6 +308,87 @@ TEST_F(lazy, misuse_fails_at_the_call)
 	hpu_tensor_destroy(m);
 	hpu_tensor_destroy(mt);
 	hpu_tensor_destroy(o);
+}
+
+/* Whether path exists; its contents in buf. */
+static bool read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return true;
+}
+
+/* In a fork()ed child: 0 if its metrics start from zero; with use, it then runs a lazy graph. */
+static int forked_child(bool use)
+{
+	struct hpu_device *dev = NULL;
+	struct hpu_stream *s = NULL;
+	struct hpu_tensor *t = NULL;
+	float got[8] = { 0 };
+
+	if (metric("graph_compilation", "TotalNumber") || metric("lazy_mode", "Graphs"))
+		return 1;
+	if (!use)
+		return 0;
+	if (hpu_device_open(0, &dev) || hpu_stream_create(dev, &s) ||
+	    hpu_stream_set_lazy(s, true) ||
+	    hpu_tensor_empty(dev, HPU_DT_F32, 1, (int64_t[]){ 8 }, &t) || hpu_op_fill(s, t, 4) ||
+	    hpu_tensor_copy_to_host(s, t, got, sizeof(got)) || got[7] != 4)
+		return 2;
+	hpu_tensor_destroy(t);
+	hpu_stream_destroy(s);
+	hpu_device_close(dev);
+	return metric("graph_compilation", "TotalNumber") == 1 ? 0 : 3;
+}
+
+/* Runs forked_child(use) in a child that leaves through exit(); its exit status. */
+static int fork_and_wait(bool use)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		exit(forked_child(use));
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/*
+ * A fork()ed child is another process: its metrics start from zero, and
+ * it writes HPU_METRICS_FILE at exit only if it opened a device of its
+ * own, with its own counts.  The parent's lazy stream works throughout.
+ */
+TEST_F(lazy, a_forked_child_starts_afresh)
+{
+	struct hpu_tensor *a = tensor(self->dev, HPU_DT_F32, 256, 0);
+	char path[512], json[4096];
+
+	snprintf(path, sizeof(path), "%s/fork_metrics.json", getenv("TMPDIR") ?: "/tmp");
+	unlink(path);
+	ASSERT_EQ(0, set_all(self->lazy, a, 1, 256));
+	ASSERT_EQ(0, hpu_op_add(self->lazy, a, a, a, 1));
+	EXPECT_EQ(2, first_of(self->lazy, a));
+	ASSERT_LT(0, metric("graph_compilation", "TotalNumber"));
+	setenv("HPU_METRICS_FILE", path, 1);
+	/* A worker that never opens a device writes nothing. */
+	EXPECT_EQ(0, fork_and_wait(false));
+	EXPECT_FALSE(read_small(path, json, sizeof(json)));
+	/* One that does writes its own: one compilation. */
+	EXPECT_EQ(0, fork_and_wait(true));
+	EXPECT_TRUE(read_small(path, json, sizeof(json)));
+	EXPECT_NE(NULL, strstr(json, "\"graph_compilation\": {\"TotalNumber\": 1,")) TH_LOG("%s", json);
+	unsetenv("HPU_METRICS_FILE");
+	ASSERT_EQ(0, hpu_op_add(self->lazy, a, a, a, 1));
+	EXPECT_EQ(4, first_of(self->lazy, a));
+	hpu_tensor_destroy(a);
 }
 
 TEST_HARNESS_MAIN

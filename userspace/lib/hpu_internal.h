@@ -573,6 +573,15 @@ int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_re
  */
 void hpu_recompile_note(const struct hpu_ir *ir, uint64_t key_hash, uint64_t cache);
 
+/*
+ * hpu_fork.c: around a fork(), each module with process-wide state takes
+ * its lock (PREPARE), then releases it in the parent, or in the child
+ * resets that state to a new process's and releases it.
+ */
+enum hpu_fork_phase { HPU_FORK_PREPARE, HPU_FORK_PARENT, HPU_FORK_CHILD };
+void hpu_metrics_fork(enum hpu_fork_phase phase);
+void hpu_recompile_fork(enum hpu_fork_phase phase);
+
 /* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
 /*

@@ -27,6 +27,8 @@ static struct hpu_device **hpu_devices;
 static unsigned int hpu_num_devices, hpu_cap_devices;
 static uint64_t hpu_closed_fallbacks[HPU_FALLBACK_OPS];
 static uint64_t hpu_closed_peak;
+/* A device was opened in this process (since its fork): it writes HPU_METRICS_FILE at exit. */
+static bool hpu_opened;
 
 void hpu_counter_add(enum hpu_counter c, int64_t v)
 {
@@ -68,6 +70,7 @@ void hpu_metrics_device_open(struct hpu_device *dev)
 	}
 	if (hpu_num_devices < hpu_cap_devices)
 		hpu_devices[hpu_num_devices++] = dev;
+	hpu_opened = true;
 	pthread_mutex_unlock(&hpu_metrics_lock);
 }
 
@@ -306,11 +309,40 @@ int hpu_metrics_dump_json(const char *path)
 	return hpu_error_in(__func__, ret);
 }
 
+/*
+ * The child of a fork() is another process: its metrics start from zero,
+ * the parent's devices are not its own (their handles stay the parent's),
+ * and it writes HPU_METRICS_FILE at exit only if it opens a device itself,
+ * so the workers a training process forks leave the parent's file alone.
+ */
+void hpu_metrics_fork(enum hpu_fork_phase phase)
+{
+	unsigned int i;
+
+	if (phase == HPU_FORK_PREPARE) {
+		pthread_mutex_lock(&hpu_metrics_lock);
+		return;
+	}
+	if (phase == HPU_FORK_CHILD) {
+		for (i = 0; i < HPU_COUNTERS; i++)
+			atomic_store(&hpu_counters[i], 0);
+		hpu_num_devices = 0;
+		memset(hpu_closed_fallbacks, 0, sizeof(hpu_closed_fallbacks));
+		hpu_closed_peak = 0;
+		hpu_opened = false;
+	}
+	pthread_mutex_unlock(&hpu_metrics_lock);
+}
+
 /* At exit, and when a program unloads libhpu: a destructor, not atexit(), survives dlclose(). */
 __attribute__((destructor)) static void hpu_metrics_at_exit(void)
 {
 	const char *path = getenv("HPU_METRICS_FILE");
+	bool opened;
 
-	if (path && *path && hpu_metrics_dump_json(path))
+	pthread_mutex_lock(&hpu_metrics_lock);
+	opened = hpu_opened;
+	pthread_mutex_unlock(&hpu_metrics_lock);
+	if (opened && path && *path && hpu_metrics_dump_json(path))
 		fprintf(stderr, "hpu: %s\n", hpu_last_error());
 }

@@ -36,6 +36,25 @@ static pthread_mutex_t hpu_sites_lock = PTHREAD_MUTEX_INITIALIZER; /* the table 
 static struct hpu_site_count *hpu_sites;
 static unsigned int hpu_num_sites, hpu_cap_sites;
 
+/* A fork()'s child, another process, starts with no sites. */
+void hpu_recompile_fork(enum hpu_fork_phase phase)
+{
+	unsigned int i;
+
+	if (phase == HPU_FORK_PREPARE) {
+		pthread_mutex_lock(&hpu_sites_lock);
+		return;
+	}
+	if (phase == HPU_FORK_CHILD) {
+		for (i = 0; i < hpu_num_sites; i++)
+			free(hpu_sites[i].keys);
+		free(hpu_sites);
+		hpu_sites = NULL;
+		hpu_num_sites = hpu_cap_sites = 0;
+	}
+	pthread_mutex_unlock(&hpu_sites_lock);
+}
+
 /* Hashes a word of what makes a site: kernels, dtypes, ranks, args, scalars. */
 static uint64_t hpu_mix(uint64_t h, uint64_t v)
 {

@@ -11,6 +11,9 @@
  *    must not be closed while another thread still uses it.  The handles
  *    that hand out outputs of their own (HPU graphs, graphed callables,
  *    module cachers: <hpu/hpu_graph.h>) are used by one thread at a time.
+ *  - fork(): the child is another process.  It must not use the parent's
+ *    handles (their driver file, queues and memory are the parent's); it
+ *    may open devices of its own, and its metrics start from zero.
  *
  * Compatibility: the soname, libhpu.so.<HPU_VERSION_MAJOR>, changes only
  * when the ABI breaks.  Under one soname, functions are only added (a new

@@ -31,7 +31,8 @@
  *                                the next flushes it (default 1000)
  *   HPU_RECIPE_CACHE_SIZE=n      recipes cached per device (default 64)
  *   HPU_METRICS_FILE=path        the metrics are written there as JSON at
- *                                exit (or when libhpu is unloaded)
+ *                                exit (or when libhpu is unloaded) by a
+ *                                process that opened a device
  *   HPU_RECOMPILE_WARN=n         warn (once, on stderr) when one graph site
  *                                has compiled more than n recipes (default 8)
  *   HPU_RECIPE_CACHE_CONFIG=dir,clear,max_mb
