@@ -50,10 +50,24 @@ static inline __attribute__((always_inline)) void hpu_kmove_f(struct hpu_kcur *k
 	}
 }
 
+/* m elements of size bytes, step bytes apart from p, into x (load) or out of it. */
+static inline __attribute__((always_inline)) void hpu_kspan_bytes(uint8_t *p, int64_t step,
+								   size_t m, uint8_t *x,
+								   size_t size, bool load)
+{
+	for (size_t j = 0; j < m; j++) {
+		if (load)
+			memcpy(x + j * size, p + (int64_t)j * step, size);
+		else
+			memcpy(p + (int64_t)j * step, x + j * size, size);
+	}
+}
+
 /*
  * The next n elements of k's walk as bytes, size each, into x (load) or out
  * of it: a COPY to its own dtype moves bits, where a trip through double
- * would turn a signaling NaN into a quiet one.
+ * would turn a signaling NaN into a quiet one.  Each size is its own loop,
+ * so that an element is one load and one store.
  */
 static void hpu_kmove_bytes(struct hpu_kcur *k, size_t n, uint8_t *x, size_t size, bool load)
 {
@@ -62,11 +76,11 @@ static void hpu_kmove_bytes(struct hpu_kcur *k, size_t n, uint8_t *x, size_t siz
 		uint8_t *p;
 
 		m = hpu_kcur_span(k, n, &p);
-		for (size_t j = 0; j < m; j++) {
-			if (load)
-				memcpy(x + j * size, p + (int64_t)j * step, size);
-			else
-				memcpy(p + (int64_t)j * step, x + j * size, size);
+		switch (size) {
+		case 1: hpu_kspan_bytes(p, step, m, x, 1, load); break;
+		case 2: hpu_kspan_bytes(p, step, m, x, 2, load); break;
+		case 4: hpu_kspan_bytes(p, step, m, x, 4, load); break;
+		default: hpu_kspan_bytes(p, step, m, x, 8, load); break;
 		}
 	}
 }
