@@ -3,8 +3,8 @@
  * The runtime's error paths when the host runs out of memory: every
  * malloc, calloc and realloc the calling thread makes inside a scenario
  * (an eager op and a read, a lazy MLP step, a captured and replayed step,
- * module cacher calls, a CPU fallback, lazy steps loading their recipe from
- * a recipe directory) is made to fail in turn, one per attempt, on a
+ * module cacher calls, a CPU fallback, a device opened and closed, pageable
+ * copies, a pad, lazy steps loading their recipe from a recipe directory) is made to fail in turn, one per attempt, on a
  * device opened for the attempt, so that compilation (or the load) and
  * first uploads are on the path every time.  Each attempt must fail with -ENOMEM and a
  * message, or succeed with the results of a run that never failed; either
@@ -287,6 +287,37 @@ static int copies_check(struct hpu_stream *s, void *state, bool compare)
 	return ok || !compare ? 0 : -1;
 }
 
+/* A [5, 8] tensor of 2s padded to [8, 8] with -1 (hpu_tensor_pad), read back. */
+static int pad_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct hpu_tensor *t = NULL, *padded = NULL;
+	float *got = calloc(64, sizeof(float));
+	int ret = got ? hpu_tensor_empty(dev, HPU_DT_F32, 2, (int64_t[]){ 5, 8 }, &t) : -ENOMEM;
+
+	if (!ret)
+		ret = hpu_op_fill(s, t, 2);
+	arm(nth);
+	if (!ret)
+		ret = hpu_tensor_pad(s, t, 0, 8, -1, &padded);
+	if (!ret)
+		ret = hpu_tensor_copy_to_host(s, padded, got, 64 * sizeof(float));
+	disarm();
+	hpu_tensor_destroy(padded);
+	hpu_tensor_destroy(t);
+	*state = got;
+	return ret;
+}
+
+static int pad_check(struct hpu_stream *s, void *state, bool compare)
+{
+	float *got = state;
+	int ok = got && got[0] == 2 && got[39] == 2 && got[40] == -1 && got[63] == -1;
+
+	(void)s;
+	free(got);
+	return ok || !compare ? 0 : -1;
+}
+
 /* A fill, then a cumsum the device has no kernel for: the CPU fallback's host buffers. */
 static int fallback_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
 {
@@ -441,6 +472,7 @@ static const struct scenario scenarios[] = {
 	{ "fallback", fallback_run, fallback_check },
 	{ "open", open_run, eager_check },
 	{ "copies", copies_run, copies_check },
+	{ "pad", pad_run, pad_check },
 };
 
 /* Two eager steps of the MLP: what every MLP scenario must end with. */
@@ -567,6 +599,11 @@ TEST_F_TIMEOUT(nomem, device_open_use_close, 300)
 TEST_F_TIMEOUT(nomem, pageable_copies, 300)
 {
 	run_scenario(_metadata, 6);
+}
+
+TEST_F_TIMEOUT(nomem, pad, 300)
+{
+	run_scenario(_metadata, 7);
 }
 
 /* Takes device memory, biggest blocks first, until not even a page is left; how many blocks. */
