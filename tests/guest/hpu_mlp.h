@@ -3,7 +3,8 @@
  * The guest suites' training step: a small MLP of the seeds' shape (linear,
  * relu, dropout, linear, log-softmax, NLL, their backwards, Adadelta) with
  * intermediates the step destroys before it ends, so that eager, lazy and
- * graph modes can be run from the same values and compared bitwise.
+ * graph modes can be run from the same values and compared bitwise; and
+ * the same model split into forward and backward for graphed callables.
  * Include after kselftest_harness.h.
  */
 #ifndef HPU_MLP_H
@@ -168,6 +169,89 @@ static inline int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct 
 	hpu_tensor_destroy(zero);
 	return ret;
 }
+
+#define T(call) do { if (!ret) ret = (call); } while (0)
+
+/*
+ * The same model split as make_graphed_callables takes it: forward, then
+ * backward; the loss and the update run outside (net_loss(), net_update()).
+ */
+struct net {
+	struct hpu_device *dev;
+	struct mlp m;
+	struct hpu_tensor *x; /* the forward's input, which the backward reads */
+	int fail;             /* the forward fails with it after recording its ops */
+};
+
+static inline int net_forward(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+		       struct hpu_tensor **out)
+{
+	static const int64_t shape[2] = { B, OUT };
+	struct net *n = ctx;
+	struct mlp *m = &n->m;
+	int ret = 0;
+
+	n->x = in[0];
+	T(hpu_op_linear(s, m->h1, in[0], m->p[W1], m->p[B1]));
+	T(hpu_op_unary(s, HPU_UN_RELU, m->a1, m->h1));
+	T(hpu_op_dropout(s, m->d1, m->mask, m->a1, m->rng, P_DROP));
+	T(hpu_op_linear(s, m->z, m->d1, m->p[W2], m->p[B2]));
+	T(hpu_op_softmax(s, m->logp, m->z, 1, true));
+	/* The output: a handle of its own on logp, which the backward reads. */
+	T(hpu_tensor_view(m->logp, 2, shape, &out[0]));
+	return ret ? ret : n->fail;
+}
+
+/* in: the gradient of logp; out: that of x.  The parameters' go to m->grad[]. */
+static inline int net_backward(void *ctx, struct hpu_stream *s, struct hpu_tensor *const *in,
+			struct hpu_tensor **out)
+{
+	struct net *n = ctx;
+	struct mlp *m = &n->m;
+	int ret = 0;
+
+	T(hpu_tensor_empty(n->dev, HPU_DT_F32, 2, (int64_t[]){ B, IN }, &out[0]));
+	T(hpu_op_softmax_backward(s, m->g_z, in[0], m->logp, 1, true));
+	T(hpu_op_matmul(s, m->grad[W2], m->g_z_t, m->d1));
+	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B2], m->g_z, 1));
+	T(hpu_op_matmul(s, m->g_d1, m->g_z, m->p[W2]));
+	T(hpu_op_dropout_backward(s, m->g_a1, m->g_d1, m->mask, P_DROP));
+	T(hpu_op_relu_backward(s, m->g_h1, m->g_a1, m->h1));
+	T(hpu_op_matmul(s, m->grad[W1], m->g_h1_t, n->x));
+	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B1], m->g_h1, 1));
+	T(hpu_op_matmul(s, out[0], m->g_h1, m->p[W1]));
+	return ret;
+}
+
+/* Outside the graphs, eagerly: the loss and its gradient, then the update. */
+static inline int net_loss(struct hpu_stream *s, struct mlp *m, const struct hpu_tensor *logp)
+{
+	int ret = 0;
+
+	T(hpu_op_nll_loss(s, m->loss, logp, m->y, HPU_LOSS_MEAN, -100));
+	T(hpu_op_add(s, m->loss_sum, m->loss_sum, m->loss, 1));
+	T(hpu_op_nll_loss_backward(s, m->g_logp, m->grad_loss, m->y, HPU_LOSS_MEAN, -100));
+	return ret;
+}
+
+static inline int net_update(struct hpu_stream *s, struct mlp *m)
+{
+	static const struct hpu_adadelta_config opt = { .lr = 1.0, .rho = 0.9, .eps = 1e-6 };
+	int ret = 0, i;
+
+	for (i = 0; i < NPARAMS; i++)
+		T(hpu_op_adadelta(s, m->p[i], m->grad[i], m->sq[i], m->acc[i], &opt));
+	return ret;
+}
+
+static inline void net_init(struct hpu_device *dev, struct hpu_stream *s, struct net *n)
+{
+	lcg = 1;
+	n->dev = dev;
+	mlp_init(dev, s, &n->m);
+}
+
+#undef T
 
 static inline void *read_all(struct hpu_stream *s, struct hpu_tensor *t, size_t *size)
 {

@@ -3,8 +3,9 @@
  * The runtime's error paths when the host runs out of memory: every
  * malloc, calloc and realloc the calling thread makes inside a scenario
  * (an eager op and a read, a lazy MLP step, a captured and replayed step,
- * module cacher calls, a CPU fallback, a device opened and closed, pageable
- * copies, a pad, lazy steps loading their recipe from a recipe directory) is made to fail in turn, one per attempt, on a
+ * module cacher calls, a graphed callable, a CPU fallback, a device opened
+ * and closed, pageable copies, a pad, lazy steps loading their recipe from a
+ * recipe directory) is made to fail in turn, one per attempt, on a
  * device opened for the attempt, so that compilation (or the load) and
  * first uploads are on the path every time.  Each attempt must fail with -ENOMEM and a
  * message, or succeed with the results of a run that never failed; either
@@ -464,6 +465,45 @@ static int cacher_run(struct hpu_device *dev, struct hpu_stream *s, long nth, vo
 	return ret;
 }
 
+/* A graphed callable of the split model made, then two steps through it (the loss and update outside). */
+static int graphed_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void **state)
+{
+	struct mlp_state *st = mlp_state_new(dev, s);
+	struct net *n = calloc(1, sizeof(*n));
+	struct hpu_graphed_config config = {
+		.forward = net_forward, .backward = net_backward, .ctx = n,
+		.num_inputs = 1, .num_outputs = 1, .num_grad_inputs = 1,
+	};
+	struct hpu_graphed *g = NULL;
+	struct hpu_tensor *logp, *gx;
+	int ret = n ? hpu_stream_synchronize(s) : -ENOMEM, step;
+
+	*state = st;
+	if (n) {
+		/* The split model works on st's tensors. */
+		n->dev = dev;
+		n->m = st->m;
+	}
+	arm(nth);
+	if (!ret)
+		ret = hpu_make_graphed_callable(s, &config, &st->m.x, &g);
+	for (step = 0; step < 2 && !ret; step++) {
+		ret = hpu_graphed_forward(g, s, &st->m.x, &logp);
+		if (!ret)
+			ret = net_loss(s, &st->m, logp);
+		if (!ret)
+			ret = hpu_graphed_backward(g, s, &st->m.g_logp, &gx);
+		if (!ret)
+			ret = net_update(s, &st->m);
+	}
+	disarm();
+	/* The steps must be done before the graphs go. */
+	hpu_stream_synchronize(s);
+	hpu_graphed_destroy(g);
+	free(n);
+	return ret;
+}
+
 static const struct scenario scenarios[] = {
 	{ "eager", eager_run, eager_check },
 	{ "lazy", lazy_run, mlp_check },
@@ -473,6 +513,7 @@ static const struct scenario scenarios[] = {
 	{ "open", open_run, eager_check },
 	{ "copies", copies_run, copies_check },
 	{ "pad", pad_run, pad_check },
+	{ "graphed", graphed_run, mlp_check },
 };
 
 /* Two eager steps of the MLP: what every MLP scenario must end with. */
@@ -604,6 +645,11 @@ TEST_F_TIMEOUT(nomem, pageable_copies, 300)
 TEST_F_TIMEOUT(nomem, pad, 300)
 {
 	run_scenario(_metadata, 7);
+}
+
+TEST_F_TIMEOUT(nomem, graphed_callable, 300)
+{
+	run_scenario(_metadata, 8);
 }
 
 /* Takes device memory, biggest blocks first, until not even a page is left; how many blocks. */
