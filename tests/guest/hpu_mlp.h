@@ -131,6 +131,25 @@ static inline int load_batch(struct hpu_stream *s, struct mlp *m, unsigned int s
 	return hpu_tensor_copy_from_host(s, m->y, y, sizeof(y));
 }
 
+/* From the gradient of the log-probabilities to the parameters' (in m->grad[]); x the input. */
+static inline int mlp_backward(struct hpu_stream *s, struct mlp *m, struct hpu_tensor *g_logp,
+			       struct hpu_tensor *x)
+{
+	int ret = 0;
+
+#define T(call) do { if (!ret) ret = (call); } while (0)
+	T(hpu_op_softmax_backward(s, m->g_z, g_logp, m->logp, 1, true));
+	T(hpu_op_matmul(s, m->grad[W2], m->g_z_t, m->d1));
+	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B2], m->g_z, 1));
+	T(hpu_op_matmul(s, m->g_d1, m->g_z, m->p[W2]));
+	T(hpu_op_dropout_backward(s, m->g_a1, m->g_d1, m->mask, P_DROP));
+	T(hpu_op_relu_backward(s, m->g_h1, m->g_a1, m->h1));
+	T(hpu_op_matmul(s, m->grad[W1], m->g_h1_t, x));
+	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B1], m->g_h1, 1));
+#undef T
+	return ret;
+}
+
 /* The step: forward, backward, update; plus intermediates gone before it ends. */
 static inline int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct mlp *m)
 {
@@ -154,14 +173,7 @@ static inline int mlp_step(struct hpu_device *dev, struct hpu_stream *s, struct 
 	T(hpu_op_nll_loss(s, m->loss, m->logp, m->y, HPU_LOSS_MEAN, -100));
 	T(hpu_op_add(s, m->loss_sum, m->loss_sum, m->loss, 1));
 	T(hpu_op_nll_loss_backward(s, m->g_logp, m->grad_loss, m->y, HPU_LOSS_MEAN, -100));
-	T(hpu_op_softmax_backward(s, m->g_z, m->g_logp, m->logp, 1, true));
-	T(hpu_op_matmul(s, m->grad[W2], m->g_z_t, m->d1));
-	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B2], m->g_z, 1));
-	T(hpu_op_matmul(s, m->g_d1, m->g_z, m->p[W2]));
-	T(hpu_op_dropout_backward(s, m->g_a1, m->g_d1, m->mask, P_DROP));
-	T(hpu_op_relu_backward(s, m->g_h1, m->g_a1, m->h1));
-	T(hpu_op_matmul(s, m->grad[W1], m->g_h1_t, m->x));
-	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B1], m->g_h1, 1));
+	T(mlp_backward(s, m, m->g_logp, m->x));
 	for (i = 0; i < NPARAMS; i++)
 		T(hpu_op_adadelta(s, m->p[i], m->grad[i], m->sq[i], m->acc[i], &opt));
 #undef T
@@ -211,14 +223,7 @@ static inline int net_backward(void *ctx, struct hpu_stream *s, struct hpu_tenso
 	int ret = 0;
 
 	T(hpu_tensor_empty(n->dev, HPU_DT_F32, 2, (int64_t[]){ B, IN }, &out[0]));
-	T(hpu_op_softmax_backward(s, m->g_z, in[0], m->logp, 1, true));
-	T(hpu_op_matmul(s, m->grad[W2], m->g_z_t, m->d1));
-	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B2], m->g_z, 1));
-	T(hpu_op_matmul(s, m->g_d1, m->g_z, m->p[W2]));
-	T(hpu_op_dropout_backward(s, m->g_a1, m->g_d1, m->mask, P_DROP));
-	T(hpu_op_relu_backward(s, m->g_h1, m->g_a1, m->h1));
-	T(hpu_op_matmul(s, m->grad[W1], m->g_h1_t, n->x));
-	T(hpu_op_reduce(s, HPU_RED_SUM, m->grad[B1], m->g_h1, 1));
+	T(mlp_backward(s, m, in[0], n->x));
 	T(hpu_op_matmul(s, out[0], m->g_h1, m->p[W1]));
 	return ret;
 }
