@@ -504,17 +504,6 @@ static int graphed_run(struct hpu_device *dev, struct hpu_stream *s, long nth, v
 	return ret;
 }
 
-static const struct scenario scenarios[] = {
-	{ "eager", eager_run, eager_check },
-	{ "lazy", lazy_run, mlp_check },
-	{ "graph", graph_run, mlp_check },
-	{ "module_cacher", cacher_run, mlp_check },
-	{ "fallback", fallback_run, fallback_check },
-	{ "open", open_run, eager_check },
-	{ "copies", copies_run, copies_check },
-	{ "pad", pad_run, pad_check },
-	{ "graphed", graphed_run, mlp_check },
-};
 
 /* Two eager steps of the MLP: what every MLP scenario must end with. */
 static void read_reference(struct __test_metadata *_metadata)
@@ -580,6 +569,59 @@ static long fail_each_allocation(struct __test_metadata *_metadata, const struct
 	return failed;
 }
 
+static void free_reference(void)
+{
+	int i;
+
+	for (i = 0; i < NPARAMS; i++)
+		free(reference[i]);
+}
+
+/* Each scenario's allocations, every one of them failing in turn. */
+static void run_scenario(struct __test_metadata *_metadata, const struct scenario *sc)
+{
+	long n = fail_each_allocation(_metadata, sc);
+
+	ksft_print_msg("%s: %ld allocations failed in turn\n", sc->name, n);
+	EXPECT_LT(0, n);
+	fflush(stdout);
+}
+
+/* One test per scenario. */
+FIXTURE(alloc) {
+	int unused;
+};
+
+FIXTURE_VARIANT(alloc) {
+	struct scenario sc;
+};
+
+FIXTURE_VARIANT_ADD(alloc, eager_op_and_read) { .sc = { "eager", eager_run, eager_check } };
+FIXTURE_VARIANT_ADD(alloc, lazy_steps) { .sc = { "lazy", lazy_run, mlp_check } };
+FIXTURE_VARIANT_ADD(alloc, captured_and_replayed_step) { .sc = { "graph", graph_run, mlp_check } };
+FIXTURE_VARIANT_ADD(alloc, module_cacher_calls) { .sc = { "module_cacher", cacher_run, mlp_check } };
+FIXTURE_VARIANT_ADD(alloc, graphed_callable) { .sc = { "graphed", graphed_run, mlp_check } };
+FIXTURE_VARIANT_ADD(alloc, cpu_fallback) { .sc = { "fallback", fallback_run, fallback_check } };
+FIXTURE_VARIANT_ADD(alloc, device_open_use_close) { .sc = { "open", open_run, eager_check } };
+FIXTURE_VARIANT_ADD(alloc, pageable_copies) { .sc = { "copies", copies_run, copies_check } };
+FIXTURE_VARIANT_ADD(alloc, pad) { .sc = { "pad", pad_run, pad_check } };
+
+FIXTURE_SETUP(alloc)
+{
+	read_reference(_metadata);
+}
+
+FIXTURE_TEARDOWN(alloc)
+{
+	free_reference();
+}
+
+TEST_F_TIMEOUT(alloc, each_fails_in_turn, 300)
+{
+	run_scenario(_metadata, &variant->sc);
+}
+
+/* The other tests, run once. */
 FIXTURE(nomem) {
 	int unused;
 };
@@ -591,65 +633,7 @@ FIXTURE_SETUP(nomem)
 
 FIXTURE_TEARDOWN(nomem)
 {
-	int i;
-
-	for (i = 0; i < NPARAMS; i++)
-		free(reference[i]);
-}
-
-/* Each scenario's allocations, every one of them failing in turn. */
-static void run_scenario(struct __test_metadata *_metadata, unsigned int i)
-{
-	long n = fail_each_allocation(_metadata, &scenarios[i]);
-
-	ksft_print_msg("%s: %ld allocations failed in turn\n", scenarios[i].name, n);
-	EXPECT_LT(0, n);
-	fflush(stdout);
-}
-
-TEST_F_TIMEOUT(nomem, eager_op_and_read, 300)
-{
-	run_scenario(_metadata, 0);
-}
-
-TEST_F_TIMEOUT(nomem, lazy_steps, 300)
-{
-	run_scenario(_metadata, 1);
-}
-
-TEST_F_TIMEOUT(nomem, captured_and_replayed_step, 300)
-{
-	run_scenario(_metadata, 2);
-}
-
-TEST_F_TIMEOUT(nomem, module_cacher_calls, 300)
-{
-	run_scenario(_metadata, 3);
-}
-
-TEST_F_TIMEOUT(nomem, cpu_fallback, 300)
-{
-	run_scenario(_metadata, 4);
-}
-
-TEST_F_TIMEOUT(nomem, device_open_use_close, 300)
-{
-	run_scenario(_metadata, 5);
-}
-
-TEST_F_TIMEOUT(nomem, pageable_copies, 300)
-{
-	run_scenario(_metadata, 6);
-}
-
-TEST_F_TIMEOUT(nomem, pad, 300)
-{
-	run_scenario(_metadata, 7);
-}
-
-TEST_F_TIMEOUT(nomem, graphed_callable, 300)
-{
-	run_scenario(_metadata, 8);
+	free_reference();
 }
 
 /* Takes device memory, biggest blocks first, until not even a page is left; how many blocks. */
@@ -844,7 +828,7 @@ TEST_F_TIMEOUT(nomem, lazy_steps_from_the_recipe_directory, 300)
 	hpu_device_close(dev);
 	hits = metric("recipe_cache_disk", "Hits");
 	ignored = metric("recipe_cache_disk", "Ignored");
-	run_scenario(_metadata, 1);
+	run_scenario(_metadata, &(const struct scenario){ "lazy", lazy_run, mlp_check });
 	EXPECT_LT(hits, metric("recipe_cache_disk", "Hits"));
 	/* Running out of memory while loading a file says nothing against the file. */
 	EXPECT_EQ(ignored, metric("recipe_cache_disk", "Ignored"));
