@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
  * The runtime's error paths when the host runs out of memory: every
- * malloc, calloc and realloc the calling thread makes inside a scenario
- * (an eager op and a read, a lazy MLP step, a captured and replayed step,
- * module cacher calls, a graphed callable, a CPU fallback, a device opened
- * and closed, pageable copies, a pad, lazy steps loading their recipe from a
- * recipe directory) is made to fail in turn, one per attempt, on a
- * device opened for the attempt, so that compilation (or the load) and
- * first uploads are on the path every time.  Each attempt must fail with -ENOMEM and a
- * message, or succeed with the results of a run that never failed; either
- * way the device must compute correctly afterwards.  An error path that
- * leaks a lock hangs the next call, one that frees twice or too early
- * crashes (or is reported by the sanitizer pass).  The device running out
- * of memory is tested too: the main paths fail with -ENOMEM and compute
- * once it is given back.  And a steady training loop in each mode must not
- * grow the host allocations live or the device memory allocated.
+ * malloc, calloc and realloc libhpu makes on the calling thread inside a
+ * scenario (an eager op and a read, lazy MLP steps, a captured and replayed
+ * step, module cacher calls, a graphed callable, a CPU fallback, a device
+ * opened and closed, pageable copies, a pad, lazy steps loading their
+ * recipe from a recipe directory) is made to fail in turn, one per attempt,
+ * on a device opened for the attempt, so that compilation (or the load)
+ * and first uploads are on the path every time.  Each attempt must fail
+ * with -ENOMEM and a message, or succeed with the results of a run that
+ * never failed; either way the device must compute correctly afterwards.
+ * An error path that leaks a lock hangs the next call, one that frees
+ * twice or too early crashes (or is reported by the sanitizer pass).  The
+ * device running out of memory is tested too: the main paths fail with
+ * -ENOMEM and compute once it is given back.  And a steady training loop
+ * in each mode must not grow the host allocations live or the device
+ * memory allocated.
  *
  * The failures are injected by this program's own malloc, calloc and
  * realloc, which the library's calls bind to; they fail only calls made
