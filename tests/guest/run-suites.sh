@@ -15,10 +15,13 @@ for t in "$HPU_TOP"/build/tests/guest/*_test; do
 	cat "$HPU_OUT/$name.tap"
 done
 
-# The runtime's streams once more through the driver's SUBMIT, as without user queues.
-echo "# suite stream_test with HPU_USER_QUEUES=0"
-HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/stream_test" >"$HPU_OUT/stream_test_submit.tap" 2>&1 || status=1
-cat "$HPU_OUT/stream_test_submit.tap"
+# The runtime's streams, and its threads, once more through the driver's SUBMIT, as without user
+# queues.
+for name in stream_test threads_test; do
+	echo "# suite $name with HPU_USER_QUEUES=0"
+	HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/$name" >"$HPU_OUT/${name}_submit.tap" 2>&1 || status=1
+	cat "$HPU_OUT/${name}_submit.tap"
+done
 
 # HPU graphs once more with the recipes' command buffers copied into the jobs, as without CALL.
 echo "# suite graph_test with HPU_RECIPE_INLINE=1"
