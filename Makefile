@@ -66,17 +66,20 @@ module: setup
 userspace: setup
 	$(MAKE) -C userspace O=$(BUILD)/userspace
 
-# The runtime again under the sanitizers, for the in-guest suites' second run (run-suites.sh).
-userspace-san: setup
-	$(MAKE) -C userspace O=$(BUILD)/userspace-san CFLAGS="-O1 -g $(SAN_CFLAGS)" \
-		LDFLAGS="$(SAN_CFLAGS)"
+# The runtime built once more, into $(BUILD)/<target>, with the flags $(1).
+define userspace-instrumented
+$(MAKE) -C userspace O=$(BUILD)/$@ CFLAGS="-O1 -g $(1)" LDFLAGS="$(1)"
+endef
 
-# The runtime once more under ThreadSanitizer, for the suites that use it from several threads.
+# The runtime under ASan and UBSan, for the in-guest suites' second run (run-suites.sh).
+userspace-san: setup
+	$(call userspace-instrumented,$(SAN_CFLAGS))
+
+# The runtime under ThreadSanitizer, for the suites that use it from several threads.
 # The fence before a doorbell orders memory for the device, which TSan does not model: -Wno-tsan.
 TSAN_CFLAGS := -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
 userspace-tsan: setup
-	$(MAKE) -C userspace O=$(BUILD)/userspace-tsan CFLAGS="-O1 -g $(TSAN_CFLAGS)" \
-		LDFLAGS="$(TSAN_CFLAGS)"
+	$(call userspace-instrumented,$(TSAN_CFLAGS))
 
 # The host suites once more under the sanitizers.
 HOST_SAN_TESTS := $(patsubst $(BUILD)/tests/host/%,$(BUILD)/tests/host-san/%,$(HOST_TESTS))

@@ -212,14 +212,19 @@ static int eager_run(struct hpu_device *dev, struct hpu_stream *s, long nth, voi
 	return ret;
 }
 
+/* A check's end: frees the state; -1 if it was to be compared and ok is false. */
+static int verdict(void *state, bool ok, bool compare)
+{
+	free(state);
+	return ok || !compare ? 0 : -1;
+}
+
 static int eager_check(struct hpu_stream *s, void *state, bool compare)
 {
-	float *got = state;
-	int ok = got && got[0] == 3 && got[999] == 3;
+	const float *got = state;
 
 	(void)s;
-	free(got);
-	return ok || !compare ? 0 : -1;
+	return verdict(state, got && got[0] == 3 && got[999] == 3, compare);
 }
 
 /* The eager scenario with the device and stream opened inside the attempt, and closed. */
@@ -279,14 +284,14 @@ static int copies_run(struct hpu_device *dev, struct hpu_stream *s, long nth, vo
 
 static int copies_check(struct hpu_stream *s, void *state, bool compare)
 {
-	float *got = state;
-	int ok = got != NULL, i;
+	const float *got = state;
+	bool ok = got != NULL;
+	int i;
 
 	(void)s;
 	for (i = 0; ok && i < COPY_FLOATS; i++)
 		ok = got[i] == (float)i;
-	free(got);
-	return ok || !compare ? 0 : -1;
+	return verdict(state, ok, compare);
 }
 
 /* A [5, 8] tensor of 2s padded to [8, 8] with -1 (hpu_tensor_pad), read back. */
@@ -312,12 +317,11 @@ static int pad_run(struct hpu_device *dev, struct hpu_stream *s, long nth, void 
 
 static int pad_check(struct hpu_stream *s, void *state, bool compare)
 {
-	float *got = state;
-	int ok = got && got[0] == 2 && got[39] == 2 && got[40] == -1 && got[63] == -1;
+	const float *got = state;
 
 	(void)s;
-	free(got);
-	return ok || !compare ? 0 : -1;
+	return verdict(state, got && got[0] == 2 && got[39] == 2 && got[40] == -1 && got[63] == -1,
+		       compare);
 }
 
 /* A fill, then a cumsum the device has no kernel for: the CPU fallback's host buffers. */
@@ -345,12 +349,10 @@ static int fallback_run(struct hpu_device *dev, struct hpu_stream *s, long nth, 
 
 static int fallback_check(struct hpu_stream *s, void *state, bool compare)
 {
-	float *got = state;
-	int ok = got && got[0] == 0.5 && got[999] == 500;
+	const float *got = state;
 
 	(void)s;
-	free(got);
-	return ok || !compare ? 0 : -1;
+	return verdict(state, got && got[0] == 0.5 && got[999] == 500, compare);
 }
 
 /* The MLP's model and where its steps ran, for the lazy and graph scenarios. */

@@ -2,7 +2,8 @@
 # Runs in the guest (through run-guest.sh): loads the driver, runs every
 # kselftest suite in build/tests/guest, and leaves one TAP file per suite in
 # $HPU_OUT; then the runtime's suites again with it under the sanitizers
-# (TAP in $HPU_OUT/san and $HPU_OUT/tsan, not counted twice).  Exits non-zero if anything failed.
+# (TAP in $HPU_OUT/san and $HPU_OUT/tsan, not counted twice).  Exits non-zero
+# if anything failed.
 set -u
 echo "# guest uptime at first test: $(cut -d' ' -f1 /proc/uptime) s"
 tests/guest/load-driver.sh || exit 1
