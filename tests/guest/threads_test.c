@@ -309,8 +309,13 @@ TEST_F(threads, threads_share_the_recipe_directory)
 	fflush(stdout);
 }
 
-/* Tensors handed from one thread to another, ordered by events; each mailbox slot one tensor. */
-enum { HANDOFFS = 40, SLOTS = 1 };
+/*
+ * Tensors handed from one thread to another, ordered by events; each mailbox
+ * slot one tensor.  Each is filled behind FILLS fills of a big tensor, one job
+ * each: the engine takes its queues' jobs in turns, so a reader's copy that
+ * did not wait for the event would run before the tensor's own fill.
+ */
+enum { HANDOFFS = 40, SLOTS = 1, FILLS = 16 };
 
 struct handoff {
 	struct hpu_tensor *t;
@@ -343,7 +348,7 @@ static void *mailbox_fail(struct mailbox *b, unsigned int who, int ret, const ch
 
 /*
  * Fills tensors of growing sizes with their index on its stream, each
- * behind a long fill of a big tensor so that a reader not waiting for the
+ * behind FILLS fills of a big tensor so that a reader not waiting for the
  * event would see it unfilled, and hands each on with an event.
  */
 static void *produce(void *arg)
@@ -353,16 +358,16 @@ static void *produce(void *arg)
 	struct hpu_tensor *big = NULL;
 	int ret = hpu_stream_create(b->dev, &s);
 	bool stop = false;
-	unsigned int i;
+	unsigned int i, f;
 
 	if (!ret)
-		ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, (int64_t[]){ 1 << 24 }, &big);
+		ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, (int64_t[]){ 1 << 20 }, &big);
 	for (i = 0; i < HANDOFFS && !ret; i++) {
 		struct handoff h = { .n = 64 + 97 * (int64_t)i };
 
 		ret = hpu_tensor_empty(b->dev, HPU_DT_F32, 1, &h.n, &h.t);
-		if (!ret)
-			ret = hpu_op_fill(s, big, i);
+		for (f = 0; f < FILLS && !ret; f++)
+			ret = hpu_op_fill(s, big, i + f);
 		if (!ret)
 			ret = hpu_op_fill(s, h.t, i);
 		if (!ret)
