@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds qemu-system-x86_64 7.2 from Debian's source package with the hpu device
 # compiled in, and caches the binary outside the clone.  The cache key is the
-# Debian QEMU version plus a hash of qemu-device/, the shared headers the model
-# includes and this script, so an unchanged tree never rebuilds QEMU.
+# Debian QEMU version plus a hash of qemu-device/ (the device, and patches to
+# QEMU itself in qemu-device/patches), the shared headers the model includes
+# and this script, so an unchanged tree never rebuilds QEMU.
 # Usage: build-qemu.sh <output-symlink>
 set -euo pipefail
 
@@ -42,6 +43,12 @@ if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	# Debian's signing keys are not in the keyring: dpkg-source says so and goes on.
 	dpkg-source -q -x "$dsc" "$src" >"$cache/work/unpack.log" 2>&1 ||
 		{ cat "$cache/work/unpack.log" >&2; exit 1; }
+
+	# Our changes to QEMU itself (each patch says why), after Debian's own.
+	for p in "$top"/qemu-device/patches/*.patch; do
+		patch -d "$src" -p1 -s --forward <"$p" ||
+			{ echo "build-qemu: $p does not apply to QEMU $qver" >&2; exit 1; }
+	done
 
 	# The dfsg tarball has no edk2 blobs; never try to unpack them.
 	sed -i 's/unpack_edk2_blobs = bzip2.found()/unpack_edk2_blobs = false/' "$src/meson.build"

@@ -9,7 +9,7 @@ pkgs=(
 	# kselftest_harness.h comes from the kernel source tarball
 	linux-source-6.1
 	# QEMU 7.2 from Debian's source package, built with ccache
-	dpkg-dev ccache meson ninja-build pkg-config flex bison python3-venv
+	dpkg-dev patch ccache meson ninja-build pkg-config flex bison python3-venv
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev libcap-ng-dev libattr1-dev
 	# guest firmware (SeaBIOS, option ROMs) and the initramfs
 	seabios qemu-system-data busybox-static cpio
