@@ -337,16 +337,32 @@ static void hpu_qman_relax(void)
 #endif
 }
 
+uint32_t hpu_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns)
+{
+	/* Work came while polling (or was there). */
+	if (idle_ns <= poll_ns)
+		return poll_ns;
+	/* Slept through a gap a longer window would have covered. */
+	if (idle_ns <= HPU_ENGINE_POLL_MAX_NS) {
+		if (!poll_ns)
+			return HPU_ENGINE_POLL_START_NS;
+		return poll_ns < HPU_ENGINE_POLL_MAX_NS / 2 ? 2 * poll_ns : HPU_ENGINE_POLL_MAX_NS;
+	}
+	/* Idle for longer than any window: poll less, down to not at all. */
+	return poll_ns / 2 < HPU_ENGINE_POLL_START_NS ? 0 : poll_ns / 2;
+}
+
 bool hpu_core_engine_wait(struct hpu_dev_core *core)
 {
-	uint64_t start = hpu_qman_now_ns(), until = start + HPU_ENGINE_SPIN_NS;
+	uint64_t start = hpu_qman_now_ns(), until;
 	bool run;
 
 	hpu_core_lock(core);
+	until = start + core->qman.poll_ns;
 	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0) {
 		uint32_t kicks = __atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE);
 
-		if (!core->qman.spin || hpu_qman_now_ns() >= until) {
+		if (hpu_qman_now_ns() >= until) {
 			pthread_cond_wait(&core->qman.work, &core->lock);
 			continue;
 		}
@@ -357,7 +373,7 @@ bool hpu_core_engine_wait(struct hpu_dev_core *core)
 			hpu_qman_relax();
 		hpu_core_lock(core);
 	}
-	core->qman.spin = hpu_qman_now_ns() - start < HPU_ENGINE_SPIN_NS;
+	core->qman.poll_ns = hpu_qman_poll_window(core->qman.poll_ns, hpu_qman_now_ns() - start);
 	run = !core->qman.stopping;
 	hpu_core_unlock(core);
 	return run;

@@ -19,10 +19,14 @@
  * WAITING) and is looked at again after any SIGNAL, any doorbell (a kernel
  * queue's PI or a user queue's doorbell page), or a CTRL RESET.
  *
- * Out of work, the engine sleeps; but when the last idle spell was short
- * (jobs arriving back to back, as an eager stream or a submit-and-wait loop
- * sends them) it first polls for HPU_ENGINE_SPIN_NS: waking a sleeping
- * host thread costs tens of microseconds, more than such a job's run.
+ * Out of work, the engine polls for the next job before it sleeps: waking a
+ * sleeping host thread costs the vCPU that writes the doorbell 10-20 us,
+ * more than a small job's run.  How long it polls adapts to the gaps
+ * between jobs, as QEMU's event loop does for its own polling: a gap it
+ * slept through but no longer than HPU_ENGINE_POLL_MAX_NS doubles the
+ * window, a longer one halves it, so a device used in steps (a training
+ * loop's, an eager stream's) polls across their gaps and an idle one
+ * costs no CPU.
  */
 #ifndef HPU_QMAN_H
 #define HPU_QMAN_H
@@ -60,18 +64,22 @@ static inline uint32_t hpu_qman_queue_id(unsigned int q)
 	return hpu_qman_is_uq(q) ? HPU_EVENT_QUEUE_UQ(q - HPU_NUM_QUEUES) : q;
 }
 
-/* How long an engine that has been busy lately polls for work before it sleeps. */
-#define HPU_ENGINE_SPIN_NS 200000u
+/* The engine's polling window: the first after a gap it slept through, and the longest. */
+#define HPU_ENGINE_POLL_START_NS 16000u
+#define HPU_ENGINE_POLL_MAX_NS 1000000u
 
 struct hpu_qman {
 	pthread_cond_t work; /* the engine may have something to do, or must stop */
 	uint32_t kicks;      /* bumped with each signal of work; __atomic, polled unlocked */
-	bool spin;           /* the engine's last idle spell ended within HPU_ENGINE_SPIN_NS */
+	uint32_t poll_ns;    /* how long the engine polls before it sleeps */
 	bool stopping;
 	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
 	unsigned int next;   /* round robin */
 	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
 	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
 };
+
+/* The polling window after an idle spell of idle_ns with a window of poll_ns. */
+uint32_t hpu_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns);
 
 #endif /* HPU_QMAN_H */

@@ -14,6 +14,10 @@
  *                                 device's engine thread has gone to sleep
  *   alloc_uncached_vs_cached      64 KiB device allocation+free: GEM create+map+unmap+close
  *                                 / libhpu's caching allocator
+ *   doorbell_gap_vs_back_to_back  a user queue's doorbell write (what it costs the writer,
+ *                                 median) GAP_US after the last job ended / right after it:
+ *                                 whether the engine still polls across a training step's
+ *                                 gaps, or has gone to sleep and the doorbell must wake it
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,8 @@
 #define COPY_REPS 5
 #define CALLS 2000
 #define ALLOC_SIZE (64 << 10)
+#define DOORBELLS 300
+#define GAP_US 400
 #define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
 
 static double now_s(void)
@@ -110,6 +116,42 @@ static double uq_round_trip(int fd, const struct hpu_cb *nop)
 	return t;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median microseconds of a doorbell write, gap_s after the last NOP job ended. */
+static double uq_doorbell_us(int fd, const struct hpu_cb *nop, double gap_s)
+{
+	double cost[DOORBELLS], t;
+	struct hpu_uq q;
+	uint32_t pos, status;
+	int i, err;
+
+	if ((err = hpu_uq_open(&q, fd)))
+		die("user queue", err);
+	for (i = 0; i < DOORBELLS; i++) {
+		pos = hpu_uq_put(&q, nop, 0);
+		/* Busy: a sleeping vCPU would add its own wake-up to the writer's cost. */
+		for (t = now_s() + gap_s; now_s() < t;)
+			;
+		t = now_s();
+		hpu_uq_ring(&q);
+		cost[i] = (now_s() - t) * 1e6;
+		while ((status = __atomic_load_n(&hpu_uq_slot(&q, pos)->status, __ATOMIC_ACQUIRE)) ==
+		       0xffffffffu)
+			;
+		if (status)
+			die("user-queue job", -EIO);
+	}
+	hpu_uq_close(&q);
+	qsort(cost, DOORBELLS, sizeof(cost[0]), cmp_double);
+	return cost[DOORBELLS / 2];
+}
+
 /* Seconds per 8-byte memset enqueued on a libhpu stream and synchronized. */
 static double stream_round_trip(void)
 {
@@ -183,7 +225,7 @@ int main(void)
 	struct drm_hpu_info info = {
 		.data_ptr = (uintptr_t)&di, .data_size = sizeof(di), .query = DRM_HPU_INFO_DEVICE,
 	};
-	double mc, h2d, d2h, t_null, t_job, t_uq, t_stream, t, t_unc, t_cached, wake_us;
+	double mc, h2d, d2h, t_null, t_job, t_uq, t_stream, t, t_unc, t_cached, wake_us, db_b2b, db_gap;
 	char bdf[64];
 	uint32_t h;
 	int fd, i, err;
@@ -215,6 +257,8 @@ int main(void)
 			die("null job", err);
 	t_job = (now_s() - t) / CALLS;
 	t_uq = uq_round_trip(fd, &nop);
+	db_b2b = uq_doorbell_us(fd, &nop, 0);
+	db_gap = uq_doorbell_us(fd, &nop, GAP_US * 1e-6);
 	t_stream = stream_round_trip();
 
 	t_unc = alloc_uncached(fd);
@@ -240,6 +284,9 @@ int main(void)
 	printf("BENCH alloc_uncached %.2f us\n", t_unc * 1e6);
 	printf("BENCH alloc_cached %.2f us\n", t_cached * 1e6);
 	printf("BENCH alloc_uncached_vs_cached %.1f ratio\n", t_unc / t_cached);
+	printf("BENCH doorbell_back_to_back %.2f us\n", db_b2b);
+	printf("BENCH doorbell_after_gap %.2f us\n", db_gap);
+	printf("BENCH doorbell_gap_vs_back_to_back %.1f ratio\n", db_gap / db_b2b);
 	close(fd);
 	return 0;
 }

@@ -1032,15 +1032,15 @@ static void hpu_case_engine_thread(struct hpu_test *t)
 		EXPECT_DONE(t, q);
 }
 
-/* Whether the engine's last idle spell was short enough for it to poll the next. */
-static bool engine_spins(struct hpu_test *t)
+/* How long the engine polls for work now before it sleeps. */
+static uint32_t engine_poll_ns(struct hpu_test *t)
 {
-	bool spin;
+	uint32_t poll_ns;
 
 	hpu_core_lock(t->core);
-	spin = t->core->qman.spin;
+	poll_ns = t->core->qman.poll_ns;
 	hpu_core_unlock(t->core);
-	return spin;
+	return poll_ns;
 }
 
 /* Submit one SIGNAL job on queue 0 and wait (unlocked reads of CI) until it ends. */
@@ -1056,13 +1056,14 @@ static void engine_job(struct hpu_test *t, unsigned int i)
 }
 
 /*
- * Jobs that come back to back find the engine polling; one that comes after
- * a long idle spell finds it asleep, and it sleeps again after that one.
+ * Jobs that come back to back find the engine polling; after an idle spell
+ * longer than any window it polls less.
  */
 static void hpu_case_engine_polls(struct hpu_test *t)
 {
-	const struct timespec idle = { .tv_nsec = 20 * (long)HPU_ENGINE_SPIN_NS };
+	const struct timespec idle = { .tv_nsec = 4 * (long)HPU_ENGINE_POLL_MAX_NS };
 	unsigned int i, polled = 0;
+	uint32_t before;
 	pthread_t thread;
 
 	setup(t);
@@ -1070,20 +1071,49 @@ static void hpu_case_engine_polls(struct hpu_test *t)
 		hpu_check(t, false, "pthread_create", __LINE__);
 		return;
 	}
+	HPU_CHECK_EQ(t, engine_poll_ns(t), 0);
 	for (i = 0; i < 50; i++) {
 		engine_job(t, i);
-		polled += engine_spins(t);
+		polled += engine_poll_ns(t) > 0;
 	}
-	/* Each job is submitted microseconds after the last ended: most find it polling. */
+	/* Each job is submitted microseconds after the last ended: the engine learns to poll. */
 	HPU_CHECK(t, polled > 0);
+	before = engine_poll_ns(t);
 	nanosleep(&idle, NULL);
 	engine_job(t, i++);
-	HPU_CHECK(t, !engine_spins(t));
+	HPU_CHECK_EQ(t, engine_poll_ns(t), hpu_qman_poll_window(before, UINT64_MAX));
 	hpu_core_engine_stop(t->core);
 	pthread_join(thread, NULL);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), i);
 	HPU_CHECK_EQ(t, sync_value(t, 0), i);
 	EXPECT_DONE(t, 0);
+}
+
+/* The window: kept when work came within it, doubled up to the most, halved after long idleness. */
+static void hpu_case_poll_window(struct hpu_test *t)
+{
+	const uint32_t start = HPU_ENGINE_POLL_START_NS, max = HPU_ENGINE_POLL_MAX_NS;
+	uint32_t w = 0;
+	unsigned int steps;
+
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 0), 0);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 1), start);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(start, start), start);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(start, start + 1), 2 * start);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(max / 2 + 1, max), max);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(max, max), max);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(max, max + 1), max / 2);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(2 * start - 1, max + 1), 0);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 10ull * max), 0);
+	/* Gaps of 400 us: a few gaps slept through, then every one polled across. */
+	for (steps = 0; w < 400000 && steps < 64; steps++)
+		w = hpu_qman_poll_window(w, 400000);
+	HPU_CHECK(t, steps <= 8);
+	HPU_CHECK_EQ(t, hpu_qman_poll_window(w, 400000), w);
+	/* Then an idle device: down to no polling. */
+	for (steps = 0; w && steps < 64; steps++)
+		w = hpu_qman_poll_window(w, 1000ull * max);
+	HPU_CHECK(t, steps <= 8);
 }
 
 /* ---- fuzz ---- */
@@ -1347,7 +1377,8 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "event ring rules", hpu_case_event_ring_rules },
 	{ "holes in the queue and event blocks", hpu_case_queue_holes },
 	{ "engine on its own thread", hpu_case_engine_thread },
-	{ "engine polls while jobs come back to back, sleeps after an idle spell", hpu_case_engine_polls },
+	{ "engine polls while jobs come back to back, less after an idle spell", hpu_case_engine_polls },
+	{ "engine's polling window adapts to the gaps between jobs", hpu_case_poll_window },
 	{ "random command buffers", hpu_case_fuzz },
 	{ "random register accesses, then a reset", hpu_case_register_fuzz },
 };
