@@ -30,6 +30,7 @@
 #include <hpu/hpu.h>
 
 #include "bench_host.h"
+#include "bench_stats.h"
 #include "hpu_abi.h"
 #include "hpu_test.h"
 
@@ -116,13 +117,6 @@ static double uq_round_trip(int fd, const struct hpu_cb *nop)
 	return t;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Median microseconds of a doorbell write, gap_s after the last NOP job ended. */
 static double uq_doorbell_us(int fd, const struct hpu_cb *nop, double gap_s)
 {
@@ -148,7 +142,7 @@ static double uq_doorbell_us(int fd, const struct hpu_cb *nop, double gap_s)
 			die("user-queue job", -EIO);
 	}
 	hpu_uq_close(&q);
-	qsort(cost, DOORBELLS, sizeof(cost[0]), cmp_double);
+	bench_sort(cost, DOORBELLS);
 	return cost[DOORBELLS / 2];
 }
 
