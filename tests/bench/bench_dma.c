@@ -92,11 +92,23 @@ static double memcpy_gbps(uint8_t *dst, const uint8_t *src)
 	return best;
 }
 
+/* Spin until the job at pos has its status; a failed job ends the benchmark. */
+static void uq_wait_ok(struct hpu_uq *q, uint32_t pos)
+{
+	uint32_t status;
+
+	while ((status = __atomic_load_n(&hpu_uq_slot(q, pos)->status, __ATOMIC_ACQUIRE)) ==
+	       0xffffffffu)
+		;
+	if (status)
+		die("user-queue job", -EIO);
+}
+
 /* Seconds per NOP job on a user queue, submitted and waited for by the status it gets back. */
 static double uq_round_trip(int fd, const struct hpu_cb *nop)
 {
 	struct hpu_uq q;
-	uint32_t pos, status;
+	uint32_t pos;
 	double t;
 	int i, err;
 
@@ -106,11 +118,7 @@ static double uq_round_trip(int fd, const struct hpu_cb *nop)
 	for (i = 0; i < CALLS; i++) {
 		pos = hpu_uq_put(&q, nop, 0);
 		hpu_uq_ring(&q);
-		while ((status = __atomic_load_n(&hpu_uq_slot(&q, pos)->status, __ATOMIC_ACQUIRE)) ==
-		       0xffffffffu)
-			;
-		if (status)
-			die("user-queue job", -EIO);
+		uq_wait_ok(&q, pos);
 	}
 	t = (now_s() - t) / CALLS;
 	hpu_uq_close(&q);
@@ -122,7 +130,7 @@ static double uq_doorbell_us(int fd, const struct hpu_cb *nop, double gap_s)
 {
 	double cost[DOORBELLS], t;
 	struct hpu_uq q;
-	uint32_t pos, status;
+	uint32_t pos;
 	int i, err;
 
 	if ((err = hpu_uq_open(&q, fd)))
@@ -135,11 +143,7 @@ static double uq_doorbell_us(int fd, const struct hpu_cb *nop, double gap_s)
 		t = now_s();
 		hpu_uq_ring(&q);
 		cost[i] = (now_s() - t) * 1e6;
-		while ((status = __atomic_load_n(&hpu_uq_slot(&q, pos)->status, __ATOMIC_ACQUIRE)) ==
-		       0xffffffffu)
-			;
-		if (status)
-			die("user-queue job", -EIO);
+		uq_wait_ok(&q, pos);
 	}
 	hpu_uq_close(&q);
 	bench_sort(cost, DOORBELLS);
