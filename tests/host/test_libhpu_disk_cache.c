@@ -10,7 +10,10 @@
  * truncation refused, and offsets checked behind a good checksum; eviction
  * of the least recently used within the bound; four processes on one
  * directory; a failing write that degrades to memory only with one
- * warning.  Prints TAP.
+ * warning.  And what a hostile directory holds: FIFOs, symbolic links,
+ * other users' and oversized files are refused without hanging or
+ * following them; a directory another user owns or may write is refused;
+ * what the cache creates only its user may read.  Prints TAP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -561,29 +564,61 @@ static void test_every_flip_and_truncation_is_refused(void)
 	dev_close(dev);
 }
 
+/* A file whose record and first site are rec and site, its checksum good: refused? */
+struct damaged {
+	const char *dir, *name;
+	const uint8_t *good, *key;
+	size_t size, key_size;
+};
+
+static bool damaged_refused(struct hpu_device *dev, const struct damaged *d,
+			    const struct hpu_disk_record *rec, const struct hpu_site *site)
+{
+	static uint8_t buf[1 << 16];
+	size_t at = sizeof(struct hpu_disk_header) + sizeof(struct hpu_disk_compat) + d->key_size;
+	struct hpu_disk_header h;
+
+	memcpy(buf, d->good, d->size);
+	memcpy(buf + at, rec, sizeof(*rec));
+	memcpy(buf + at + sizeof(*rec), site, sizeof(*site));
+	memcpy(&h, buf, sizeof(h));
+	h.crc = (uint32_t)crc32_z(0, buf + sizeof(h), d->size - sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	return refused(dev, d->dir, d->name, buf, d->size, d->key, d->key_size);
+}
+
+/* d's record and first site as they are. */
+static void damaged_parts(const struct damaged *d, struct hpu_disk_record *rec,
+			  struct hpu_site *site)
+{
+	size_t at = sizeof(struct hpu_disk_header) + sizeof(struct hpu_disk_compat) + d->key_size;
+
+	memcpy(rec, d->good + at, sizeof(*rec));
+	memcpy(site, d->good + at + sizeof(*rec), sizeof(*site));
+}
+
 /* Record fields damaged behind a checksum made good again: each is refused. */
 static void test_offsets_are_checked(void)
 {
-	static uint8_t good[1 << 16], buf[1 << 16];
+	static uint8_t good[1 << 16];
 	struct hpu_device *dev = dev_open("offsets", 1 << 20, true, NULL);
-	struct hpu_disk_header h;
+	struct hpu_compile_config cfg2 = cfg4;
 	struct hpu_disk_record rec;
 	struct hpu_site site;
-	size_t size, key_size, at;
-	uint8_t *key = key0(&key_size);
+	struct damaged d = { .dir = "offsets", .good = good };
 	unsigned int k;
+	uint8_t *key2;
 	char name[32];
+	uint64_t hash;
 
 	store(dev, "offsets", 0, name);
-	size = file_read("offsets", name, good, sizeof(good));
-	at = sizeof(h) + sizeof(struct hpu_disk_compat) + key_size;
-	for (k = 0; k < 14; k++) {
-		size_t len = size;
+	d.name = name;
+	d.size = file_read("offsets", name, good, sizeof(good));
+	d.key = key0(&d.key_size);
+	for (k = 0; k < 19; k++) {
 		bool refuse;
 
-		memcpy(buf, good, size);
-		memcpy(&rec, buf + at, sizeof(rec));
-		memcpy(&site, buf + at + sizeof(rec), sizeof(site));
+		damaged_parts(&d, &rec, &site);
 		switch (k) {
 		case 0: break; /* intact: loads */
 		case 1: rec.num_engines = 0; break;
@@ -599,19 +634,38 @@ static void test_offsets_are_checked(void)
 		case 11: site.base = rec.num_bindings; break;
 		case 12: rec.num_sites++; break;
 		case 13: rec.blob_size -= 8; break;
+		/* More bindings than the graph has persistent buffers: launches read past them. */
+		case 14: rec.num_bindings = (uint32_t)(d.key_size / sizeof(uint64_t)); break;
+		/* A workspace larger than the intermediates, or not where the compiler puts it. */
+		case 15: rec.workspace_size = 1ull << 40; break;
+		case 16: rec.workspace_off += HPU_WS_ALIGN; break;
+		/* A command buffer that ends inside a packet, which a launch may walk past. */
+		case 17: rec.engine[0].size -= 4; break;
+		/* A site patching a packet's header. */
+		case 18: site.at = rec.engine[0].off; break;
 		}
-		memcpy(buf + at, &rec, sizeof(rec));
-		memcpy(buf + at + sizeof(rec), &site, sizeof(site));
-		memcpy(&h, buf, sizeof(h));
-		h.crc = (uint32_t)crc32_z(0, buf + sizeof(h), len - sizeof(h));
-		memcpy(buf, &h, sizeof(h));
-		refuse = refused(dev, "offsets", name, buf, len, key, key_size);
+		refuse = damaged_refused(dev, &d, &rec, &site);
 		if (refuse != (k != 0)) {
 			printf("#   case %u %s\n", k, refuse ? "refused" : "loaded");
 			test_failed = true;
 		}
 	}
-	free(key);
+	free((void *)d.key);
+	dev_close(dev);
+
+	/* More engines than the device has queues: two would share one and wait on each other. */
+	dev = dev_open("offsets2", 1 << 20, true, NULL);
+	dev->num_queues = cfg2.engines = 2;
+	store(dev, "offsets2", 0, name);
+	EXPECT(hpu_ir_key(&graphs[0], &cfg2, &key2, &d.key_size, &hash) == 0);
+	d = (struct damaged){ .dir = "offsets2", .name = name, .good = good, .key = key2,
+			      .key_size = d.key_size };
+	d.size = file_read("offsets2", name, good, sizeof(good));
+	damaged_parts(&d, &rec, &site);
+	EXPECT(!damaged_refused(dev, &d, &rec, &site));
+	rec.num_engines = 3;
+	EXPECT(damaged_refused(dev, &d, &rec, &site));
+	free(key2);
 	dev_close(dev);
 }
 
@@ -870,6 +924,247 @@ static void test_memory_hits_refresh_and_stale_temporaries_go(void)
 	EXPECT(mtime_of("touch", stale).tv_sec == 0 && mtime_of("touch", fresh).tv_sec != 0);
 }
 
+/* Graph 0's file, written into a cleared root/dir; its name into name. */
+static void store0(const char *dir, char *name)
+{
+	struct hpu_device *dev = dev_open(dir, 1 << 20, true, NULL);
+
+	store(dev, dir, 0, name);
+	dev_close(dev);
+}
+
+/*
+ * Whether a new cache on root/dir refuses graph 0's file, counting it
+ * ignored.  In a child, which an alarm ends if the load hangs.
+ */
+static bool load0_refused(const char *dir)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		struct hpu_disk_config cfg = { .max_bytes = 1 << 20 };
+		struct hpu_recipe *r = NULL;
+		struct hpu_disk_cache *dc;
+		uint64_t i0 = disk("Ignored");
+		size_t key_size;
+		uint8_t *key = key0(&key_size);
+
+		alarm(5);
+		path_of(cfg.dir, sizeof(cfg.dir), dir, "");
+		if (hpu_disk_cache_open(&cfg, &compat0, &dc) ||
+		    hpu_disk_cache_load(dc, key, key_size, &r))
+			_exit(2);
+		_exit(!r && disk("Ignored") == i0 + 1 ? 0 : 1);
+	}
+	return child_status(pid) == 0;
+}
+
+/* The next lookup compiles graph 0 and writes a regular file over what had its name. */
+static bool replaced0(const char *dir, const char *name)
+{
+	struct hpu_device *dev = dev_open(dir, 1 << 20, false, NULL);
+	uint64_t c0 = compiles();
+	char path[512];
+	struct stat st;
+
+	EXPECT(lookup(dev, 0));
+	dev_close(dev);
+	path_of(path, sizeof(path), dir, name);
+	return compiles() == c0 + 1 && !lstat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/*
+ * Opening a FIFO to read waits for a writer: one named like a recipe, or
+ * like the lock, must not hang the cache.  Nor does a file larger than the
+ * cache, or another user's, load.
+ */
+static void test_special_files_are_refused(void)
+{
+	struct hpu_disk_config cfg = { .clear = true, .max_bytes = 1 << 20 };
+	struct hpu_disk_cache *dc;
+	char name[32], path[512];
+	pid_t pid;
+
+	store0("special", name);
+	path_of(path, sizeof(path), "special", name);
+	/* Larger than max MB (sparse). */
+	EXPECT(truncate(path, 2 << 20) == 0);
+	EXPECT(load0_refused("special"));
+	EXPECT(replaced0("special", name));
+
+	if (!geteuid()) {
+		EXPECT(chown(path, 65534, 65534) == 0);
+		EXPECT(load0_refused("special"));
+		EXPECT(replaced0("special", name));
+	} else {
+		printf("#   not root: another user's file not tried\n");
+	}
+
+	/* The lock a FIFO: clearing takes it, and fails rather than wait. */
+	path_of(path, sizeof(path), "special", "eviction.lock");
+	EXPECT(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+	path_of(cfg.dir, sizeof(cfg.dir), "special", "");
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		alarm(5);
+		_exit(hpu_disk_cache_open(&cfg, &compat0, &dc) == -EPERM &&
+		      strstr(hpu_last_error(), "eviction.lock: not a regular file") ? 0 : 1);
+	}
+	EXPECT(child_status(pid) == 0);
+	EXPECT(unlink(path) == 0);
+
+	path_of(path, sizeof(path), "special", name);
+	EXPECT(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+	EXPECT(load0_refused("special"));
+	/* Else the lookup below would hang this process. */
+	if (!test_failed)
+		EXPECT(replaced0("special", name));
+}
+
+/*
+ * Symbolic links in the directory are never followed: not to load a
+ * recipe, to refresh its use, nor to take the lock - at a clear or at an
+ * eviction - and what they point to is left as it was.
+ */
+static void test_symbolic_links_are_not_followed(void)
+{
+	static uint8_t good[1 << 16], back[1 << 16];
+	struct hpu_disk_config cfg = { .clear = true, .max_bytes = 1 << 20 };
+	char name[32], other[32], path[512], target[512], out[1024];
+	struct hpu_recipe *r = NULL;
+	struct hpu_disk_cache *dc;
+	struct hpu_device *dev;
+	size_t size;
+	time_t before;
+
+	path_of(path, sizeof(path), "outside", "");
+	EXPECT(mkdir(path, 0700) == 0);
+	store0("links", name);
+	size = file_read("links", name, good, sizeof(good));
+	/* The recipe moved out, a link to it in its place: refused, then replaced. */
+	path_of(path, sizeof(path), "links", name);
+	path_of(target, sizeof(target), "outside", name);
+	EXPECT(rename(path, target) == 0 && symlink(target, path) == 0);
+	set_age("outside", name, 600);
+	before = mtime_of("outside", name).tv_sec;
+	EXPECT(load0_refused("links"));
+	EXPECT(replaced0("links", name));
+
+	/* A memory hit a minute later refreshes the file, not what a link points to. */
+	dev = dev_open("links", 1 << 20, false, NULL);
+	EXPECT(lookup(dev, 0));
+	EXPECT(unlink(path) == 0 && symlink(target, path) == 0);
+	EXPECT(hpu_ir_recipe(dev, &graphs[0], &r) == 0);
+	r->disk_used_ns -= 61ull * 1000000000ull;
+	hpu_recipe_put(r);
+	EXPECT(lookup(dev, 0));
+	dev_close(dev);
+	EXPECT(mtime_of("outside", name).tv_sec == before);
+
+	/* The lock a link to a file that does not exist: never created, at a clear... */
+	path_of(path, sizeof(path), "links", "eviction.lock");
+	path_of(target, sizeof(target), "outside", "lock");
+	EXPECT(unlink(path) == 0 && symlink(target, path) == 0);
+	path_of(cfg.dir, sizeof(cfg.dir), "links", "");
+	EXPECT(hpu_disk_cache_open(&cfg, &compat0, &dc) == -ELOOP);
+	EXPECT(strstr(hpu_last_error(), "eviction.lock: a symbolic link") != NULL);
+	/* ... nor at an eviction, which fails and stops the writes with one warning. */
+	dev = dev_open("links", 1 << 20, false, NULL);
+	capture_begin();
+	store(dev, "links", 1, other);
+	dev_close(dev);
+	EXPECT(capture_end(out, sizeof(out)) == 1 && strstr(out, "eviction.lock: a symbolic link"));
+	EXPECT(access(target, F_OK) != 0 && errno == ENOENT);
+	EXPECT(file_read("outside", name, back, sizeof(back)) == size && !memcmp(back, good, size));
+}
+
+/* Expects dir refused by an open of a cache on it, the message saying why. */
+static void expect_refused(const char *dir, int err, const char *why)
+{
+	struct hpu_disk_config cfg = { .max_bytes = 1 << 20 };
+	struct hpu_disk_cache *dc = NULL;
+
+	snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
+	if (hpu_disk_cache_open(&cfg, &compat0, &dc) != -err || !strstr(hpu_last_error(), why)) {
+		printf("#   %s: \"%s\"\n", dir, hpu_last_error());
+		test_failed = true;
+		hpu_disk_cache_close(dc);
+	}
+}
+
+/*
+ * Recipes run as the process that loads them: a directory another user
+ * owns or may write is refused with the reason, or a link to one, and the
+ * runtime goes on without the disk cache.
+ */
+static void test_unsafe_directories_are_refused(void)
+{
+	const mode_t modes[] = { 0777, 0770, 0720, 0702, 01777 };
+	struct hpu_disk_config cfg = { .max_bytes = 1 << 20 };
+	char dir[512], link[512], env[600], out[1024];
+	struct hpu_disk_cache *dc;
+	unsigned int i;
+
+	path_of(dir, sizeof(dir), "unsafe", "");
+	dir[strlen(dir) - 1] = 0;
+	path_of(link, sizeof(link), "unsafe-link", "");
+	link[strlen(link) - 1] = 0;
+	EXPECT(mkdir(dir, 0700) == 0);
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
+		EXPECT(chmod(dir, modes[i]) == 0);
+		expect_refused(dir, EPERM, "is writable by its group or others");
+	}
+	snprintf(env, sizeof(env), "%s,false,1", dir);
+	setenv("HPU_RECIPE_CACHE_CONFIG", env, 1);
+	capture_begin();
+	EXPECT(hpu_disk_cache_from_env(&compat0) == NULL);
+	unsetenv("HPU_RECIPE_CACHE_CONFIG");
+	EXPECT(capture_end(out, sizeof(out)) == 1);
+	EXPECT(strstr(out, "writable by its group or others") &&
+	       strstr(out, "the recipe disk cache is off"));
+
+	EXPECT(chmod(dir, 0755) == 0);
+	snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
+	EXPECT(hpu_disk_cache_open(&cfg, &compat0, &dc) == 0);
+	hpu_disk_cache_close(dc);
+	EXPECT(symlink(dir, link) == 0);
+	expect_refused(link, ELOOP, "is a symbolic link");
+	strcat(link, "/");
+	expect_refused(link, ELOOP, "is a symbolic link");
+	if (geteuid()) {
+		printf("#   not root: another user's directory not tried\n");
+		return;
+	}
+	EXPECT(chown(dir, 65534, 65534) == 0);
+	expect_refused(dir, EPERM, "belongs to uid 65534");
+}
+
+/* What the cache creates - directories, recipes, the lock - only its user may read. */
+static void test_created_files_are_private(void)
+{
+	const char *made[] = { "private", "private/a", "private/a/b" };
+	mode_t old = umask(0);
+	struct hpu_device *dev = dev_open("private/a/b", 1 << 20, false, NULL);
+	char name[32], path[512];
+	struct stat st;
+	unsigned int i;
+
+	store(dev, "private/a/b", 0, name); /* and the eviction after it, which takes the lock */
+	dev_close(dev);
+	umask(old);
+	for (i = 0; i < ARRAY_SIZE(made); i++) {
+		path_of(path, sizeof(path), made[i], "");
+		EXPECT(stat(path, &st) == 0 && (st.st_mode & 07777) == 0700);
+	}
+	path_of(path, sizeof(path), "private/a/b", name);
+	EXPECT(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+	path_of(path, sizeof(path), "private/a/b", "eviction.lock");
+	EXPECT(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+}
+
 static const struct tap_test tests[] = {
 	{ "HPU_RECIPE_CACHE_CONFIG: parsed, or one warning and no cache", test_config },
 	{ "clear empties the directory of recipes", test_clear },
@@ -888,6 +1183,13 @@ static const struct tap_test tests[] = {
 	  test_write_failure_degrades },
 	{ "memory hits refresh a file's use; stale temporaries go",
 	  test_memory_hits_refresh_and_stale_temporaries_go },
+	{ "FIFOs, oversized and other users' files are refused without hanging",
+	  test_special_files_are_refused },
+	{ "symbolic links are never followed: recipes, their refresh, the lock",
+	  test_symbolic_links_are_not_followed },
+	{ "a directory another user owns or may write is refused, saying why",
+	  test_unsafe_directories_are_refused },
+	{ "what the cache creates only its user may read", test_created_files_are_private },
 };
 
 int main(void)

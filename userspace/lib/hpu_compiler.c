@@ -44,7 +44,6 @@
 
 /* Bump when the recipe of a graph changes: the key then never matches an older one. */
 #define HPU_COMPILER_VERSION 1u
-#define HPU_WS_ALIGN 256u
 #define HPU_BLOB_SYNC_SIZE 64u
 #define HPU_PARAMS_ALIGN 64u
 /* Sites whose value is relative to the parameter blocks, until the blob is laid out. */

@@ -26,6 +26,15 @@
  * A write that fails (a full, read-only or removed directory, a file size
  * limit) stops writing for good, with one warning: new recipes are then
  * cached in memory only, while those on disk still load.
+ *
+ * A recipe's command buffers run as the process that loads it, so the
+ * directory must be its user's and writable by no one else, as ssh asks
+ * of its files; any other is refused with a warning, and the process runs
+ * without the disk cache.  Nothing in it is trusted either: every file is
+ * opened relative to the directory's descriptor, never through a symbolic
+ * link, never blocking on a FIFO or device, and used only if it is a
+ * regular file of this user's within max MB.  What this process creates
+ * only its user may read: directories 0700, files 0600.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -134,10 +143,37 @@ static int hpu_mkdirs(const char *dir)
 			continue;
 		path[i] = 0;
 		/* An existing entry answers EEXIST even on a read-only file system. */
-		if (mkdir(path, 0755) && errno != EEXIST)
+		if (mkdir(path, 0700) && errno != EEXIST)
 			return hpu_error_errno("cannot create %s", path);
 		path[i] = dir[i];
 	}
+	return 0;
+}
+
+/*
+ * Opens name of the directory (flags: O_RDONLY, maybe O_CREAT) if it is a
+ * regular file of this user's, its status in *st.  A symbolic link is not
+ * followed, a FIFO or a device not waited for: all are refused.  The
+ * message does not name the file: the caller does.
+ */
+static int hpu_disk_openat(const struct hpu_disk_cache *dc, const char *name, int flags,
+			   struct stat *st, int *fdp)
+{
+	int fd = openat(dc->dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return errno == ELOOP ? hpu_error_set(ELOOP, "a symbolic link")
+				      : hpu_error_errno("cannot open it");
+	if (fstat(fd, st)) {
+		close(fd);
+		return hpu_error_errno("cannot stat it");
+	}
+	if (!S_ISREG(st->st_mode) || st->st_uid != geteuid()) {
+		close(fd);
+		return hpu_error_set(EPERM, "not a regular file of uid %u",
+				     (unsigned int)geteuid());
+	}
+	*fdp = fd;
 	return 0;
 }
 
@@ -276,11 +312,12 @@ static int hpu_disk_trim(struct hpu_disk_cache *dc, uint64_t bound, bool evict)
 /* hpu_disk_trim() holding eviction.lock: processes trim one at a time. */
 static int hpu_disk_trim_locked(struct hpu_disk_cache *dc, uint64_t bound, bool evict)
 {
+	struct stat st;
 	int fd, ret;
 
-	fd = openat(dc->dirfd, HPU_DISK_LOCK, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return hpu_error_errno("cannot open %s/%s", dc->cfg.dir, HPU_DISK_LOCK);
+	ret = hpu_disk_openat(dc, HPU_DISK_LOCK, O_RDONLY | O_CREAT, &st, &fd);
+	if (ret)
+		return hpu_error_in(dc->cfg.dir, hpu_error_in(HPU_DISK_LOCK, ret));
 	while ((ret = flock(fd, LOCK_EX)) && errno == EINTR)
 		;
 	ret = ret ? hpu_error_errno("cannot lock %s/%s", dc->cfg.dir, HPU_DISK_LOCK)
@@ -361,7 +398,8 @@ static int hpu_disk_write(struct hpu_disk_cache *dc, const struct hpu_recipe *r)
 	snprintf(tmp, sizeof(tmp), "%016" PRIx64 HPU_DISK_SUFFIX ".tmp.%d.%u",
 		 hpu_disk_name(dc, r->key, r->key_size, name), (int)getpid(),
 		 atomic_fetch_add(&hpu_disk_tmp_seq, 1));
-	fd = openat(dc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	/* O_EXCL: a name taken, even by a symbolic link, fails. */
+	fd = openat(dc->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = hpu_error_errno("cannot create %s/%s", dc->cfg.dir, tmp);
 		goto out;
@@ -491,18 +529,16 @@ void hpu_disk_cache_flush(struct hpu_disk_cache *dc)
 	pthread_mutex_unlock(&dc->lock);
 }
 
-/* Reads the whole file; one larger than the cache may hold is not a recipe of it. */
-static int hpu_disk_read(const struct hpu_disk_cache *dc, int fd, uint8_t **buf, size_t *len)
+/* Reads the file of st's size; one larger than the cache may hold is not a recipe of it. */
+static int hpu_disk_read(const struct hpu_disk_cache *dc, int fd, const struct stat *st,
+			 uint8_t **buf, size_t *len)
 {
-	struct stat st;
 	size_t done = 0;
 
-	if (fstat(fd, &st))
-		return hpu_error_errno("cannot stat it");
-	if ((uint64_t)st.st_size > dc->cfg.max_bytes)
+	if ((uint64_t)st->st_size > dc->cfg.max_bytes)
 		return hpu_error_set(EINVAL, "larger than the cache (%lld bytes)",
-				     (long long)st.st_size);
-	*len = (size_t)st.st_size;
+				     (long long)st->st_size);
+	*len = (size_t)st->st_size;
 	*buf = malloc(*len ? *len : 1);
 	if (!*buf)
 		return hpu_error_set(ENOMEM, "out of memory");
@@ -523,18 +559,51 @@ static int hpu_disk_bad(const char *why)
 	return hpu_error_set(EINVAL, "%s", why);
 }
 
-/* Every size and offset of a file's record and sites, against its blob and key. */
+/*
+ * What a recipe of key may hold, from hpu_ir_key()'s layout (u64 words):
+ * word 1 has the engines in its low half, word 3 is the buffer count, and
+ * a word per buffer follows, 0 for a persistent one (a binding) and
+ * size << 1 | 1 for an intermediate (in the workspace).
+ */
+struct hpu_key_bounds {
+	uint32_t engines, bindings;
+	uint64_t workspace; /* each intermediate placed apart, at HPU_WS_ALIGN */
+};
+
+static int hpu_key_bounds(const uint8_t *key, size_t size, struct hpu_key_bounds *kb)
+{
+	uint64_t w[4], word, b;
+
+	*kb = (struct hpu_key_bounds){ 0 };
+	if (size < sizeof(w))
+		return hpu_disk_bad("the key is too short");
+	memcpy(w, key, sizeof(w));
+	if (w[3] > (size - sizeof(w)) / sizeof(word))
+		return hpu_disk_bad("the key has fewer buffers than it counts");
+	kb->engines = (uint32_t)w[1];
+	for (b = 0; b < w[3]; b++) {
+		memcpy(&word, key + sizeof(w) + b * sizeof(word), sizeof(word));
+		if (!word)
+			kb->bindings++;
+		else
+			kb->workspace += hpu_round_up(word >> 1, HPU_WS_ALIGN);
+	}
+	return 0;
+}
+
+/* Every size, offset and count of a file's record, against its blob and its key. */
 static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_site *sites,
-			  size_t key_size)
+			  const struct hpu_key_bounds *kb)
 {
 	uint64_t blob = rec->blob_size, nodes = 0;
 	unsigned int e, i;
 
-	if (!rec->num_engines || rec->num_engines > HPU_GRAPH_MAX_ENGINES || rec->reserved)
+	if (!rec->num_engines || rec->num_engines > kb->engines || rec->reserved)
 		return hpu_disk_bad("bad engine count");
 	if ((uint64_t)rec->sync_off + rec->sync_size > blob)
 		return hpu_disk_bad("sync objects outside the blob");
-	if (rec->workspace_off < blob || rec->workspace_size > UINT64_MAX - rec->workspace_off)
+	if (rec->workspace_off != hpu_round_up(blob, HPU_WS_ALIGN) ||
+	    rec->workspace_size > kb->workspace)
 		return hpu_disk_bad("bad workspace");
 	for (e = 0; e < HPU_GRAPH_MAX_ENGINES; e++) {
 		const typeof(rec->engine[0]) *en = &rec->engine[e];
@@ -546,15 +615,53 @@ static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_si
 	}
 	if (nodes != rec->num_nodes)
 		return hpu_disk_bad("node counts disagree");
-	/* The key has a word per buffer, so no more bindings than that. */
-	if (rec->num_bindings > key_size / sizeof(uint64_t))
-		return hpu_disk_bad("more bindings than buffers");
+	/* A launch passes an address per persistent buffer of the graph: no more, no less. */
+	if (rec->num_bindings != kb->bindings)
+		return hpu_disk_bad("bindings and persistent buffers disagree");
 	for (i = 0; i < rec->num_sites; i++)
 		if ((uint64_t)sites[i].at + sizeof(uint64_t) > blob ||
 		    (sites[i].base != HPU_SITE_BLOB && sites[i].base != HPU_SITE_WORKSPACE &&
 		     sites[i].base >= rec->num_bindings))
 			return hpu_disk_bad("site outside the blob or its bindings");
 	return 0;
+}
+
+/*
+ * A launch may walk the engines' command buffers packet by packet, after
+ * patching the sites: each buffer must be whole packets, and no site may
+ * patch a packet's header.  Sites are checked within the blob already.
+ */
+static int hpu_disk_check_packets(const struct hpu_recipe *r)
+{
+	/* A bit per byte of the blob: a packet starts there. */
+	uint8_t *starts = calloc(r->blob_size / 8 + 1, 1);
+	uint32_t header, at, end, n, p;
+	unsigned int e, i;
+	int ret = 0;
+
+	if (!starts)
+		return hpu_error_set(ENOMEM, "out of memory");
+	for (e = 0; e < r->num_engines && !ret; e++) {
+		end = r->engine[e].off + r->engine[e].size;
+		for (at = r->engine[e].off; at < end && !ret; at += n) {
+			n = 0;
+			if (end - at >= sizeof(header)) {
+				memcpy(&header, r->blob + at, sizeof(header));
+				n = hpu_pkt_size(header);
+			}
+			if (!n || n > end - at)
+				ret = hpu_disk_bad("a command buffer ends in an unknown or cut packet");
+			starts[at / 8] |= (uint8_t)(1u << at % 8);
+		}
+	}
+	/* A header starting from 3 bytes before a site's word to its last byte overlaps it. */
+	for (i = 0; i < r->num_sites && !ret; i++)
+		for (p = r->sites[i].at > 3 ? r->sites[i].at - 3 : 0;
+		     p < r->sites[i].at + sizeof(uint64_t) && !ret; p++)
+			if (starts[p / 8] & (1u << p % 8))
+				ret = hpu_disk_bad("a site patches a packet's header");
+	free(starts);
+	return ret;
 }
 
 static struct hpu_recipe *hpu_recipe_of_record(const struct hpu_disk_record *rec,
@@ -600,6 +707,7 @@ static int hpu_disk_parse(const struct hpu_disk_cache *dc, const uint8_t *buf, s
 {
 	struct hpu_disk_header h;
 	struct hpu_disk_record rec;
+	struct hpu_key_bounds kb;
 	const uint8_t *p = buf + sizeof(h);
 	uint64_t fixed = sizeof(h) + sizeof(dc->compat) + key_size + sizeof(rec);
 	int ret;
@@ -627,11 +735,16 @@ static int hpu_disk_parse(const struct hpu_disk_cache *dc, const uint8_t *buf, s
 	p += sizeof(rec);
 	if (len != fixed + (uint64_t)rec.num_sites * sizeof(struct hpu_site) + rec.blob_size)
 		return hpu_disk_bad("sizes do not add up");
+	ret = hpu_key_bounds(key, key_size, &kb);
+	if (ret)
+		return ret;
 	/* Copied first: the sites in the file need not be aligned. */
 	*rp = hpu_recipe_of_record(&rec, p, p + rec.num_sites * sizeof(struct hpu_site));
 	if (!*rp)
 		return hpu_error_set(ENOMEM, "out of memory");
-	ret = hpu_disk_check(&rec, (*rp)->sites, key_size);
+	ret = hpu_disk_check(&rec, (*rp)->sites, &kb);
+	if (!ret)
+		ret = hpu_disk_check_packets(*rp);
 	if (ret) {
 		hpu_recipe_put(*rp);
 		*rp = NULL;
@@ -644,6 +757,7 @@ int hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key, size_t si
 {
 	char name[HPU_DISK_NAME_MAX];
 	uint8_t *buf = NULL;
+	struct stat st;
 	size_t len = 0;
 	int fd, ret;
 
@@ -651,19 +765,21 @@ int hpu_disk_cache_load(struct hpu_disk_cache *dc, const uint8_t *key, size_t si
 	if (!dc)
 		return 0;
 	hpu_disk_name(dc, key, size, name);
-	fd = openat(dc->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	ret = hpu_disk_openat(dc, name, O_RDONLY, &st, &fd);
+	if (ret == -ENOENT) {
 		hpu_counter_add(HPU_C_DISK_MISSES, 1);
 		return 0;
 	}
-	ret = hpu_disk_read(dc, fd, &buf, &len);
-	if (!ret)
-		ret = hpu_disk_parse(dc, buf, len, key, size, rp);
-	/* A use: eviction goes by it.  Failing (another user's file) only ages it. */
-	if (!ret)
-		futimens(fd, NULL);
-	close(fd);
-	free(buf);
+	if (!ret) {
+		ret = hpu_disk_read(dc, fd, &st, &buf, &len);
+		if (!ret)
+			ret = hpu_disk_parse(dc, buf, len, key, size, rp);
+		/* A use: eviction goes by it. */
+		if (!ret)
+			futimens(fd, NULL);
+		close(fd);
+		free(buf);
+	}
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret) {
@@ -692,31 +808,63 @@ void hpu_disk_cache_touch(struct hpu_disk_cache *dc, struct hpu_recipe *r)
 		return;
 	r->disk_used_ns = now;
 	hpu_disk_name(dc, r->key, r->key_size, name);
-	/* Not written yet, or evicted: nothing to refresh. */
-	utimensat(dc->dirfd, name, NULL, 0);
+	/* Not written yet, or evicted: nothing to refresh.  A symbolic link is not ours to. */
+	utimensat(dc->dirfd, name, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+/*
+ * Opens the directory if it is this user's and no one else may write it,
+ * as its recipes run as this process.  Not through a symbolic link: that
+ * would be trusting whoever could make the link.
+ */
+static int hpu_disk_dir_open(struct hpu_disk_cache *dc)
+{
+	const char *dir = dc->cfg.dir;
+	struct stat st;
+
+	dc->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dc->dirfd < 0) {
+		if (!fstatat(AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+			return hpu_error_set(ELOOP, "%s is a symbolic link, not followed", dir);
+		return hpu_error_errno("cannot open %s", dir);
+	}
+	if (fstat(dc->dirfd, &st))
+		return hpu_error_errno("cannot stat %s", dir);
+	if (st.st_uid != geteuid())
+		return hpu_error_set(EPERM,
+				     "%s belongs to uid %u, not to this process's %u: its recipes "
+				     "would run as this user", dir, (unsigned int)st.st_uid,
+				     (unsigned int)geteuid());
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return hpu_error_set(EPERM,
+				     "%s is writable by its group or others (mode %03o): their "
+				     "recipes would run as this user", dir,
+				     (unsigned int)(st.st_mode & 07777));
+	return 0;
 }
 
 int hpu_disk_cache_open(const struct hpu_disk_config *cfg, const struct hpu_disk_compat *compat,
 			struct hpu_disk_cache **dcp)
 {
 	struct hpu_disk_cache *dc = calloc(1, sizeof(*dc));
+	size_t len;
 	int ret;
 
 	if (!dc)
 		return hpu_error_set(ENOMEM, "out of memory");
 	dc->cfg = *cfg;
+	/* "dir/" would follow a symbolic link named dir. */
+	for (len = strlen(dc->cfg.dir); len > 1 && dc->cfg.dir[len - 1] == '/'; len--)
+		dc->cfg.dir[len - 1] = 0;
 	dc->compat = *compat;
 	dc->compat.libhpu_version = HPU_VERSION_MAJOR << 16 | HPU_VERSION_MINOR << 8 |
 				    HPU_VERSION_PATCH;
 	dc->compat.format = HPU_DISK_FORMAT;
 	dc->log = hpu_env_uint("HPU_RECIPE_CACHE_LOG", 0) == 1;
 	dc->dirfd = -1;
-	ret = hpu_mkdirs(cfg->dir);
-	if (!ret) {
-		dc->dirfd = open(cfg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dc->dirfd < 0)
-			ret = hpu_error_errno("cannot open %s", cfg->dir);
-	}
+	ret = hpu_mkdirs(dc->cfg.dir);
+	if (!ret)
+		ret = hpu_disk_dir_open(dc);
 	if (!ret && cfg->clear)
 		ret = hpu_disk_trim_locked(dc, 0, false);
 	if (ret) {

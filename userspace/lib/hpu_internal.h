@@ -615,6 +615,9 @@ struct hpu_site {
 	uint32_t base; /* HPU_SITE_BLOB, or the index of a binding (a persistent buffer) */
 };
 
+/* The workspace starts at this multiple after the blob, and each intermediate in it at one. */
+#define HPU_WS_ALIGN 256u
+
 /*
  * A compiled graph: per-engine command buffers, parameter blocks and sync
  * objects in one blob whose addresses are relative (sites), a workspace
@@ -749,7 +752,10 @@ struct hpu_disk_cache;
 
 /* "<dir>,<true|false>,<max MB>"; -EINVAL with a message if it is not that. */
 int hpu_disk_config_parse(const char *s, struct hpu_disk_config *cfg);
-/* Creates the directory if need be (and its parents) and clears it if asked. */
+/*
+ * Creates the directory if need be (and its parents, 0700) and clears it if
+ * asked; -EPERM if another user owns it or may write it.
+ */
 int hpu_disk_cache_open(const struct hpu_disk_config *cfg, const struct hpu_disk_compat *compat,
 			struct hpu_disk_cache **dcp);
 /* As HPU_RECIPE_CACHE_CONFIG says: NULL if unset, or after one warning if unusable. */
