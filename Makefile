@@ -123,7 +123,7 @@ $(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h tests/guest/hpu_m
 $(BUILD)/tests/bench/%: tests/bench/%.c | userspace
 	$(guest-link)
 
-$(BUILD)/tests/bench/host_%: tests/bench/host_%.c
+$(BUILD)/tests/bench/host_%: tests/bench/host_%.c | setup
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $< -lopenblas -o $@
 
@@ -148,6 +148,10 @@ $(addprefix bench-,$(BENCHES)): bench-%: all
 
 install: module firmware userspace
 	scripts/install.sh
+
+# A build output named as typed in the top directory (make build/tests/host/test_x) is the same
+# file as its absolute name, which the rules above make.
+build/%: $(BUILD)/% ;
 
 -include $(wildcard $(BUILD)/tests/*/*.d)
 

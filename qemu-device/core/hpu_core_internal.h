@@ -11,6 +11,8 @@
 #ifndef HPU_CORE_INTERNAL_H
 #define HPU_CORE_INTERNAL_H
 
+#include <time.h>
+
 #include "hpu_dev_core.h"
 #include "hpu_pkt.h"
 
@@ -41,6 +43,14 @@ static inline uint64_t hpu_q_ring(struct hpu_dev_core *core, unsigned int q)
 }
 
 #define HPU_UNUSED __attribute__((unused))
+
+static inline uint64_t hpu_core_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #define HPU_REG_R (1u << 0)
 #define HPU_REG_W (1u << 1)
@@ -100,6 +110,7 @@ const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uin
 const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
 void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
 void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value);
+uint32_t hpu_q_read_deferred(struct hpu_dev_core *core, unsigned int q);
 
 /* A user queue's job, on the engine's thread (hpu_uq.c); see hpu_qman.h. */
 int hpu_uq_job_load(struct hpu_job *job);

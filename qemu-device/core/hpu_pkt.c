@@ -324,6 +324,8 @@ static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
 			job->call.pos += desc->size;
 		else
 			job->pos += desc->size;
+		if (hpu_core_now_ns() >= job->yield_ns)
+			return HPU_PKT_YIELDED;
 	}
 	return HPU_PKT_DONE;
 }
@@ -333,7 +335,7 @@ static enum hpu_pkt_status hpu_pkt_run_callee(struct hpu_job *job)
 {
 	enum hpu_pkt_status status = hpu_pkt_run_buffer(job);
 
-	if (status != HPU_PKT_STALLED)
+	if (status == HPU_PKT_DONE || status == HPU_PKT_FAILED)
 		job->call.size = 0;
 	return status;
 }

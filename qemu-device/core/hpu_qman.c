@@ -4,7 +4,6 @@
  */
 #include <inttypes.h>
 #include <stddef.h>
-#include <time.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_le.h"
@@ -91,6 +90,7 @@ static void hpu_q_move_ci(struct hpu_dev_core *core, unsigned int q, uint32_t ci
 	if (HPU_Q_REG(core, q, CI) == ci)
 		return;
 	HPU_Q_REG(core, q, CI) = ci;
+	core->qman.queues[q].deferred_ns = 0;
 	if (hpu_qman_is_uq(q))
 		hpu_uq_ci_moved(core, q);
 }
@@ -125,12 +125,15 @@ const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
 	[HPU_Q_CI / 4] = { "CI", HPU_REG_R, NULL, NULL },
 	[HPU_Q_STATUS / 4] = { "STATUS", HPU_REG_R, NULL, NULL },
 	[HPU_Q_CTRL / 4] = { "CTRL", HPU_REG_W, NULL, hpu_q_write_ctrl },
+	[HPU_Q_DEFERRED_US / 4] = { "DEFERRED_US", HPU_REG_R, NULL, NULL, hpu_q_read_deferred },
 };
 
 void hpu_qman_reset(struct hpu_dev_core *core)
 {
 	unsigned int q;
 
+	/* A step still in progress belongs to the old generation: it defers no one now. */
+	core->qman.current = -1;
 	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
 		struct hpu_qman_queue *qq = &core->qman.queues[q];
 
@@ -139,6 +142,7 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 		qq->running = false;
 		qq->parked = false;
 		qq->recheck = false;
+		qq->deferred_ns = 0;
 		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 	}
 }
@@ -222,9 +226,50 @@ static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *
 		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_WAITING;
 		return;
 	}
+	if (status == HPU_PKT_YIELDED) {
+		/* Still busy, and ready again once the queues after it had their turn. */
+		qq->parked = true;
+		qq->recheck = true;
+		return;
+	}
 	hpu_q_move_ci(core, q, qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
 	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 	HPU_Q_REG(core, q, STATUS) = 0;
+}
+
+/* Queue q has a job the engine could run now (not one it is in).  Lock held. */
+static bool hpu_qman_ready(struct hpu_dev_core *core, unsigned int q)
+{
+	const struct hpu_qman_queue *qq = &core->qman.queues[q];
+
+	if (qq->running)
+		return false;
+	return qq->parked ? qq->recheck || qq->abort :
+			    HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI);
+}
+
+/* The step in queue q that began at step_ns ended: queues that were ready waited for it. */
+static void hpu_qman_defer_others(struct hpu_dev_core *core, unsigned int q)
+{
+	uint64_t ran = hpu_core_now_ns() - core->qman.step_ns;
+	unsigned int r;
+
+	core->qman.current = -1;
+	for (r = 0; r < HPU_QMAN_QUEUES; r++)
+		if (r != q && hpu_qman_ready(core, r))
+			core->qman.queues[r].deferred_ns += ran;
+}
+
+uint32_t hpu_q_read_deferred(struct hpu_dev_core *core, unsigned int q)
+{
+	uint64_t ns = core->qman.queues[q].deferred_ns, us;
+
+	/* The step in progress counts too: a long packet of another queue is what a timeout excuses. */
+	if (core->qman.current >= 0 && (unsigned int)core->qman.current != q &&
+	    hpu_qman_ready(core, q))
+		ns += hpu_core_now_ns() - core->qman.step_ns;
+	us = ns / 1000;
+	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
 /* Start the job at CI, or resume a parked one, and run it as far as it goes. */
@@ -243,6 +288,9 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	job->core = core;
 	job->queue = q;
 	job->gen = core->gen;
+	core->qman.current = (int)q;
+	core->qman.step_ns = hpu_core_now_ns();
+	job->yield_ns = core->qman.step_ns + HPU_ENGINE_SLICE_US * 1000ull;
 	job->hbm = hpu_hbm_get(core->hbm);
 	job->signalled = false;
 	if (fresh) {
@@ -264,11 +312,12 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		status = HPU_PKT_FAILED;
 	else
 		status = hpu_pkt_run(job);
-	if (uq && status != HPU_PKT_STALLED)
+	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
 		hpu_uq_job_end(job, status);
 
 	hpu_core_lock(core);
 	hpu_qman_end_step(core, qq, status);
+	hpu_qman_defer_others(core, q);
 	hbm = job->hbm;
 	hpu_core_unlock(core);
 	/* The last reference to an HBM a reset replaced frees it: slow, so unlocked. */
@@ -294,10 +343,8 @@ static int hpu_qman_next(struct hpu_dev_core *core, bool take)
 
 	for (i = 0; i < HPU_QMAN_QUEUES; i++) {
 		unsigned int q = (core->qman.next + i) % HPU_QMAN_QUEUES;
-		const struct hpu_qman_queue *qq = &core->qman.queues[q];
 
-		if (qq->parked ? qq->recheck || qq->abort :
-				 HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI)) {
+		if (hpu_qman_ready(core, q)) {
 			if (take)
 				core->qman.next = q + 1;
 			return (int)q;
@@ -320,14 +367,6 @@ void hpu_core_engine_run(struct hpu_dev_core *core)
 			break;
 	}
 	hpu_core_unlock(core);
-}
-
-static uint64_t hpu_qman_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void hpu_qman_relax(void)
@@ -354,7 +393,7 @@ uint32_t hpu_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns)
 
 bool hpu_core_engine_wait(struct hpu_dev_core *core)
 {
-	uint64_t start = hpu_qman_now_ns(), until;
+	uint64_t start = hpu_core_now_ns(), until;
 	bool run;
 
 	hpu_core_lock(core);
@@ -362,18 +401,18 @@ bool hpu_core_engine_wait(struct hpu_dev_core *core)
 	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0) {
 		uint32_t kicks = __atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE);
 
-		if (hpu_qman_now_ns() >= until) {
+		if (hpu_core_now_ns() >= until) {
 			pthread_cond_wait(&core->qman.work, &core->lock);
 			continue;
 		}
 		/* Unlocked, so that MMIO never waits for the poll. */
 		hpu_core_unlock(core);
 		while (__atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE) == kicks &&
-		       hpu_qman_now_ns() < until)
+		       hpu_core_now_ns() < until)
 			hpu_qman_relax();
 		hpu_core_lock(core);
 	}
-	core->qman.poll_ns = hpu_qman_poll_window(core->qman.poll_ns, hpu_qman_now_ns() - start);
+	core->qman.poll_ns = hpu_qman_poll_window(core->qman.poll_ns, hpu_core_now_ns() - start);
 	run = !core->qman.stopping;
 	hpu_core_unlock(core);
 	return run;

@@ -13,7 +13,11 @@
  *
  * One engine thread runs every queue (round robin, a job at a time), always
  * without the core lock while it touches memory: MMIO never waits for a
- * job.  A job ends completed or failed (a user queue's status is written
+ * job.  A job runs for HPU_ENGINE_SLICE_US at most before the engine takes
+ * the next queue with work (it yields between two packets, and goes on
+ * later where it stopped), so that no queue monopolizes the engine; the time
+ * a queue's job waits for others' slices is DEFERRED_US, which a timeout
+ * does not charge to it.  A job ends completed or failed (a user queue's status is written
  * back, then a failure's event is posted, then CI advances; an armed user
  * queue then interrupts), or stalls on a WAIT: the queue parks (STATUS
  * WAITING) and is looked at again after any SIGNAL, any doorbell (a kernel
@@ -42,8 +46,9 @@
 /* The engine's side of one queue, under the core lock unless noted. */
 struct hpu_qman_queue {
 	bool running;      /* the engine is in this queue's job (of the current reset generation) */
-	bool parked;       /* its job is stalled on a WAIT */
-	bool recheck;      /* something may have satisfied that WAIT */
+	bool parked;       /* its job is stalled on a WAIT, or yielded */
+	bool recheck;      /* something may have satisfied that WAIT; always, after a yield */
+	uint64_t deferred_ns; /* the job at CI was ready while other queues ran (DEFERRED_US) */
 	uint32_t abort;    /* Q_CTRL RESET pending; __atomic, the engine polls it mid-job */
 	uint32_t abort_pi; /* CI once the abort is done */
 	struct hpu_job job; /* the engine's alone */
@@ -75,6 +80,8 @@ struct hpu_qman {
 	bool stopping;
 	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
 	unsigned int next;   /* round robin */
+	int current;         /* the queue the engine is in, or -1 */
+	uint64_t step_ns;    /* when the engine went in */
 	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
 	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
 };

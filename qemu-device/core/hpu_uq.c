@@ -100,6 +100,7 @@ const struct hpu_reg_desc hpu_uq_reg_descs[HPU_REG_UQ_STRIDE / 4] = {
 	HPU_UQ_REG_DESC(CTRL, HPU_REG_W, NULL, hpu_q_write_ctrl),
 	HPU_UQ_REG_DESC(ARM, HPU_UQ_RW, NULL, hpu_uq_write_arm),
 	HPU_UQ_REG_DESC(ERRORS, HPU_REG_R, NULL, NULL),
+	[HPU_UQ_DEFERRED_US / 4] = { "DEFERRED_US", HPU_REG_R, NULL, NULL, hpu_q_read_deferred },
 };
 
 const struct hpu_reg_desc hpu_uq_irq_reg_descs[1] = {

@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 3
+#define HPU_REGS_VERSION_MINOR 4
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -162,12 +162,23 @@ enum hpu_err_code {
 #define HPU_Q_CI 0x10        /* RO: consumer index: jobs ended (free running) */
 #define HPU_Q_STATUS 0x14    /* RO: HPU_Q_STATUS_* */
 #define HPU_Q_CTRL 0x18      /* WO: HPU_Q_CTRL_* */
+/*
+ * RO (1.4): microseconds (saturating) that the job at CI has been ready to
+ * run while the engine ran other queues' jobs; 0 again when CI moves.  The
+ * engine takes queues in turns, a slice of HPU_ENGINE_SLICE_US at most
+ * between packets, so a job's time at the head of its ring less this is
+ * what it ran (or waited on a sync object) itself: what a timeout charges.
+ */
+#define HPU_Q_DEFERRED_US 0x1c
 
 #define HPU_Q_STATUS_BUSY (1u << 0)    /* a job is executing */
 #define HPU_Q_STATUS_WAITING (1u << 1) /* stalled on an HPU_PKT_WAIT */
 
 /* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
 #define HPU_Q_CTRL_RESET (1u << 0)
+
+/* The longest the engine runs one queue's job before it lets other queues' jobs run (1.4). */
+#define HPU_ENGINE_SLICE_US 2000u
 
 /* The driver's tail (completion write, interrupt) after a user command buffer is at most this. */
 #define HPU_QUEUE_TAIL_MAX 256u
@@ -264,6 +275,7 @@ struct hpu_event {
 /* RW: HPU_UQ_ARMED: the next time CI advances the device clears it, sets bit u of UQ_IRQ_PENDING and raises HPU_IRQ_UQ. */
 #define HPU_UQ_ARM 0x20
 #define HPU_UQ_ERRORS 0x24    /* RO: jobs failed (free running) */
+#define HPU_UQ_DEFERRED_US 0x28 /* RO (1.4): as HPU_Q_DEFERRED_US */
 
 #define HPU_UQ_ARMED (1u << 0)
 

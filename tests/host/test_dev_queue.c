@@ -979,7 +979,7 @@ static void hpu_case_event_ring_rules(struct hpu_test *t)
 static void hpu_case_queue_holes(struct hpu_test *t)
 {
 	static const uint32_t holes[] = {
-		HPU_REG_Q(0, 0x1c), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
+		HPU_REG_Q(0, 0x20), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
 		HPU_REG_EQ_STATUS + 4, HPU_REG_EQ_RING_LO - 4, HPU_REG_QUEUE_BASE - 4,
 	};
 	size_t i;
@@ -990,6 +990,52 @@ static void hpu_case_queue_holes(struct hpu_test *t)
 		hpu_wr(t, holes[i], 1);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
 	}
+}
+
+/*
+ * A long job does not hold the engine: after its slice it yields between
+ * two packets, the other queue's job runs, and the long one goes on where
+ * it stopped.  The time the other queue waited is its DEFERRED_US.
+ */
+static void hpu_case_time_slice(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int i, copies = 64;
+	uint64_t other, last;
+	uint32_t deferred;
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, BUF_SIZE, 9);
+	/* Copies of 3 MiB back and forth: far longer than a slice, whatever the host. */
+	for (i = 0; i < copies; i++)
+		cb_dma(&cb, i % 2 ? VA_HOST + SRC_OFF : VA_HBM, i % 2 ? VA_HBM : VA_HOST + SRC_OFF,
+		       BUF_SIZE, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, BUF_SIZE, 0);
+	cb_timestamp(&cb, VA_HOST + SYNC_OFF + 8);
+	submit_user(t, 0, &cb, 1);
+	/* The other queue: a timestamp, then a WAIT nobody satisfies (it parks, CI stays). */
+	cb.len = 0;
+	cb_timestamp(&cb, VA_HOST + SYNC_OFF + 16);
+	cb_sync(&cb, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	submit_user(t, 1, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+	last = hpu_ld_le64(t->mem + SYNC_OFF + 8);
+	other = hpu_ld_le64(t->mem + SYNC_OFF + 16);
+	HPU_CHECK(t, other && other < last);
+	/* Queue 1 waited for queue 0's first slice, then its own WAIT, which is not deferral. */
+	deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
+	HPU_CHECK(t, deferred >= HPU_ENGINE_SLICE_US);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, DEFERRED_US)), 0);
+	printf("# slice: queue 1 deferred %u us behind queue 0's slice\n", deferred);
+	/* A queue reset drops the parked job; CI moves and DEFERRED_US starts again. */
+	hpu_wr(t, REG_Q(1, CTRL), HPU_Q_CTRL_RESET);
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 1, ASID, HPU_ENGINE_QMAN, 2, 16);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, DEFERRED_US)), 0);
+	HPU_EXPECT_CLEAN(t);
 }
 
 /* ---- the engine on its own thread ---- */
@@ -1376,6 +1422,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "queue ring and doorbell rules", hpu_case_ring_rules },
 	{ "event ring rules", hpu_case_event_ring_rules },
 	{ "holes in the queue and event blocks", hpu_case_queue_holes },
+	{ "a long job yields to other queues after its slice", hpu_case_time_slice },
 	{ "engine on its own thread", hpu_case_engine_thread },
 	{ "engine polls while jobs come back to back, less after an idle spell", hpu_case_engine_polls },
 	{ "engine's polling window adapts to the gaps between jobs", hpu_case_poll_window },

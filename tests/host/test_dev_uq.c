@@ -769,6 +769,34 @@ static void hpu_case_round_robin(struct hpu_test *t)
 	HPU_CHECK_EQ(t, sync_value(t, 3), 1);
 }
 
+/* A long user job yields after its slice, goes on where it stopped, and ends once. */
+static void hpu_case_time_slice(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int i;
+
+	uq_setup(t, UQ);
+	fill_pattern(t->mem + SRC_OFF, BUF_SIZE, 3);
+	/* The kernel job waits for the user job's first packet, then only for the engine. */
+	cb_sync(&cb, HPU_PKT_WAIT, SYNC_VA(1), 1);
+	cb_timestamp(&cb, VA_HOST + TS_OFF(0));
+	submit_user(t, 0, &cb, 1);
+	cb.len = 0;
+	cb_sync(&cb, HPU_PKT_SIGNAL, SYNC_VA(1), 1);
+	for (i = 0; i < 64; i++)
+		cb_dma(&cb, i % 2 ? VA_HOST + SRC_OFF : VA_HBM, i % 2 ? VA_HBM : VA_HOST + SRC_OFF,
+		       BUF_SIZE, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, BUF_SIZE, 0);
+	cb_timestamp(&cb, VA_HOST + TS_OFF(1));
+	uq_submit(t, UQ, &cb, 2);
+	run(t);
+	EXPECT_DONE(t, 0);
+	UQ_EXPECT_IDLE(t, UQ, 0);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+	HPU_CHECK(t, hpu_ld_le64(t->mem + TS_OFF(0)) < hpu_ld_le64(t->mem + TS_OFF(1)));
+}
+
 /* A sync object the CPU sets: another user queue's doorbell makes a parked job look again. */
 static void hpu_case_doorbell_rechecks(struct hpu_test *t)
 {
@@ -975,9 +1003,10 @@ static void hpu_case_ring_size_busy(struct hpu_test *t)
 
 static void hpu_case_register_rules(struct hpu_test *t)
 {
-	static const uint32_t read_only[] = { HPU_UQ_PI, HPU_UQ_CI, HPU_UQ_STATUS, HPU_UQ_ERRORS };
+	static const uint32_t read_only[] = { HPU_UQ_PI, HPU_UQ_CI, HPU_UQ_STATUS, HPU_UQ_ERRORS,
+					      HPU_UQ_DEFERRED_US };
 	static const uint32_t holes[] = {
-		HPU_REG_UQ(0, HPU_UQ_ERRORS + 4), HPU_REG_UQ(HPU_NUM_UQ - 1, 0x3c),
+		HPU_REG_UQ(0, HPU_UQ_DEFERRED_US + 4), HPU_REG_UQ(HPU_NUM_UQ - 1, 0x3c),
 		HPU_REG_UQ(HPU_NUM_UQ, 0), HPU_REG_UQ_BASE - 4, HPU_REG_UQ_IRQ_PENDING - 4,
 		HPU_REG_UQ_IRQ_PENDING + 4,
 	};
@@ -1032,6 +1061,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "device reset disables user queues", hpu_case_device_reset },
 	{ "device reset while a user job runs", hpu_case_device_reset_running },
 	{ "round robin with kernel queues", hpu_case_round_robin },
+	{ "a long job yields to other queues after its slice", hpu_case_time_slice },
 	{ "a doorbell re-checks waits", hpu_case_doorbell_rechecks },
 	{ "engine on its own thread", hpu_case_engine_thread },
 	{ "doorbell page rules", hpu_case_doorbell_rules },
