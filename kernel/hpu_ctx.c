@@ -3,7 +3,8 @@
  * hpu contexts.
  *
  * Opening the node creates a context: an ASID, its page tables and its
- * address space.
+ * address space, counted in the opener's share (hpu_limits.c: -EDQUOT past
+ * max_user_files, -ENOSPC once every ASID is taken).
  * The driver has one more context, ASID 0, whose address space maps all
  * buffer HBM onto itself, for its own jobs (zeroing new buffers); it lives
  * as long as the DRM device.
@@ -25,6 +26,7 @@
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_limits.h"
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 #include "hpu_uq.h"
@@ -72,9 +74,14 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 	ctx->fence_context = dma_fence_context_alloc(HPU_NUM_QUEUES);
 
 	if (!kernel) {
+		ctx->user = hpu_user_get(hdev);
+		if (IS_ERR(ctx->user)) {
+			ret = PTR_ERR(ctx->user);
+			goto err_put_ctx;
+		}
 		ret = hpu_mmu_asid_alloc(hdev);
 		if (ret < 0)
-			goto err_put_ctx;
+			goto err_put_user;
 		ctx->asid = ret;
 	}
 
@@ -86,6 +93,9 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 err_free_asid:
 	if (!kernel)
 		hpu_mmu_asid_free(hdev, ctx->asid);
+err_put_user:
+	if (!kernel)
+		hpu_user_put(hdev, ctx->user);
 err_put_ctx:
 	hpu_ctx_put(ctx);
 	return ERR_PTR(ret);
@@ -116,8 +126,10 @@ static void hpu_ctx_destroy(struct hpu_ctx *ctx)
 
 	/* No job of the context runs or will run: its memory can go. */
 	hpu_vm_fini(ctx);
-	if (!ctx->kernel)
+	if (!ctx->kernel) {
 		hpu_mmu_asid_free(ctx->hdev, ctx->asid);
+		hpu_user_put(ctx->hdev, ctx->user);
+	}
 
 	for (i = 0; i < HPU_CTX_HISTORY; i++)
 		dma_fence_put(ctx->history[i]);

@@ -21,6 +21,7 @@ struct dma_fence;
 struct drm_device;
 struct drm_file;
 struct hpu_device;
+struct hpu_user;
 
 /*
  * WAIT reports the result of any of a file's jobs.  The end fences of the
@@ -35,6 +36,7 @@ struct hpu_ctx {
 	struct kref ref;
 	struct hpu_device *hdev;
 	u32 asid;
+	struct hpu_user *user;	/* whose share it counts in; NULL for the driver's */
 	bool kernel;		/* the driver's own context, ASID 0 */
 	bool closing;		/* the file is closing: its jobs may be cancelled */
 
@@ -64,7 +66,7 @@ struct hpu_ctx {
 	atomic_t jobs;
 	wait_queue_head_t jobs_freed;
 
-	/* Usage, reported by DRM_HPU_INFO_STATS. */
+	/* Usage, reported by DRM_HPU_INFO_STATS; hbm_used is bounded (hpu_limits.c). */
 	atomic64_t hbm_used;
 	atomic64_t jobs_submitted;
 	atomic64_t jobs_completed;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * hpu debugfs: /sys/kernel/debug/hpu/<pci address>/regs dumps the registers
- * that describe the device's state; "usage" the driver's allocators and job
- * counters.
+ * that describe the device's state; "usage" the driver's allocators, what
+ * open files hold, and job counters.
  *
  * debugfs failures are deliberately ignored: it is a debugging aid, and its
  * functions accept the error pointers of failed calls.
@@ -15,6 +15,7 @@
 #include "hpu_debugfs.h"
 #include "hpu_device.h"
 #include "hpu_gem.h"
+#include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_regs.h"
 
@@ -63,6 +64,10 @@ static int hpu_debugfs_usage_show(struct seq_file *m, void *unused)
 	seq_printf(m, "contexts %d\n", atomic_read(&hdev->stats.contexts));
 	seq_printf(m, "hbm_used %llu\n", hpu_hbm_used(hdev));
 	seq_printf(m, "mmu_tables %u\n", hpu_mmu_tables_used(hdev));
+	/* What open files hold (hpu_limits.c): all zero once they are closed. */
+	seq_printf(m, "users %lu\n", hpu_usage_users(hdev));
+	seq_printf(m, "file_tables %lld\n", atomic64_read(&hdev->usage.tables));
+	seq_printf(m, "host_pinned %lld\n", atomic64_read(&hdev->usage.host_pinned));
 	seq_printf(m, "jobs_submitted %lld\n", atomic64_read(&hdev->stats.jobs_submitted));
 	seq_printf(m, "jobs_completed %lld\n", atomic64_read(&hdev->stats.jobs_completed));
 	seq_printf(m, "jobs_failed %lld\n", atomic64_read(&hdev->stats.jobs_failed));

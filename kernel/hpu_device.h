@@ -16,6 +16,7 @@
 
 #include "hpu_eq.h"
 #include "hpu_gem.h"
+#include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_queue.h"
 #include "hpu_regs.h"
@@ -75,6 +76,7 @@ struct hpu_device {
 	unsigned int job_timeout_ms;	/* set at probe */
 	struct hpu_mmu mmu;
 	struct hpu_hbm hbm;
+	struct hpu_usage usage;		/* shares of files and users (hpu_limits.c) */
 	struct hpu_queue queues[HPU_NUM_QUEUES];
 	struct hpu_uqs uqs;
 	struct hpu_eq eq;

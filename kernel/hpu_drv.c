@@ -26,6 +26,7 @@
 #include "hpu_ioctl.h"
 #include "hpu_irq.h"
 #include "hpu_job.h"
+#include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_queue.h"
 #include "hpu_regs.h"
@@ -194,6 +195,9 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	hpu_info_init(hdev);
 
 	/* Allocators that open files use: they live as long as the DRM device. */
+	ret = hpu_usage_init(hdev);
+	if (ret)
+		goto err_hw_fini;
 	ret = hpu_mmu_init(hdev);
 	if (ret)
 		goto err_hw_fini;

@@ -13,9 +13,18 @@
  *
  * New buffers read as zero.  The device reset at probe clears HBM, and HBM
  * that has not been handed out since (above hpu_hbm.clean_from) is still
- * zero; any other range of a new buffer is zeroed by a LIN_DMA MEMSET job on
- * the driver's own context before the handle is returned.
+ * zero; any other range of a new buffer is zeroed by LIN_DMA MEMSET jobs on
+ * the driver's own context before the handle is returned.  GEM_CREATE waits
+ * for them killably: they queue behind every other file's work on queue 0.
+ * A killed caller's buffer is freed at once but its HBM is not: it waits,
+ * with its file's charge, in hpu_hbm.parked until the job that may still
+ * write it has ended, and is reaped by the next allocation or usage query.
+ *
+ * Each file's buffers count against its share, max_file_hbm_mb
+ * (hpu_limits.c): -EDQUOT past it, -ENOMEM when HBM itself is full.
  */
+#include <linux/completion.h>
+#include <linux/dma-fence.h>
 #include <linux/lockdep.h>
 #include <linux/minmax.h>
 #include <linux/slab.h>
@@ -28,47 +37,12 @@
 #include "hpu_device.h"
 #include "hpu_gem.h"
 #include "hpu_job.h"
+#include "hpu_limits.h"
 #include "hpu_regs.h"
 
 u64 hpu_hbm_total(struct hpu_device *hdev)
 {
 	return hdev->hbm.end - hdev->hbm.start;
-}
-
-u64 hpu_hbm_used(struct hpu_device *hdev)
-{
-	return READ_ONCE(hdev->hbm.used);
-}
-
-/* drm release: every buffer is gone with the files that held them. */
-static void hpu_hbm_fini(struct drm_device *drm, void *arg)
-{
-	struct hpu_hbm *hbm = arg;
-
-	if (drm_mm_initialized(&hbm->mm))
-		drm_mm_takedown(&hbm->mm);
-	mutex_destroy(&hbm->lock);
-}
-
-/* Lives as long as the DRM device: buffers of open files are freed into it. */
-int hpu_hbm_init(struct hpu_device *hdev)
-{
-	struct hpu_hbm *hbm = &hdev->hbm;
-
-	mutex_init(&hbm->lock);
-	hbm->start = HPU_HBM_USER_BASE;
-	hbm->end = max(round_down(hdev->info.hbm_size, HPU_MMU_PAGE_SIZE),
-		       hbm->start);
-	hbm->used = 0;
-	hbm->clean_from = hbm->start;
-	/* A device with no HBM above the MMU region refuses every buffer. */
-	if (hbm->end > hbm->start)
-		drm_mm_init(&hbm->mm, hbm->start, hbm->end - hbm->start);
-	else
-		dev_warn(hpu_dev(hdev), "no HBM for buffers (%llu bytes)\n",
-			 hdev->info.hbm_size);
-
-	return drmm_add_action_or_reset(&hdev->drm, hpu_hbm_fini, hbm);
 }
 
 static void hpu_hbm_free_locked(struct hpu_hbm *hbm, struct list_head *chunks)
@@ -85,6 +59,84 @@ static void hpu_hbm_free_locked(struct hpu_hbm *hbm, struct list_head *chunks)
 	}
 }
 
+/* Give back @bo's HBM and its file's charge; the GEM object is released. */
+static void hpu_bo_release_locked(struct hpu_hbm *hbm, struct hpu_bo *bo)
+{
+	hpu_hbm_free_locked(hbm, &bo->chunks);
+	if (bo->ctx) {
+		atomic64_sub(bo->size, &bo->ctx->hbm_used);
+		hpu_ctx_put(bo->ctx);
+	}
+	dma_fence_put(bo->zeroing);
+	kfree(bo);
+}
+
+/* Release the parked buffers whose zeroing job has ended (all of them if @all). */
+static void hpu_hbm_reap_locked(struct hpu_hbm *hbm, bool all)
+{
+	struct hpu_bo *bo, *tmp;
+
+	lockdep_assert_held(&hbm->lock);
+
+	list_for_each_entry_safe(bo, tmp, &hbm->parked, park_link) {
+		if (!dma_fence_is_signaled(bo->zeroing) && !all)
+			continue;
+		list_del(&bo->park_link);
+		hpu_bo_release_locked(hbm, bo);
+	}
+}
+
+/* Bytes of HBM in buffers, after reaping. */
+u64 hpu_hbm_used(struct hpu_device *hdev)
+{
+	struct hpu_hbm *hbm = &hdev->hbm;
+	u64 used;
+
+	mutex_lock(&hbm->lock);
+	hpu_hbm_reap_locked(hbm, false);
+	used = hbm->used;
+	mutex_unlock(&hbm->lock);
+	return used;
+}
+
+/*
+ * drm release: every buffer is gone with the files that held them, and
+ * the driver's context with its jobs: no zeroing job runs any more.
+ */
+static void hpu_hbm_fini(struct drm_device *drm, void *arg)
+{
+	struct hpu_hbm *hbm = arg;
+
+	mutex_lock(&hbm->lock);
+	hpu_hbm_reap_locked(hbm, true);
+	mutex_unlock(&hbm->lock);
+	if (drm_mm_initialized(&hbm->mm))
+		drm_mm_takedown(&hbm->mm);
+	mutex_destroy(&hbm->lock);
+}
+
+/* Lives as long as the DRM device: buffers of open files are freed into it. */
+int hpu_hbm_init(struct hpu_device *hdev)
+{
+	struct hpu_hbm *hbm = &hdev->hbm;
+
+	mutex_init(&hbm->lock);
+	hbm->start = HPU_HBM_USER_BASE;
+	hbm->end = max(round_down(hdev->info.hbm_size, HPU_MMU_PAGE_SIZE),
+		       hbm->start);
+	hbm->used = 0;
+	hbm->clean_from = hbm->start;
+	INIT_LIST_HEAD(&hbm->parked);
+	/* A device with no HBM above the MMU region refuses every buffer. */
+	if (hbm->end > hbm->start)
+		drm_mm_init(&hbm->mm, hbm->start, hbm->end - hbm->start);
+	else
+		dev_warn(hpu_dev(hdev), "no HBM for buffers (%llu bytes)\n",
+			 hdev->info.hbm_size);
+
+	return drmm_add_action_or_reset(&hdev->drm, hpu_hbm_fini, hbm);
+}
+
 /* Allocate @size bytes aligned to @align as the next chunk of @chunks. */
 static int hpu_hbm_insert_locked(struct hpu_hbm *hbm, struct list_head *chunks,
 				 u64 size, u64 align)
@@ -95,7 +147,7 @@ static int hpu_hbm_insert_locked(struct hpu_hbm *hbm, struct list_head *chunks,
 
 	lockdep_assert_held(&hbm->lock);
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
 	ret = drm_mm_insert_node_in_range(&hbm->mm, &c->node, size, align, 0,
@@ -135,6 +187,7 @@ static int hpu_hbm_alloc(struct hpu_device *hdev, struct hpu_bo *bo)
 	int ret = -ENOMEM;
 
 	mutex_lock(&hbm->lock);
+	hpu_hbm_reap_locked(hbm, false);
 	if (bo->size > hbm->end - hbm->start - hbm->used)
 		goto out_unlock;
 
@@ -174,19 +227,16 @@ out_unlock:
 
 static void hpu_bo_free(struct drm_gem_object *obj)
 {
-	struct hpu_device *hdev = to_hpu_device(obj->dev);
+	struct hpu_hbm *hbm = &to_hpu_device(obj->dev)->hbm;
 	struct hpu_bo *bo = to_hpu_bo(obj);
 
-	mutex_lock(&hdev->hbm.lock);
-	hpu_hbm_free_locked(&hdev->hbm, &bo->chunks);
-	mutex_unlock(&hdev->hbm.lock);
-
-	if (bo->ctx) {
-		atomic64_sub(bo->size, &bo->ctx->hbm_used);
-		hpu_ctx_put(bo->ctx);
-	}
 	drm_gem_object_release(obj);
-	kfree(bo);
+	mutex_lock(&hbm->lock);
+	if (bo->zeroing && !dma_fence_is_signaled(bo->zeroing))
+		list_add_tail(&bo->park_link, &hbm->parked);
+	else
+		hpu_bo_release_locked(hbm, bo);
+	mutex_unlock(&hbm->lock);
 }
 
 static const struct drm_gem_object_funcs hpu_bo_funcs = {
@@ -212,6 +262,66 @@ void hpu_bo_put(struct hpu_bo *bo)
 	drm_gem_object_put(&bo->base);
 }
 
+struct hpu_bo_waiter {
+	struct dma_fence_cb cb;
+	struct completion done;
+};
+
+static void hpu_bo_waiter_wake(struct dma_fence *fence, struct dma_fence_cb *cb)
+{
+	complete(&container_of(cb, struct hpu_bo_waiter, cb)->done);
+}
+
+/*
+ * Wait for @fence unless the caller is killed (-EINTR).  Other signals do
+ * not end the wait: a restarted GEM_CREATE would start over, and a timer
+ * signal could then keep parking buffers.
+ */
+static int hpu_bo_wait_killable(struct dma_fence *fence)
+{
+	struct hpu_bo_waiter w;
+
+	init_completion(&w.done);
+	if (dma_fence_add_callback(fence, &w.cb, hpu_bo_waiter_wake))
+		return 0;
+	if (!wait_for_completion_killable(&w.done))
+		return 0;
+	/* Under the fence's lock: a callback running now is done when this returns. */
+	dma_fence_remove_callback(fence, &w.cb);
+	return -EINTR;
+}
+
+/* Zero [@addr, @addr + @size) of @bo's HBM, one job at a time. */
+static int hpu_bo_zero_range(struct hpu_device *hdev, struct hpu_bo *bo,
+			     u64 addr, u64 size)
+{
+	while (size) {
+		u64 piece = min(size, HPU_ZERO_JOB_BYTES);
+		struct dma_fence *end;
+		int ret;
+
+		end = hpu_job_zero_hbm(hdev, addr, piece);
+		if (IS_ERR(end))
+			return PTR_ERR(end);
+		ret = hpu_bo_wait_killable(end);
+		if (ret) {
+			/* The job may still write the HBM: hpu_bo_free() parks it. */
+			bo->zeroing = end;
+			return ret;
+		}
+		ret = dma_fence_get_status(end);
+		dma_fence_put(end);
+		if (ret < 0) {
+			dev_err_ratelimited(hpu_dev(hdev), "zeroing HBM at 0x%llx failed: %d\n",
+					    addr, ret);
+			return ret == -ENODEV ? -ENODEV : -EIO;
+		}
+		addr += piece;
+		size -= piece;
+	}
+	return 0;
+}
+
 /* Zero what of @bo may hold an earlier buffer's data. */
 static int hpu_bo_zero(struct hpu_device *hdev, struct hpu_bo *bo)
 {
@@ -221,7 +331,7 @@ static int hpu_bo_zero(struct hpu_device *hdev, struct hpu_bo *bo)
 	list_for_each_entry(c, &bo->chunks, link) {
 		if (!c->dirty)
 			continue;
-		ret = hpu_job_zero_hbm(hdev, c->node.start, c->dirty);
+		ret = hpu_bo_zero_range(hdev, bo, c->node.start, c->dirty);
 		if (ret)
 			return ret;
 	}
@@ -248,7 +358,7 @@ int hpu_ioctl_gem_create(struct drm_device *drm, void *data,
 	if (size > hpu_hbm_total(hdev))
 		return -ENOMEM;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo)
 		return -ENOMEM;
 	bo->base.funcs = &hpu_bo_funcs;
@@ -257,11 +367,14 @@ int hpu_ioctl_gem_create(struct drm_device *drm, void *data,
 	INIT_LIST_HEAD(&bo->chunks);
 	drm_gem_private_object_init(drm, &bo->base, round_up(size, PAGE_SIZE));
 
-	ret = hpu_hbm_alloc(hdev, bo);
+	/* From here on, freeing the buffer returns the charge. */
+	ret = hpu_file_charge_hbm(&ctx->hbm_used, size);
 	if (ret)
 		goto out_put_bo;
 	bo->ctx = hpu_ctx_get(ctx);
-	atomic64_add(size, &ctx->hbm_used);
+	ret = hpu_hbm_alloc(hdev, bo);
+	if (ret)
+		goto out_put_bo;
 
 	ret = hpu_bo_zero(hdev, bo);
 	if (ret)

@@ -11,6 +11,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_mm.h>
 
+struct dma_fence;
 struct drm_device;
 struct drm_file;
 struct hpu_ctx;
@@ -19,19 +20,21 @@ struct hpu_device;
 /* HBM above the MMU region, where buffers live. */
 struct hpu_hbm {
 	/*
-	 * Protects @mm, @used and @clean_from.  Held only to allocate and
-	 * free ranges, never while a job runs.
+	 * Protects @mm, @used, @clean_from and @parked.  Held only to
+	 * allocate and free ranges, never while a job runs.
 	 */
 	struct mutex lock;
 	struct drm_mm mm;
 	u64 start;		/* HPU_HBM_USER_BASE */
 	u64 end;		/* HBM size */
-	u64 used;		/* bytes allocated (stats read it with READ_ONCE) */
+	u64 used;		/* bytes allocated, parked buffers included */
 	/*
 	 * HBM at and above this offset has not been handed out since the
 	 * device reset at probe cleared it, so it needs no zeroing.
 	 */
 	u64 clean_from;
+	/* Freed buffers whose HBM a zeroing job may still write: struct hpu_bo. */
+	struct list_head parked;
 };
 
 /* One physically contiguous piece of a buffer. */
@@ -47,6 +50,13 @@ struct hpu_bo {
 	u32 flags;			/* DRM_HPU_GEM_* */
 	struct hpu_ctx *ctx;		/* charged for the size; holds a reference */
 	struct list_head chunks;	/* struct hpu_bo_chunk */
+	/*
+	 * The zeroing job GEM_CREATE stopped waiting for when its caller was
+	 * killed (a reference).  Until it ends, the freed buffer waits in
+	 * hpu_hbm.parked, its HBM and its file's charge kept.
+	 */
+	struct dma_fence *zeroing;
+	struct list_head park_link;
 };
 
 static inline struct hpu_bo *to_hpu_bo(struct drm_gem_object *obj)

@@ -32,9 +32,6 @@
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 
-/* HBM one zeroing job clears, so each stays well inside the job timeout. */
-#define HPU_ZERO_JOB_BYTES (256ull << 20)
-
 /*
  * Check the user's packets.  The first packet that breaks a rule decides:
  * -EPERM for a privileged opcode, -EINVAL for an unknown opcode, non-zero
@@ -653,37 +650,20 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 	return end;
 }
 
-/* Fill [@addr, @addr + @size) of HBM with zeros (ASID 0 maps HBM 1:1). */
-int hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size)
+/*
+ * Start filling [@addr, @addr + @size) of HBM, at most HPU_ZERO_JOB_BYTES,
+ * with zeros (ASID 0 maps HBM 1:1); returns the job's end fence.
+ */
+struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size)
 {
-	while (size) {
-		u64 piece = min(size, HPU_ZERO_JOB_BYTES);
-		struct hpu_pkt_lin_dma pkt = {
-			.header = HPU_PKT_HEADER(HPU_PKT_LIN_DMA,
-						 HPU_PKT_LIN_DMA_MEMSET),
-			.src = 0,
-			.dst = addr,
-			.size = piece,
-		};
-		struct dma_fence *end;
-		int status;
+	struct hpu_pkt_lin_dma pkt = {
+		.header = HPU_PKT_HEADER(HPU_PKT_LIN_DMA, HPU_PKT_LIN_DMA_MEMSET),
+		.src = 0,
+		.dst = addr,
+		.size = size,
+	};
 
-		end = hpu_job_submit_kernel(hdev, &pkt, sizeof(pkt));
-		if (IS_ERR(end))
-			return PTR_ERR(end);
-		/* Not interruptible: HBM being cleared cannot be handed out again. */
-		while (!dma_fence_wait_timeout(end, false, 10 * HZ))
-			;
-		status = dma_fence_get_status(end);
-		dma_fence_put(end);
-		if (status < 0) {
-			dev_err_ratelimited(hpu_dev(hdev),
-					    "zeroing HBM at 0x%llx failed: %d\n",
-					    addr, status);
-			return status == -ENODEV ? -ENODEV : -EIO;
-		}
-		addr += piece;
-		size -= piece;
-	}
-	return 0;
+	if (WARN_ON(size > HPU_ZERO_JOB_BYTES))
+		return ERR_PTR(-EINVAL);
+	return hpu_job_submit_kernel(hdev, &pkt, sizeof(pkt));
 }

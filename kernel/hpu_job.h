@@ -28,6 +28,9 @@ struct hpu_queue;
 	(sizeof(struct hpu_pkt_write_completion) + sizeof(struct hpu_pkt_interrupt))
 static_assert(HPU_JOB_TAIL_SIZE <= HPU_QUEUE_TAIL_MAX);
 
+/* HBM one zeroing job clears, so each stays well inside the job timeout. */
+#define HPU_ZERO_JOB_BYTES (256ull << 20)
+
 enum hpu_job_state {
 	HPU_JOB_NEW,		/* being created */
 	HPU_JOB_WAITING,	/* on the queue's waiting list */
@@ -88,7 +91,7 @@ struct hpu_job {
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
-int hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);
+struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);
 
 int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);

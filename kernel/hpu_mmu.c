@@ -13,7 +13,9 @@
  * freed while the context lives (an emptied table stays linked and is
  * reused by later mappings): freeing one under a running job could let the
  * job's walk read a page that another context has since reused.  They all
- * go in hpu_pgtable_fini(), after the context's jobs have ended.
+ * go in hpu_pgtable_fini(), after the context's jobs have ended.  A file's
+ * tables count against its share and its user's (hpu_limits.c): -EDQUOT
+ * past either; -ENOMEM once the region itself is full.
  *
  * Every BAR4 access is made inside drm_dev_enter(): once the device is
  * unplugged the shadow is still kept and freed, but the BAR is left alone.
@@ -26,6 +28,7 @@
 #include <drm/drm_managed.h>
 
 #include "hpu_device.h"
+#include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_regs.h"
 
@@ -186,6 +189,8 @@ static void hpu_pt_free(struct hpu_pgtable *pgt, struct hpu_pt *pt)
 			if (pt->child[i])
 				hpu_pt_free(pgt, pt->child[i]);
 	hpu_mmu_page_free(pgt->hdev, pt->page);
+	if (pgt->user)
+		hpu_user_uncharge_table(pgt->hdev, pgt->user);
 	pgt->tables--;
 	kfree(pt->child);
 	kfree(pt->pte);
@@ -195,13 +200,17 @@ static void hpu_pt_free(struct hpu_pgtable *pgt, struct hpu_pt *pt)
 static struct hpu_pt *hpu_pt_alloc(struct hpu_pgtable *pgt, unsigned int level)
 {
 	struct hpu_pt *pt;
-	int ret = -ENOMEM;
+	int ret;
 
-	if (pgt->tables >= pgt->hdev->mmu.num_pages / 4)
-		return ERR_PTR(-ENOMEM);
+	if (pgt->user) {
+		ret = hpu_user_charge_table(pgt->hdev, pgt->user, pgt->tables);
+		if (ret)
+			return ERR_PTR(ret);
+	}
+	ret = -ENOMEM;
 	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
 	if (!pt)
-		return ERR_PTR(-ENOMEM);
+		goto err_uncharge;
 	pt->pte = kcalloc(HPU_PT_ENTRIES, sizeof(*pt->pte), GFP_KERNEL);
 	if (!pt->pte)
 		goto err_free_pt;
@@ -223,6 +232,9 @@ err_free_pte:
 	kfree(pt->pte);
 err_free_pt:
 	kfree(pt);
+err_uncharge:
+	if (pgt->user)
+		hpu_user_uncharge_table(pgt->hdev, pgt->user);
 	return ERR_PTR(ret);
 }
 
@@ -365,11 +377,12 @@ void hpu_pgtable_unmap(struct hpu_pgtable *pgt, u64 va, u64 size)
 
 /* An empty address space for @asid, live in the context table on return. */
 int hpu_pgtable_init(struct hpu_device *hdev, struct hpu_pgtable *pgt,
-		     u32 asid, struct mutex *lock)
+		     u32 asid, struct hpu_user *user, struct mutex *lock)
 {
 	pgt->hdev = hdev;
 	pgt->lock = lock;
 	pgt->asid = asid;
+	pgt->user = user;
 	pgt->tables = 0;
 	pgt->root = hpu_pt_alloc(pgt, 0);
 	if (IS_ERR(pgt->root)) {

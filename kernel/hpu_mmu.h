@@ -12,6 +12,7 @@
 
 struct hpu_device;
 struct hpu_pt;
+struct hpu_user;
 
 /* The MMU region of HBM (BAR4) as the driver hands it out. */
 struct hpu_mmu {
@@ -39,10 +40,11 @@ struct hpu_pgtable {
 	struct hpu_pt *root;
 	u32 asid;
 	/*
-	 * Table pages it holds (under @lock): at most a quarter of the region,
-	 * so that no one file can take them all.
+	 * A file's tables are charged to it and to @user (hpu_limits.c); the
+	 * driver's own (@user NULL) are not.
 	 */
-	unsigned int tables;
+	struct hpu_user *user;
+	unsigned int tables;		/* table pages it holds, under @lock */
 };
 
 int hpu_mmu_init(struct hpu_device *hdev);
@@ -51,7 +53,7 @@ void hpu_mmu_asid_free(struct hpu_device *hdev, u32 asid);
 unsigned int hpu_mmu_tables_used(struct hpu_device *hdev);
 
 int hpu_pgtable_init(struct hpu_device *hdev, struct hpu_pgtable *pgt,
-		     u32 asid, struct mutex *lock);
+		     u32 asid, struct hpu_user *user, struct mutex *lock);
 void hpu_pgtable_fini(struct hpu_pgtable *pgt);
 int hpu_pgtable_map(struct hpu_pgtable *pgt, u64 va, u64 addr, u64 size,
 		    u64 pte_flags);

@@ -153,6 +153,15 @@ static void hpu_vm_unpin_host(struct hpu_device *hdev, struct hpu_mapping *map)
 	kvfree(map->pages);
 }
 
+/* Count @bytes more (or fewer) of host memory pinned by the context and by all files. */
+static void hpu_vm_add_pinned_locked(struct hpu_ctx *ctx, s64 bytes)
+{
+	lockdep_assert_held(&ctx->vm.lock);
+
+	WRITE_ONCE(ctx->vm.host_pinned, ctx->vm.host_pinned + bytes);
+	atomic64_add(bytes, &ctx->hdev->usage.host_pinned);
+}
+
 /* Give back what @map holds; its leaves and VA range are already gone. */
 static void hpu_vm_release_locked(struct hpu_ctx *ctx, struct hpu_mapping *map)
 {
@@ -165,7 +174,7 @@ static void hpu_vm_release_locked(struct hpu_ctx *ctx, struct hpu_mapping *map)
 		hpu_bo_put(map->bo);
 	} else {
 		hpu_vm_unpin_host(ctx->hdev, map);
-		WRITE_ONCE(vm->host_pinned, vm->host_pinned - map->size);
+		hpu_vm_add_pinned_locked(ctx, -(s64)map->size);
 	}
 	for (q = 0; q < HPU_NUM_QUEUES; q++)
 		dma_fence_put(map->fences[q]);
@@ -350,7 +359,8 @@ int hpu_ioctl_vm_map(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		return ret;
 
-	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	/* Charged to the caller's memcg: a file may make many mappings. */
+	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map)
 		return -ENOMEM;
 	map->size = args->size;
@@ -385,7 +395,7 @@ int hpu_ioctl_vm_map(struct drm_device *drm, void *data, struct drm_file *file)
 	if (ret)
 		goto err_remove_node;
 	if (!map->bo)
-		WRITE_ONCE(vm->host_pinned, vm->host_pinned + args->size);
+		hpu_vm_add_pinned_locked(ctx, args->size);
 	args->va = map->node.start;
 	mutex_unlock(&vm->lock);
 	return 0;
@@ -460,7 +470,7 @@ int hpu_vm_init(struct hpu_ctx *ctx)
 	vm->host_pinned = 0;
 	drm_mm_init(&vm->mm, HPU_VA_START, HPU_VA_END - HPU_VA_START);
 
-	ret = hpu_pgtable_init(ctx->hdev, &vm->pgt, ctx->asid, &vm->lock);
+	ret = hpu_pgtable_init(ctx->hdev, &vm->pgt, ctx->asid, ctx->user, &vm->lock);
 	if (ret) {
 		drm_mm_takedown(&vm->mm);
 		mutex_destroy(&vm->lock);

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-file and per-user shares (kernel/hpu_limits.c) through the raw ABI:
+ * a file past its HBM or page-table share, or a user past its files or
+ * page-table share, gets -EDQUOT while another file or user still
+ * allocates, maps and runs a job; the module parameters take effect when
+ * written; debugfs "usage" is back at zero once the files are closed, work
+ * in flight and failed calls included; a GEM_CREATE killed while its
+ * zeroing job waits dies at once and its HBM is kept until the job ended,
+ * then freed; RLIMIT_MEMLOCK bounds what a process without CAP_IPC_LOCK
+ * pins; VM_MAP refuses ranges that wrap or leave the address space.
+ */
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+#define MiB (1ull << 20)
+#define LONG_NS 30000000000ll
+#define PARAMS "/sys/module/hpu/parameters/"
+#define NOBODY 65534
+
+static const char *const params[] = {
+	"max_file_hbm_mb", "max_file_pt_pages", "max_user_pt_pages", "max_user_files",
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+FIXTURE(limits) {
+	char bdf[64];
+	char node[512];
+	char usage[256];
+	mode_t node_mode;
+	char saved[NPARAMS][32];
+	int fd;
+};
+
+FIXTURE_SETUP(limits)
+{
+	char path[256];
+	struct stat st;
+	unsigned int i;
+
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	ASSERT_EQ(0, hpu_node_path(self->bdf, self->node, sizeof(self->node)));
+	ASSERT_EQ(0, stat(self->node, &st));
+	self->node_mode = st.st_mode & 07777;
+	if (access("/sys/kernel/debug/hpu", F_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(self->usage, sizeof(self->usage), "/sys/kernel/debug/hpu/%s/usage", self->bdf);
+	for (i = 0; i < NPARAMS; i++) {
+		snprintf(path, sizeof(path), PARAMS "%s", params[i]);
+		ASSERT_EQ(0, hpu_read_file(path, self->saved[i], sizeof(self->saved[i])))
+			TH_LOG("module parameter %s", params[i]);
+	}
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(limits)
+{
+	char path[256];
+	unsigned int i;
+
+	if (self->fd >= 0)
+		close(self->fd);
+	for (i = 0; i < NPARAMS; i++) {
+		snprintf(path, sizeof(path), PARAMS "%s", params[i]);
+		hpu_write_file(path, self->saved[i]);
+	}
+	chmod(self->node, self->node_mode);
+}
+
+static int set_param(const char *name, unsigned long long value)
+{
+	char path[256], v[32];
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	snprintf(v, sizeof(v), "%llu", value);
+	return hpu_write_file(path, v);
+}
+
+/* The value of key in debugfs "usage", or -1 if it is not there. */
+static long long usage(FIXTURE_DATA(limits) *self, const char *key)
+{
+	char buf[1024], *p;
+	size_t n = strlen(key);
+
+	if (hpu_read_file(self->usage, buf, sizeof(buf)))
+		return -1;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return strtoll(p + n + 1, NULL, 0);
+	return -1;
+}
+
+/* Maps a page of a new buffer of fd, runs a job that fills it: 0 or -errno. */
+static int map_and_run(int fd)
+{
+	struct hpu_cb cb = { .size = 0 };
+	uint64_t va = 0;
+	uint32_t h;
+	int err;
+
+	err = hpu_gem_create(fd, HPU_PAGE, 0, &h);
+	if (!err)
+		err = hpu_vm_map(fd, h, 0, NULL, HPU_PAGE, RW, &va);
+	if (err)
+		return err;
+	hpu_cb_memset(&cb, va, 0x5a, HPU_PAGE);
+	return hpu_run(fd, 1, cb.buf, cb.size);
+}
+
+/*
+ * Maps a page of buffer h at VAs of level-0 entries from, from + 1, ...,
+ * so that each mapping takes three more table pages, until VM_MAP fails
+ * (its error) or 64 mappings; *mapped counts those made.
+ */
+static int map_until_refused(int fd, uint32_t h, unsigned int from, unsigned int *mapped)
+{
+	uint64_t va;
+	int err;
+
+	for (*mapped = 0; *mapped < 64; (*mapped)++) {
+		va = (uint64_t)(from + *mapped) << 39;
+		err = hpu_vm_map(fd, h, 0, NULL, HPU_PAGE, RW | DRM_HPU_VM_MAP_FIXED, &va);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* In a child running as another user: 0 if it can open the node, allocate, map and run a job. */
+static int other_user_runs(FIXTURE_DATA(limits) *self)
+{
+	pid_t pid;
+	int status;
+
+	if (chmod(self->node, 0666))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		int fd;
+
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(100);
+		fd = open(self->node, O_RDWR | O_CLOEXEC);
+		_exit(fd < 0 ? 101 : -map_and_run(fd));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -ECHILD;
+	return -WEXITSTATUS(status);
+}
+
+TEST_F(limits, file_hbm_share_gives_edquot_while_another_file_allocates)
+{
+	uint32_t a, b, c;
+	int other;
+
+	ASSERT_EQ(0, set_param("max_file_hbm_mb", 64));
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 32 * MiB, 0, &a));
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 32 * MiB, 0, &b));
+	EXPECT_EQ(-EDQUOT, hpu_gem_create(self->fd, HPU_PAGE, 0, &c));
+
+	other = hpu_open_node(self->bdf);
+	ASSERT_LE(0, other);
+	EXPECT_EQ(0, hpu_gem_create(other, 60 * MiB, 0, &c));
+	EXPECT_EQ(0, map_and_run(other));
+	close(other);
+
+	/* A freed buffer gives its share back; a raised limit applies at once. */
+	ASSERT_EQ(0, hpu_gem_close(self->fd, a));
+	EXPECT_EQ(0, hpu_gem_create(self->fd, 32 * MiB, 0, &a));
+	EXPECT_EQ(-EDQUOT, hpu_gem_create(self->fd, HPU_PAGE, 0, &c));
+	ASSERT_EQ(0, set_param("max_file_hbm_mb", 65));
+	EXPECT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &c));
+}
+
+TEST_F(limits, file_table_share_gives_edquot_while_another_file_maps)
+{
+	unsigned int mapped;
+	uint32_t h;
+	int other;
+
+	/* The root and three tables per mapping: five mappings fit in 16. */
+	ASSERT_EQ(0, set_param("max_file_pt_pages", 16));
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	EXPECT_EQ(-EDQUOT, map_until_refused(self->fd, h, 1, &mapped));
+	EXPECT_EQ(5, mapped);
+
+	other = hpu_open_node(self->bdf);
+	ASSERT_LE(0, other);
+	EXPECT_EQ(0, map_and_run(other));
+	close(other);
+
+	ASSERT_EQ(0, set_param("max_file_pt_pages", 19));
+	EXPECT_EQ(-EDQUOT, map_until_refused(self->fd, h, 100, &mapped));
+	EXPECT_EQ(1, mapped);
+}
+
+TEST_F(limits, user_shares_give_edquot_while_another_user_runs)
+{
+	unsigned int mapped;
+	int fds[4], extra;
+	uint32_t h;
+
+	/* Files: this one and three more. */
+	ASSERT_EQ(0, set_param("max_user_files", 4));
+	for (unsigned int i = 0; i < 3; i++) {
+		fds[i] = hpu_open_node(self->bdf);
+		ASSERT_LE(0, fds[i]) TH_LOG("file %u", i + 2);
+	}
+	extra = hpu_open_node(self->bdf);
+	EXPECT_EQ(-EDQUOT, extra);
+	if (extra >= 0)
+		close(extra);
+	EXPECT_EQ(0, other_user_runs(self));
+
+	/* Table pages over all of the user's files: 4 roots and 12 more. */
+	ASSERT_EQ(0, set_param("max_user_pt_pages", 16));
+	ASSERT_EQ(0, hpu_gem_create(fds[0], HPU_PAGE, 0, &h));
+	EXPECT_EQ(-EDQUOT, map_until_refused(fds[0], h, 1, &mapped));
+	EXPECT_EQ(4, mapped);
+	ASSERT_EQ(0, hpu_gem_create(fds[1], HPU_PAGE, 0, &h));
+	EXPECT_EQ(-EDQUOT, map_until_refused(fds[1], h, 1, &mapped));
+	EXPECT_EQ(0, mapped);
+	EXPECT_EQ(0, other_user_runs(self));
+
+	/* Closing a file gives its share back. */
+	close(fds[0]);
+	extra = hpu_open_node(self->bdf);
+	EXPECT_LE(0, extra);
+	EXPECT_EQ(-EDQUOT, map_until_refused(fds[1], h, 1, &mapped));
+	EXPECT_EQ(4, mapped);
+	close(extra);
+	close(fds[1]);
+	close(fds[2]);
+}
+
+TEST_F(limits, usage_returns_to_zero_after_close)
+{
+	struct hpu_cb park = { .size = 0 };
+	uint64_t sync = 0, va, seq;
+	void *host[3];
+	int fds[3];
+	uint32_t h;
+
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(0, usage(self, "contexts"));
+	ASSERT_EQ(0, set_param("max_file_pt_pages", 6));
+	for (unsigned int i = 0; i < 3; i++) {
+		fds[i] = hpu_open_node(self->bdf);
+		ASSERT_LE(0, fds[i]);
+		ASSERT_EQ(0, hpu_gem_create(fds[i], 4 * MiB, 0, &h));
+		sync = 0;
+		ASSERT_EQ(0, hpu_vm_map(fds[i], h, 0, NULL, 4 * MiB, RW, &sync));
+		host[i] = hpu_host_pages(8 * MiB);
+		ASSERT_NE(NULL, host[i]);
+		va = 0;
+		ASSERT_EQ(0, hpu_vm_map(fds[i], 0, 0, host[i], HPU_PAGE, RW, &va));
+		/* Fails midway: the 4 KiB leaves of 8 MiB need four more tables. */
+		va = 0;
+		EXPECT_EQ(-EDQUOT, hpu_vm_map(fds[i], 0, 0, (char *)host[i] + 4096,
+					      8 * MiB - 4096, RW, &va));
+		/* Past the file's HBM share. */
+		ASSERT_EQ(0, set_param("max_file_hbm_mb", 4));
+		EXPECT_EQ(-EDQUOT, hpu_gem_create(fds[i], HPU_PAGE, 0, &h));
+		ASSERT_EQ(0, set_param("max_file_hbm_mb", 0));
+		/* Work in flight at close: a job that never ends by itself. */
+		park.size = 0;
+		hpu_cb_wait(&park, sync, 1);
+		ASSERT_EQ(0, hpu_submit(fds[i], 2, park.buf, park.size, &seq));
+	}
+	EXPECT_EQ(3, usage(self, "contexts"));
+	EXPECT_LT(0, usage(self, "file_tables"));
+	EXPECT_EQ(3 * HPU_PAGE, usage(self, "host_pinned"));
+	EXPECT_EQ(1, usage(self, "users"));
+	for (unsigned int i = 0; i < 3; i++) {
+		close(fds[i]);
+		munmap(host[i], 8 * MiB);
+	}
+	EXPECT_EQ(0, usage(self, "contexts"));
+	EXPECT_EQ(0, usage(self, "hbm_used"));
+	EXPECT_EQ(0, usage(self, "file_tables"));
+	EXPECT_EQ(0, usage(self, "host_pinned"));
+	EXPECT_EQ(0, usage(self, "users"));
+}
+
+/* Reaps pid within about ms milliseconds: its wait status, or -1; *took gets the time taken. */
+static int reap_within(pid_t pid, unsigned int ms, unsigned int *took)
+{
+	int status;
+
+	for (*took = 0; *took < ms; *took += 10) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(10 * 1000);
+	}
+	return -1;
+}
+
+TEST_F_TIMEOUT(limits, gem_create_killed_while_zeroing_leaks_nothing, 120)
+{
+	struct hpu_cb park = { .size = 0 }, release = { .size = 0 };
+	uint64_t sync = 0, parked;
+	long long base, held = -1;
+	unsigned int took_ms;
+	int status, err;
+	uint32_t h;
+	pid_t pid;
+
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, RW, &sync));
+	/* 64 MiB handed out and freed: a new buffer there must be zeroed. */
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 64 * MiB, 0, &h));
+	ASSERT_EQ(0, hpu_gem_close(self->fd, h));
+	base = usage(self, "hbm_used");
+	ASSERT_LT(0, base);
+
+	/* The zeroing job queues on queue 0 behind a job parked there. */
+	hpu_cb_wait(&park, sync, 1);
+	ASSERT_EQ(0, hpu_submit(self->fd, 0, park.buf, park.size, &parked));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = open(self->node, O_RDWR | O_CLOEXEC);
+
+		_exit(fd < 0 || hpu_gem_create(fd, 64 * MiB, 0, &h) ? 1 : 0);
+	}
+	usleep(500 * 1000);
+	kill(pid, SIGKILL);
+	status = reap_within(pid, 3000, &took_ms);
+	if (status != -1)
+		held = usage(self, "hbm_used");
+
+	hpu_cb_signal(&release, sync, 1);
+	EXPECT_EQ(0, hpu_run(self->fd, 1, release.buf, release.size));
+	ASSERT_EQ(0, hpu_wait(self->fd, parked, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	if (status == -1)
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("child status 0x%x", status);
+	EXPECT_GT(2000, took_ms) TH_LOG("the killed child took %u ms to go", took_ms);
+	/* Not freed while the zeroing job could still write it ... */
+	EXPECT_EQ(base + 64 * MiB, held);
+	/* ... and freed once it ended. */
+	for (unsigned int i = 0; i < 100 && usage(self, "hbm_used") != base; i++)
+		usleep(50 * 1000);
+	EXPECT_EQ(base, usage(self, "hbm_used"));
+	EXPECT_EQ(1, usage(self, "contexts"));
+}
+
+TEST_F(limits, memlock_bounds_pinning_without_cap_ipc_lock)
+{
+	pid_t pid;
+	int status;
+
+	ASSERT_EQ(0, chmod(self->node, 0666));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rlimit rl = { 64 * 1024, 64 * 1024 };
+		char *mem = hpu_host_pages(256 * 1024);
+		uint64_t a = 0, b = 0, c = 0;
+		int fd;
+
+		if (!mem || setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(NOBODY) || setuid(NOBODY))
+			_exit(100);
+		fd = open(self->node, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			_exit(101);
+		if (hpu_vm_map(fd, 0, 0, mem, 32 * 1024, RW, &a))
+			_exit(1);
+		if (hpu_vm_map(fd, 0, 0, mem + 32 * 1024, 64 * 1024, RW, &b) != -ENOMEM)
+			_exit(2);
+		if (hpu_vm_map(fd, 0, 0, mem + 32 * 1024, 32 * 1024, RW, &b))
+			_exit(3);
+		if (hpu_vm_map(fd, 0, 0, mem + 64 * 1024, HPU_PAGE, RW, &c) != -ENOMEM)
+			_exit(4);
+		/* Unmapping gives the pages back to the limit. */
+		if (hpu_vm_unmap(fd, a) || hpu_vm_map(fd, 0, 0, mem + 64 * 1024, 32 * 1024, RW, &c))
+			_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST_F(limits, vm_map_refuses_ranges_that_wrap_or_leave_the_address_space)
+{
+	static const struct {
+		uint64_t va, size, offset, ptr;
+		uint32_t flags;
+		const char *what;
+	} bad[] = {
+		{ 0, HPU_PAGE, 0, UINT64_MAX & ~4095ull, 0, "host range wraps" },
+		{ 0, (1ull << 47) + HPU_PAGE, 0, 4096, 0, "larger than the address space" },
+		{ (1ull << 47) - HPU_PAGE, 2 * HPU_PAGE, 0, 4096, DRM_HPU_VM_MAP_FIXED,
+		  "fixed range past the end" },
+		{ UINT64_MAX & ~4095ull, 2 * HPU_PAGE, 0, 4096, DRM_HPU_VM_MAP_FIXED,
+		  "fixed range wraps" },
+		{ 4096, HPU_PAGE, 0, 4096, DRM_HPU_VM_MAP_FIXED, "fixed below the first address" },
+		{ 0, HPU_PAGE + 1, 0, 4096, 0, "size not page aligned" },
+		{ 1, HPU_PAGE, 0, 4096, 0, "address not page aligned" },
+	};
+	uint32_t h;
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct drm_hpu_vm_map a = {
+			.va = bad[i].va, .size = bad[i].size, .offset = bad[i].offset,
+			.user_ptr = bad[i].ptr, .flags = RW | bad[i].flags,
+		};
+
+		EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_MAP, &a)) TH_LOG("%s",
+										 bad[i].what);
+	}
+	/* A buffer range that wraps or runs past its end. */
+	ASSERT_EQ(0, hpu_gem_create(self->fd, 2 * HPU_PAGE, 0, &h));
+	for (unsigned int i = 0; i < 2; i++) {
+		struct drm_hpu_vm_map a = {
+			.size = 2 * HPU_PAGE, .handle = h, .flags = RW,
+			.offset = i ? UINT64_MAX & ~4095ull : HPU_PAGE,
+		};
+
+		EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_MAP, &a)) TH_LOG("offset %u", i);
+	}
+	EXPECT_EQ(0, usage(self, "host_pinned"));
+}
+
+TEST_HARNESS_MAIN
