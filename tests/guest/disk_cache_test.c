@@ -6,13 +6,15 @@
  * compiles nothing, loads every recipe from disk and ends with bitwise the
  * same parameters.  A directory that cannot be written (the host's root,
  * read-only in the guest) leaves caching in memory with one warning, and
- * results unchanged.
+ * results unchanged.  A directory other users may write is refused with
+ * one warning saying so, and the process runs without the disk cache.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,6 +200,26 @@ TEST(a_read_only_directory_caches_in_memory_with_one_warning)
 	EXPECT_GE(ro.write_failures, 1);
 	EXPECT_EQ(1, count_lines(err, "warning")) TH_LOG("stderr in %s", err);
 	EXPECT_EQ(0, memcmp(none.params, ro.params, sizeof(ro.params)));
+}
+
+TEST(a_directory_others_may_write_is_refused_with_one_warning)
+{
+	struct run_result shared;
+	char dir[512], config[600], err[512];
+
+	path_in(dir, sizeof(dir), "disk_cache_test.shared");
+	path_in(err, sizeof(err), "disk_cache_test.err");
+	ASSERT_TRUE(!mkdir(dir, 0700) || errno == EEXIST);
+	ASSERT_EQ(0, chmod(dir, 0777));
+	snprintf(config, sizeof(config), "%s,false,64", dir);
+	ASSERT_EQ(0, run(config, err, &shared));
+	ASSERT_EQ(0, shared.failed);
+	EXPECT_GT(shared.compiles, 0);
+	EXPECT_EQ(0, shared.disk_hits);
+	EXPECT_EQ(0, shared.disk_writes);
+	EXPECT_EQ(0, shared.write_failures);
+	EXPECT_EQ(1, count_lines(err, "warning")) TH_LOG("stderr in %s", err);
+	EXPECT_EQ(1, count_lines(err, "writable by its group or others"));
 }
 
 TEST_HARNESS_MAIN
