@@ -72,6 +72,10 @@ trap 'exit 130' INT TERM
 # the kernel's boot-time sync check fails on the emulated CPUs' skew and falls back to the
 # acpi_pm clocksource, which makes every clock_gettime a system call and a port read.
 # sysrq_always_enabled: so that a timeout can have the guest print where it is (guest-state.sh).
+# slub_debug=FZPU page_poison=1: the kernel checks its slab objects (red zones, poison, frees)
+# and poisons freed pages, so that a driver's use after free or overrun shows in its log.
+cmdline="console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable sysrq_always_enabled"
+cmdline+=" slub_debug=FZPU page_poison=1 firmware_class.path=$top/build/firmware"
 "$qemu" \
 	-nodefaults -no-user-config -no-reboot -display none \
 	-d guest_errors -D "$out/qemu.log" \
@@ -79,7 +83,7 @@ trap 'exit 130' INT TERM
 	-L /usr/share/qemu -L /usr/share/seabios \
 	-serial mon:stdio -monitor pipe:"$mon/monitor" \
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" \
-	-append "console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable sysrq_always_enabled firmware_class.path=$top/build/firmware" \
+	-append "$cmdline" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=hpuout,path="$out",security_model=none,multidevs=remap \
@@ -121,7 +125,9 @@ if [ ! -f "$out/rc" ]; then
 	echo "run-guest: the guest stopped before the command finished (qemu status $status)" >&2
 	exit 125
 fi
-if grep -nE 'WARNING:|BUG:|Oops|Call Trace|general protection fault|Kernel panic' "$out/dmesg.txt" >&2; then
+# A slab debugging report reads "BUG <cache> (<taint>): ...", a page poisoning one "pagealloc: ...".
+if grep -nE 'WARNING:|BUG:|BUG [^ ]+ \(|pagealloc: |Oops|Call Trace|general protection fault|Kernel panic' \
+	"$out/dmesg.txt" >&2; then
 	echo "run-guest: the guest kernel log has the problems above ($out/dmesg.txt)" >&2
 	exit 126
 fi

@@ -2,17 +2,55 @@
 # Runs in the guest (through run-guest.sh): loads the driver, runs every
 # kselftest suite in build/tests/guest, and leaves one TAP file per suite in
 # $HPU_OUT; then the runtime's suites again with it under the sanitizers
-# (TAP in $HPU_OUT/san and $HPU_OUT/tsan, not counted twice).  Exits non-zero
-# if anything failed.
+# (TAP in $HPU_OUT/san and $HPU_OUT/tsan, not counted twice); then checks that
+# the driver holds nothing and unloads it ($HPU_OUT/teardown.tap).  Exits
+# non-zero if anything failed.
 set -u
 echo "# guest uptime at first test: $(cut -d' ' -f1 /proc/uptime) s"
-tests/guest/load-driver.sh || exit 1
+
+# The suites run as an ordinary user, as the runtime's users do, so that every permission check
+# and the driver's limit on pinned memory are real: uid 2000 (its own group 2000) in the device
+# group 2001, which owns the device's node (mode 0660, load-driver.sh -g, as udev would), no
+# capabilities, and the RLIMIT_MEMLOCK Debian gives a user (8 MiB; set, not inherited).  The
+# guest's /etc is the host's, read-only: the ids are numbers.
+user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
+# The suites that need root, which keep it:
+# - lifecycle_test loads, unloads, unbinds and rebinds the module, writes the firmware loader's
+#   path (sysfs) and reads the kernel log;
+# - uqueue_test reloads the module (job_timeout_ms=300, for the watchdog) and reads the kernel log.
+root_suites="lifecycle_test uqueue_test"
+
+needs_root() {
+	case " $root_suites " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# run NAME CMD...: CMD, a run of suite NAME, as root if NAME needs it, else as the user.
+run() {
+	if needs_root "$1"; then
+		shift
+		"$@"
+		rc=$?
+		# It may have reloaded the module: the new node is root's again.
+		tests/guest/load-driver.sh -n -g "$dev_gid" || rc=1
+		return $rc
+	fi
+	shift
+	prlimit --memlock="$user_memlock:$user_memlock" \
+		setpriv --reuid="$user_uid" --regid="$user_gid" --groups="$dev_gid" -- "$@"
+}
+
+tests/guest/load-driver.sh -g "$dev_gid" || exit 1
+# The user writes the results share (lazy_test's metrics) and TMPDIR.
+chown "$user_uid:$user_gid" "$HPU_OUT" && chmod 1777 "$TMPDIR" || exit 1
 
 status=0
 for t in "$HPU_TOP"/build/tests/guest/*_test; do
 	name=$(basename "$t")
-	echo "# suite $name"
-	"$t" >"$HPU_OUT/$name.tap" 2>&1 || status=1
+	echo "# suite $name as $(needs_root "$name" && echo root || echo "uid $user_uid")"
+	run "$name" "$t" >"$HPU_OUT/$name.tap" 2>&1 || status=1
 	cat "$HPU_OUT/$name.tap"
 done
 
@@ -20,13 +58,15 @@ done
 # queues.
 for name in stream_test threads_test; do
 	echo "# suite $name with HPU_USER_QUEUES=0"
-	HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/$name" >"$HPU_OUT/${name}_submit.tap" 2>&1 || status=1
+	run "$name" env HPU_USER_QUEUES=0 "$HPU_TOP/build/tests/guest/$name" \
+		>"$HPU_OUT/${name}_submit.tap" 2>&1 || status=1
 	cat "$HPU_OUT/${name}_submit.tap"
 done
 
 # HPU graphs once more with the recipes' command buffers copied into the jobs, as without CALL.
 echo "# suite graph_test with HPU_RECIPE_INLINE=1"
-HPU_RECIPE_INLINE=1 "$HPU_TOP/build/tests/guest/graph_test" >"$HPU_OUT/graph_test_inline.tap" 2>&1 || status=1
+run graph_test env HPU_RECIPE_INLINE=1 "$HPU_TOP/build/tests/guest/graph_test" \
+	>"$HPU_OUT/graph_test_inline.tap" 2>&1 || status=1
 cat "$HPU_OUT/graph_test_inline.tap"
 
 # san_pass NAME DIR LIB PRELOAD OPTIONS SUITE...: the suites once more with the runtime built
@@ -38,7 +78,7 @@ san_pass() {
 	mkdir -p "$HPU_OUT/$dir"
 	clean=0
 	for name in "$@"; do
-		if env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$preload" "$options" \
+		if run "$name" env LD_LIBRARY_PATH="$lib" LD_PRELOAD="$preload" "$options" \
 			"$HPU_TOP/build/tests/guest/$name" >"$HPU_OUT/$dir/$name.tap" 2>&1; then
 			clean=$((clean + 1))
 		else
@@ -71,7 +111,7 @@ echo "# suite mnist"
 	echo "TAP version 13"
 	echo "1..1"
 	start=$(cut -d' ' -f1 /proc/uptime)
-	out=$("$HPU_TOP/build/userspace/bin/mnist" -e 1 2>&1)
+	out=$(run mnist "$HPU_TOP/build/userspace/bin/mnist" -e 1 2>&1)
 	echo "$out" | sed 's/^/# /'
 	echo "# $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
 	acc=$(echo "$out" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' | tail -n 1)
@@ -83,4 +123,40 @@ echo "# suite mnist"
 	fi
 } >"$HPU_OUT/mnist.tap"
 cat "$HPU_OUT/mnist.tap"
+
+# Every suite's files are closed: the driver must hold nothing of theirs (its debugfs "usage":
+# open contexts with their ASIDs, HBM, their page-table pages, users charged, pinned host pages;
+# a file's last references may go a moment after its process), and the module must unload (its
+# messages, a WARN at unload too, are in the kernel log that run-guest.sh checks).  The driver's
+# own page tables (mmu_tables) stay until it unloads, and hpu_mmu_fini() warns of any left.
+echo "# teardown"
+{
+	echo "TAP version 13"
+	echo "1..2"
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		usage=$(cat /sys/kernel/debug/hpu/*/usage 2>&1)
+		held=$(echo "$usage" | awk -v names="contexts hbm_used file_tables users host_pinned" '
+			BEGIN { n = split(names, want) }
+			{ v[$1] = $2 }
+			END { for (i = 1; i <= n; i++) if (v[want[i]] != "0") print want[i], v[want[i]] }')
+		[ -z "$held" ] && break
+		sleep 1
+	done
+	echo "$usage" | sed 's/^/# /'
+	if [ -z "$held" ]; then
+		echo "ok 1 - the driver holds nothing once every file is closed"
+	else
+		echo "$held" | sed 's/^/# still held: /'
+		echo "not ok 1 - the driver holds nothing once every file is closed"
+		status=1
+	fi
+	if out=$(rmmod hpu 2>&1); then
+		echo "ok 2 - rmmod hpu"
+	else
+		echo "$out" | sed 's/^/# /'
+		echo "not ok 2 - rmmod hpu"
+		status=1
+	fi
+} >"$HPU_OUT/teardown.tap"
+cat "$HPU_OUT/teardown.tap"
 exit $status
