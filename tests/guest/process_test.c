@@ -197,7 +197,9 @@ TEST_F_TIMEOUT(proc, concurrent_processes, 300)
 
 /*
  * A process that exits (or is killed) with jobs queued and host pages
- * pinned: its jobs end, its pages are unpinned, its HBM is freed.
+ * pinned: its jobs end, its pages are unpinned, its HBM is freed.  Each job
+ * copies 256 MiB, 4 MiB of pinned pages (within an ordinary user's 8 MiB
+ * RLIMIT_MEMLOCK) at a time.
  */
 TEST_F_TIMEOUT(proc, exit_with_work_in_flight, 300)
 {
@@ -210,25 +212,28 @@ TEST_F_TIMEOUT(proc, exit_with_work_in_flight, 300)
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			uint8_t *src = hpu_host_pages(32 * MiB);
+			uint8_t *src = hpu_host_pages(4 * MiB);
 			struct hpu_cb cb = { .size = 0 };
 			uint64_t s = 0, hv = 0;
 			uint32_t h;
 			int fd = open_dev(), j;
 
-			if (fd < 0 || hpu_gem_create(fd, 32 * MiB, 0, &h) ||
+			if (!src || fd < 0 || hpu_gem_create(fd, 32 * MiB, 0, &h) ||
 			    hpu_vm_map(fd, h, 0, NULL, 32 * MiB, RW, &hv) ||
-			    hpu_vm_map(fd, 0, 0, src, 32 * MiB, RW, &s))
+			    hpu_vm_map(fd, 0, 0, src, 4 * MiB, RW, &s))
 				_exit(100);
-			for (j = 0; j < 8; j++)
-				hpu_cb_dma(&cb, hv, s, 32 * MiB);
+			for (j = 0; j < 64; j++)
+				hpu_cb_dma(&cb, hv + j % 8 * 4 * MiB, s, 4 * MiB);
 			for (j = 0; j < 16; j++)
-				hpu_submit(fd, j % 4, cb.buf, cb.size, NULL);
+				if (hpu_submit(fd, j % 4, cb.buf, cb.size, NULL))
+					_exit(101);
 			if (round)
 				raise(SIGKILL);
 			_exit(0); /* no close, no wait */
 		}
 		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		/* Killed as told, or exited cleanly: 100 and 101 say its setup or a submission failed. */
+		EXPECT_EQ(round ? SIGKILL : 0, WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	}
 
 	/* Release may finish just after the process is reaped. */
