@@ -126,14 +126,25 @@ static int hpu_dma_set(struct hpu_job *job, struct hpu_mmu_run dst, uint8_t valu
 	return hpu_dma_run_write(job, dst, bounce, n);
 }
 
-/* A copy (fill < 0) or a fill of size bytes, one step at a time. */
-static int hpu_dma_transfer(struct hpu_job *job, uint64_t dst, uint64_t src, int fill,
-			    uint64_t size)
+/* A copy (fill < 0) or a fill of size bytes, one step at a time, from job->moved on. */
+static enum hpu_pkt_status hpu_dma_transfer(struct hpu_job *job, uint64_t dst, uint64_t src,
+					    int fill, uint64_t size)
 {
+	/* A callee's packet may have changed since it yielded: what is left of it, if anything. */
+	uint64_t moved = job->moved < size ? job->moved : size;
+
+	src += moved;
+	dst += moved;
+	size -= moved;
+	job->moved = 0;
 	while (size) {
 		struct hpu_mmu_run s, d;
 		uint64_t n = size < HPU_DMA_STEP ? size : HPU_DMA_STEP;
 
+		if (moved && hpu_core_now_ns() >= job->yield_ns) {
+			job->moved = moved;
+			return HPU_PKT_YIELDED;
+		}
 		if (hpu_job_cancelled(job))
 			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		if (fill < 0) {
@@ -145,20 +156,21 @@ static int hpu_dma_transfer(struct hpu_job *job, uint64_t dst, uint64_t src, int
 			return -1;
 		n = d.len;
 		if (fill < 0 ? hpu_dma_move(job, d, s, n) : hpu_dma_set(job, d, (uint8_t)fill, n))
-			return -1;
+			return HPU_PKT_FAILED;
 		src += n;
 		dst += n;
 		size -= n;
+		moved += n;
 	}
-	return 0;
+	return HPU_PKT_DONE;
 }
 
-int hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size)
+enum hpu_pkt_status hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size)
 {
 	return hpu_dma_transfer(job, dst, src, -1, size);
 }
 
-int hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size)
+enum hpu_pkt_status hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size)
 {
 	return hpu_dma_transfer(job, dst, 0, value, size);
 }

@@ -8,7 +8,9 @@
  * first VA without a permitted mapping, DMA_ERROR at the bus address that
  * failed, or ABORTED when the job was cancelled between two steps.  What
  * was moved before the failure stays moved; nothing outside the context's
- * mappings is touched.
+ * mappings is touched.  A copy or fill also yields between two steps once
+ * the job's slice is over (a packet may move terabytes): job->moved says
+ * how far it got, and the same packet run again goes on from there.
  */
 #ifndef HPU_DMA_H
 #define HPU_DMA_H
@@ -16,12 +18,13 @@
 #include <stdint.h>
 
 #include "hpu_job.h"
+#include "hpu_pkt.h"
 
 /* Bytes moved between two checks for cancellation; also the bounce buffer size. */
 #define HPU_DMA_STEP (64u << 10)
 
-int hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size);
-int hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size);
+enum hpu_pkt_status hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size);
+enum hpu_pkt_status hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size);
 
 /*
  * Small naturally aligned accesses (sync objects, timestamps, user-queue

@@ -35,7 +35,8 @@ struct hpu_job {
 	struct hpu_hbm *hbm; /* referenced while the engine runs the job */
 	unsigned int queue;  /* the engine's number of it, see hpu_qman.h */
 	uint32_t gen;        /* core generation when the step began: a reset abandons the job */
-	uint64_t yield_ns;   /* monotonic time the step yields at, between two packets */
+	uint64_t yield_ns;   /* monotonic time the step yields at, between two packets or DMA steps */
+	uint64_t moved;      /* bytes the LIN_DMA at pos had moved when it yielded; else 0 */
 	uint64_t slot;       /* its descriptor: a bus address, or on a user queue a VA of asid */
 	uint64_t tag;
 	uint32_t asid;

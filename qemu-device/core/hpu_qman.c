@@ -302,6 +302,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		job->asid = uq ? HPU_UQ_REG(core, q, ASID) : 0;
 		job->tag = 0;
 		job->pos = 0;
+		job->moved = 0;
 		job->call.size = 0;
 		job->fault = 0;
 		job->engine = HPU_ENGINE_QMAN;

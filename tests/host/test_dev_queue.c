@@ -1038,6 +1038,46 @@ static void hpu_case_time_slice(struct hpu_test *t)
 	HPU_EXPECT_CLEAN(t);
 }
 
+/*
+ * One LIN_DMA may move terabytes: it yields between two of its steps, and
+ * the same packet goes on from where it stopped.  Its 512 MiB are 2 MiB of
+ * HBM mapped 256 times over.
+ */
+static void hpu_case_time_slice_dma(struct hpu_test *t)
+{
+	const uint64_t va = 0x400000000ull, aliases = 256;
+	struct hpu_cb cb = { .len = 0 };
+	uint64_t i, start, ran_us;
+	uint32_t deferred, wrong = 0;
+	struct timespec ts;
+
+	setup(t);
+	for (i = 0; i < aliases; i++)
+		pt_map_page(t, ASID, va + i * HPU_MMU_HUGE_SIZE, HBM_BUF, PTE_RW | HPU_PTE_HUGE);
+	cb_dma(&cb, va, 0x5a, aliases * HPU_MMU_HUGE_SIZE, HPU_PKT_LIN_DMA_MEMSET);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, HPU_MMU_HUGE_SIZE, 0);
+	submit_user(t, 0, &cb, 1);
+	cb.len = 0;
+	cb_timestamp(&cb, VA_HOST + SYNC_OFF + 16);
+	cb_sync(&cb, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	submit_user(t, 1, &cb, 2);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	start = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	run(t);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ran_us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000 - start;
+	EXPECT_DONE(t, 0);
+	for (i = 0; i < HPU_MMU_HUGE_SIZE; i++)
+		wrong += t->mem[DST_OFF + i] != 0x5a;
+	HPU_CHECK_EQ(t, wrong, 0);
+	/* Queue 1 waited for one slice of the fill, not for all of it. */
+	deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
+	printf("# slice: a %" PRIu64 " us fill deferred queue 1 by %u us\n", ran_us, deferred);
+	HPU_CHECK(t, ran_us >= 4 * HPU_ENGINE_SLICE_US);
+	HPU_CHECK(t, deferred >= HPU_ENGINE_SLICE_US && deferred < ran_us / 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+}
+
 /* ---- the engine on its own thread ---- */
 
 /* Job i: a copy through HBM and a SIGNAL on queue i % 4, kept within half its ring. */
@@ -1423,6 +1463,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "event ring rules", hpu_case_event_ring_rules },
 	{ "holes in the queue and event blocks", hpu_case_queue_holes },
 	{ "a long job yields to other queues after its slice", hpu_case_time_slice },
+	{ "a long copy yields between its steps", hpu_case_time_slice_dma },
 	{ "engine on its own thread", hpu_case_engine_thread },
 	{ "engine polls while jobs come back to back, less after an idle spell", hpu_case_engine_polls },
 	{ "engine's polling window adapts to the gaps between jobs", hpu_case_poll_window },
