@@ -34,6 +34,7 @@ static const struct hpu_suballoc_config config = {
 /* A device of `limit` bytes whose slabs are laid end to end, and a clock of work. */
 static struct fake {
 	uint64_t limit, mapped, next_va;
+	int full;                     /* the errno past the limit: 0 is ENOMEM */
 	unsigned int creates, destroys;
 	bool host_view;
 	atomic_uint_fast64_t fence;   /* work submitted */
@@ -46,7 +47,7 @@ static int fake_create(void *ctx, uint64_t size, struct hpu_slab_map *map)
 {
 	(void)ctx;
 	if (fake.mapped + size > fake.limit)
-		return hpu_error_set(ENOMEM, "fake device full");
+		return hpu_error_set(fake.full ? fake.full : ENOMEM, "fake device full");
 	*map = (struct hpu_slab_map){ .va = fake.next_va, .handle = fake.creates };
 	if (fake.host_view)
 		map->host = (void *)(uintptr_t)(fake.next_va + FAKE_HOST);
@@ -292,8 +293,14 @@ static void test_out_of_memory(void)
 	EXPECT(fake.calls[HPU_RETIRE_WAIT] == 1 && fake.creates == 2);
 	hpu_suballoc_destroy(sa);
 
-	/* A cached small slab makes room for a medium one. */
+	/* A cached small slab makes room for a medium one, the device full or the file's share. */
 	fake_reset(20 * MIB);
+	release(alloc(4096));
+	EXPECT(alloc(2 * MIB) == FAKE_BASE + 2 * MIB);
+	EXPECT(fake.destroys == 1 && fake.creates == 2);
+	hpu_suballoc_destroy(sa);
+	fake_reset(20 * MIB);
+	fake.full = EDQUOT;
 	release(alloc(4096));
 	EXPECT(alloc(2 * MIB) == FAKE_BASE + 2 * MIB);
 	EXPECT(fake.destroys == 1 && fake.creates == 2);

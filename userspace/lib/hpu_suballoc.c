@@ -267,7 +267,8 @@ static void hpu_trim(struct hpu_suballoc *sa)
 }
 
 /*
- * No cached block fits: map a slab, and if the device is full, wait for
+ * No cached block fits: map a slab, and if the device is full or the file's
+ * share of it is spent (-EDQUOT, the driver's per-file limit), wait for
  * pending blocks, give back every unused slab and try once more.
  */
 static int hpu_grow(struct hpu_suballoc *sa, unsigned int p, uint64_t size, struct hpu_block **bp)
@@ -278,7 +279,7 @@ static int hpu_grow(struct hpu_suballoc *sa, unsigned int p, uint64_t size, stru
 	if (size > slab_size / 2)
 		slab_size = hpu_round_up(size, sa->config.dedicated_align);
 	ret = hpu_slab_new(sa, p, slab_size, bp);
-	if (ret != -ENOMEM)
+	if (ret != -ENOMEM && ret != -EDQUOT)
 		return ret;
 	hpu_retire(sa, HPU_RETIRE_WAIT);
 	*bp = hpu_find_fit(sa, p, size);
