@@ -9,6 +9,14 @@
  * element (0, ..., 0) and every element the descriptor can reach is host
  * memory (HBM itself, or a staging copy the engine writes back for the
  * kernel's outputs).  A kernel never sees device addresses.
+ *
+ * Tensor data is untrusted where it is used, not only where check() read
+ * it: HBM is computed on in place, and other engines or the host may write
+ * it meanwhile.  A value read from a tensor that becomes an address is
+ * read once and bounds-checked at its use; out of range, the part fails
+ * the launch (hpu_kfail()).  Every tensor has at most
+ * HPU_KERNEL_MAX_ELEMENTS elements (the engine checked), so no product of
+ * dims overflows; an item whose own work can be long polls hpu_kpace().
  */
 #ifndef HPU_KERNEL_H
 #define HPU_KERNEL_H
@@ -28,6 +36,17 @@ struct hpu_kview {
 	int64_t strides[HPU_TENSOR_MAX_DIMS]; /* elements; dims >= ndim are 0 */
 };
 
+/* What a launch's check() and parts share with the engine that runs them. */
+struct hpu_kstate {
+	/* Whether the launch was cancelled (a queue reset): its parts stop; NULL: never. */
+	bool (*cancelled)(const void *job);
+	const void *job;
+	/* Why a part failed the launch, or NULL (__atomic): the engine then refuses it. */
+	const char *fault;
+	/* A value check() works out for every part (the targets a MEAN loss backward counts). */
+	uint64_t memo;
+};
+
 /* One launch, decoded to host order. */
 struct hpu_kcall {
 	uint32_t kernel;
@@ -35,6 +54,7 @@ struct hpu_kcall {
 	int64_t args[HPU_KERNEL_MAX_ARGS];
 	double scalars[HPU_KERNEL_MAX_SCALARS];
 	struct hpu_kview t[HPU_KERNEL_MAX_TENSORS];
+	struct hpu_kstate *state; /* never NULL */
 };
 
 struct hpu_kernel_def {
@@ -51,6 +71,13 @@ struct hpu_kernel_def {
 	 * work items the launch has.  Nonzero: the launch fails, nothing written.
 	 */
 	int (*check)(const struct hpu_kcall *c, uint64_t *items);
+	/*
+	 * After a successful check(): about how many elements the launch's
+	 * items visit in all (saturating); NULL, or fewer than the items: one
+	 * per item.  The engine bounds it (HPU_KERNEL_MAX_WORK) and sizes
+	 * parts by it.
+	 */
+	uint64_t (*work)(const struct hpu_kcall *c, uint64_t items);
 	/* Do items [begin, end); parts on disjoint ranges run concurrently. */
 	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
 	/* Optional, once after every part (e.g. advancing an RNG offset). */
@@ -72,6 +99,74 @@ extern const struct hpu_kernel_def hpu_kernel_layer_norm, hpu_kernel_layer_norm_
 extern const struct hpu_kernel_def hpu_kernel_embedding, hpu_kernel_embedding_bwd;
 extern const struct hpu_kernel_def hpu_kernel_sgd, hpu_kernel_adadelta, hpu_kernel_adamw;
 extern const struct hpu_kernel_def hpu_kernel_clip_grad_norm;
+
+/* ---- faults and cancellation ---- */
+
+/* A part met tensor data it cannot use (an index out of range): the launch fails, parts stop. */
+static inline void hpu_kfail(const struct hpu_kcall *c, const char *why)
+{
+	__atomic_store_n(&c->state->fault, why, __ATOMIC_RELAXED);
+}
+
+/* Whether the launch's parts should stop: it was cancelled, or a part failed it. */
+static inline bool hpu_kstop(const struct hpu_kcall *c)
+{
+	const struct hpu_kstate *s = c->state;
+
+	return __atomic_load_n(&s->fault, __ATOMIC_RELAXED) || (s->cancelled && s->cancelled(s->job));
+}
+
+/* Elements a long loop visits between two looks at hpu_kstop(): well under a millisecond. */
+#define HPU_KPOLL (1u << 16)
+
+/* A long loop's pace: how many more elements it visits before it looks again; 0: stopped. */
+struct hpu_kpace {
+	const struct hpu_kcall *c;
+	uint64_t left;
+};
+
+static inline struct hpu_kpace hpu_kpace_start(const struct hpu_kcall *c)
+{
+	return (struct hpu_kpace){ c, HPU_KPOLL };
+}
+
+/*
+ * n more elements visited: whether the loop stops here (for good).  A
+ * compare per call; hpu_kstop() once per HPU_KPOLL elements.
+ */
+static inline bool hpu_kpace(struct hpu_kpace *p, uint64_t n)
+{
+	if (p->left > n) {
+		p->left -= n;
+		return false;
+	}
+	if (p->left && !hpu_kstop(p->c)) {
+		p->left = HPU_KPOLL;
+		return false;
+	}
+	p->left = 0;
+	return true;
+}
+
+/*
+ * The end of a long loop's next stretch from j of n: at most HPU_KPOLL
+ * elements on, through pace p; j itself when the loop is done or stops.
+ */
+static inline uint64_t hpu_kstretch(struct hpu_kpace *p, uint64_t j, uint64_t n)
+{
+	uint64_t m = n - j < HPU_KPOLL ? n - j : HPU_KPOLL;
+
+	return m && !hpu_kpace(p, m) ? j + m : j;
+}
+
+/*
+ * for (j = 0; j < n; j++) body, in stretches through pace p (hpu_kpace()):
+ * the body stays a tight loop, and the whole ends early once the launch
+ * should stop.  The body may return but not break.
+ */
+#define hpu_kfor(p, j, n)                                                              \
+	for (uint64_t j = 0, j##_end; (j##_end = hpu_kstretch(p, j, n)) > j;)         \
+		for (; j < j##_end; j++)
 
 /* ---- element access, shared by every kernel ---- */
 
@@ -183,6 +278,35 @@ static inline double hpu_kkeep(bool keep, double v)
 	bits &= (uint64_t)0 - keep;
 	memcpy(&v, &bits, sizeof(v));
 	return v;
+}
+
+/*
+ * An integral element at p, read once: the value a kernel checks is the one
+ * it uses, however the compiler keeps it and whoever writes p meanwhile.
+ */
+static inline int64_t hpu_kload_index(uint32_t dtype, const uint8_t *p)
+{
+	int64_t x = hpu_kload_i(dtype, p);
+
+	__asm__("" : "+r"(x));
+	return x;
+}
+
+/* Index x is in [0, n); if not, the launch fails with why. */
+static inline bool hpu_kindex_ok(const struct hpu_kcall *c, int64_t x, uint64_t n, const char *why)
+{
+	if (x >= 0 && (uint64_t)x < n)
+		return true;
+	hpu_kfail(c, why);
+	return false;
+}
+
+/* a * b, or UINT64_MAX if that overflows: work estimates past any limit. */
+static inline uint64_t hpu_kmul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t p;
+
+	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
 }
 
 static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)

@@ -402,15 +402,15 @@ static uint32_t hpu_keltwise_outputs(const struct hpu_kcall *c)
 	return 1;
 }
 
-const struct hpu_kernel_def hpu_kernel_unary = {
-	"unary", 2, 2, hpu_keltwise_outputs, hpu_unary_check, hpu_keltwise_run, NULL,
-};
-const struct hpu_kernel_def hpu_kernel_binary = {
-	"binary", 2, 3, hpu_keltwise_outputs, hpu_binary_check, hpu_keltwise_run, NULL,
-};
-const struct hpu_kernel_def hpu_kernel_where = {
-	"where", 4, 4, hpu_keltwise_outputs, hpu_where_check, hpu_keltwise_run, NULL,
-};
-const struct hpu_kernel_def hpu_kernel_fill = {
-	"fill", 1, 1, hpu_keltwise_outputs, hpu_fill_check, hpu_keltwise_run, NULL,
-};
+/* An item is an element: the engine's default work. */
+#define HPU_KELTWISE_DEF(id, lo, hi)                                                     \
+	{                                                                                \
+		.name = #id, .min_tensors = lo, .max_tensors = hi,                       \
+		.outputs = hpu_keltwise_outputs, .check = hpu_##id##_check,              \
+		.run = hpu_keltwise_run,                                                 \
+	}
+
+const struct hpu_kernel_def hpu_kernel_unary = HPU_KELTWISE_DEF(unary, 2, 2);
+const struct hpu_kernel_def hpu_kernel_binary = HPU_KELTWISE_DEF(binary, 2, 3);
+const struct hpu_kernel_def hpu_kernel_where = HPU_KELTWISE_DEF(where, 4, 4);
+const struct hpu_kernel_def hpu_kernel_fill = HPU_KELTWISE_DEF(fill, 1, 1);

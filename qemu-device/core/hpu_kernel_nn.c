@@ -4,7 +4,9 @@
  * embedding.  Elementwise kernels take elements as work items, layer norm
  * rows (and columns for its weight and bias gradients), embedding rows;
  * the embedding backward splits its scatter-add over grad_weight's elements
- * so that no two parts add to the same one.
+ * so that no two parts add to the same one.  Rows and columns may be long,
+ * so their loops keep a pace (hpu_kpace()); indices are checked where they
+ * index.
  */
 #include "hpu_kernel_nn.h"
 #include "hpu_philox.h"
@@ -335,31 +337,42 @@ static int hpu_ln_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+static uint64_t hpu_ln_fwd_work(const struct hpu_kcall *c, uint64_t items)
+{
+	struct hpu_ln ln = hpu_ln_fwd_get(c);
+
+	return hpu_kwork_rows(items, ln.cols);
+}
+
 /* Biased variance, as torch; out may be in itself (each element is read before it is written). */
 static void hpu_ln_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct hpu_ln ln = hpu_ln_fwd_get(c);
+	struct hpu_kpace p = hpu_kpace_start(c);
 	struct hpu_kcur x, out, w, b;
 
-	for (uint64_t r = begin; r < end; r++) {
+	for (uint64_t r = begin; r < end && !hpu_kpace(&p, 1); r++) {
 		double mean = 0, var = 0, rstd;
-		uint64_t j;
 
 		hpu_ln_row(&ln, &c->t[0], r, &x, &out, &w);
-		for (j = 0; j < ln.cols; j++, hpu_kcur_next(&x))
+		hpu_kfor(&p, j, ln.cols) {
 			mean += hpu_kcur_get(&x);
+			hpu_kcur_next(&x);
+		}
 		mean /= (double)ln.cols;
-		for (hpu_kcur_init(&x, ln.in, r * ln.cols), j = 0; j < ln.cols; j++, hpu_kcur_next(&x)) {
+		hpu_kcur_init(&x, ln.in, r * ln.cols);
+		hpu_kfor(&p, j, ln.cols) {
 			double d = hpu_kcur_get(&x) - mean;
 
 			var += d * d;
+			hpu_kcur_next(&x);
 		}
 		rstd = 1 / sqrt(var / (double)ln.cols + c->scalars[0]);
 		hpu_kset(ln.mean, r, mean);
 		hpu_kset(ln.rstd, r, rstd);
 		hpu_kcur_init(&x, ln.in, r * ln.cols);
 		hpu_kcur_init(&b, &c->t[5], 0);
-		for (j = 0; j < ln.cols; j++) {
+		hpu_kfor(&p, j, ln.cols) {
 			double xhat = (hpu_kcur_get(&x) - mean) * rstd;
 			double bias = ln.has_bias ? hpu_kcur_get(&b) : 0;
 
@@ -378,6 +391,7 @@ const struct hpu_kernel_def hpu_kernel_layer_norm = {
 	.max_tensors = 6,
 	.outputs = hpu_ln_outputs,
 	.check = hpu_ln_fwd_check,
+	.work = hpu_ln_fwd_work,
 	.run = hpu_ln_fwd_run,
 };
 
@@ -432,21 +446,29 @@ static int hpu_ln_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+/* Every row, then every column again for the weight's and bias's gradients. */
+static uint64_t hpu_ln_bwd_work(const struct hpu_kcall *c, uint64_t items)
+{
+	struct hpu_ln ln = hpu_ln_bwd_get(c);
+
+	(void)items;
+	return hpu_kmul_sat(hpu_kwork_rows(ln.rows, ln.cols), ln.has_weight || ln.has_bias ? 2 : 1);
+}
+
 /*
  * With xhat = (x - mean) * rstd and gy = grad_out * weight:
  * grad_in = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)).
  */
 static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
-			    uint64_t end)
+			    uint64_t end, struct hpu_kpace *p)
 {
 	struct hpu_kcur x, g, w, gi;
 
-	for (uint64_t r = begin; r < end; r++) {
+	for (uint64_t r = begin; r < end && !hpu_kpace(p, 1); r++) {
 		double mean = hpu_kget(ln->mean, r), rstd = hpu_kget(ln->rstd, r), sg = 0, sgx = 0;
-		uint64_t j;
 
 		hpu_ln_row(ln, &c->t[3], r, &x, &g, &w);
-		for (j = 0; j < ln->cols; j++) {
+		hpu_kfor(p, j, ln->cols) {
 			double gy = hpu_kcur_get(&g) * hpu_ln_weight(ln, &w);
 
 			sg += gy;
@@ -459,7 +481,7 @@ static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 		sgx /= (double)ln->cols;
 		hpu_ln_row(ln, &c->t[3], r, &x, &g, &w);
 		hpu_kcur_init(&gi, &c->t[0], r * ln->cols);
-		for (j = 0; j < ln->cols; j++) {
+		hpu_kfor(p, j, ln->cols) {
 			double gy = hpu_kcur_get(&g) * hpu_ln_weight(ln, &w);
 			double xhat = (hpu_kcur_get(&x) - mean) * rstd;
 
@@ -474,9 +496,9 @@ static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 
 /* grad_weight = sum over rows of grad_out * xhat; grad_bias = sum of grad_out. */
 static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
-			    uint64_t end)
+			    uint64_t end, struct hpu_kpace *p)
 {
-	for (uint64_t j = begin; j < end; j++) {
+	for (uint64_t j = begin; j < end && !hpu_kpace(p, 1); j++) {
 		struct hpu_kview gv = hpu_kview_lead(&c->t[3], ln->lead, j);
 		struct hpu_kview xv = hpu_kview_lead(ln->in, ln->lead, j);
 		struct hpu_kcur g, x, mean, rstd;
@@ -486,7 +508,7 @@ static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 		hpu_kcur_init(&x, &xv, 0);
 		hpu_kcur_init(&mean, ln->mean, 0);
 		hpu_kcur_init(&rstd, ln->rstd, 0);
-		for (uint64_t r = 0; r < ln->rows; r++) {
+		hpu_kfor(p, r, ln->rows) {
 			double gr = hpu_kcur_get(&g);
 
 			sw += gr * (hpu_kcur_get(&x) - hpu_kcur_get(&mean)) * hpu_kcur_get(&rstd);
@@ -506,18 +528,19 @@ static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 static void hpu_ln_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct hpu_ln ln = hpu_ln_bwd_get(c);
+	struct hpu_kpace p = hpu_kpace_start(c);
 
 	if (hpu_ln_bwd_serial(c, &ln)) {
 		if (begin == end)
 			return;
-		hpu_ln_bwd_cols(c, &ln, 0, ln.cols);
-		hpu_ln_bwd_rows(c, &ln, 0, ln.rows);
+		hpu_ln_bwd_cols(c, &ln, 0, ln.cols, &p);
+		hpu_ln_bwd_rows(c, &ln, 0, ln.rows, &p);
 		return;
 	}
 	if (begin < ln.rows)
-		hpu_ln_bwd_rows(c, &ln, begin, end < ln.rows ? end : ln.rows);
+		hpu_ln_bwd_rows(c, &ln, begin, end < ln.rows ? end : ln.rows, &p);
 	if (end > ln.rows)
-		hpu_ln_bwd_cols(c, &ln, begin > ln.rows ? begin - ln.rows : 0, end - ln.rows);
+		hpu_ln_bwd_cols(c, &ln, begin > ln.rows ? begin - ln.rows : 0, end - ln.rows, &p);
 }
 
 const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
@@ -526,6 +549,7 @@ const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
 	.max_tensors = 8,
 	.outputs = hpu_ln_bwd_outputs,
 	.check = hpu_ln_bwd_check,
+	.work = hpu_ln_bwd_work,
 	.run = hpu_ln_bwd_run,
 };
 
@@ -540,6 +564,7 @@ static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned
 {
 	const struct hpu_kview *tv = &c->t[table], *rv = &c->t[rows], *iv = &c->t[2];
 	uint64_t shape[HPU_TENSOR_MAX_DIMS], n = hpu_kview_numel(iv);
+	struct hpu_kpace p = hpu_kpace_start(c);
 
 	if (c->num_tensors != 3 || tv->ndim != 2 || !hpu_dtype_is_float(tv->dtype) ||
 	    !hpu_dtype_is_float(rv->dtype) || !hpu_kview_is_index(iv) ||
@@ -553,7 +578,7 @@ static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned
 	for (uint64_t i = 0; i < n; i++) {
 		int64_t v = hpu_kget_i(iv, i);
 
-		if (v < 0 || (uint64_t)v >= tv->shape[0])
+		if (hpu_kpace(&p, 1) || v < 0 || (uint64_t)v >= tv->shape[0])
 			return -1;
 	}
 	return 0;
@@ -568,15 +593,25 @@ static int hpu_emb_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+/* A row of D each. */
+static uint64_t hpu_emb_fwd_work(const struct hpu_kcall *c, uint64_t items)
+{
+	return hpu_kwork_rows(items, c->t[1].shape[1]);
+}
+
 static void hpu_emb_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	const struct hpu_kview *out = &c->t[0];
+	struct hpu_kpace p = hpu_kpace_start(c);
+	int64_t v;
 
-	for (uint64_t n = begin; n < end; n++) {
-		struct hpu_krow dst = hpu_krow(out, out->ndim - 1, n);
-		struct hpu_krow src = hpu_krow(&c->t[1], 1, (uint64_t)hpu_kget_i(&c->t[2], n));
+	for (uint64_t n = begin; n < end && !hpu_kpace(&p, 1); n++) {
+		struct hpu_krow dst = hpu_krow(out, out->ndim - 1, n), src;
 
-		for (uint64_t j = 0; j < dst.n; j++)
+		if (!hpu_kget_index(c, &c->t[2], n, c->t[1].shape[0], "an index out of range", &v))
+			return;
+		src = hpu_krow(&c->t[1], 1, (uint64_t)v);
+		hpu_kfor(&p, j, dst.n)
 			hpu_krow_set(&dst, j, hpu_krow_get(&src, j));
 	}
 }
@@ -587,6 +622,7 @@ const struct hpu_kernel_def hpu_kernel_embedding = {
 	.max_tensors = 3,
 	.outputs = hpu_kernel_writes_t0,
 	.check = hpu_emb_fwd_check,
+	.work = hpu_emb_fwd_work,
 	.run = hpu_emb_fwd_run,
 };
 
@@ -607,13 +643,20 @@ static int hpu_emb_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+/* Each item scans every index and adds to a block of rows. */
+static uint64_t hpu_emb_bwd_work(const struct hpu_kcall *c, uint64_t items)
+{
+	return hpu_kmul_sat(items, hpu_kview_numel(&c->t[2]) + HPU_EMB_BLOCK);
+}
+
 static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	const struct hpu_kview *gw = &c->t[0], *indices = &c->t[2];
 	uint64_t d = gw->shape[1], n = hpu_kview_numel(indices);
+	struct hpu_kpace p = hpu_kpace_start(c);
 	double acc[HPU_EMB_BLOCK];
 
-	for (uint64_t it = begin; it < end; it++) {
+	for (uint64_t it = begin; it < end && !hpu_kpace(&p, HPU_EMB_BLOCK); it++) {
 		uint64_t j = it % d, v0 = it / d * HPU_EMB_BLOCK;
 		uint64_t nv = gw->shape[0] - v0 < HPU_EMB_BLOCK ? gw->shape[0] - v0 : HPU_EMB_BLOCK;
 		struct hpu_krow col = hpu_krow(gw, 0, j);
@@ -625,11 +668,15 @@ static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 			acc[i] = hpu_krow_get(&col, v0 + i);
 		hpu_kcur_init(&g, &gv, 0);
 		hpu_kcur_init(&idx, indices, 0);
-		for (uint64_t k = 0; k < n; k++, hpu_kcur_next(&g), hpu_kcur_next(&idx)) {
-			int64_t v = hpu_kcur_get_i(&idx);
+		hpu_kfor(&p, k, n) {
+			int64_t v = hpu_kload_index(idx.dtype, hpu_kcur_ptr(&idx));
 
+			if (!hpu_kindex_ok(c, v, gw->shape[0], "an index out of range"))
+				return;
 			if (v != c->args[0] && (uint64_t)v - v0 < nv)
 				acc[(uint64_t)v - v0] += hpu_kcur_get(&g);
+			hpu_kcur_next(&g);
+			hpu_kcur_next(&idx);
 		}
 		for (uint64_t i = 0; i < nv; i++)
 			hpu_krow_set(&col, v0 + i, acc[i]);
@@ -642,5 +689,6 @@ const struct hpu_kernel_def hpu_kernel_embedding_bwd = {
 	.max_tensors = 3,
 	.outputs = hpu_kernel_writes_t0,
 	.check = hpu_emb_bwd_check,
+	.work = hpu_emb_bwd_work,
 	.run = hpu_emb_bwd_run,
 };

@@ -125,6 +125,23 @@ static inline void hpu_krow_set(const struct hpu_krow *w, uint64_t j, double x)
 	hpu_kstore_f(w->dtype, w->p + (int64_t)j * w->step, x);
 }
 
+/* The work of rows of n elements each: a row of none still costs a visit. */
+static inline uint64_t hpu_kwork_rows(uint64_t rows, uint64_t n)
+{
+	return hpu_kmul_sat(rows, n ? n : 1);
+}
+
+/*
+ * Element i of index tensor v, read once and checked where it is used: in
+ * [0, n), else the launch fails with why and the result is false.
+ */
+static inline bool hpu_kget_index(const struct hpu_kcall *c, const struct hpu_kview *v, uint64_t i,
+				  uint64_t n, const char *why, int64_t *x)
+{
+	*x = hpu_kload_index(v->dtype, hpu_kview_at(v, i));
+	return hpu_kindex_ok(c, *x, n, why);
+}
+
 /* outputs() of the kernels that write t[0] alone. */
 static inline uint32_t hpu_kernel_writes_t0(const struct hpu_kcall *c)
 {

@@ -3,7 +3,7 @@
  * Tensor-engine kernels: the optimizer steps of torch.optim (SGD, Adadelta,
  * AdamW) and torch.nn.utils.clip_grad_norm_.  The steps are elementwise, so
  * items are elements; clip_grad_norm needs the total norm before it may
- * scale any grad, so it is one item.
+ * scale any grad, so it is one item, which keeps a pace (hpu_kpace()).
  */
 #include "hpu_kernel_nn.h"
 
@@ -257,9 +257,21 @@ static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
+/* Every grad's elements, twice. */
+static uint64_t hpu_clip_work(const struct hpu_kcall *c, uint64_t items)
+{
+	uint64_t work = 0;
+
+	(void)items;
+	for (unsigned int i = 1; i < c->num_tensors; i++)
+		work += 2 * hpu_kview_numel(&c->t[i]);
+	return work;
+}
+
 /* The norm over every grad's elements, then the scaling: all in the one item. */
 static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
+	struct hpu_kpace p = hpu_kpace_start(c);
 	bool max_norm = isinf(c->scalars[1]);
 	double total = 0, coef;
 
@@ -269,13 +281,15 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 		uint64_t n = hpu_kview_numel(&c->t[i]);
 		struct hpu_kcur k;
 
-		for (hpu_kcur_init(&k, &c->t[i], 0); n--; hpu_kcur_next(&k)) {
+		hpu_kcur_init(&k, &c->t[i], 0);
+		hpu_kfor(&p, j, n) {
 			double x = fabs(hpu_kcur_get(&k));
 
 			if (!max_norm)
 				total += x * x;
 			else if (x > total || isnan(x))
 				total = x;
+			hpu_kcur_next(&k);
 		}
 	}
 	if (!max_norm)
@@ -289,8 +303,11 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 		uint64_t n = hpu_kview_numel(&c->t[i]);
 		struct hpu_kcur k;
 
-		for (hpu_kcur_init(&k, &c->t[i], 0); n--; hpu_kcur_next(&k))
+		hpu_kcur_init(&k, &c->t[i], 0);
+		hpu_kfor(&p, j, n) {
 			hpu_kcur_set(&k, hpu_kcur_get(&k) * coef);
+			hpu_kcur_next(&k);
+		}
 	}
 }
 
@@ -300,5 +317,6 @@ const struct hpu_kernel_def hpu_kernel_clip_grad_norm = {
 	.max_tensors = HPU_KERNEL_MAX_TENSORS,
 	.outputs = hpu_clip_outputs,
 	.check = hpu_clip_check,
+	.work = hpu_clip_work,
 	.run = hpu_clip_run,
 };

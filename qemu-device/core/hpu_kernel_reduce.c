@@ -6,6 +6,8 @@
  * A work item is one output element: it walks the reduced sub-tensor
  * under it on its own, so any split of the outputs is independent and
  * every output sums its elements in the same order however it is split.
+ * One output may reduce billions of elements (a broadcast dim), so walks
+ * keep a pace (hpu_kpace()) span by span.
  * MIN and ARGMIN are MAX and ARGMAX of an order-reversed key (-v, or ~v
  * for integers, which cannot overflow), so one comparison serves all four.
  */
@@ -67,7 +69,8 @@ static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, cons
 }
 
 /* Reduces the sub-tensor whose first element is at p into the output element at o. */
-static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out_dtype, uint8_t *o)
+static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out_dtype, uint8_t *o,
+			   struct hpu_kpace *pace)
 {
 	struct hpu_kview sub = r->sub;
 	struct hpu_kacc acc = { 0 };
@@ -78,11 +81,14 @@ static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out
 	sub.base = p;
 	hpu_kcur_init(&k, &sub, 0);
 	step = k.step[0];
-	/* Span by span of the walk, each a pointer stepping along. */
+	/* Span by span of the walk, each a pointer stepping along, none longer than a poll's. */
 	while (i < r->count) {
+		uint64_t left = r->count - i;
 		uint8_t *span;
-		uint64_t n = hpu_kcur_span(&k, r->count - i, &span);
+		uint64_t n = hpu_kcur_span(&k, left < HPU_KPOLL ? left : HPU_KPOLL, &span);
 
+		if (hpu_kpace(pace, n))
+			return;
 		for (uint64_t j = 0; j < n; j++)
 			hpu_kacc_add(r, &acc, span + (int64_t)j * step, i++);
 	}
@@ -140,6 +146,7 @@ static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	 * where its sub-tensor starts.
 	 */
 	struct hpu_kview starts = c->t[1];
+	struct hpu_kpace pace = hpu_kpace_start(c);
 	struct hpu_kcur o, s;
 	struct hpu_kreduce r;
 
@@ -148,7 +155,16 @@ static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	hpu_kcur_init(&o, out, begin);
 	hpu_kcur_init(&s, &starts, begin);
 	for (uint64_t i = begin; i < end; i++, hpu_kcur_next(&o), hpu_kcur_next(&s))
-		hpu_reduce_one(&r, hpu_kcur_ptr(&s), out->dtype, hpu_kcur_ptr(&o));
+		hpu_reduce_one(&r, hpu_kcur_ptr(&s), out->dtype, hpu_kcur_ptr(&o), &pace);
+}
+
+/* Every output walks its reduced elements. */
+static uint64_t hpu_reduce_work(const struct hpu_kcall *c, uint64_t items)
+{
+	struct hpu_kreduce r;
+
+	hpu_reduce_init(c, &r);
+	return hpu_kmul_sat(items, r.count ? r.count : 1);
 }
 
 static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
@@ -190,5 +206,11 @@ static uint32_t hpu_reduce_outputs(const struct hpu_kcall *c)
 }
 
 const struct hpu_kernel_def hpu_kernel_reduce = {
-	"reduce", 2, 2, hpu_reduce_outputs, hpu_reduce_check, hpu_reduce_run, NULL,
+	.name = "reduce",
+	.min_tensors = 2,
+	.max_tensors = 2,
+	.outputs = hpu_reduce_outputs,
+	.check = hpu_reduce_check,
+	.work = hpu_reduce_work,
+	.run = hpu_reduce_run,
 };

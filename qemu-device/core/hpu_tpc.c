@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu tensor engines: the launch's checks, in the order the ABI states
- * them, and the worker pool.
+ * them, its limits, and the worker pool.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -31,7 +31,8 @@ struct hpu_tpc_launch {
 	uint64_t len[HPU_KERNEL_MAX_TENSORS]; /* bytes reached; 0: empty */
 	unsigned int slot[HPU_KERNEL_MAX_TENSORS];
 	struct hpu_tmem_set mem;
-	uint64_t items, parts; /* the work split over the TPCs */
+	struct hpu_kstate state; /* what the kernel's check() and parts share with the engine */
+	uint64_t items, work, parts; /* the work split over the TPCs */
 };
 
 /* Run the next part.  Pool lock held, dropped while the part runs. */
@@ -127,6 +128,12 @@ void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
 	pthread_mutex_unlock(&pool->lock);
 }
 
+/* The launch's kernel polls this; the kernel library knows no job. */
+static bool hpu_tpc_cancelled(const void *job)
+{
+	return hpu_job_cancelled(job);
+}
+
 /* Part p of the launch: an even share of its items, the first items % parts parts one longer. */
 static void hpu_tpc_run_part(void *ctx, uint64_t p)
 {
@@ -134,24 +141,42 @@ static void hpu_tpc_run_part(void *ctx, uint64_t p)
 	uint64_t base = l->items / l->parts, extra = l->items % l->parts;
 	uint64_t begin = p * base + (p < extra ? p : extra), end = begin + base + (p < extra);
 
-	if (!hpu_job_cancelled(l->job))
+	if (!hpu_kstop(&l->call))
 		l->def->run(&l->call, begin, end);
 }
 
-/* The launch's items, split over one part per TPC, or more parts if those would be too long. */
+/*
+ * The launch's items, split by their work over one part per TPC, or more
+ * parts if those would be too long; never more parts than items.
+ */
 static void hpu_tpc_run(struct hpu_tpc_pool *pool, struct hpu_tpc_launch *l)
 {
 	uint32_t num_tpc = l->job->core->cfg.num_tpc;
-	uint64_t most = (l->items + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
+	uint64_t most = (l->work + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
 
-	l->parts = l->items / HPU_TPC_PART_ITEMS;
+	l->parts = l->work / HPU_TPC_PART_ITEMS;
 	if (l->parts > num_tpc)
 		l->parts = num_tpc;
 	if (l->parts < most)
 		l->parts = most;
+	if (l->parts > l->items)
+		l->parts = l->items;
 	if (l->items && !l->parts)
 		l->parts = 1;
 	hpu_tpc_pool_run(pool, hpu_tpc_run_part, l, l->parts);
+}
+
+/* Whether v has more than HPU_KERNEL_MAX_ELEMENTS elements, dims of size 0 aside. */
+static bool hpu_tpc_too_large(const struct hpu_kview *v)
+{
+	uint64_t n = 1;
+	unsigned int k;
+
+	for (k = 0; k < v->ndim; k++)
+		if (v->shape[k] && (__builtin_mul_overflow(n, v->shape[k], &n) ||
+				    n > HPU_KERNEL_MAX_ELEMENTS))
+			return true;
+	return false;
 }
 
 /* Why tensor descriptor d is refused, or NULL; fills t[i] but its base, and its range. */
@@ -174,6 +199,8 @@ static const char *hpu_tpc_tensor(struct hpu_tpc_launch *l, unsigned int i, cons
 	for (k = v->ndim; k < HPU_TENSOR_MAX_DIMS; k++)
 		if (v->shape[k] != 1 || v->strides[k])
 			return "a dim past ndim is not shape 1, stride 0";
+	if (hpu_tpc_too_large(v))
+		return "more than HPU_KERNEL_MAX_ELEMENTS elements";
 	if (hpu_tmem_extent(l->va[i], v->ndim, v->shape, v->strides, hpu_dtype_size(v->dtype),
 			    &l->lo[i], &l->len[i]))
 		return "its extent overflows";
@@ -241,12 +268,51 @@ static int hpu_tpc_params(struct hpu_job *job, struct hpu_tpc_launch *l, const u
 	return err;
 }
 
+/* Tensors i and j are the very same view. */
+static bool hpu_tpc_same_view(const struct hpu_tpc_launch *l, unsigned int i, unsigned int j)
+{
+	const struct hpu_kview *a = &l->call.t[i], *b = &l->call.t[j];
+
+	return l->va[i] == l->va[j] && a->dtype == b->dtype && a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape)) &&
+	       !memcmp(a->strides, b->strides, sizeof(a->strides));
+}
+
+/* Whether the bytes tensors i and j reach meet (lo + len may be 2^64). */
+static bool hpu_tpc_meet(const struct hpu_tpc_launch *l, unsigned int i, unsigned int j)
+{
+	return l->lo[i] >= l->lo[j] ? l->lo[i] - l->lo[j] < l->len[j] :
+				      l->lo[j] - l->lo[i] < l->len[i];
+}
+
+/*
+ * An output's bytes may meet only those of an input that is the very same
+ * view (in place): a part would otherwise read what it or another part
+ * writes, data changing under a kernel that checked it.
+ */
+static int hpu_tpc_overlap(struct hpu_job *job, const struct hpu_tpc_launch *l, uint32_t outputs)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < l->call.num_tensors; i++) {
+		if (!(outputs >> i & 1) || !l->len[i])
+			continue;
+		for (j = 0; j < l->call.num_tensors; j++)
+			if (j != i && l->len[j] && hpu_tpc_meet(l, i, j) &&
+			    ((outputs >> j & 1) || !hpu_tpc_same_view(l, i, j)))
+				return hpu_pkt_refuse(job, "output tensor %u overlaps tensor %u", i, j);
+	}
+	return 0;
+}
+
 /* Map the tensors: the kernel's outputs for writing, the same range once. */
 static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
 	uint32_t outputs = l->def->outputs(&l->call);
 	unsigned int i;
 
+	if (hpu_tpc_overlap(job, l, outputs))
+		return -1;
 	hpu_tmem_init(&l->mem);
 	for (i = 0; i < l->call.num_tensors; i++)
 		if (l->len[i])
@@ -259,20 +325,41 @@ static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 	return 0;
 }
 
+/* The kernel's check() and the launch's work: 0, or -1 with the job failed. */
+static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
+{
+	uint64_t work;
+
+	if (l->def->check(&l->call, &l->items)) {
+		/* A check a queue reset cut short refused nothing. */
+		if (hpu_job_cancelled(job))
+			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+		return hpu_pkt_refuse(job, "kernel %s refuses its operands", l->def->name);
+	}
+	work = l->def->work ? l->def->work(&l->call, l->items) : l->items;
+	l->work = work > l->items ? work : l->items;
+	if (l->work > HPU_KERNEL_MAX_WORK)
+		return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK", l->def->name);
+	return 0;
+}
+
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)
 {
-	struct hpu_tpc_launch l = { .job = job };
+	struct hpu_tpc_launch l = { .job = job, .state = { hpu_tpc_cancelled, job } };
 	int err = -1;
 
+	l.call.state = &l.state;
 	if (hpu_tpc_params(job, &l, pkt) || hpu_tpc_map(job, &l))
 		return HPU_PKT_FAILED;
-	if (l.def->check(&l.call, &l.items)) {
-		hpu_pkt_refuse(job, "kernel %s refuses its operands", l.def->name);
-	} else {
+	if (!hpu_tpc_check(job, &l)) {
 		hpu_tpc_run(&job->core->tpc, &l);
-		if (l.def->finish && !hpu_job_cancelled(job))
-			l.def->finish(&l.call);
-		err = hpu_tmem_write_back(job, &l.mem);
+		if (l.state.fault && !hpu_job_cancelled(job)) {
+			hpu_pkt_refuse(job, "kernel %s: %s", l.def->name, l.state.fault);
+		} else {
+			if (l.def->finish && !hpu_job_cancelled(job))
+				l.def->finish(&l.call);
+			err = hpu_tmem_write_back(job, &l.mem);
+		}
 	}
 	hpu_tmem_release(&l.mem);
 	return err ? HPU_PKT_FAILED : HPU_PKT_DONE;

@@ -5,7 +5,10 @@
  * maps them (hpu_tmem.h), lets the kernel check its operands, then splits
  * the kernel's work items into parts, one per TPC, that the engine thread
  * and a pool of worker threads take in turn.  A queue reset is noticed
- * between parts.
+ * between parts, and inside items of long work.  A launch that would work
+ * past HPU_KERNEL_MAX_WORK, whose tensors are larger than
+ * HPU_KERNEL_MAX_ELEMENTS or whose outputs overlap another operand (but
+ * exactly in place) is refused.
  *
  * The pool also runs the MME's GEMMs (hpu_mme.h).  It has one thread per
  * host CPU, the engine thread first: more would only take turns, with each
@@ -21,13 +24,20 @@
 
 #include "hpu_pkt.h"
 
-/* Fewest work items worth a TPC of their own: smaller launches run on fewer. */
+/*
+ * Parts are sized by work, the elements their items visit (an item of an
+ * elementwise kernel visits one; hpu_kernel_def.work says how many others'
+ * do).  The least work worth a TPC of its own: smaller launches run on
+ * fewer.
+ */
 #define HPU_TPC_PART_ITEMS 4096u
 /*
- * Most work items in one part: a launch larger than num_tpc of these runs
- * in more parts than TPCs, queued on the pool, so that a cancelled job (a
+ * The most work in one part: a launch larger than num_tpc of these runs in
+ * more parts than TPCs, queued on the pool, so that a cancelled job (a
  * queue reset gives the device a second) stops within one part -
- * milliseconds for elementwise kernels - whatever the launch's size.
+ * milliseconds - whatever the launch's size.  An item of more work than
+ * this is a part of its own and polls for cancellation itself
+ * (hpu_kpace()).
  */
 #define HPU_TPC_PART_MAX_ITEMS (1u << 19)
 

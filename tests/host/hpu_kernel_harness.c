@@ -201,6 +201,9 @@ bool hpu_kt_gaps_intact(const struct hpu_ktensor *t)
 
 /* ---- launches ---- */
 
+/* The state of a launch run outside hpu_krun(): never cancelled; a fault stays until the next. */
+static struct hpu_kstate hpu_kstate_direct;
+
 void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
 		    struct hpu_ktensor *const *t)
 {
@@ -209,6 +212,7 @@ void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
 	memset(c, 0, sizeof(*c));
 	c->kernel = kernel;
 	c->num_tensors = n;
+	c->state = &hpu_kstate_direct;
 	for (i = 0; i < n; i++)
 		c->t[i] = t[i]->v;
 }
@@ -282,13 +286,17 @@ static uint8_t *hpu_kview_snapshot(const struct hpu_kview *v)
 	return s;
 }
 
-int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum hpu_ksplit split)
+int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
+	     enum hpu_ksplit split)
 {
 	uint8_t *before[HPU_KERNEL_MAX_TENSORS] = { NULL };
+	struct hpu_kstate state = { .fault = NULL };
+	struct hpu_kcall call = *launch, *c = &call;
 	uint32_t outputs, i, j;
 	uint64_t items = 0;
 	int ret;
 
+	call.state = &state;
 	if (c->num_tensors < def->min_tensors || c->num_tensors > def->max_tensors)
 		return -1;
 	ret = def->check(c, &items);
@@ -304,8 +312,12 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum h
 			before[i] = hpu_kview_snapshot(&c->t[i]);
 	}
 	hpu_krun_split(def, c, items, split);
-	if (def->finish)
+	if (state.fault) {
+		printf("#   %s: %s\n", def->name, state.fault);
+		ret = HPU_KRUN_FAULT;
+	} else if (def->finish) {
 		def->finish(c);
+	}
 	for (i = 0; i < c->num_tensors; i++) {
 		uint8_t *after;
 
@@ -319,7 +331,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum h
 		free(after);
 		free(before[i]);
 	}
-	return 0;
+	return ret;
 }
 
 void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line)
@@ -327,7 +339,7 @@ void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, in
 	static unsigned int turn;
 
 	if (hpu_krun(def, c, (enum hpu_ksplit)(turn++ % HPU_KSPLIT_COUNT))) {
-		printf("#   line %d: %s rejected a valid launch\n", line, def->name);
+		printf("#   line %d: %s rejected or failed a valid launch\n", line, def->name);
 		hpu_ktest_failed = true;
 	}
 }

@@ -90,7 +90,11 @@ bool hpu_kt_gaps_intact(const struct hpu_ktensor *t);
 
 /* ---- launches ---- */
 
-/* A launch of kernel on tensors t[0..n): args and scalars zero, to be set by the caller. */
+/*
+ * A launch of kernel on tensors t[0..n): args and scalars zero, to be set
+ * by the caller; a state for running it without hpu_krun() (never
+ * cancelled, shared by every such launch).
+ */
 void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
 		    struct hpu_ktensor *const *t);
 #define HPU_KCALL(c, kernel, ...)                                                        \
@@ -108,14 +112,20 @@ enum hpu_ksplit {
 
 extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
 
+/* What hpu_krun() returns when a part failed the launch (hpu_kfail()). */
+#define HPU_KRUN_FAULT 1
+
 /*
- * Runs a launch as the engine would: the tensor count against the def's
- * bounds, check(), then run() over the items as split says, then
- * finish().  Returns check()'s verdict (or -1 for a bad count); nothing
- * runs when it is nonzero.  Also expects that no tensor outside
- * outputs() was written (unless it is the same view as an output).
+ * Runs a launch as the engine would, with a state of its own: the tensor
+ * count against the def's bounds, check(), then run() over the items as
+ * split says, then finish() unless a part failed the launch.  Returns
+ * check()'s verdict (or -1 for a bad count; nothing runs when it is
+ * nonzero), else HPU_KRUN_FAULT if a part failed the launch (printing
+ * why), else 0.  Also expects that no tensor outside outputs() was
+ * written (unless it is the same view as an output).
  */
-int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *c, enum hpu_ksplit split);
+int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
+	     enum hpu_ksplit split);
 
 /*
  * A launch that must be valid, run with each way of splitting in turn

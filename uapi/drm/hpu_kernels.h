@@ -16,16 +16,33 @@
  * mapped (else the job fails with an MMU fault).  ndim 0 is a scalar of one
  * element.  Broadcasting is expressed by the runtime: elementwise kernels
  * take every operand with the output's shape, broadcast dimensions having
- * stride 0.  Outputs may be the very same view as an input (in place); any
- * other overlap of an output with another operand is undefined.
+ * stride 0.  Outputs may be the very same view as an input (in place): the
+ * same address, dtype, shape and strides.  An output whose bytes (from its
+ * lowest to its highest element) meet any other operand's fails the launch
+ * with HPU_EVENT_BAD_KERNEL.
  *
  * Arithmetic: floating results are computed in at least fp32 (bf16 inputs
  * are widened exactly; bf16 outputs are rounded to nearest even);
  * integral results in int64, wrapping.  Sums accumulate in fp64.
  *
  * A launch whose parameters break a kernel's rules (unknown kernel or op,
- * wrong operand count, dtype or shape, index out of range) fails its job
- * with HPU_EVENT_BAD_KERNEL; nothing is written.
+ * wrong operand count, dtype or shape, index out of range, a limit below)
+ * fails its job with HPU_EVENT_BAD_KERNEL; nothing is written.  Indices are
+ * checked again where the device uses them: one that changed while the
+ * launch ran (another job writing it) fails the job the same way, its
+ * outputs then partly written.
+ *
+ * Limits: every tensor has at most HPU_KERNEL_MAX_ELEMENTS elements (the
+ * product of its dims but those of size 0, broadcast dims counted), and a
+ * launch's work, the elements its kernel visits, is at most
+ * HPU_KERNEL_MAX_WORK: out's elements for the elementwise kernels, the
+ * optimizers and EMBEDDING; in's for REDUCE, SOFTMAX and LAYER_NORM (twice
+ * for LAYER_NORM_BWD with a weight or bias gradient); the [N, C] operand's
+ * for CROSS_ENTROPY and the loss backwards, N for NLL_LOSS; twice every
+ * grad's for CLIP_GRAD_NORM; the indices' plus 512 for each column of each
+ * block of 512 rows of grad_weight for EMBEDDING_BWD (a row of no elements
+ * still counts one).  A queue reset stops a running launch within
+ * milliseconds, however large.
  *
  * Version 1: bump HPU_KERNEL_PARAMS_VERSION only to add kernels, ops or
  * flags; the device rejects versions it does not know.
@@ -49,6 +66,8 @@ enum hpu_dtype {
 #define HPU_KERNEL_MAX_TENSORS 16
 #define HPU_KERNEL_MAX_ARGS 8
 #define HPU_KERNEL_MAX_SCALARS 8
+#define HPU_KERNEL_MAX_ELEMENTS ((__u64)1 << 32)
+#define HPU_KERNEL_MAX_WORK ((__u64)1 << 36)
 
 struct hpu_tensor_desc {
 	__u64 addr;   /* device VA of element (0, ..., 0) */
