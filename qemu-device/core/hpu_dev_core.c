@@ -75,7 +75,7 @@ void hpu_guest_error(struct hpu_dev_core *core, enum hpu_err_code code, const ch
 	hpu_irq_set(core, HPU_IRQ_ERROR);
 }
 
-static void hpu_reset(struct hpu_dev_core *core);
+static int hpu_reset(struct hpu_dev_core *core);
 
 static void hpu_write_reset(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
 			    uint32_t value)
@@ -279,6 +279,9 @@ void hpu_core_boot_run(struct hpu_dev_core *core)
 
 	if (err == HPU_FW_ERR_NONE)
 		err = hpu_fw_check(core->boot_sram, core->boot_size);
+	/* Without HBM nothing may run: no doorbell is taken until READY. */
+	if (!core->hbm)
+		err = HPU_FW_ERR_NO_HBM;
 	if (err == HPU_FW_ERR_NONE) {
 		hpu_boot_ready(core);
 	} else {
@@ -409,12 +412,18 @@ void hpu_core_uq_db_write(struct hpu_dev_core *core, uint64_t offset, uint64_t v
 static bool hpu_mmu_bar_check(struct hpu_dev_core *core, uint64_t offset, unsigned int size,
 			      const char *dir)
 {
-	if ((size == 4 || size == 8) && !(offset % size) && offset < HPU_MMU_REGION_SIZE)
-		return true;
-	hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
-			"%u-byte BAR4 %s at 0x%" PRIx64 ": only aligned 4- and 8-byte accesses",
-			size, dir, offset);
-	return false;
+	if (!(size == 4 || size == 8) || offset % size || offset >= HPU_MMU_REGION_SIZE) {
+		hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
+				"%u-byte BAR4 %s at 0x%" PRIx64 ": only aligned 4- and 8-byte accesses",
+				size, dir, offset);
+		return false;
+	}
+	/* Reads as zeros, ignores writes. */
+	if (!core->hbm) {
+		hpu_log(core, "BAR4 %s at 0x%" PRIx64 ": no HBM since the last reset", dir, offset);
+		return false;
+	}
+	return true;
 }
 
 uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
@@ -449,8 +458,11 @@ void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t val
 	hpu_core_unlock(core);
 }
 
-/* Lock held. */
-static void hpu_reset(struct hpu_dev_core *core)
+/*
+ * Lock held.  Without host memory for HBM the device stays FAILED (BOOT_ERROR
+ * NO_HBM) with core->hbm NULL, until a reset finds some.
+ */
+static int hpu_reset(struct hpu_dev_core *core)
 {
 	struct hpu_hbm *old = core->hbm;
 
@@ -474,17 +486,26 @@ static void hpu_reset(struct hpu_dev_core *core)
 	core->hbm = hpu_hbm_new(core->cfg.hbm_size);
 	if (old)
 		hpu_qman_retire(core, old);
+	if (core->hbm)
+		return 0;
+	hpu_log(core, "reset: the host has no room for %" PRIu64 " bytes of HBM", core->cfg.hbm_size);
+	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
+	HPU_CORE_REG(core, BOOT_ERROR) = HPU_FW_ERR_NO_HBM;
+	return -ENOMEM;
 }
 
-void hpu_core_reset(struct hpu_dev_core *core)
+int hpu_core_reset(struct hpu_dev_core *core)
 {
+	int err;
+
 	hpu_core_lock(core);
-	hpu_reset(core);
+	err = hpu_reset(core);
 	hpu_core_unlock(core);
+	return err;
 }
 
-void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
-		   const struct hpu_core_config *cfg)
+int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
+		  const struct hpu_core_config *cfg)
 {
 	memset(core, 0, sizeof(*core));
 	core->ops = ops;
@@ -494,14 +515,15 @@ void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, vo
 	pthread_cond_init(&core->qman.work, NULL);
 	hpu_mme_init();
 	hpu_tpc_init(&core->tpc);
-	hpu_core_reset(core);
+	return hpu_core_reset(core);
 }
 
 void hpu_core_destroy(struct hpu_dev_core *core)
 {
 	if (core->qman.retired)
 		hpu_hbm_put(core->qman.retired);
-	hpu_hbm_put(core->hbm);
+	if (core->hbm)
+		hpu_hbm_put(core->hbm);
 	hpu_tpc_destroy(&core->tpc);
 	pthread_cond_destroy(&core->qman.work);
 	pthread_mutex_destroy(&core->lock);
@@ -512,7 +534,7 @@ size_t hpu_core_hbm_chunks(struct hpu_dev_core *core)
 	size_t n;
 
 	hpu_core_lock(core);
-	n = hpu_hbm_chunks(core->hbm);
+	n = core->hbm ? hpu_hbm_chunks(core->hbm) : 0;
 	hpu_core_unlock(core);
 	return n;
 }

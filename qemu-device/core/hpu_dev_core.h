@@ -80,7 +80,7 @@ struct hpu_dev_core {
 	/* Bumped by every reset: work begun before is abandoned.  The engine reads it unlocked. */
 	uint32_t gen;
 	bool irq_pending;     /* raise the misc vector once the lock is dropped */
-	struct hpu_hbm *hbm;
+	struct hpu_hbm *hbm;  /* NULL after a reset found no host memory for it */
 	bool eq_posting;      /* the engine is writing an event entry */
 	struct hpu_qman qman;
 	struct hpu_tpc_pool tpc; /* its own lock; used by the engine thread alone */
@@ -89,13 +89,21 @@ struct hpu_dev_core {
 /* 0 if cfg describes a device we can model, else -EINVAL with the reason in err. */
 int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t err_len);
 
-/* cfg must have passed hpu_core_check_config(); leaves the device reset. */
-void hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
-		   const struct hpu_core_config *cfg);
+/*
+ * cfg must have passed hpu_core_check_config(); leaves the device reset,
+ * and returns as hpu_core_reset() (to be destroyed either way).
+ */
+int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
+		  const struct hpu_core_config *cfg);
 /* The engine must be stopped (and its thread joined) first. */
 void hpu_core_destroy(struct hpu_dev_core *core);
-/* A full reset: registers, queues, events, and HBM back to zeros. */
-void hpu_core_reset(struct hpu_dev_core *core);
+/*
+ * A full reset: registers, queues, events, and HBM back to zeros.  0, or
+ * -ENOMEM when the host has no memory for HBM: the device is then FAILED
+ * (BOOT_ERROR NO_HBM), and stays so until a reset (by the guest's RESET
+ * too) finds some.
+ */
+int hpu_core_reset(struct hpu_dev_core *core);
 
 /* BAR0: the registers. */
 uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);

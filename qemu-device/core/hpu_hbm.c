@@ -4,7 +4,6 @@
  * on first write and maps its zero page on a read) plus a bitmap of touched
  * chunks, which keeps zeroing of untouched HBM free and says what HBM costs.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,16 +26,19 @@ struct hpu_hbm *hpu_hbm_new(uint64_t size)
 	uint64_t chunks = size >> HPU_HBM_CHUNK_SHIFT;
 	struct hpu_hbm *hbm = calloc(1, sizeof(*hbm));
 
-	/* Like QEMU's g_malloc(): a bit per 2 MiB and address space, nothing a guest controls. */
-	if (hbm) {
-		hbm->touched = calloc((chunks + HPU_HBM_WORD_BITS - 1) / HPU_HBM_WORD_BITS,
-				      sizeof(*hbm->touched));
-		hbm->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	}
-	if (!hbm || !hbm->touched || hbm->base == MAP_FAILED) {
-		fprintf(stderr, "hpu: no host room for %llu bytes of HBM\n", (unsigned long long)size);
-		abort();
+	if (!hbm)
+		return NULL;
+	/* A bit per 2 MiB, and address space: a reset asks again, so a refusal is no crash. */
+	hbm->touched = calloc((chunks + HPU_HBM_WORD_BITS - 1) / HPU_HBM_WORD_BITS,
+			      sizeof(*hbm->touched));
+	hbm->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!hbm->touched || hbm->base == MAP_FAILED) {
+		if (hbm->base != MAP_FAILED)
+			munmap(hbm->base, size);
+		free(hbm->touched);
+		free(hbm);
+		return NULL;
 	}
 	hbm->size = size;
 	hbm->refs = 1;

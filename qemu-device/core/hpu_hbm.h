@@ -22,7 +22,7 @@
 
 struct hpu_hbm;
 
-/* size is a multiple of HPU_HBM_CHUNK_SIZE; one reference.  Aborts if the host has no room. */
+/* size is a multiple of HPU_HBM_CHUNK_SIZE; one reference, or NULL if the host has no room. */
 struct hpu_hbm *hpu_hbm_new(uint64_t size);
 struct hpu_hbm *hpu_hbm_get(struct hpu_hbm *hbm);
 /* Drops a reference; the last one gives every page back. */

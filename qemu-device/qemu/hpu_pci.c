@@ -185,7 +185,12 @@ static void hpu_pci_realize(PCIDevice *pdev, Error **errp)
 		return;
 	}
 
-	hpu_core_init(&s->core, &hpu_pci_core_ops, s, &s->cfg);
+	if (hpu_core_init(&s->core, &hpu_pci_core_ops, s, &s->cfg)) {
+		error_setg(errp, "%s: the host has no room for %" PRIu64 " bytes of HBM", TYPE_HPU_PCI,
+			   s->cfg.hbm_size);
+		hpu_core_destroy(&s->core);
+		return;
+	}
 
 	pci_config_set_prog_interface(pdev->config, HPU_PCI_CLASS & 0xff);
 	memory_region_init_io(&s->regs, OBJECT(s), &hpu_pci_mmio_ops, s, "hpu-regs",

@@ -206,7 +206,10 @@ struct hpu_test *hpu_test_new(void)
 		perror("hpu_test_new");
 		exit(2);
 	}
-	hpu_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg);
+	if (hpu_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg)) {
+		fprintf(stderr, "hpu_test_new: no host memory for HBM\n");
+		exit(2);
+	}
 	return t;
 }
 

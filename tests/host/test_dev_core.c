@@ -9,8 +9,22 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hpu_dev_harness.h"
+
+/* HBM's mapping (the suite is linked with --wrap=mmap): refused while hpu_mmap_refuse is set. */
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+
+static bool hpu_mmap_refuse;
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (!hpu_mmap_refuse)
+		return __real_mmap(addr, len, prot, flags, fd, off);
+	errno = ENOMEM;
+	return MAP_FAILED;
+}
 
 /* Registers that read zero unless BOOT_STATUS is READY. */
 static const uint32_t hpu_test_cap_regs[] = {
@@ -410,6 +424,58 @@ static void hpu_test_boot_defect(struct hpu_test *t, const struct hpu_boot_defec
 	HPU_CHECK_EQ(t, t->logs, 1);
 }
 
+/* A guest RESET whose HBM the host refuses: FAILED, nothing runs, a later reset recovers. */
+static void hpu_case_reset_without_hbm(struct hpu_test *t)
+{
+	uint32_t logs;
+
+	hpu_test_boot_good(t);
+	hpu_core_mmu_write(t->core, 0x1000, 0x1234, 8);
+	hpu_mmap_refuse = true;
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	hpu_mmap_refuse = false;
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_FAILED);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NO_HBM);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE);
+	HPU_CHECK_EQ(t, t->logs, 1);
+	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_EXPECT_CAPS_ZERO(t);
+	/* BAR4 reads zeros and drops writes, logged. */
+	hpu_core_mmu_write(t->core, 0x1000, 0x1234, 8);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0);
+	HPU_CHECK_EQ(t, t->logs, 3);
+	/* No doorbell is taken, so no job runs. */
+	hpu_wr(t, HPU_REG_Q(0, HPU_Q_RING_SIZE), 16);
+	t->logs_seen = t->logs;
+	hpu_wr(t, HPU_REG_Q(0, HPU_Q_PI), 1);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	hpu_core_engine_run(t->core);
+	/* A boot fails for want of HBM. */
+	logs = t->logs;
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_FAILED);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NO_HBM);
+	HPU_CHECK_EQ(t, t->logs, logs + 1);
+	HPU_EXPECT_CAPS_ZERO(t);
+	/* The embedder's reset fails alike; the guest's next one recovers, HBM zeros again. */
+	hpu_mmap_refuse = true;
+	HPU_CHECK_EQ(t, hpu_core_reset(t->core), -ENOMEM);
+	hpu_mmap_refuse = false;
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0);
+	hpu_core_mmu_write(t->core, 0x1000, 0x5678, 8);
+	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0x5678);
+	hpu_test_boot_good(t);
+	/* Left without HBM, the device is destroyed as well. */
+	hpu_mmap_refuse = true;
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	hpu_mmap_refuse = false;
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NO_HBM);
+}
+
 static const struct hpu_test_case hpu_tests[] = {
 	{ "reset values", hpu_case_reset_values },
 	{ "scratch is read-write", hpu_case_scratch },
@@ -429,6 +495,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "masked boot-done cause raised on unmask", hpu_case_irq_masked_boot_done },
 	{ "IRQ_CAUSE is write-1-to-clear", hpu_case_irq_cause_w1c },
 	{ "configuration checks", hpu_case_check_config },
+	{ "reset without host memory for HBM fails, the next recovers", hpu_case_reset_without_hbm },
 };
 
 int main(void)
