@@ -25,10 +25,6 @@
 
 #define HPU_GEMM_OFF(field) offsetof(struct hpu_pkt_mme_gemm, field)
 
-/* Multiply-adds per step at most: tens of ms, the longest a queue reset waits for the MME. */
-#define HPU_MME_STEP_MACS (1ull << 30)
-/* Elements of an fp32 working block, so a step's buffers stay small. */
-#define HPU_MME_STEP_ELEMS (1ull << 24)
 /* What openblas_get_parallel() says of the pthread build. */
 #define HPU_MME_OPENBLAS_PTHREADS 1
 
@@ -41,11 +37,16 @@ struct hpu_mme_operand {
 	uint8_t *host;     /* element 0 of matrix 0, once mapped */
 };
 
+/* Which block of a bf16 operand a working buffer holds. */
+struct hpu_mme_held {
+	const uint8_t *src; /* where it starts, NULL: none yet */
+	uint64_t len, k;    /* its rows of op(A) or columns of op(B), and its length of k */
+};
+
 /* A part's fp32 working copies of bf16 blocks (or NULL), and the blocks of A and B they hold. */
 struct hpu_mme_work {
 	float *wa, *wb, *wc;
-	const uint8_t *a_src, *b_src; /* where the block starts, NULL: none yet */
-	uint64_t a_len, b_len;        /* its rows of op(A), its columns of op(B) */
+	struct hpu_mme_held a, b;
 };
 
 struct hpu_gemm {
@@ -104,7 +105,7 @@ static void hpu_mme_operand(struct hpu_mme_operand *op, const uint8_t *pkt, size
 
 /* Decode and check the packet, and collect its operands' ranges in set. */
 static int hpu_mme_decode(struct hpu_job *job, const uint8_t *pkt, struct hpu_gemm *g,
-			  struct hpu_tmem_set *set)
+			  struct hpu_tmem_set *set, unsigned int cpus)
 {
 	uint32_t flags = HPU_PKT_FLAGS(hpu_ld_le32(pkt));
 	uint32_t dtype_ab = hpu_ld_le32(pkt + HPU_GEMM_OFF(dtype_ab));
@@ -129,6 +130,8 @@ static int hpu_mme_decode(struct hpu_job *job, const uint8_t *pkt, struct hpu_ge
 		return hpu_pkt_refuse(job, "batch, m, n or k is 0");
 	if (g->m > HPU_MME_DIM_MAX || g->n > HPU_MME_DIM_MAX || g->k > HPU_MME_DIM_MAX)
 		return hpu_pkt_refuse(job, "m, n or k is beyond 2^31 - 1");
+	if (hpu_mme_plan(&g->plan, g->batch, g->m, g->n, g->k, cpus))
+		return hpu_pkt_refuse(job, "more than 2^64 - 1 blocks to compute");
 	hpu_mme_operand(&g->a, pkt, HPU_GEMM_OFF(a), HPU_GEMM_OFF(lda), HPU_GEMM_OFF(stride_a),
 			g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, dtype_ab);
 	hpu_mme_operand(&g->b, pkt, HPU_GEMM_OFF(b), HPU_GEMM_OFF(ldb), HPU_GEMM_OFF(stride_b),
@@ -200,38 +203,56 @@ static uint64_t hpu_mme_block(uint64_t len, double macs, uint64_t max_len)
 	return hpu_mme_div_up(len, hpu_mme_max(blocks, 1));
 }
 
-void hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
-		  unsigned int cpus)
+int hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+		 unsigned int cpus)
 {
 	double macs = (double)m * n * k, worth = batch * macs / HPU_MME_PART_MACS;
-	/* Bounded work per step, and bounded working memory for bf16 operands. */
-	uint64_t max_rows = hpu_mme_min(HPU_MME_STEP_MACS / ((uint64_t)n * k),
-					HPU_MME_STEP_ELEMS / hpu_mme_max(n, k));
+	uint64_t kc = hpu_mme_div_up(k, hpu_mme_div_up(k, HPU_MME_BLOCK_K));
+	/* The most columns a block of op(B) of kc rows has in a working buffer. */
+	uint64_t max_cols = hpu_mme_min(n, HPU_MME_STEP_ELEMS / kc);
+	/* Bounded work per call, and bounded working memory for bf16 operands; 1 at least. */
+	uint64_t max_rows = hpu_mme_min(HPU_MME_STEP_MACS / (max_cols * kc),
+					HPU_MME_STEP_ELEMS / hpu_mme_max(max_cols, kc));
+	uint64_t blocks;
 
+	plan->block_k = kc;
 	plan->block_rows = hpu_mme_block(m, macs, max_rows);
-	plan->block_cols = plan->block_rows < m ? n :
-			   hpu_mme_block(n, macs, HPU_MME_STEP_MACS / ((uint64_t)m * k));
-	plan->steps = batch * hpu_mme_div_up(m, plan->block_rows) *
-		      hpu_mme_div_up(n, plan->block_cols);
+	if (plan->block_rows == m)
+		plan->block_cols = hpu_mme_block(n, macs, max_cols);
+	else
+		plan->block_cols = hpu_mme_div_up(n, hpu_mme_div_up(n, max_cols));
+	if (__builtin_mul_overflow(hpu_mme_div_up(m, plan->block_rows),
+				   hpu_mme_div_up(n, plan->block_cols), &blocks) ||
+	    __builtin_mul_overflow(blocks, (uint64_t)batch, &plan->steps))
+		return -1;
 	plan->parts = hpu_mme_min(cpus, plan->steps);
 	if (worth < (double)plan->parts)
 		plan->parts = worth < 1 ? 1 : (uint64_t)worth;
+	return 0;
 }
 
-/* Working buffers for each part, fewer parts if the host runs short; false if none. */
+/*
+ * Working buffers for each part, as many parts as HPU_MME_WORK_MAX holds,
+ * fewer if the host runs short; false if none.
+ */
 static bool hpu_mme_alloc(struct hpu_gemm *g)
 {
 	bool bf16_ab = g->a.esize == 2, bf16_c = g->c.esize == 2;
-	uint64_t rows = g->plan.block_rows, cols = g->plan.block_cols, p;
+	uint64_t rows = g->plan.block_rows, cols = g->plan.block_cols, kc = g->plan.block_k, p;
+	/* Each at most HPU_MME_STEP_ELEMS (hpu_mme_plan()). */
+	uint64_t a_len = bf16_ab ? rows * kc : 0, b_len = bf16_ab ? kc * cols : 0;
+	uint64_t c_len = bf16_c ? rows * cols : 0;
+	uint64_t part = (a_len + b_len + c_len) * sizeof(float) + sizeof(*g->work);
 	struct hpu_mme_work *w;
 
+	g->plan.parts = hpu_mme_min(g->plan.parts, HPU_MME_WORK_MAX / part);
 	g->work = calloc(g->plan.parts, sizeof(*g->work));
 	g->nr_work = g->work ? g->plan.parts : 0;
 	for (p = 0; p < g->nr_work; p++) {
 		w = &g->work[p];
-		w->wa = bf16_ab ? malloc(rows * g->k * sizeof(float)) : NULL;
-		w->wb = bf16_ab ? malloc((uint64_t)g->k * cols * sizeof(float)) : NULL;
-		w->wc = bf16_c ? malloc(rows * cols * sizeof(float)) : NULL;
+		w->wa = a_len ? malloc(a_len * sizeof(float)) : NULL;
+		w->wb = b_len ? malloc(b_len * sizeof(float)) : NULL;
+		w->wc = c_len ? malloc(c_len * sizeof(float)) : NULL;
 		if ((bf16_ab && (!w->wa || !w->wb)) || (bf16_c && !w->wc))
 			break;
 	}
@@ -251,20 +272,25 @@ static void hpu_mme_free(struct hpu_gemm *g)
 	free(g->work);
 }
 
-/* The fp32 block at src (len rows of op(A) or columns of op(B)) in dst, widened unless there. */
-static const float *hpu_mme_stage(float *dst, const uint8_t **held, uint64_t *held_len,
-				  const uint8_t *src, uint64_t len, uint64_t rows, uint64_t cols,
-				  uint64_t ld)
+/*
+ * The fp32 block at src (len rows of op(A) or columns of op(B), k of k) in dst,
+ * its rows cols apart, widened unless there.
+ */
+static const float *hpu_mme_stage(float *dst, struct hpu_mme_held *held, const uint8_t *src,
+				  uint64_t len, uint64_t k, uint64_t rows, uint64_t cols, uint64_t ld)
 {
-	if (*held != src || *held_len != len) {
+	if (held->src != src || held->len != len || held->k != k) {
 		hpu_mme_widen(dst, src, rows, cols, ld);
-		*held = src;
-		*held_len = len;
+		*held = (struct hpu_mme_held){ .src = src, .len = len, .k = k };
 	}
 	return dst;
 }
 
-/* Step s: block (i, j) of C's batch matrix bi, with a part's working buffers w. */
+/*
+ * Step s: block (i, j) of C's batch matrix bi, with a part's working buffers
+ * w, in calls of block_k of k at most; stops between two if the job is
+ * cancelled.
+ */
 static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint64_t s)
 {
 	uint64_t row_blocks = hpu_mme_div_up(g->m, g->plan.block_rows);
@@ -274,35 +300,49 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 	uint64_t j = s % col_blocks * g->plan.block_cols;
 	uint64_t rows = hpu_mme_min(g->plan.block_rows, g->m - i);
 	uint64_t cols = hpu_mme_min(g->plan.block_cols, g->n - j);
-	uint64_t lda = g->a.ld, ldb = g->b.ld, ldc = g->c.ld;
+	uint64_t lda = g->a.ld, ldb = g->b.ld, ldc = g->c.ld, p, kc, lda_p, ldb_p;
 	/* Stored A is k x m when transposed, stored B n x k: their blocks are columns, rows. */
 	const uint8_t *a = g->a.host + (bi * g->a.stride + (g->trans_a ? i : i * lda)) * g->a.esize;
 	const uint8_t *b = g->b.host + (bi * g->b.stride + (g->trans_b ? j * ldb : j)) * g->b.esize;
+	/* Where the block's chunk of k moves to, in elements per element of k. */
+	uint64_t a_step = g->trans_a ? lda : 1, b_step = g->trans_b ? 1 : ldb;
 	uint8_t *c = g->c.host + (bi * g->c.stride + i * ldc + j) * g->c.esize;
-	const float *af = (const float *)a, *bf = (const float *)b;
-	float *cf = (float *)c;
+	const uint8_t *a_p, *b_p;
+	const float *af, *bf;
+	float *cf = (float *)c, beta = g->beta;
 
-	/* A batch stride of 0 repeats a block: a part widens it once. */
-	if (w->wa) {
-		af = hpu_mme_stage(w->wa, &w->a_src, &w->a_len, a, rows, g->trans_a ? g->k : rows,
-				   g->trans_a ? rows : g->k, lda);
-		lda = g->trans_a ? rows : g->k;
-	}
-	if (w->wb) {
-		bf = hpu_mme_stage(w->wb, &w->b_src, &w->b_len, b, cols, g->trans_b ? cols : g->k,
-				   g->trans_b ? g->k : cols, ldb);
-		ldb = g->trans_b ? g->k : cols;
-	}
 	if (w->wc) {
 		/* With beta 0, C is not read. */
-		if (g->beta != 0.0f)
+		if (beta != 0.0f)
 			hpu_mme_widen(w->wc, c, rows, cols, ldc);
 		cf = w->wc;
 		ldc = cols;
 	}
-	cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-		    g->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)cols, (int)g->k,
-		    g->alpha, af, (int)lda, bf, (int)ldb, g->beta, cf, (int)ldc);
+	for (p = 0; p < g->k; p += kc) {
+		kc = hpu_mme_min(g->plan.block_k, g->k - p);
+		if (p && hpu_job_cancelled(g->job))
+			return;
+		a_p = a + p * a_step * g->a.esize;
+		b_p = b + p * b_step * g->b.esize;
+		af = (const float *)a_p;
+		bf = (const float *)b_p;
+		lda_p = lda;
+		ldb_p = ldb;
+		/* A batch stride of 0 repeats a block: a part widens it once. */
+		if (w->wa) {
+			lda_p = g->trans_a ? rows : kc;
+			ldb_p = g->trans_b ? kc : cols;
+			af = hpu_mme_stage(w->wa, &w->a, a_p, rows, kc, g->trans_a ? kc : rows,
+					   lda_p, lda);
+			bf = hpu_mme_stage(w->wb, &w->b, b_p, cols, kc, g->trans_b ? cols : kc,
+					   ldb_p, ldb);
+		}
+		cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+			    g->trans_b ? CblasTrans : CblasNoTrans, (int)rows, (int)cols, (int)kc,
+			    g->alpha, af, (int)lda_p, bf, (int)ldb_p, beta, cf, (int)ldc);
+		/* Later chunks add to what the first left. */
+		beta = 1.0f;
+	}
 	if (w->wc)
 		hpu_mme_narrow(c, w->wc, rows, cols, g->c.ld);
 }
@@ -336,13 +376,12 @@ enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 	int err = -1;
 
 	hpu_tmem_init(&set);
-	if (hpu_mme_decode(job, pkt, &g, &set) || hpu_tmem_map(job, &set))
+	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
+	if (hpu_mme_decode(job, pkt, &g, &set, cpus) || hpu_tmem_map(job, &set))
 		return HPU_PKT_FAILED;
 	g.a.host = set.r[g.a.slot].host;
 	g.b.host = set.r[g.b.slot].host;
 	g.c.host = set.r[g.c.slot].host;
-	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
-	hpu_mme_plan(&g.plan, g.batch, g.m, g.n, g.k, cpus);
 	if (!hpu_mme_alloc(&g)) {
 		hpu_tmem_oom(job, "GEMM working memory", job->pos);
 	} else {

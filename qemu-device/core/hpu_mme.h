@@ -6,7 +6,8 @@
  *
  * Parameters the packet's rules refuse fail the job with BAD_KERNEL at the
  * packet, before any memory is touched; unmapped operands fail it with an
- * MMU fault.  A queue reset is noticed between steps.
+ * MMU fault.  Work and host memory are bounded per call whatever the shapes:
+ * a queue reset is noticed between calls.
  */
 #ifndef HPU_MME_H
 #define HPU_MME_H
@@ -24,21 +25,35 @@
 #define HPU_MME_SHORT_BLOCK 64u
 
 /*
+ * Multiply-adds per OpenBLAS call at most: tens of ms, the longest a queue
+ * reset waits for the MME, whatever the GEMM's size.
+ */
+#define HPU_MME_STEP_MACS (1ull << 30)
+/* Most of k one call sums: a longer k is summed in chunks, C accumulating. */
+#define HPU_MME_BLOCK_K (1ull << 20)
+/* Elements of an fp32 working buffer at most (a widened block of A, B or C): 64 MiB. */
+#define HPU_MME_STEP_ELEMS (1ull << 24)
+/* Host memory of a GEMM's working buffers, all parts together, whatever its shapes. */
+#define HPU_MME_WORK_MAX (1ull << 30)
+
+/*
  * How a GEMM runs: every batch matrix of C is cut into blocks of block_rows
- * rows, or when that leaves one block (m is small) of block_cols columns.
- * A step computes one block with one single-threaded OpenBLAS call; parts
- * threads take the steps in turn.  The cut follows from the shape alone,
- * not from the host's CPUs: OpenBLAS's result for an element depends (in
- * its last bits) on where the element's block starts.
+ * rows, or when that leaves one block (m is small) of block_cols columns;
+ * columns are cut too where a block of B would not fit a working buffer.
+ * A step computes one block with single-threaded OpenBLAS calls, one per
+ * block_k of k; parts threads take the steps in turn.  The cut follows
+ * from the shape alone, not from the host's CPUs: OpenBLAS's result for an
+ * element depends (in its last bits) on where the element's block starts.
  */
 struct hpu_mme_plan {
-	uint64_t block_rows, block_cols;
+	uint64_t block_rows, block_cols, block_k;
 	uint64_t steps; /* blocks of the whole batch */
 	uint64_t parts; /* at most cpus and steps, about one per HPU_MME_PART_MACS */
 };
 
-void hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
-		  unsigned int cpus);
+/* 0, or -1 if the GEMM has more than 2^64 - 1 steps. */
+int hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+		 unsigned int cpus);
 
 /* At device init: OpenBLAS computes on its caller's thread alone. */
 void hpu_mme_init(void);

@@ -7,13 +7,16 @@
  * every refusal and fault leaving memory untouched and the queue usable.
  *
  * The test kernels have ids the ABI does not use; the suite is linked with
- * --wrap=hpu_kernel_lookup so the engine finds them next to the library's.
+ * --wrap=hpu_kernel_lookup so the engine finds them next to the library's,
+ * and with --wrap=malloc and --wrap=calloc to weigh the engines' host memory.
  * Prints TAP.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hpu_dev_harness.h"
 #include "hpu_kernel.h"
@@ -24,7 +27,7 @@
 /* HBM the test maps besides setup()'s: one run of 2 MiB pages, and 2 MiB pages out of order. */
 #define VA_DATA 0x400000000ull
 #define HBM_DATA (21ull << 30)
-#define DATA_SIZE (80u << 20)
+#define DATA_SIZE (96u << 20)
 #define VA_SCAT 0x500000000ull
 #define HBM_SCAT (22ull << 30)
 #define SCAT_PAGES 4u
@@ -35,6 +38,66 @@
 
 #define MME_ENGINE(q) (HPU_ENGINE_MME + (q) % hpu_test_cfg.num_mme)
 #define REFUSED_LOGS 2 /* why, then the failed job */
+
+/*
+ * Host memory the device code allocates while counting is on.  A GEMM
+ * allocates all its buffers when it starts and frees them when it ends, so
+ * their sum is its peak.
+ */
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+
+static struct {
+	bool on;
+	uint64_t total, largest;
+} allocs;
+
+static void alloc_count(uint64_t bytes)
+{
+	uint64_t largest;
+
+	if (!__atomic_load_n(&allocs.on, __ATOMIC_RELAXED))
+		return;
+	__atomic_add_fetch(&allocs.total, bytes, __ATOMIC_RELAXED);
+	largest = __atomic_load_n(&allocs.largest, __ATOMIC_RELAXED);
+	while (bytes > largest &&
+	       !__atomic_compare_exchange_n(&allocs.largest, &largest, bytes, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+void *__wrap_malloc(size_t size)
+{
+	alloc_count(size);
+	return __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	alloc_count((uint64_t)n * size);
+	return __real_calloc(n, size);
+}
+
+static void alloc_start(void)
+{
+	allocs.total = 0;
+	allocs.largest = 0;
+	__atomic_store_n(&allocs.on, true, __ATOMIC_RELAXED);
+}
+
+/* What the MME promises, staged bytes (hpu_tmem.h) aside: bounded buffers, bounded in all. */
+static void alloc_check(struct hpu_test *t, uint64_t staged, int line)
+{
+	__atomic_store_n(&allocs.on, false, __ATOMIC_RELAXED);
+	if (allocs.largest > HPU_MME_STEP_ELEMS * sizeof(float) ||
+	    allocs.total > HPU_MME_WORK_MAX + staged)
+		printf("# %llu bytes allocated, %llu at once\n", (unsigned long long)allocs.total,
+		       (unsigned long long)allocs.largest);
+	hpu_check(t, allocs.largest <= HPU_MME_STEP_ELEMS * sizeof(float),
+		  "largest allocation within HPU_MME_STEP_ELEMS", line);
+	hpu_check(t, allocs.total <= HPU_MME_WORK_MAX + staged,
+		  "allocations within HPU_MME_WORK_MAX", line);
+}
 
 static void map_compute(struct hpu_test *t)
 {
@@ -213,7 +276,7 @@ static uint64_t place_va(enum place p, unsigned int which, uint64_t bytes)
 	case IN_HOST:
 		return VA_HOST + (which == 2 ? DST_OFF : SRC_OFF + which * (BUF_SIZE / 2));
 	default:
-		/* A, B (up to 64 MiB) at 8 MiB, C at 72 MiB: apart, and not 64-byte aligned. */
+		/* A, B (up to 64 MiB) at 8 MiB, C (up to 24 MiB) at 72 MiB: apart, not 64-byte aligned. */
 		return VA_DATA + (which == 1 ? 8u << 20 : which == 2 ? 72u << 20 : 0) + 8 * which;
 	}
 }
@@ -326,9 +389,20 @@ static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand
 	};
 }
 
-/* Run g on queue 1, C first reset to c0, the MME on at most cpus threads; C's image after. */
+/* Bytes of the operands the engine stages (hpu_tmem.h): all but those in one run of HBM. */
+static uint64_t gemm_staged(const struct gemm_case *c, const struct operand *a,
+			    const struct operand *b, const struct operand *c0)
+{
+	return (c->pa != IN_HBM ? a->bytes : 0) + (c->pb != IN_HBM ? b->bytes : 0) +
+	       (c->pc != IN_HBM ? c0->bytes : 0);
+}
+
+/*
+ * Run g on queue 1, C first reset to c0, the MME on at most cpus threads,
+ * its host memory checked (staged bytes aside); C's image after.
+ */
 static uint8_t *gemm_run(struct hpu_test *t, const struct gemm *g, const struct operand *c0,
-			 unsigned int cpus, uint64_t tag)
+			 unsigned int cpus, uint64_t tag, uint64_t staged)
 {
 	struct hpu_cb *cb = calloc(1, sizeof(*cb));
 	uint8_t *img = malloc(c0->bytes);
@@ -337,7 +411,9 @@ static uint8_t *gemm_run(struct hpu_test *t, const struct gemm *g, const struct 
 	va_write(t, c0->va, c0->img, c0->bytes);
 	cb_gemm(cb, g);
 	submit_user(t, 1, cb, tag);
+	alloc_start();
 	run(t);
+	alloc_check(t, staged, __LINE__);
 	EXPECT_DONE(t, 1);
 	HPU_CHECK_EQ(t, completion(t, 1), COMPLETION_VALUE + tag);
 	va_read(t, c0->va, img, c0->bytes);
@@ -352,8 +428,8 @@ static void gemm_free(struct operand *a, struct operand *b, struct operand *c0)
 	free(c0->img);
 }
 
-/* On the host's CPUs, as the device runs it. */
-static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
+/* The MME on at most cpus threads. */
+static void test_gemm_on(struct hpu_test *t, const struct gemm_case *c, unsigned int cpus)
 {
 	struct operand a, b, c0, got;
 	struct gemm g;
@@ -363,10 +439,16 @@ static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
 	va_write(t, a.va, a.img, a.bytes);
 	va_write(t, b.va, b.img, b.bytes);
 	got = c0;
-	got.img = gemm_run(t, &g, &c0, t->core->tpc.cpus, 7);
+	got.img = gemm_run(t, &g, &c0, cpus, 7, gemm_staged(c, &a, &b, &c0));
 	gemm_check(t, c, &a, &b, &c0, &got);
 	gemm_free(&a, &b, &c0);
 	free(got.img);
+}
+
+/* On the host's CPUs, as the device runs it. */
+static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
+{
+	test_gemm_on(t, c, t->core->tpc.cpus);
 }
 
 /*
@@ -389,10 +471,10 @@ static void test_gemm_split(struct hpu_test *t, const struct gemm_case *c)
 	gemm_setup(c, &g, &a, &b, &c0, true);
 	va_write(t, a.va, a.img, a.bytes);
 	va_write(t, b.va, b.img, b.bytes);
-	one = gemm_run(t, &g, &c0, 1, 1);
+	one = gemm_run(t, &g, &c0, 1, 1, gemm_staged(c, &a, &b, &c0));
 	got = c0;
 	for (i = 0; i < 2; i++) {
-		got.img = gemm_run(t, &g, &c0, cpus[i], 2 + i);
+		got.img = gemm_run(t, &g, &c0, cpus[i], 2 + i, gemm_staged(c, &a, &b, &c0));
 		HPU_CHECK(t, !memcmp(got.img, one, c0.bytes));
 		free(got.img);
 	}
@@ -446,6 +528,14 @@ static const struct gemm_case gemm_cases[] = {
 	  IN_HBM, IN_HBM, 174 },
 	{ "bf16 in row blocks, A transposed", BF16, BF16, TA | TB, 1, 520, 2048, 2048, 0, 0, 0, 0,
 	  0, 0, 1, 1, IN_HBM, IN_HBM, IN_HBM, 174 },
+	/* B widened whole would take 94 MiB a thread: 23 blocks of 261 columns. */
+	{ "bf16, B in column blocks of bounded size", BF16, F32, 0, 1, 64, 6000, 4096, 0, 0, 0, 0, 0,
+	  0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 64 },
+	/* k beyond HPU_MME_BLOCK_K: summed in two chunks, C accumulating (in fp32 for bf16). */
+	{ "bf16, k in two chunks, beta 1", BF16, BF16, TA, 1, 2, 5, (1u << 20) + 5, 1, 0, 0, 0, 0,
+	  0, 0.5f, 1, IN_HBM, IN_HBM, IN_HBM, 0 },
+	{ "fp32, k in two chunks, beta 0.5", F32, F32, TB, 1, 1, 3, (1u << 20) + 5, 0, 0, 1, 0, 0,
+	  0, 1, 0.5f, IN_HBM, IN_HBM, IN_HBM, 0 },
 };
 
 /* Shapes each cut into several steps (block sizes in the comments), several threads' worth. */
@@ -601,6 +691,10 @@ BEND(bad_ld_huge, (g->lda = 1ull << 31))
 BEND(bad_stride_overflow, (g->batch = 5, g->stride_a = 1ull << 62))
 BEND(bad_stride_sign, (g->batch = 2, g->stride_b = 1ull << 63))
 BEND(bad_extent_wrap, (g->c = UINT64_MAX - 16))
+/* Every extent fits (C's batch stride is 0), but not the count of 1 x 2^24 blocks: 2^68. */
+BEND(bad_steps, (g->batch = UINT32_MAX, g->m = HPU_MME_DIM_MAX, g->n = 1u << 29, g->k = 1,
+		 g->lda = 1, g->ldb = 1u << 29, g->ldc = 1u << 29, g->stride_a = 0, g->stride_b = 0,
+		 g->stride_c = 0))
 BEND(bad_flag, g->flags = 4)
 BEND(bad_pad, g->pad = 1)
 BEND(fault_a, g->a = VA_UNMAPPED)
@@ -626,6 +720,7 @@ static const struct gemm_bad_case gemm_bad_cases[] = {
 	{ "batch stride overflowing the extent", bad_stride_overflow, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "batch stride of 2^63", bad_stride_sign, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "C wrapping the address space", bad_extent_wrap, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "more than 2^64 - 1 blocks", bad_steps, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "unknown flag", bad_flag, HPU_EVENT_ILLEGAL_PACKET, 0 },
 	{ "pad", bad_pad, HPU_EVENT_ILLEGAL_PACKET, 0 },
 	{ "A unmapped", fault_a, HPU_EVENT_MMU_FAULT, VA_UNMAPPED },
@@ -689,6 +784,115 @@ static void case_gemm_abort(struct hpu_test *t)
 	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 2, ASID, MME_ENGINE(2), 6, 0);
 	expect_c_untouched(t);
 	expect_usable(t, 2);
+}
+
+/* ---- enormous GEMMs ---- */
+
+/*
+ * A bf16 GEMM whose parts' buffers on 16 threads would take more than
+ * HPU_MME_WORK_MAX: 16 steps of 64 x 4096 blocks, 65 MiB of buffers each,
+ * run by 15 parts, to the bit what one thread computes (which the case
+ * "B in column blocks" checks against the reference).
+ */
+static void case_gemm_work_max(struct hpu_test *t)
+{
+	static const struct gemm_case c = {
+		"bf16 on 16 threads", BF16, F32, 0, 1, 512, 8192, 4096, 0, 0, 0, 0, 0, 0, 1, 0,
+		IN_HBM, IN_HBM, IN_HBM, 0,
+	};
+	struct operand a, b, c0;
+	uint8_t *one, *many;
+	struct gemm g;
+
+	map_compute(t);
+	gemm_setup(&c, &g, &a, &b, &c0, true);
+	va_write(t, a.va, a.img, a.bytes);
+	va_write(t, b.va, b.img, b.bytes);
+	one = gemm_run(t, &g, &c0, 1, 1, 0);
+	many = gemm_run(t, &g, &c0, 16, 2, 0);
+	HPU_CHECK(t, !memcmp(many, one, c0.bytes));
+	gemm_free(&a, &b, &c0);
+	free(one);
+	free(many);
+}
+
+/* 16 GiB of HBM never written: it reads as zeros and costs the host nothing. */
+#define VA_HUGE 0x1000000000ull
+#define HBM_HUGE (1ull << 30)
+#define HUGE_SIZE (16ull << 30)
+/*
+ * How long a queue reset may take to stop any GEMM, with room for a loaded
+ * host: measured 5 to 70 ms (reading fresh pages), seconds before the cut.
+ */
+#define HUGE_STOP_NS 500000000ull
+
+struct huge_case {
+	const char *name;
+	uint32_t dtype_ab, flags, m, n, k;
+};
+
+static const struct huge_case huge_cases[] = {
+	/* B is 16 GiB: 2^33 multiply-adds. */
+	{ "fp32 2 x 65536 x 65536", F32, 0, 2, 65536, 65536 },
+	/* k beyond HPU_MME_STEP_ELEMS, whose rows of A and B widened whole take 768 MiB. */
+	{ "bf16 2 x 2 x 2^26, B transposed", BF16, TB, 2, 2, 1u << 26 },
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait (20 s at most) until queue q's register reg reads want. */
+static void wait_reg(struct hpu_test *t, uint32_t reg, uint32_t want, uint32_t mask)
+{
+	const struct timespec tick = { .tv_nsec = 100000 };
+	uint64_t until = now_ns() + 20000000000ull;
+
+	while ((hpu_rd(t, reg) & mask) != want && now_ns() < until)
+		nanosleep(&tick, NULL);
+}
+
+/* A GEMM of enormous legal size, on the engine's thread, stopped by a queue reset. */
+static void test_gemm_huge(struct hpu_test *t, const struct huge_case *c)
+{
+	const struct timespec settle = { .tv_nsec = 20000000 };
+	struct hpu_cb cb = { .len = 0 };
+	struct gemm g = {
+		.flags = c->flags, .dtype_ab = c->dtype_ab, .dtype_c = F32, .batch = 1,
+		.m = c->m, .n = c->n, .k = c->k, .a = VA_HUGE, .b = VA_HUGE, .c = VA_DATA,
+		.lda = c->flags & TA ? c->m : c->k, .ldb = c->flags & TB ? c->k : c->n,
+		.ldc = c->n, .alpha = 1,
+	};
+	pthread_t engine;
+	uint64_t off, start, took;
+
+	map_compute(t);
+	for (off = 0; off < HUGE_SIZE; off += HPU_MMU_HUGE_SIZE)
+		pt_map_page(t, ASID, VA_HUGE + off, HBM_HUGE + off,
+			    HPU_PTE_PRESENT | HPU_PTE_HUGE);
+	cb_gemm(&cb, &g);
+	submit_user(t, 2, &cb, 4);
+	alloc_start();
+	if (pthread_create(&engine, NULL, engine_thread, t->core)) {
+		HPU_CHECK(t, false);
+		return;
+	}
+	wait_reg(t, REG_Q(2, STATUS), HPU_Q_STATUS_BUSY, HPU_Q_STATUS_BUSY);
+	nanosleep(&settle, NULL);
+	start = now_ns();
+	hpu_wr(t, REG_Q(2, CTRL), HPU_Q_CTRL_RESET);
+	wait_reg(t, REG_Q(2, CI), hpu_rd(t, REG_Q(2, PI)), UINT32_MAX);
+	took = now_ns() - start;
+	hpu_core_engine_stop(t->core);
+	pthread_join(engine, NULL);
+	printf("# stopped %.1f ms after the queue reset\n", took / 1e6);
+	HPU_CHECK(t, took < HUGE_STOP_NS);
+	alloc_check(t, 0, __LINE__);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 2, ASID, MME_ENGINE(2), 4, 0);
 }
 
 /* ---- TPC_LAUNCH: test kernels ---- */
@@ -1499,6 +1703,7 @@ static void test_launch_bad(struct hpu_test *t, const struct launch_bad_case *c)
 static const struct hpu_test_case hpu_tests[] = {
 	{ "GEMM: how GEMMs are cut into steps and parts", case_gemm_plan },
 	{ "GEMM: queue reset while staging", case_gemm_abort },
+	{ "GEMM: working memory of many threads bounded", case_gemm_work_max },
 	{ "launch: a tiny launch is one part", case_split_tiny },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
 	{ "launch: items split over every TPC, each done once", case_split_all },
@@ -1522,11 +1727,12 @@ int main(void)
 
 	printf("TAP version 13\n1..%zu\n",
 	       HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_split_cases) +
-	       HPU_ARRAY_SIZE(gemm_bad_cases) + HPU_ARRAY_SIZE(hpu_tests) +
-	       HPU_ARRAY_SIZE(launch_bad_cases));
+	       HPU_ARRAY_SIZE(gemm_bad_cases) + HPU_ARRAY_SIZE(huge_cases) +
+	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(launch_bad_cases));
 	HPU_RUN_TABLE(gemm_cases, test_gemm, "GEMM");
 	HPU_RUN_TABLE(gemm_split_cases, test_gemm_split, "GEMM split");
 	HPU_RUN_TABLE(gemm_bad_cases, test_gemm_bad, "GEMM refused");
+	HPU_RUN_TABLE(huge_cases, test_gemm_huge, "GEMM stopped by a queue reset");
 	failed += hpu_run_cases(hpu_tests, HPU_ARRAY_SIZE(hpu_tests), &n);
 	HPU_RUN_TABLE(launch_bad_cases, test_launch_bad, "launch refused");
 	return failed ? 1 : 0;
