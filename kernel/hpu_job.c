@@ -557,10 +557,14 @@ out_free_ujobs:
 	return ret;
 }
 
+/* A negative timeout waits forever, as for UQUEUE_WAIT. */
 static long hpu_job_timeout_jiffies(s64 timeout_ns)
 {
-	u64 j = nsecs_to_jiffies64(timeout_ns) + 1;
+	u64 j;
 
+	if (timeout_ns < 0)
+		return MAX_SCHEDULE_TIMEOUT;
+	j = nsecs_to_jiffies64(timeout_ns) + 1;
 	return j >= MAX_SCHEDULE_TIMEOUT ? MAX_SCHEDULE_TIMEOUT : (long)j;
 }
 
@@ -583,7 +587,7 @@ int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	int ret, error = 0;
 	long left;
 
-	if (args->flags || args->timeout_ns < 0)
+	if (args->flags)
 		return -EINVAL;
 
 	ret = hpu_ctx_job_fence(ctx, args->seq, &fence, &error);
@@ -595,6 +599,10 @@ int hpu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 		return 0;
 	}
 
+	/*
+	 * Interruptible, so killable.  A lost completion interrupt costs at
+	 * most the job timeout: the queue's timeout work ends completed jobs.
+	 */
 	if (args->timeout_ns) {
 		hpu_job_poll(fence);
 		left = dma_fence_wait_timeout(fence, true,

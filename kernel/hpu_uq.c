@@ -17,7 +17,9 @@
  *   pinned until each queue's CI has passed its snapshot;
  * - a watchdog resets a queue whose CI stood still, with jobs queued, for
  *   the job timeout, so that every wait ends;
- * - UQUEUE_WAIT sleeps for CI, arming the queue's interrupt first.
+ * - UQUEUE_WAIT sleeps for CI, arming the queue's interrupt first, and
+ *   looks at CI again every watchdog period, so that a lost interrupt
+ *   cannot make it sleep forever.
  */
 #include <linux/bitops.h>
 #include <linux/iopoll.h>
@@ -554,7 +556,7 @@ int hpu_ioctl_uqueue_wait(struct drm_device *drm, void *data, struct drm_file *f
 	struct hpu_device *hdev = to_hpu_device(drm);
 	struct drm_hpu_uqueue_wait *args = data;
 	struct hpu_ctx *ctx = file->driver_priv;
-	long timeout, left;
+	long timeout, slice, left;
 	struct hpu_uq *uq;
 	u32 ci = 0;
 	int ret = 0;
@@ -571,14 +573,27 @@ int hpu_ioctl_uqueue_wait(struct drm_device *drm, void *data, struct drm_file *f
 		goto out;
 	if (!timeout)
 		return -ETIME;
-	/* Sleeps outside drm_dev_enter(): an unbind must not wait for a sleeper. */
-	left = wait_event_interruptible_timeout(uq->wq,
-						hpu_uq_wait_done(hdev, uq, ctx, args->ci, &ci, &ret),
-						timeout);
+	/*
+	 * Sleeps outside drm_dev_enter(): an unbind must not wait for a
+	 * sleeper.  In slices of a watchdog period, looking at CI after each:
+	 * a lost interrupt costs at most one.  Interruptible, so killable.
+	 */
+	for (;;) {
+		slice = min(timeout, (long)hdev->uqs.period);
+		left = wait_event_interruptible_timeout(uq->wq,
+							hpu_uq_wait_done(hdev, uq, ctx, args->ci,
+									 &ci, &ret),
+							slice);
+		if (left)
+			break;
+		if (timeout != MAX_SCHEDULE_TIMEOUT) {
+			timeout -= slice;
+			if (!timeout)
+				return -ETIME;
+		}
+	}
 	if (left < 0)
 		return left;
-	if (!left)
-		return -ETIME;
 out:
 	if (ret)
 		return ret;

@@ -8,10 +8,14 @@
 #define HPU_ABI_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <drm/hpu_accel.h>
 #include <drm/hpu_packets.h>
@@ -302,6 +306,40 @@ static inline int hpu_uq_run(struct hpu_uq *q, const struct hpu_cb *cb)
 	hpu_uq_ring(q);
 	err = hpu_uq_wait(q->fd, q->id, pos + 1, 5000000000ll, NULL);
 	return err ? err : (int)hpu_uq_slot(q, pos)->status;
+}
+
+static inline double hpu_now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * Runs block(arg) in a child, which should sleep in the driver there, and
+ * SIGKILLs it after delay_ms.  Returns the seconds from the kill until the
+ * child was reaped, or -1 if it did not die of the kill.
+ */
+static inline double hpu_kill_blocked(void (*block)(void *), void *arg, unsigned int delay_ms)
+{
+	pid_t pid = fork();
+	double killed;
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		block(arg);
+		_exit(0);
+	}
+	usleep(delay_ms * 1000);
+	killed = hpu_now_s();
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status) ||
+	    WTERMSIG(status) != SIGKILL)
+		return -1;
+	return hpu_now_s() - killed;
 }
 
 #endif /* HPU_ABI_H */

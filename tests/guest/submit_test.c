@@ -580,8 +580,57 @@ TEST_F(sub, reject_wait)
 	a.flags = 1;
 	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
 	a.flags = 0;
-	a.timeout_ns = -1;
-	EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_WAIT, &a));
+	EXPECT_EQ(0, hpu_wait(self->fd, seq, 10000000000ll, &err));
+	EXPECT_EQ(0, err);
+}
+
+/* A negative timeout waits for as long as it takes, as UQUEUE_WAIT's does. */
+TEST_F(sub, wait_with_a_negative_timeout_waits_for_the_end)
+{
+	uint8_t *dst = hpu_host_pages(HPU_PAGE);
+	uint64_t dst_va, seq;
+	int err;
+
+	dst_va = host_buffer(self->fd, dst, HPU_PAGE, DRM_HPU_VM_MAP_WRITE);
+	ASSERT_NE(0, dst_va);
+	hpu_cb_memset(&self->cb, dst_va, 0xcd, HPU_PAGE);
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, self->cb.buf, self->cb.size, &seq));
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, -1, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0xcd, dst[HPU_PAGE - 1]);
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, INT64_MIN, &err));
+	EXPECT_EQ(0, err);
+}
+
+/* In a child: a job of its own file parks on a WAIT nobody signals; WAIT for it forever. */
+static void wait_forever_on_a_parked_job(void *bdf)
+{
+	struct hpu_cb cb = { .size = 0 };
+	int fd = hpu_open_node(bdf), err;
+	uint64_t sync, seq;
+	uint32_t h;
+
+	sync = hbm_buffer(fd, HPU_PAGE, &h);
+	hpu_cb_wait(&cb, sync, 1);
+	if (!sync || hpu_submit(fd, 2, cb.buf, cb.size, &seq))
+		_exit(1);
+	hpu_wait(fd, seq, -1, &err);
+	_exit(2);
+}
+
+/* A process sleeping in WAIT without a timeout dies of SIGKILL; its close cancels the job. */
+TEST_F(sub, a_wait_without_timeout_is_killable)
+{
+	double s = hpu_kill_blocked(wait_forever_on_a_parked_job, self->bdf, 300);
+	uint64_t seq;
+	int err;
+
+	ASSERT_LE(0, s);
+	/* The grace period of a closing file's jobs (1 s), then a queue reset. */
+	EXPECT_GT(5, s);
+	/* The queue works on. */
+	hpu_cb_put(&self->cb, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
+	ASSERT_EQ(0, hpu_submit(self->fd, 2, self->cb.buf, 8, &seq));
 	EXPECT_EQ(0, hpu_wait(self->fd, seq, 10000000000ll, &err));
 	EXPECT_EQ(0, err);
 }

@@ -6,7 +6,9 @@
  * the watchdog), and every rejection path of the three ioctls and of the
  * doorbell's mmap.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -349,18 +351,46 @@ TEST_F(uq, bad_doorbells_change_nothing)
 	EXPECT_LE(1, hpu_log_count(mark, "hpu .*device error"));
 }
 
+struct uq_waiter {
+	int fd;
+	uint32_t id, ci;
+};
+
+/* In a child: UQUEUE_WAIT without a timeout (for a job that does not end). */
+static void uq_wait_forever(void *arg)
+{
+	struct uq_waiter *w = arg;
+
+	hpu_uq_wait(w->fd, w->id, w->ci, -1, NULL);
+	_exit(2);
+}
+
+/* A process sleeping in UQUEUE_WAIT without a timeout dies of SIGKILL at once. */
+TEST_F(uq, a_wait_without_timeout_is_killable)
+{
+	struct uq_waiter w = { .fd = self->fd, .id = self->q.id };
+	double s;
+
+	/* Stalled on a WAIT nobody signals, until the destroy at teardown. */
+	hpu_cb_wait(&self->cb, self->host_va, 1);
+	w.ci = hpu_uq_put(&self->q, &self->cb, 0) + 1;
+	hpu_uq_ring(&self->q);
+	s = hpu_kill_blocked(uq_wait_forever, &w, 300);
+	EXPECT_LE(0, s);
+	EXPECT_GT(2, s);
+}
+
 /* With a short job timeout; the driver's defaults come back whatever the test did. */
 FIXTURE(watchdog) {
+	char bdf[64];
 	int fd;
 };
 
 FIXTURE_SETUP(watchdog)
 {
-	char bdf[64];
-
 	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300"));
-	ASSERT_EQ(0, hpu_find_bdf(bdf, sizeof(bdf)));
-	self->fd = hpu_open_node(bdf);
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
 	ASSERT_LE(0, self->fd);
 }
 
@@ -397,6 +427,79 @@ TEST_F(watchdog, resets_a_stuck_queue)
 	cb.size = 0;
 	hpu_cb_signal(&cb, q.va + HPU_UQ_TEST_BYTES - 8, 1);
 	EXPECT_EQ(0, hpu_uq_run(&q, &cb));
+	hpu_uq_close(&q);
+}
+
+/*
+ * Sets or clears the function mask of the device's MSI-X capability in its
+ * config space (as root): meanwhile every interrupt is held back, as if lost.
+ */
+static int mask_msix(const char *bdf, int masked)
+{
+	uint8_t cfg[256], ctrl;
+	char path[128];
+	unsigned int pos, hops;
+	int fd, ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", bdf);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, cfg, sizeof(cfg), 0) != sizeof(cfg)) {
+		close(fd);
+		return -EIO;
+	}
+	/* The capability list, from PCI_CAPABILITY_LIST; MSI-X is ID 0x11. */
+	for (pos = cfg[0x34] & ~3u, hops = 0; pos && hops < 48; pos = cfg[pos + 1] & ~3u, hops++) {
+		if (cfg[pos] != 0x11)
+			continue;
+		/* Message Control's high byte: bit 6 is the function mask. */
+		ctrl = masked ? cfg[pos + 3] | 0x40 : cfg[pos + 3] & ~0x40;
+		ret = pwrite(fd, &ctrl, 1, pos + 3) == 1 ? 0 : -EIO;
+		break;
+	}
+	close(fd);
+	return ret;
+}
+
+/* After a while, sets the word the stalled job waits for and rings the doorbell again. */
+static void *release_stalled(void *arg)
+{
+	struct hpu_uq *q = arg;
+
+	usleep(100 * 1000);
+	__atomic_store_n((uint32_t *)(q->mem + HPU_UQ_TEST_BYTES - 8), 1, __ATOMIC_RELEASE);
+	hpu_uq_ring(q);
+	return NULL;
+}
+
+/*
+ * The interrupt of a job that ends while UQUEUE_WAIT sleeps forever is held
+ * back: the wait still ends, within a watchdog period (half the job timeout).
+ */
+TEST_F(watchdog, a_lost_interrupt_costs_at_most_a_period)
+{
+	struct hpu_cb cb = { .size = 0 };
+	uint32_t pos, seen;
+	struct hpu_uq q;
+	pthread_t t;
+	double t0, s;
+
+	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
+	hpu_cb_wait(&cb, q.va + HPU_UQ_TEST_BYTES - 8, 1);
+	pos = hpu_uq_put(&q, &cb, 0);
+	hpu_uq_ring(&q);
+	EXPECT_EQ(0, mask_msix(self->bdf, 1));
+	t0 = hpu_now_s();
+	EXPECT_EQ(0, pthread_create(&t, NULL, release_stalled, &q));
+	EXPECT_EQ(0, hpu_uq_wait(self->fd, q.id, pos + 1, -1, &seen));
+	s = hpu_now_s() - t0;
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, mask_msix(self->bdf, 0));
+	EXPECT_EQ(pos + 1, seen);
+	/* It ended on its own, before the watchdog would have reset the queue. */
+	EXPECT_EQ(0, hpu_uq_slot(&q, pos)->status);
+	EXPECT_GT(1.0, s);
 	hpu_uq_close(&q);
 }
 

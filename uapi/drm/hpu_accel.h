@@ -205,7 +205,10 @@ struct drm_hpu_submit {
  * with error = 0 if it completed, or a negative errno the job failed with
  * (-EFAULT MMU fault, -EINVAL illegal packet or broken GEMM/kernel
  * parameters, -EPERM a privileged packet in a CALLed buffer, -EIO DMA error, -ECANCELED aborted, -ETIMEDOUT killed after
- * the job timeout); -ETIME if timeout_ns passed first (0 polls).
+ * the job timeout); -ETIME if timeout_ns passed first (0 polls; negative:
+ * no timeout, as for UQUEUE_WAIT).  The wait is interruptible (-EINTR,
+ * restarted by the C library) and killable; a completion interrupt the
+ * driver missed delays it by at most the job timeout.
  */
 struct drm_hpu_wait {
 	__u64 seq;
@@ -253,10 +256,13 @@ struct drm_hpu_uqueue_destroy {
  * DRM_IOCTL_HPU_UQUEUE_WAIT (1.2): sleep until the queue's CI reaches ci
  * (free running: CI - ci, as a signed 32-bit value, is not negative).
  * Returns 0 with ci set to the CI seen; -ETIME if timeout_ns passed first
- * (0 polls); -ENOENT no such queue of this file; -EINVAL flags or pad set.
+ * (0 polls; negative: no timeout, as for WAIT); -ENOENT no such queue of
+ * this file; -EINVAL flags or pad set.
  * A queue whose job runs longer than the driver's job timeout is reset (that
  * job ends HPU_UQ_STATUS_ABORTED, the queued ones are dropped with their
- * status untouched), so a wait always ends.
+ * status untouched), so a wait always ends; the sleeper also looks at CI
+ * every half job timeout, so a lost interrupt delays it by at most that.
+ * Interruptible and killable, as WAIT.
  */
 struct drm_hpu_uqueue_wait {
 	__u32 id;
