@@ -1383,6 +1383,87 @@ static void test_backward_of_no_rows(void)
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
+/* ---- indices overwritten while a kernel runs ---- */
+
+#define OVERWRITTEN_ROWS 8u
+
+/*
+ * Runs a launch on one range, as an engine part would, with a state of its
+ * own (hpu_krun() would also call the overlap a write to an input): why a
+ * part failed the launch, or NULL.
+ */
+static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *c)
+{
+	struct hpu_kstate state = { .fault = NULL };
+	uint64_t items;
+
+	c->state = &state;
+	if (def->check(c, &items))
+		return "refused";
+	def->run(c, 0, items);
+	return state.fault;
+}
+
+/*
+ * t[0], an F32 [rows] or [rows, 1] output, laid over the I64 indices t[i]
+ * holds: row n's result lands on the low word of index n + 1, which check()
+ * saw in range (0) and which the kernel then meets as about 2^30.
+ */
+static void overwrite_next_index(struct hpu_kcall *c, unsigned int i)
+{
+	c->t[0].strides[0] = 2;
+	c->t[0].base = c->t[i].base + 8;
+	c->t[i].shape[0] = OVERWRITTEN_ROWS;
+}
+
+/*
+ * The kernel must check an index where it uses it and fail the launch, not
+ * read gigabytes past its row (the sanitizer build reports such a read, the
+ * plain one crashes or reads what it should not).  The engine refuses this
+ * overlap; another job writing HBM under a launch does the same.
+ */
+static void test_indices_overwritten_mid_run(void)
+{
+	static const struct {
+		const struct hpu_kernel_def *def;
+		uint32_t kernel;
+		const char *fault;
+	} losses[] = {
+		{ &hpu_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, "a target out of range" },
+		{ &hpu_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY, "a target out of range" },
+	};
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 1, HPU_KT_DIMS(OVERWRITTEN_ROWS), 0),              /* loss */
+		tensor(F32, 2, HPU_KT_DIMS(OVERWRITTEN_ROWS, 4), 0),           /* logp, logits */
+		tensor(I64, 1, HPU_KT_DIMS(OVERWRITTEN_ROWS + 1), 0),          /* targets, ids */
+		tensor(F32, 2, HPU_KT_DIMS(OVERWRITTEN_ROWS, 1), 0),           /* embedding out */
+		tensor(F32, 2, HPU_KT_DIMS(4, 1), 0),                          /* weight */
+	};
+	const char *fault;
+	struct hpu_kcall c;
+	uint64_t i;
+
+	for (i = 0; i < hpu_kt_numel(t[1]); i++)
+		hpu_kt_set(t[1], i, -1.5);
+	for (i = 0; i < 4; i++)
+		hpu_kt_set(t[4], i, 1.5);
+	for (i = 0; i < HPU_ARRAY_SIZE(losses); i++) {
+		HPU_KCALL(&c, losses[i].kernel, t[0], t[1], t[2]);
+		c.args[1] = -100;
+		overwrite_next_index(&c, 2);
+		memset(t[2]->buf, 0, t[2]->size);
+		fault = run_once(losses[i].def, &c);
+		HPU_KEXPECT(fault && !strcmp(fault, losses[i].fault));
+	}
+	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[3], t[4], t[2]);
+	c.args[0] = -1;
+	overwrite_next_index(&c, 2);
+	memset(t[2]->buf, 0, t[2]->size);
+	fault = run_once(&hpu_kernel_embedding, &c);
+	HPU_KEXPECT(fault && !strcmp(fault, "an index out of range"));
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
 /* ---- rejections ---- */
 
 #define T34 { F32, 2, { 3, 4 } }
@@ -1496,6 +1577,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "empty operands at one address are not aliases", test_empty_not_aliased },
 	{ "backward passes over no rows sum nothing into the weights' gradients",
 	  test_backward_of_no_rows },
+	{ "nll_loss, cross_entropy, embedding: an index overwritten mid-run fails the launch",
+	  test_indices_overwritten_mid_run },
 	{ "every kernel's check() rejections", test_rejections },
 };
 
