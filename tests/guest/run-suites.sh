@@ -17,8 +17,11 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 # The suites that need root, which keep it:
 # - lifecycle_test loads, unloads, unbinds and rebinds the module, writes the firmware loader's
 #   path (sysfs) and reads the kernel log;
-# - uqueue_test reloads the module (job_timeout_ms=300, for the watchdog) and reads the kernel log.
-root_suites="lifecycle_test uqueue_test"
+# - uqueue_test reloads the module (job_timeout_ms=300, for the watchdog), reads the kernel log
+#   and holds back the device's interrupts (its MSI-X function mask, in config space);
+# - sched_test reloads the module (job_timeout_ms=300), sets queue_reset_timeout_us (sysfs) and
+#   reads the queues' registers (debugfs) and the kernel log.
+root_suites="lifecycle_test uqueue_test sched_test"
 
 needs_root() {
 	case " $root_suites " in
