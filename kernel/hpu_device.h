@@ -65,7 +65,8 @@ struct hpu_device {
 
 	/*
 	 * What DRM_IOCTL_HPU_INFO and sysfs report.  Written once in probe
-	 * before the device is published and read-only afterwards: no lock.
+	 * before the device is published and read-only afterwards, but for
+	 * status, which hpu_device_set_malfunction() may set: no lock.
 	 */
 	struct drm_hpu_device_info info;
 
@@ -92,6 +93,23 @@ static inline struct hpu_device *to_hpu_device(struct drm_device *drm)
 static inline struct device *hpu_dev(struct hpu_device *hdev)
 {
 	return &hdev->pdev->dev;
+}
+
+/*
+ * A queue reset did not stop an engine, which may still use the memory of
+ * the job it is in: the device is MALFUNCTION until the driver is reloaded
+ * and takes no new work (SUBMIT, UQUEUE_CREATE and zeroing fail with -EIO).
+ */
+static inline void hpu_device_set_malfunction(struct hpu_device *hdev)
+{
+	if (xchg(&hdev->info.status, DRM_HPU_STATUS_MALFUNCTION) != DRM_HPU_STATUS_MALFUNCTION)
+		dev_err(hpu_dev(hdev),
+			"a queue reset failed: the device malfunctions and takes no new work\n");
+}
+
+static inline bool hpu_device_malfunction(struct hpu_device *hdev)
+{
+	return READ_ONCE(hdev->info.status) == DRM_HPU_STATUS_MALFUNCTION;
 }
 
 static inline u32 hpu_rreg(struct hpu_device *hdev, u32 reg)

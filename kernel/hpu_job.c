@@ -490,6 +490,8 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		return -EINVAL;
 	if (args->num_in_syncobjs > DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS)
 		return -EINVAL;
+	if (hpu_device_malfunction(ctx->hdev))
+		return -EIO;
 
 	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {
 		ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),
@@ -634,6 +636,8 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 	struct hpu_job *job;
 	int ret;
 
+	if (hpu_device_malfunction(hdev))
+		return ERR_PTR(-EIO);
 	job = hpu_job_alloc(ctx, 0, size, 0);
 	if (IS_ERR(job))
 		return ERR_CAST(job);

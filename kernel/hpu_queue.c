@@ -25,6 +25,14 @@
  * job is aborted and fails with -ETIMEDOUT (-ECANCELED when cancelled), the
  * device drops the jobs queued behind it, and they are pushed again in
  * their order: other files' jobs do not suffer.
+ *
+ * A reset that does not end within queue_reset_timeout_us leaves the
+ * engine inside a job that may still write its memory: the device is
+ * marked MALFUNCTION, and the queue is wedged: its jobs keep their
+ * buffers and mappings (their fences unsignalled) until the engine lets
+ * go, which the timeout work looks for every HPU_QUEUE_WEDGED_POLL_MS;
+ * then they fail with -EIO (the timed-out one with -ETIMEDOUT) and so do
+ * the jobs waiting for the queue.
  */
 #include <linux/delay.h>
 #include <linux/dma-fence.h>
@@ -33,6 +41,7 @@
 #include <linux/iopoll.h>
 #include <linux/jiffies.h>
 #include <linux/lockdep.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <drm/drm_drv.h>
@@ -44,7 +53,14 @@
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 
-/* How long a queue reset may take. */
+static unsigned int queue_reset_timeout_us = 1000 * 1000;
+module_param(queue_reset_timeout_us, uint, 0644);
+MODULE_PARM_DESC(queue_reset_timeout_us,
+		 "Time a queue reset has to stop its job before the device malfunctions, in us");
+
+/* How often a wedged queue is looked at for its engine having let go. */
+#define HPU_QUEUE_WEDGED_POLL_MS 100
+
 /* How long a completed job's descriptor may wait for CI to pass it. */
 #define HPU_QUEUE_CONSUME_TIMEOUT_US (100 * 1000)
 /*
@@ -70,15 +86,30 @@ static u32 hpu_queue_read_ci(struct hpu_queue *q)
 	return ci;
 }
 
-/* Until @q is idle (not busy and, with @drained, CI == PI), or the timeout; true if it is. */
-static bool hpu_queue_wait_idle(struct hpu_queue *q, bool drained)
+/* For kernel and user queues alike; at least 1: read_poll_timeout() takes 0 for no bound. */
+unsigned long hpu_queue_reset_timeout_us(void)
+{
+	return max(READ_ONCE(queue_reset_timeout_us), 1u);
+}
+
+/*
+ * Until @q is idle (not busy and, with @drained, CI == PI), or @timeout_us
+ * (0: look once); true if it is.
+ */
+static bool hpu_queue_is_idle(struct hpu_queue *q, u32 status, bool drained)
+{
+	return !(status & HPU_Q_STATUS_BUSY) &&
+	       (!drained || hpu_qrreg(q, HPU_Q_CI) == hpu_qrreg(q, HPU_Q_PI));
+}
+
+static bool hpu_queue_wait_idle(struct hpu_queue *q, bool drained, unsigned long timeout_us)
 {
 	u32 status;
 
-	return !read_poll_timeout(hpu_qrreg, status,
-				  !(status & HPU_Q_STATUS_BUSY) &&
-				  (!drained || hpu_qrreg(q, HPU_Q_CI) == hpu_qrreg(q, HPU_Q_PI)),
-				  100, HPU_QUEUE_RESET_TIMEOUT_US, false, q, HPU_Q_STATUS);
+	if (!timeout_us)
+		return hpu_queue_is_idle(q, hpu_qrreg(q, HPU_Q_STATUS), drained);
+	return !read_poll_timeout(hpu_qrreg, status, hpu_queue_is_idle(q, status, drained),
+				  100, timeout_us, false, q, HPU_Q_STATUS);
 }
 
 static void hpu_qwreg(struct hpu_queue *q, u32 reg, u32 val)
@@ -174,7 +205,7 @@ static irqreturn_t hpu_queue_irq(int irq, void *arg)
 	spin_lock(&q->lock);
 	hpu_queue_collect_locked(q, &done);
 	/* Room in the ring for jobs that waited for it. */
-	hpu_sched_run_locked(q, true, &done);
+	hpu_sched_run_locked(q, 0, &done);
 	spin_unlock(&q->lock);
 	drm_dev_exit(idx);
 	hpu_queue_signal(&done);
@@ -315,30 +346,104 @@ void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx)
 		hpu_sched_timeout_now(q);
 }
 
-/* Reset @q and wait until the device has let go of its ring. */
-static void hpu_queue_reset(struct hpu_queue *q)
+/* Reset @q and wait until the device has let go of its ring; false if it did not in time. */
+static bool hpu_queue_reset(struct hpu_queue *q)
 {
+	unsigned long timeout_us = hpu_queue_reset_timeout_us();
+
 	hpu_qwreg(q, HPU_Q_CTRL, HPU_Q_CTRL_RESET);
-	if (!hpu_queue_wait_idle(q, true))
-		dev_err(hpu_dev(q->hdev), "queue %u: still busy after a reset\n",
-			q->index);
+	if (hpu_queue_wait_idle(q, true, timeout_us))
+		return true;
+	dev_err(hpu_dev(q->hdev), "queue %u: still busy %lu us after a reset\n", q->index,
+		timeout_us);
+	hpu_device_set_malfunction(q->hdev);
+	return false;
+}
+
+/*
+ * After a reset: end the jobs it ended, and push the ones it dropped
+ * before they started again, in their order.
+ */
+static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad, bool cancel,
+				       struct list_head *done)
+{
+	struct hpu_job *job, *tmp;
+	LIST_HEAD(again);
+
+	lockdep_assert_held(&q->lock);
+
+	list_for_each_entry_safe(job, tmp, &q->pending, link) {
+		int err = job->hw_error;
+
+		if (hpu_queue_slot_done(q, job))
+			hpu_queue_end_locked(q, job, 0, done);
+		else if (job == bad)
+			hpu_queue_end_locked(q, job, cancel ? -ECANCELED :
+					     err && err != -ECANCELED ? err : -ETIMEDOUT,
+					     done);
+		else if (err)
+			hpu_queue_end_locked(q, job, err, done);
+		else if (READ_ONCE(job->ctx->closing))
+			hpu_queue_end_locked(q, job, -ECANCELED, done);
+		else {
+			/* Dropped by the reset before it started. */
+			list_move_tail(&job->link, &again);
+			q->queued--;
+		}
+	}
+	q->resetting = false;
+	list_for_each_entry_safe(job, tmp, &again, link) {
+		list_del(&job->link);
+		hpu_queue_push_locked(q, job);
+	}
+}
+
+/*
+ * A wedged queue's engine let go: its jobs end (completed ones with 0), the
+ * waiting ones with -EIO, as the device takes no new work.  Its jobs were
+ * ahead of every waiting job of their files, so files' jobs still end in
+ * order.  Returns how long until the next look (0: unwedged).
+ */
+static unsigned long hpu_queue_unwedge(struct hpu_queue *q)
+{
+	struct hpu_job *job, *tmp;
+	LIST_HEAD(done);
+
+	if (!hpu_queue_wait_idle(q, true, 0))
+		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
+	hpu_eq_process(q->hdev);
+
+	spin_lock_irq(&q->lock);
+	list_for_each_entry_safe(job, tmp, &q->pending, link)
+		hpu_queue_end_locked(q, job, hpu_queue_slot_done(q, job) ? 0 :
+					     job->hw_error ?: -EIO, &done);
+	q->wedged = false;
+	q->resetting = false;
+	hpu_sched_run_locked(q, -EIO, &done);
+	spin_unlock_irq(&q->lock);
+	hpu_queue_signal(&done);
+	dev_info(hpu_dev(q->hdev), "queue %u: the engine let go of its job\n", q->index);
+	return 0;
 }
 
 /*
  * The scheduler's timeout work: if the oldest job in the ring has run
  * longer than the timeout, or belongs to a closing file, reset the queue,
- * fail that job, end those that ended and push the others again, in
- * order.  Returns how long the oldest job may still run (0: nothing to
- * check until a job enters an empty ring).
+ * fail that job, end those that ended and push the others again.  Returns
+ * how long until the next look (0: nothing to check until a job enters an
+ * empty ring).
  */
 unsigned long hpu_queue_recover(struct hpu_queue *q)
 {
-	struct hpu_job *job, *tmp, *bad;
 	unsigned long left = 0;
-	LIST_HEAD(again);
+	struct hpu_job *bad;
 	LIST_HEAD(done);
 	bool cancel;
 	u32 ci;
+
+	/* Only this work sets and clears it. */
+	if (q->wedged)
+		return hpu_queue_unwedge(q);
 
 	/* Events still in the ring name the real error of a failed job. */
 	hpu_eq_process(q->hdev);
@@ -358,7 +463,7 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	if (bad && !cancel && time_before(jiffies, bad->head_since + q->timeout))
 		left = max(bad->head_since + q->timeout - jiffies, 1ul);
 	if (!bad || left) {
-		hpu_sched_run_locked(q, true, &done);
+		hpu_sched_run_locked(q, 0, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
 		return left;
@@ -373,36 +478,20 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 				     "queue %u: job of context %u timed out after %u ms, resetting the queue\n",
 				     q->index, bad->ctx->asid,
 				     jiffies_to_msecs(jiffies - bad->head_since));
-	hpu_queue_reset(q);
+	if (!hpu_queue_reset(q)) {
+		spin_lock_irq(&q->lock);
+		if (!bad->hw_error)
+			bad->hw_error = cancel ? -ECANCELED : -ETIMEDOUT;
+		q->wedged = true;
+		spin_unlock_irq(&q->lock);
+		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
+	}
 	/* Let the events of the reset (ABORTED) and of jobs before it land. */
 	hpu_eq_process(q->hdev);
 
 	spin_lock_irq(&q->lock);
-	list_for_each_entry_safe(job, tmp, &q->pending, link) {
-		int err = job->hw_error;
-
-		if (hpu_queue_slot_done(q, job))
-			hpu_queue_end_locked(q, job, 0, &done);
-		else if (job == bad)
-			hpu_queue_end_locked(q, job, cancel ? -ECANCELED :
-					     err && err != -ECANCELED ? err : -ETIMEDOUT,
-					     &done);
-		else if (err)
-			hpu_queue_end_locked(q, job, err, &done);
-		else if (READ_ONCE(job->ctx->closing))
-			hpu_queue_end_locked(q, job, -ECANCELED, &done);
-		else {
-			/* Dropped by the reset before it started. */
-			list_move_tail(&job->link, &again);
-			q->queued--;
-		}
-	}
-	q->resetting = false;
-	list_for_each_entry_safe(job, tmp, &again, link) {
-		list_del(&job->link);
-		hpu_queue_push_locked(q, job);
-	}
-	hpu_sched_run_locked(q, true, &done);
+	hpu_queue_end_reset_locked(q, bad, cancel, &done);
+	hpu_sched_run_locked(q, 0, &done);
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);
 	return 0;
@@ -441,7 +530,7 @@ void hpu_queues_quiesce(struct hpu_device *hdev)
 
 		if (!q->hdev) /* probe failed before it was set up */
 			continue;
-		if (!hpu_queue_wait_idle(q, false))
+		if (!hpu_queue_wait_idle(q, false, HPU_QUEUE_QUIESCE_TIMEOUT_US))
 			dev_err(hpu_dev(hdev), "queue %u: still busy after a device reset\n", i);
 	}
 }
@@ -459,7 +548,7 @@ void hpu_queues_halt(struct hpu_device *hdev)
 		spin_lock_irq(&q->lock);
 		list_for_each_entry_safe(job, tmp, &q->pending, link)
 			hpu_queue_end_locked(q, job, -ENODEV, &done);
-		hpu_sched_run_locked(q, false, &done);
+		hpu_sched_run_locked(q, -ENODEV, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
 	}

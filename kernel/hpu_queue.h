@@ -18,8 +18,8 @@ struct hpu_ctx;
 struct hpu_device;
 struct hpu_job;
 
-/* How long a queue reset may take before the queue is given up. */
-#define HPU_QUEUE_RESET_TIMEOUT_US (1000 * 1000)
+/* How long the engines have to let go of memory after a device reset. */
+#define HPU_QUEUE_QUIESCE_TIMEOUT_US (1000 * 1000)
 
 /* Descriptors per ring; at most HPU_QUEUE_ENTRIES - 1 jobs are in one. */
 #define HPU_QUEUE_ENTRIES 256
@@ -42,7 +42,7 @@ struct hpu_queue {
 
 	/*
 	 * Protects the ring, @pi, @hw_seq, @pending, @queued, @waiting,
-	 * @scan, @resetting, the contexts' blocked_scan[index] and the
+	 * @scan, @resetting, @wedged, the contexts' blocked_scan[index] and the
 	 * scheduler fields of the jobs on @waiting and @pending.  Taken in
 	 * the queue's and the event interrupt and in fence callbacks: always
 	 * with interrupts off.
@@ -55,6 +55,11 @@ struct hpu_queue {
 	struct list_head waiting;	/* jobs not yet in the ring, in submission order */
 	u32 scan;			/* number of the last scan of @waiting */
 	bool resetting;			/* completions are left to the reset */
+	/*
+	 * A reset timed out with the engine in a job: the jobs in the ring
+	 * keep their memory until the engine lets go (hpu_queue_recover()).
+	 */
+	bool wedged;
 
 	/*
 	 * The scheduler's (hpu_sched.c); they live until the DRM device is
@@ -76,6 +81,7 @@ void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
 			  int result, struct list_head *done);
 void hpu_queue_signal(struct list_head *done);
 unsigned long hpu_queue_recover(struct hpu_queue *q);
+unsigned long hpu_queue_reset_timeout_us(void);
 void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error);
 void hpu_queue_fail_lost(struct hpu_queue *q);
 void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx);

@@ -36,11 +36,12 @@
 #include "hpu_sched.h"
 
 /*
- * Push what may run of @q's waiting jobs, oldest first; with the device
- * gone (@alive false, outside drm_dev_enter()), end every waiting job
- * with -ENODEV.  Ended jobs go to @done, for hpu_queue_signal().
+ * Push what may run of @q's waiting jobs, oldest first; with @error
+ * (-ENODEV: the device is gone, outside drm_dev_enter(); -EIO: it
+ * malfunctions), end every waiting job with it instead.  Ended jobs go to
+ * @done, for hpu_queue_signal().
  */
-void hpu_sched_run_locked(struct hpu_queue *q, bool alive, struct list_head *done)
+void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done)
 {
 	struct hpu_job *job, *tmp;
 	u32 scan;
@@ -48,7 +49,7 @@ void hpu_sched_run_locked(struct hpu_queue *q, bool alive, struct list_head *don
 	lockdep_assert_held(&q->lock);
 
 	/* A queue reset in progress pushes them when it is done. */
-	if (list_empty(&q->waiting) || (alive && q->resetting))
+	if (list_empty(&q->waiting) || (!error && q->resetting))
 		return;
 
 	/* A file whose job cannot go yet is blocked for the rest of the scan. */
@@ -56,8 +57,8 @@ void hpu_sched_run_locked(struct hpu_queue *q, bool alive, struct list_head *don
 	list_for_each_entry_safe(job, tmp, &q->waiting, link) {
 		struct hpu_ctx *ctx = job->ctx;
 
-		if (!alive) {
-			hpu_queue_end_locked(q, job, -ENODEV, done);
+		if (error) {
+			hpu_queue_end_locked(q, job, error, done);
 			continue;
 		}
 		if (ctx->blocked_scan[q->index] == scan)
@@ -87,7 +88,7 @@ static void hpu_sched_add_run(struct hpu_queue *q, struct hpu_job *job)
 		job->state = HPU_JOB_WAITING;
 		list_add_tail(&job->link, &q->waiting);
 	}
-	hpu_sched_run_locked(q, alive, &done);
+	hpu_sched_run_locked(q, alive ? 0 : -ENODEV, &done);
 	spin_unlock_irqrestore(&q->lock, flags);
 	if (alive)
 		drm_dev_exit(idx);
@@ -147,7 +148,7 @@ void hpu_sched_cancel_waiting(struct hpu_ctx *ctx)
 			if (job->ctx == ctx)
 				hpu_queue_end_locked(q, job, -ESRCH, &done);
 		/* Jobs of other files may have waited for ring space behind them. */
-		hpu_sched_run_locked(q, alive, &done);
+		hpu_sched_run_locked(q, alive ? 0 : -ENODEV, &done);
 		spin_unlock_irq(&q->lock);
 		if (alive)
 			drm_dev_exit(idx);

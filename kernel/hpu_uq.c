@@ -22,6 +22,7 @@
  *   cannot make it sleep forever.
  */
 #include <linux/bitops.h>
+#include <linux/delay.h>
 #include <linux/iopoll.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -53,6 +54,9 @@ static struct hpu_uq_db *to_hpu_uq_db(struct drm_gem_object *obj)
 	return container_of(obj, struct hpu_uq_db, base);
 }
 
+/* How often a queue that a reset did not stop is looked at for its engine having let go. */
+#define HPU_UQ_RELEASE_POLL_MS 100
+
 static u32 hpu_uq_rreg(struct hpu_device *hdev, u32 u, u32 reg)
 {
 	return hpu_rreg(hdev, HPU_REG_UQ(u, reg));
@@ -82,10 +86,33 @@ static bool hpu_uq_reset_hw_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 	hpu_uq_wreg(hdev, u, HPU_UQ_CTRL, HPU_Q_CTRL_RESET);
 	idle = !read_poll_timeout(hpu_uq_rreg, status,
 				  !(status & (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING)),
-				  100, HPU_QUEUE_RESET_TIMEOUT_US, false, hdev, u, HPU_UQ_STATUS);
+				  100, hpu_queue_reset_timeout_us(), false, hdev, u, HPU_UQ_STATUS);
 	if (idle)
 		uq->dropped += (pi - ci) - (hpu_uq_rreg(hdev, u, HPU_UQ_ERRORS) - errors);
+	else
+		hpu_device_set_malfunction(hdev);
 	return idle;
+}
+
+/*
+ * After a reset that did not stop @uq: until its engine let go of the job
+ * (or the device is gone), so that the context's memory outlives it.
+ */
+static void hpu_uq_wait_released(struct hpu_device *hdev, struct hpu_uq *uq)
+{
+	bool busy;
+	int idx;
+
+	for (;;) {
+		if (!drm_dev_enter(&hdev->drm, &idx))
+			return;
+		busy = hpu_uq_rreg(hdev, uq->index, HPU_UQ_STATUS) &
+		       (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING);
+		drm_dev_exit(idx);
+		if (!busy)
+			return;
+		msleep(HPU_UQ_RELEASE_POLL_MS);
+	}
 }
 
 /* The jobs of the queue's binding so far: ends read before submissions, as for kernel queues. */
@@ -286,6 +313,9 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	uq->db = NULL;
 	mutex_unlock(&hdev->uqs.lock);
 	wake_up_all(&uq->wq);
+	/* The caller frees what the job may use (a closing file, its memory) once this returns. */
+	if (!idle)
+		hpu_uq_wait_released(hdev, uq);
 	hpu_uq_db_put(db);
 }
 
@@ -489,6 +519,8 @@ int hpu_ioctl_uqueue_create(struct drm_device *drm, void *data, struct drm_file 
 		return -EINVAL;
 	if (!hdev->uqs.count)
 		return -EOPNOTSUPP;
+	if (hpu_device_malfunction(hdev))
+		return -EIO;
 
 	db = hpu_uq_db_create(drm, file);
 	if (IS_ERR(db))

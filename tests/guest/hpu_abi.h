@@ -110,6 +110,19 @@ static inline int hpu_stats(int fd, struct drm_hpu_stats *st)
 	return hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &a);
 }
 
+/* The device's status (enum drm_hpu_device_status), or -errno. */
+static inline int hpu_device_status(int fd)
+{
+	struct drm_hpu_device_info info;
+	struct drm_hpu_info a = {
+		.data_ptr = (uintptr_t)&info, .data_size = sizeof(info),
+		.query = DRM_HPU_INFO_DEVICE,
+	};
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &a);
+
+	return err ? err : (int)info.status;
+}
+
 /* A command buffer under construction. */
 struct hpu_cb {
 	uint8_t buf[HPU_CB_MAX_SIZE];

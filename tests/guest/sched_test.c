@@ -9,7 +9,10 @@
  * A job parked on a device WAIT packet stands for a long job: it ends only
  * when a later job SIGNALs the sync object in HBM.
  */
+#include <stdio.h>
 #include <time.h>
+
+#include <drm/hpu_kernels.h>
 
 #include "kselftest_harness.h"
 
@@ -239,6 +242,110 @@ TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
 	EXPECT_EQ(0, err);
 	EXPECT_EQ(5, self->dst[0]);
 	EXPECT_EQ(6, self->dst[1]);
+}
+
+/* With a short job timeout; the driver's defaults come back whatever the test did. */
+FIXTURE(short) {
+	char bdf[64];
+	int fd;
+};
+
+FIXTURE_SETUP(short)
+{
+	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300"));
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(short)
+{
+	close(self->fd);
+	hpu_reload("");
+}
+
+/* Q<q>_STATUS as debugfs "regs" shows it, or -1. */
+static long queue_status(const char *bdf, unsigned int q)
+{
+	char path[128], name[32], line[128];
+	long status = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/regs", bdf);
+	snprintf(name, sizeof(name), "Q%u_STATUS = ", q);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (status < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, strlen(name)))
+			status = strtol(line + strlen(name), NULL, 16);
+	fclose(f);
+	return status;
+}
+
+#define GEMM_N 1024u
+#define GEMM_BYTES ((uint64_t)GEMM_N * GEMM_N * 4)
+
+/*
+ * A reset that does not stop the engine (it has a microsecond, and the
+ * engine is inside a GEMM step): the device reads MALFUNCTION and takes no
+ * new work; the job's fence does not signal, and a buffer unmapped
+ * meanwhile is not freed, until the engine has let go of the job.
+ */
+TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
+{
+	struct hpu_pkt_mme_gemm g = {
+		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
+		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = 1,
+		.m = GEMM_N, .n = GEMM_N, .k = GEMM_N, .lda = GEMM_N, .ldb = GEMM_N, .ldc = GEMM_N,
+		.alpha = 0x3f800000,
+	};
+	struct hpu_cb cb = { .size = 0 };
+	struct drm_hpu_uqueue_create uqc = { .ring_va = 1 << 20, .ring_size = 4 };
+	struct drm_hpu_stats before, during, after;
+	uint32_t h[4];
+	uint64_t va[4], seq;
+	unsigned int i;
+	char mark[64];
+	int err;
+
+	/* A, B, C, and a buffer the job does not use. */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, hpu_gem_create(self->fd, GEMM_BYTES, 0, &h[i]));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, GEMM_BYTES, RW, &va[i]));
+	}
+	g.a = va[0];
+	g.b = va[1];
+	g.c = va[2];
+	/* Steps of a billion multiply-adds: tens of ms each, seconds in all. */
+	for (i = 0; i < 64; i++)
+		hpu_cb_gemm(&cb, &g);
+	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb.buf, cb.size, &seq));
+	/* A buffer goes while the job runs: it stays until the file's earlier jobs ended. */
+	ASSERT_EQ(0, hpu_stats(self->fd, &before));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, va[3]));
+	EXPECT_EQ(0, hpu_gem_close(self->fd, h[3]));
+	ASSERT_EQ(0, hpu_stats(self->fd, &during));
+	EXPECT_EQ(before.hbm_used, during.hbm_used);
+
+	/* The job timeout passes, the reset fails; the fence signals once the engine let go. */
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, -1, &err));
+	EXPECT_EQ(0, queue_status(self->bdf, 1) & HPU_Q_STATUS_BUSY);
+	EXPECT_EQ(-ETIMEDOUT, err);
+	EXPECT_EQ(1, hpu_log_count(mark, "queue 1: still busy 1 us after a reset"));
+	/* The first query reaps the unmapped buffer, the second sees it gone. */
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	EXPECT_EQ(before.hbm_used - GEMM_BYTES, after.hbm_used);
+
+	/* No new work: not from SUBMIT, nor a user queue. */
+	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
+	cb.size = 0;
+	hpu_cb_put(&cb, &(struct hpu_pkt_nop){ .header = HPU_PKT_HEADER(HPU_PKT_NOP, 0) }, 8);
+	EXPECT_EQ(-EIO, hpu_submit(self->fd, 0, cb.buf, cb.size, &seq));
+	EXPECT_EQ(-EIO, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &uqc));
 }
 
 TEST_HARNESS_MAIN

@@ -73,7 +73,12 @@ struct drm_hpu_info {
 enum drm_hpu_device_status {
 	DRM_HPU_STATUS_READY = 1,       /* firmware running, accepting work */
 	DRM_HPU_STATUS_IN_RESET = 2,    /* a reset is in progress */
-	DRM_HPU_STATUS_MALFUNCTION = 3, /* unusable until reset */
+	/*
+	 * Unusable until the driver is reloaded: a queue reset did not stop
+	 * its engine.  New work fails with -EIO; the jobs of that queue end
+	 * (and release their memory) only once the engine has let go.
+	 */
+	DRM_HPU_STATUS_MALFUNCTION = 3,
 };
 
 /* Data types the engines compute in (drm_hpu_device_info.capabilities). */
@@ -177,7 +182,8 @@ struct drm_hpu_vm_unmap {
  * seq returns the last one.  The jobs start after every in-syncobj signals;
  * out_syncobj (if non-zero) is signalled when the last job ends.  A command
  * buffer with a privileged opcode is refused with -EPERM, any other
- * malformed packet with -EINVAL; nothing is queued then.
+ * malformed packet with -EINVAL; nothing is queued then; -EIO: the device
+ * malfunctions.
  */
 struct drm_hpu_job {
 	__u64 cb_ptr;  /* user address of the command buffer */
@@ -228,7 +234,8 @@ struct drm_hpu_wait {
  * bytes at doorbell_offset of this file.  Errors: -EINVAL flags or pad set,
  * ring_size not a power of two in 2..4096, ring_va not 32-byte aligned or
  * the ring wraps; -EOPNOTSUPP the device has no user queues; -ENOSPC all
- * are taken.  Closing the file destroys its queues.
+ * are taken; -EIO the device malfunctions.  Closing the file destroys its
+ * queues.
  */
 #define DRM_HPU_UQUEUE_RING_MIN 2u
 #define DRM_HPU_UQUEUE_RING_MAX 4096u
