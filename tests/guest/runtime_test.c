@@ -175,7 +175,11 @@ TEST_F(rt, smi_lists_the_device)
 	expect_line(_metadata, out, "  vendor:          1234 ");
 	expect_line(_metadata, out, "  device:          4850 ");
 	expect_line(_metadata, out, "  class:           1200 ");
-	expect_line(_metadata, out, "  msi-x:           8 vectors, enabled\n");
+	/* Only root reads the MSI-X table's size in config space; others see sysfs's count. */
+	if (geteuid())
+		expect_line(_metadata, out, "  msi-x:           enabled, ");
+	else
+		expect_line(_metadata, out, "  msi-x:           8 vectors, enabled\n");
 	expect_line(_metadata, out, "  status:          ready\n");
 	expect_line(_metadata, out, "  firmware:        %u.%u.%u (interface %u.%u)\n",
 		    info.fw_version.major, info.fw_version.minor, info.fw_version.patch,

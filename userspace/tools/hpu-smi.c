@@ -16,13 +16,16 @@
  *     class:           1200 Processing accelerators
  *     revision:        01
  *     irq:             <number, or "none": no legacy interrupt>
- *     msi-x:           8 vectors, enabled (or "disabled"; "none" without MSI-X)
+ *     msi-x:           8 vectors, enabled (or "disabled"; "none" without MSI-X;
+ *                      without config space: "enabled, 5 vectors in use" from
+ *                      sysfs, or "unknown (...)")
  *     bar<n>:          mem 0xfe000000 64 KiB (32-bit, non-prefetchable)
  *                      (or "io 0xc000 256 B"; one line per implemented BAR)
  *     numa node:       <number, or "none">
  *     link:            2.5 GT/s x1 (max 16 GT/s x16)
  *                      (or "none (conventional PCI)",
- *                       or "none (root complex integrated endpoint)")
+ *                       or "none (root complex integrated endpoint)",
+ *                       or "unknown (...)" when neither config space nor sysfs tells)
  *     status:          ready | in reset | malfunction | unknown (<number>)
  *     firmware:        1.0.0 (interface 1.0)
  *     hbm:             16 GiB (17179869184 bytes)
@@ -35,6 +38,9 @@
  *     hbm used:        2 MiB of 31.9 GiB (2097152 bytes)
  *     jobs:            12 submitted, 11 completed, 1 failed
  *
+ * PCI config space past its first 64 bytes (the capabilities) is root's: for
+ * another user, MSI-X and the link come from sysfs (msi_irqs/, *_link_*).
+ *
  * If libpci does not see the device, "pci: not found by libpci" replaces the
  * lines from vendor to link.  If the device cannot be opened or queried,
  * "error: <hpu_last_error()>" replaces the lines from status on (from
@@ -43,11 +49,13 @@
  * Exit status: 0 if every device listed was queried, 1 if there is no device
  * or a query failed, 2 on bad usage.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hpu/hpu.h>
 #include <pci/pci.h>
@@ -124,13 +132,76 @@ static void show_bars(struct pci_dev *d)
 	}
 }
 
-static void show_msix(struct pci_dev *d)
+#define SYSFS_PCI "/sys/bus/pci/devices/"
+#define NEEDS_ROOT "unknown (PCI config space past 64 bytes is root's)"
+
+/* Whether this process reads the device's config space past the standard header. */
+static int config_readable(const char *bus_id)
+{
+	char path[128], buf[65];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), SYSFS_PCI "%s/config", bus_id);
+	f = fopen(path, "rb");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+	}
+	return n == sizeof(buf);
+}
+
+/* The first line of a sysfs attribute of the device, or NULL. */
+static char *sysfs_attr(const char *bus_id, const char *attr, char *buf, int len)
+{
+	char path[512];
+	FILE *f;
+	char *line;
+
+	snprintf(path, sizeof(path), SYSFS_PCI "%s/%s", bus_id, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	line = fgets(buf, len, f);
+	fclose(f);
+	if (line)
+		line[strcspn(line, "\n")] = 0;
+	return line;
+}
+
+/* MSI-X vectors the driver uses, as sysfs lists them (the table's size is in config space). */
+static unsigned int sysfs_msix_vectors(const char *bus_id)
+{
+	unsigned int count = 0;
+	struct dirent *e;
+	char dir[128], attr[16 + sizeof(e->d_name)], mode[16];
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), SYSFS_PCI "%s/msi_irqs", bus_id);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		snprintf(attr, sizeof(attr), "msi_irqs/%s", e->d_name);
+		if (e->d_name[0] != '.' && sysfs_attr(bus_id, attr, mode, sizeof(mode)) &&
+		    !strcmp(mode, "msix"))
+			count++;
+	}
+	closedir(d);
+	return count;
+}
+
+static void show_msix(struct pci_dev *d, const char *bus_id)
 {
 	struct pci_cap *cap = pci_find_cap(d, PCI_CAP_ID_MSIX, PCI_CAP_NORMAL);
-	unsigned int control;
+	unsigned int control, vectors;
 
 	if (!cap) {
-		field("msi-x", "none");
+		vectors = sysfs_msix_vectors(bus_id);
+		if (vectors)
+			field("msi-x", "enabled, %u vectors in use", vectors);
+		else
+			field("msi-x", "%s", config_readable(bus_id) ? "none" : NEEDS_ROOT);
 		return;
 	}
 	control = pci_read_word(d, cap->addr + PCI_CAP_FLAGS);
@@ -145,14 +216,32 @@ static const char *link_speed(unsigned int code)
 	return code < ARRAY_SIZE(speeds) && speeds[code] ? speeds[code] : "unknown";
 }
 
+/* The link as sysfs tells it ("2.5 GT/s PCIe" and a width); 0 if it does not. */
+static int sysfs_link(const char *bus_id)
+{
+	char speed[32], width[16], max_speed[32], max_width[16];
+
+	if (!sysfs_attr(bus_id, "current_link_speed", speed, sizeof(speed)) ||
+	    !sysfs_attr(bus_id, "current_link_width", width, sizeof(width)) ||
+	    !sysfs_attr(bus_id, "max_link_speed", max_speed, sizeof(max_speed)) ||
+	    !sysfs_attr(bus_id, "max_link_width", max_width, sizeof(max_width)))
+		return 0;
+	speed[strcspn(speed, " ")] = 0;
+	max_speed[strcspn(max_speed, " ")] = 0;
+	field("link", "%s GT/s x%s (max %s GT/s x%s)", speed, width, max_speed, max_width);
+	return 1;
+}
+
 /* Link registers of the PCI Express capability; config space past 64 bytes needs root. */
-static void show_link(struct pci_dev *d)
+static void show_link(struct pci_dev *d, const char *bus_id)
 {
 	struct pci_cap *cap = pci_find_cap(d, PCI_CAP_ID_EXP, PCI_CAP_NORMAL);
 	unsigned int type, lnkcap, lnksta;
 
 	if (!cap) {
-		field("link", "none (conventional PCI)");
+		if (!sysfs_link(bus_id))
+			field("link", "%s", config_readable(bus_id) ? "none (conventional PCI)" :
+				      NEEDS_ROOT);
 		return;
 	}
 	type = (pci_read_word(d, cap->addr + PCI_EXP_FLAGS) & PCI_EXP_FLAGS_TYPE) >> 4;
@@ -216,13 +305,13 @@ static void show_pci(struct pci_access *pacc, const char *bus_id)
 		field("irq", "%d", d->irq);
 	else
 		field("irq", "none");
-	show_msix(d);
+	show_msix(d, bus_id);
 	show_bars(d);
 	if (d->numa_node >= 0)
 		field("numa node", "%d", d->numa_node);
 	else
 		field("numa node", "none");
-	show_link(d);
+	show_link(d, bus_id);
 }
 
 static const char *status_name(uint32_t status)
