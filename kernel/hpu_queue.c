@@ -361,6 +361,19 @@ static bool hpu_queue_reset(struct hpu_queue *q)
 }
 
 /*
+ * How the job a reset was for ends: cancelled, or timed out unless the
+ * device reported a failure of its own (not the reset's ABORTED).
+ */
+static int hpu_queue_bad_result(const struct hpu_job *bad, bool cancel)
+{
+	int err = bad->hw_error;
+
+	if (cancel)
+		return -ECANCELED;
+	return err && err != -ECANCELED ? err : -ETIMEDOUT;
+}
+
+/*
  * After a reset: end the jobs it ended, and push the ones it dropped
  * before they started again, in their order.
  */
@@ -378,9 +391,7 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 		if (hpu_queue_slot_done(q, job))
 			hpu_queue_end_locked(q, job, 0, done);
 		else if (job == bad)
-			hpu_queue_end_locked(q, job, cancel ? -ECANCELED :
-					     err && err != -ECANCELED ? err : -ETIMEDOUT,
-					     done);
+			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, cancel), done);
 		else if (err)
 			hpu_queue_end_locked(q, job, err, done);
 		else if (READ_ONCE(job->ctx->closing))
@@ -479,9 +490,9 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 				     q->index, bad->ctx->asid,
 				     jiffies_to_msecs(jiffies - bad->head_since));
 	if (!hpu_queue_reset(q)) {
+		/* Its ABORTED event may have come already, or come later: this error stays. */
 		spin_lock_irq(&q->lock);
-		if (!bad->hw_error)
-			bad->hw_error = cancel ? -ECANCELED : -ETIMEDOUT;
+		bad->hw_error = hpu_queue_bad_result(bad, cancel);
 		q->wedged = true;
 		spin_unlock_irq(&q->lock);
 		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
