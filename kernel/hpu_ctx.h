@@ -45,9 +45,11 @@ struct hpu_ctx {
 	u64 fence_context;
 	/*
 	 * Under queues[q].lock: the scan of queue q's waiting list that found
-	 * a job of this context that cannot go yet.
+	 * a job of this context that cannot go yet, and how many of its jobs
+	 * are in queue q's ring (bounded by max_file_ring_jobs, hpu_sched.c).
 	 */
 	u32 blocked_scan[HPU_NUM_QUEUES];
+	u32 ring_jobs[HPU_NUM_QUEUES];
 
 	/* Serializes SUBMIT, so that sequence numbers follow the push order. */
 	struct mutex submit_lock;

@@ -23,8 +23,10 @@
  * When a job runs past the timeout (or belongs to a closing file), the
  * scheduler's timeout work resets the queue (Q_CTRL_RESET): the running
  * job is aborted and fails with -ETIMEDOUT (-ECANCELED when cancelled), the
- * device drops the jobs queued behind it, and they are pushed again in
- * their order: other files' jobs do not suffer.
+ * device drops the jobs queued behind it, and they are pushed again, each
+ * file's in its order, other files' first: a file whose jobs time out one
+ * after the other delays other files' jobs by one timeout, not by all of
+ * them.
  *
  * A reset that does not end within queue_reset_timeout_us leaves the
  * engine inside a job that may still write its memory: the device is
@@ -130,6 +132,13 @@ static bool hpu_queue_consumed(const struct hpu_job *job, u32 ci)
 	return (s32)(ci - job->ring_pos) > 0;
 }
 
+/* @job, in the ring, leaves it (ended, or dropped by a reset). */
+static void hpu_queue_unqueue_locked(struct hpu_queue *q, struct hpu_job *job)
+{
+	q->queued--;
+	job->ctx->ring_jobs[q->index]--;
+}
+
 /* End @job, in the ring or waiting, with @result; signal @done after unlocking. */
 void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
 			  int result, struct list_head *done)
@@ -137,7 +146,7 @@ void hpu_queue_end_locked(struct hpu_queue *q, struct hpu_job *job,
 	lockdep_assert_held(&q->lock);
 
 	if (job->state == HPU_JOB_QUEUED)
-		q->queued--;
+		hpu_queue_unqueue_locked(q, job);
 	job->state = HPU_JOB_ENDED;
 	job->result = result;
 	list_move_tail(&job->link, done);
@@ -285,6 +294,7 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	}
 	list_add_tail(&job->link, &q->pending);
 	q->queued++;
+	job->ctx->ring_jobs[q->index]++;
 
 	/* writel() orders the descriptor and command buffer before the doorbell. */
 	hpu_qwreg(q, HPU_Q_PI, q->pi);
@@ -375,13 +385,15 @@ static int hpu_queue_bad_result(const struct hpu_job *bad, bool cancel)
 
 /*
  * After a reset: end the jobs it ended, and push the ones it dropped
- * before they started again, in their order.
+ * before they started again; each file's in order, but @bad's file's
+ * after the others'.
  */
 static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad, bool cancel,
 				       struct list_head *done)
 {
 	struct hpu_job *job, *tmp;
 	LIST_HEAD(again);
+	LIST_HEAD(last);
 
 	lockdep_assert_held(&q->lock);
 
@@ -398,11 +410,12 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 			hpu_queue_end_locked(q, job, -ECANCELED, done);
 		else {
 			/* Dropped by the reset before it started. */
-			list_move_tail(&job->link, &again);
-			q->queued--;
+			list_move_tail(&job->link, job->ctx == bad->ctx ? &last : &again);
+			hpu_queue_unqueue_locked(q, job);
 		}
 	}
 	q->resetting = false;
+	list_splice_tail(&last, &again);
 	list_for_each_entry_safe(job, tmp, &again, link) {
 		list_del(&job->link);
 		hpu_queue_push_locked(q, job);

@@ -14,9 +14,13 @@
  *    a job waits while an earlier job of its file on that queue waits;
  *  - a job waits until the fences of its in-syncobjs have signalled; the
  *    callback of the last one pushes it;
- *  - the ring holds at most HPU_QUEUE_ENTRIES - 1 jobs; the waiting jobs
- *    of all files take the room that ending jobs free in submission order,
- *    so files only ever wait for each other on ring space.
+ *  - the ring holds at most HPU_QUEUE_ENTRIES - 1 jobs, and at most
+ *    max_file_ring_jobs of one file; the waiting jobs of all files take
+ *    the room that ending jobs free in submission order, but a file at its
+ *    share waits for its own jobs to end while the others' go on.  So a
+ *    file cannot fill a ring with jobs that park on a WAIT: another file's
+ *    job enters the ring, and a queue reset puts it ahead of the parked
+ *    ones (hpu_queue_recover()).
  *
  * A delayed work per queue times out the oldest job in the ring
  * (hpu_queue_recover()), and a work per queue frees ended jobs: freeing
@@ -25,6 +29,7 @@
 #include <linux/dma-fence.h>
 #include <linux/jiffies.h>
 #include <linux/lockdep.h>
+#include <linux/moduleparam.h>
 #include <linux/workqueue.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
@@ -35,6 +40,19 @@
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 
+static unsigned int max_file_ring_jobs = 64;
+module_param(max_file_ring_jobs, uint, 0644);
+MODULE_PARM_DESC(max_file_ring_jobs,
+		 "Jobs of one open file a hardware queue's ring holds at once (1..255; 0: 255)");
+
+/* A file's share of a ring: 1 .. all of it. */
+static u32 hpu_sched_file_share(void)
+{
+	u32 share = READ_ONCE(max_file_ring_jobs);
+
+	return share ? min_t(u32, share, HPU_QUEUE_ENTRIES - 1) : HPU_QUEUE_ENTRIES - 1;
+}
+
 /*
  * Push what may run of @q's waiting jobs, oldest first; with @error
  * (-ENODEV: the device is gone, outside drm_dev_enter(); -EIO: it
@@ -43,8 +61,8 @@
  */
 void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done)
 {
+	u32 scan, share = hpu_sched_file_share();
 	struct hpu_job *job, *tmp;
-	u32 scan;
 
 	lockdep_assert_held(&q->lock);
 
@@ -63,7 +81,8 @@ void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done
 		}
 		if (ctx->blocked_scan[q->index] == scan)
 			continue;
-		if (atomic_read(&job->deps_left)) {
+		if (atomic_read(&job->deps_left) ||
+		    (!ctx->kernel && ctx->ring_jobs[q->index] >= share)) {
 			ctx->blocked_scan[q->index] = scan;
 			continue;
 		}

@@ -9,6 +9,8 @@
  * command buffers and every address in them are translated there, and
  * privileged packets fail.  The driver's part is the binding's lifetime:
  *
+ * - a file holds at most max_file_uqueues of the device's queues, so that
+ *   one cannot take them all;
  * - the doorbell page is mapped through a GEM object of no memory whose
  *   fault handler inserts the page only while the binding is live; an
  *   unbind first ends that, then zaps the mappings, then resets the queue,
@@ -53,6 +55,11 @@ static struct hpu_uq_db *to_hpu_uq_db(struct drm_gem_object *obj)
 {
 	return container_of(obj, struct hpu_uq_db, base);
 }
+
+/* What the runtime takes: one per hardware queue. */
+static unsigned int max_file_uqueues = HPU_NUM_QUEUES;
+module_param(max_file_uqueues, uint, 0644);
+MODULE_PARM_DESC(max_file_uqueues, "User queues one open file may hold (0: all of them)");
 
 /* How often a queue that a reset did not stop is looked at for its engine having let go. */
 #define HPU_UQ_RELEASE_POLL_MS 100
@@ -250,22 +257,28 @@ static void hpu_uq_db_put(struct hpu_uq_db *db)
 	drm_gem_object_put(&db->base);
 }
 
-/* Bind a free queue to @ctx; returns it, or NULL if none is free.  Inside drm_dev_enter(). */
+/*
+ * Bind a free queue to @ctx; returns it, ERR_PTR(-EDQUOT) if @ctx holds its
+ * share, or ERR_PTR(-ENOSPC) if none is free.  Inside drm_dev_enter().
+ */
 static struct hpu_uq *hpu_uq_bind(struct hpu_device *hdev, struct hpu_ctx *ctx,
 				  struct hpu_uq_db *db, u64 ring_va, u32 ring_size)
 {
+	u32 u, held = 0, share = READ_ONCE(max_file_uqueues);
 	struct hpu_uqs *uqs = &hdev->uqs;
-	struct hpu_uq *uq = NULL;
-	u32 u;
+	struct hpu_uq *uq = ERR_PTR(-ENOSPC);
 
 	mutex_lock(&uqs->lock);
 	for (u = 0; u < uqs->count; u++) {
-		if (!uqs->q[u].ctx && !uqs->q[u].broken) {
+		if (uqs->q[u].ctx == ctx)
+			held++;
+		else if (IS_ERR(uq) && !uqs->q[u].ctx && !uqs->q[u].broken)
 			uq = &uqs->q[u];
-			break;
-		}
 	}
-	if (uq) {
+	if (share && held >= share)
+		uq = ERR_PTR(-EDQUOT);
+	if (!IS_ERR(uq)) {
+		u = uq->index;
 		/* Free queues are disabled, so ASID may be written; RING_SIZE last enables. */
 		hpu_uq_wreg(hdev, u, HPU_UQ_ASID, ctx->asid);
 		hpu_uq_wreg(hdev, u, HPU_UQ_RING_LO, lower_32_bits(ring_va));
@@ -531,9 +544,9 @@ int hpu_ioctl_uqueue_create(struct drm_device *drm, void *data, struct drm_file 
 	}
 	uq = hpu_uq_bind(hdev, file->driver_priv, db, args->ring_va, args->ring_size);
 	drm_dev_exit(idx);
-	if (!uq) {
+	if (IS_ERR(uq)) {
 		hpu_uq_db_put(db);
-		return -ENOSPC;
+		return PTR_ERR(uq);
 	}
 	schedule_delayed_work(&hdev->uqs.watchdog, hdev->uqs.period);
 	args->id = uq->index;

@@ -264,6 +264,47 @@ FIXTURE_TEARDOWN(short)
 	hpu_reload("");
 }
 
+/*
+ * A file floods a queue with more jobs than its ring holds, each parked on
+ * a WAIT nobody signals, so each runs until the job timeout: another
+ * file's job on that queue still ends within about one timeout, not
+ * after all of them.
+ */
+TEST_F(short, parked_jobs_of_one_file_do_not_starve_another)
+{
+	enum { FLOOD = 300 };
+	uint8_t *dst = hpu_host_pages(HPU_PAGE);
+	uint64_t sync = 0, dst_va = 0, seq = 0, theirs = 0;
+	double t0, s;
+	unsigned int i;
+	int fd2, err = 0, ret;
+	uint32_t h;
+
+	ASSERT_NE(NULL, dst);
+	memset(dst, 0, HPU_PAGE);
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, RW, &sync));
+	for (i = 0; i < FLOOD; i++)
+		ASSERT_EQ(0, submit_parked(self->fd, 2, sync, 0, &seq));
+
+	fd2 = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, hpu_vm_map(fd2, 0, 0, dst, HPU_PAGE, RW, &dst_va));
+	t0 = hpu_now_s();
+	ASSERT_EQ(0, submit_mark(fd2, 2, dst_va, 9, 0, &theirs));
+	ret = hpu_wait(fd2, theirs, 10000000000ll, &err);
+	s = hpu_now_s() - t0;
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(9, dst[0]);
+	/* A timeout (0.3 s) and a reset, with the emulator's slack. */
+	EXPECT_GT(3.0, s);
+	TH_LOG("the other file's job ended after %.2f s", s);
+	/* The flood's last job is still waiting its turn. */
+	EXPECT_EQ(-ETIME, hpu_wait(self->fd, seq, 0, &err));
+	close(fd2);
+}
+
 /* Q<q>_STATUS as debugfs "regs" shows it, or -1. */
 static long queue_status(const char *bdf, unsigned int q)
 {

@@ -301,6 +301,29 @@ TEST_F(uq, pool_is_shared_and_returned_at_close)
 		close(fds[i]);
 }
 
+/* A file holds at most max_file_uqueues (4 by default) queues: -EDQUOT past that, not -ENOSPC. */
+TEST_F(uq, a_file_gets_at_most_its_share)
+{
+	int other = hpu_open_node(self->bdf);
+	uint32_t id[4], theirs;
+	uint64_t offset;
+	unsigned int i;
+
+	ASSERT_LE(0, other);
+	/* The fixture's queue is the first of four. */
+	for (i = 1; i < 4; i++)
+		ASSERT_EQ(0, hpu_uq_create(self->fd, self->q.va, HPU_UQ_TEST_RING, &id[i], &offset));
+	EXPECT_EQ(-EDQUOT, hpu_uq_create(self->fd, self->q.va, HPU_UQ_TEST_RING, &id[0], &offset));
+	/* Other files still get theirs. */
+	EXPECT_EQ(0, hpu_uq_create(other, self->q.va, HPU_UQ_TEST_RING, &theirs, &offset));
+	/* A destroyed queue makes room in the share again. */
+	EXPECT_EQ(0, hpu_uq_destroy(self->fd, id[3]));
+	EXPECT_EQ(0, hpu_uq_create(self->fd, self->q.va, HPU_UQ_TEST_RING, &id[3], &offset));
+	for (i = 1; i < 4; i++)
+		EXPECT_EQ(0, hpu_uq_destroy(self->fd, id[i]));
+	close(other);
+}
+
 /* Unmapped pages stay pinned until the job that might use them has ended, and it faults. */
 TEST_F(uq, unmap_waits_for_running_jobs)
 {

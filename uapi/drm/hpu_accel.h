@@ -183,7 +183,9 @@ struct drm_hpu_vm_unmap {
  * out_syncobj (if non-zero) is signalled when the last job ends.  A command
  * buffer with a privileged opcode is refused with -EPERM, any other
  * malformed packet with -EINVAL; nothing is queued then; -EIO: the device
- * malfunctions.
+ * malfunctions.  A ring holds at most the max_file_ring_jobs module
+ * parameter's jobs of one file (64 by default); the file's further jobs
+ * wait in the driver, in order, while other files' jobs go on.
  */
 struct drm_hpu_job {
 	__u64 cb_ptr;  /* user address of the command buffer */
@@ -234,8 +236,9 @@ struct drm_hpu_wait {
  * bytes at doorbell_offset of this file.  Errors: -EINVAL flags or pad set,
  * ring_size not a power of two in 2..4096, ring_va not 32-byte aligned or
  * the ring wraps; -EOPNOTSUPP the device has no user queues; -ENOSPC all
- * are taken; -EIO the device malfunctions.  Closing the file destroys its
- * queues.
+ * are taken; -EDQUOT this file holds its share (the max_file_uqueues module
+ * parameter, 4 by default); -EIO the device malfunctions.  Closing the
+ * file destroys its queues.
  */
 #define DRM_HPU_UQUEUE_RING_MIN 2u
 #define DRM_HPU_UQUEUE_RING_MAX 4096u
