@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include <drm/hpu_accel.h>
+#include <drm/hpu_kernels.h>
 #include <drm/hpu_packets.h>
 
 #define HPU_PAGE 4096ull
@@ -175,6 +176,31 @@ static inline void hpu_cb_wait(struct hpu_cb *cb, uint64_t addr, uint32_t value)
 static inline void hpu_cb_gemm(struct hpu_cb *cb, const struct hpu_pkt_mme_gemm *gemm)
 {
 	hpu_cb_put(cb, gemm, sizeof(*gemm));
+}
+
+/* The side of the square fp32 matrices of hpu_cb_slow_gemms(), and the bytes of each. */
+#define HPU_SLOW_GEMM_N 1024u
+#define HPU_SLOW_GEMM_BYTES ((uint64_t)HPU_SLOW_GEMM_N * HPU_SLOW_GEMM_N * 4)
+
+/*
+ * count GEMMs c = a * b of HPU_SLOW_GEMM_N square fp32 matrices: each a
+ * step of a billion multiply-adds, which a queue reset does not cut short
+ * (tens of ms).
+ */
+static inline void hpu_cb_slow_gemms(struct hpu_cb *cb, uint64_t a, uint64_t b, uint64_t c,
+				     unsigned int count)
+{
+	const struct hpu_pkt_mme_gemm g = {
+		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
+		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = 1,
+		.m = HPU_SLOW_GEMM_N, .n = HPU_SLOW_GEMM_N, .k = HPU_SLOW_GEMM_N,
+		.a = a, .b = b, .c = c,
+		.lda = HPU_SLOW_GEMM_N, .ldb = HPU_SLOW_GEMM_N, .ldc = HPU_SLOW_GEMM_N,
+		.alpha = 0x3f800000, /* 1.0f */
+	};
+
+	while (count--)
+		hpu_cb_gemm(cb, &g);
 }
 
 static inline void hpu_cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t params_size)

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <time.h>
 
-#include <drm/hpu_kernels.h>
-
 #include "kselftest_harness.h"
 
 #include "hpu_abi.h"
@@ -324,9 +322,6 @@ static long queue_status(const char *bdf, unsigned int q)
 	return status;
 }
 
-#define GEMM_N 1024u
-#define GEMM_BYTES ((uint64_t)GEMM_N * GEMM_N * 4)
-
 /*
  * A reset that does not stop the engine (it has a microsecond, and the
  * engine is inside a GEMM step): the device reads MALFUNCTION and takes no
@@ -335,12 +330,6 @@ static long queue_status(const char *bdf, unsigned int q)
  */
 TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 {
-	struct hpu_pkt_mme_gemm g = {
-		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
-		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = 1,
-		.m = GEMM_N, .n = GEMM_N, .k = GEMM_N, .lda = GEMM_N, .ldb = GEMM_N, .ldc = GEMM_N,
-		.alpha = 0x3f800000,
-	};
 	struct hpu_cb cb = { .size = 0 };
 	struct drm_hpu_uqueue_create uqc = { .ring_va = 1 << 20, .ring_size = 4 };
 	struct drm_hpu_stats before, during, after;
@@ -352,15 +341,11 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 
 	/* A, B, C, and a buffer the job does not use. */
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, hpu_gem_create(self->fd, GEMM_BYTES, 0, &h[i]));
-		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, GEMM_BYTES, RW, &va[i]));
+		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &va[i]));
 	}
-	g.a = va[0];
-	g.b = va[1];
-	g.c = va[2];
-	/* Steps of a billion multiply-adds: tens of ms each, seconds in all. */
-	for (i = 0; i < 64; i++)
-		hpu_cb_gemm(&cb, &g);
+	/* Seconds in all. */
+	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 64);
 	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
 	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb.buf, cb.size, &seq));
@@ -379,7 +364,7 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 	/* The first query reaps the unmapped buffer, the second sees it gone. */
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
-	EXPECT_EQ(before.hbm_used - GEMM_BYTES, after.hbm_used);
+	EXPECT_EQ(before.hbm_used - HPU_SLOW_GEMM_BYTES, after.hbm_used);
 
 	/* No new work: not from SUBMIT, nor a user queue. */
 	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));

@@ -526,4 +526,38 @@ TEST_F(watchdog, a_lost_interrupt_costs_at_most_a_period)
 	hpu_uq_close(&q);
 }
 
+/*
+ * The watchdog's reset of a user queue that does not stop the engine (it
+ * has a microsecond, and the engine is inside a GEMM step): the device
+ * reads MALFUNCTION and takes no new queue; the job still ends, aborted,
+ * and the destroy returns once the engine has let go.
+ */
+TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
+{
+	struct hpu_cb cb = { .size = 0 };
+	uint64_t va[3], offset;
+	uint32_t h[3], pos, id;
+	unsigned int i;
+	struct hpu_uq q;
+	char mark[64];
+
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, HPU_SLOW_GEMM_BYTES,
+					DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va[i]));
+	}
+	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
+	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
+	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 64);
+	pos = hpu_uq_put(&q, &cb, 0);
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	hpu_uq_ring(&q);
+	EXPECT_EQ(0, hpu_uq_wait(self->fd, q.id, pos + 1, -1, NULL));
+	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&q, pos)->status);
+	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ does not stop"));
+	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
+	EXPECT_EQ(-EIO, hpu_uq_create(self->fd, q.va, HPU_UQ_TEST_RING, &id, &offset));
+	hpu_uq_close(&q);
+}
+
 TEST_HARNESS_MAIN
