@@ -47,6 +47,7 @@ void hpu_tmem_init(struct hpu_tmem_set *set)
 {
 	set->count = 0;
 	set->mapped = 0;
+	set->staged = 0;
 }
 
 unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, bool write)
@@ -81,6 +82,9 @@ static int hpu_tmem_copy_run(struct hpu_job *job, const struct hpu_mmu_run *run,
 	uint8_t *hbm;
 	int err;
 
+	/* A run is a page or more: gathering 1 GiB of scattered pages takes a while. */
+	if (hpu_job_cancelled(job))
+		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 	if (run->host) {
 		err = to_device ? ops->dma_write(job->core->opaque, run->addr, buf, run->len) :
 				  ops->dma_read(job->core->opaque, run->addr, buf, run->len);
@@ -94,13 +98,20 @@ static int hpu_tmem_copy_run(struct hpu_job *job, const struct hpu_mmu_run *run,
 	return 0;
 }
 
-/* Gather the rest of r, from done on, into a fresh staging buffer. */
-static int hpu_tmem_stage(struct hpu_job *job, struct hpu_tmem *r, struct hpu_mmu_run run,
-			  uint64_t done)
+/* Gather the rest of r, from done on, into a fresh staging buffer of set's. */
+static int hpu_tmem_stage(struct hpu_job *job, struct hpu_tmem_set *set, struct hpu_tmem *r,
+			  struct hpu_mmu_run run, uint64_t done)
 {
-	r->staged = r->len <= SIZE_MAX ? malloc(r->len) : NULL;
+	if (r->len > HPU_TMEM_STAGE_MAX - set->staged) {
+		hpu_log(job->core, "queue 0x%" PRIx32 ": staging 0x%" PRIx64 " bytes at 0x%" PRIx64
+			" passes the 0x%llx a packet may stage", hpu_qman_queue_id(job->queue),
+			r->len, r->va, HPU_TMEM_STAGE_MAX);
+		return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, r->va);
+	}
+	r->staged = malloc(r->len);
 	if (!r->staged)
 		return hpu_tmem_oom(job, "staging", r->va);
+	set->staged += r->len;
 	for (;;) {
 		if (hpu_tmem_copy_run(job, &run, r->staged + done, false))
 			return -1;
@@ -112,7 +123,7 @@ static int hpu_tmem_stage(struct hpu_job *job, struct hpu_tmem *r, struct hpu_mm
 	}
 }
 
-static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem *r)
+static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem_set *set, struct hpu_tmem *r)
 {
 	struct hpu_mmu_run run;
 
@@ -123,7 +134,7 @@ static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem *r)
 		r->host = hpu_hbm_span(job->hbm, run.addr, r->len, r->write);
 		return 0;
 	}
-	if (hpu_tmem_stage(job, r, run, 0))
+	if (hpu_tmem_stage(job, set, r, run, 0))
 		return -1;
 	r->host = r->staged;
 	return 0;
@@ -132,7 +143,7 @@ static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem *r)
 int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
 {
 	for (set->mapped = 0; set->mapped < set->count; set->mapped++) {
-		if (hpu_tmem_map_one(job, &set->r[set->mapped])) {
+		if (hpu_tmem_map_one(job, set, &set->r[set->mapped])) {
 			/* The failed range's buffer too. */
 			set->mapped++;
 			hpu_tmem_release(set);
@@ -180,4 +191,5 @@ void hpu_tmem_release(struct hpu_tmem_set *set)
 		set->r[i].staged = NULL;
 	}
 	set->mapped = 0;
+	set->staged = 0;
 }

@@ -9,6 +9,11 @@
  * Ranges are collected first, so that a range named twice (an output that is
  * the very view of an input) is mapped once, with both intents.  Mapping
  * checks every page before anything is written.
+ *
+ * Staging costs host memory the guest names (a range may span 2^48 bytes:
+ * one HBM page mapped over and over), so a set stages HPU_TMEM_STAGE_MAX
+ * bytes at most; a packet that needs more is refused, and a queue reset
+ * stops a gather or scatter between two runs.
  */
 #ifndef HPU_TMEM_H
 #define HPU_TMEM_H
@@ -22,6 +27,9 @@
 /* Every tensor of a launch may be a distinct range. */
 #define HPU_TMEM_MAX HPU_KERNEL_MAX_TENSORS
 
+/* Bytes a set stages at most, all its ranges together. */
+#define HPU_TMEM_STAGE_MAX (1ull << 30)
+
 struct hpu_tmem {
 	uint64_t va, len;
 	bool write;
@@ -32,6 +40,7 @@ struct hpu_tmem {
 struct hpu_tmem_set {
 	unsigned int count;
 	unsigned int mapped;
+	uint64_t staged;   /* bytes of the mapped ranges' staging buffers */
 	struct hpu_tmem r[HPU_TMEM_MAX];
 };
 
@@ -57,7 +66,8 @@ unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, b
 /*
  * Map every range of the set.  0, or -1 with the job's fault: MMU_FAULT at
  * the first VA without a permitted mapping, DMA_ERROR when host memory
- * cannot be read or staged.  On failure nothing stays mapped.
+ * cannot be read or staged, BAD_KERNEL past HPU_TMEM_STAGE_MAX, ABORTED on
+ * a queue reset.  On failure nothing stays mapped.
  */
 int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set);
 

@@ -816,6 +816,39 @@ static void case_gemm_work_max(struct hpu_test *t)
 	free(many);
 }
 
+/*
+ * An operand that is not one run of HBM is staged in host memory, which the
+ * guest would name without bound: 2 MiB of HBM mapped over 1.2 GiB of VA.
+ */
+#define VA_ALIAS 0x2000000000ull
+#define ALIASES 600u
+
+static void case_gemm_stage_max(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	struct gemm g = gemm_good();
+	unsigned int i;
+
+	map_compute(t);
+	for (i = 0; i < ALIASES; i++)
+		pt_map_page(t, ASID, VA_ALIAS + (uint64_t)i * HPU_MMU_HUGE_SIZE, HBM_DATA,
+			    PTE_RW | HPU_PTE_HUGE);
+	/* A's two matrices 1.1 GiB apart: one range of more than a packet may stage. */
+	g.a = VA_ALIAS;
+	g.batch = 2;
+	g.stride_a = (ALIASES - 1) * (HPU_MMU_HUGE_SIZE / 4);
+	g.stride_b = g.stride_c = 0;
+	g.beta = 1;
+	cb_gemm(&cb, &g);
+	submit_user(t, 2, &cb, 7);
+	alloc_start();
+	run(t);
+	expect_event(t, HPU_EVENT_BAD_KERNEL, 2, ASID, MME_ENGINE(2), 7, VA_ALIAS, REFUSED_LOGS,
+		     __LINE__);
+	alloc_check(t, 0, __LINE__);
+	expect_usable(t, 2);
+}
+
 /* 16 GiB of HBM never written: it reads as zeros and costs the host nothing. */
 #define VA_HUGE 0x1000000000ull
 #define HBM_HUGE (1ull << 30)
@@ -1704,6 +1737,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "GEMM: how GEMMs are cut into steps and parts", case_gemm_plan },
 	{ "GEMM: queue reset while staging", case_gemm_abort },
 	{ "GEMM: working memory of many threads bounded", case_gemm_work_max },
+	{ "GEMM: an operand staged past HPU_TMEM_STAGE_MAX is refused", case_gemm_stage_max },
 	{ "launch: a tiny launch is one part", case_split_tiny },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
 	{ "launch: items split over every TPC, each done once", case_split_all },
