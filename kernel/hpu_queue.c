@@ -484,8 +484,14 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		bad->hw_error = -EIO;
 	}
 	cancel = bad && READ_ONCE(bad->ctx->closing);
-	if (bad && !cancel && time_before(jiffies, bad->head_since + q->timeout))
-		left = max(bad->head_since + q->timeout - jiffies, 1ul);
+	if (bad && !cancel) {
+		/* Charged for its own time: not for other queues' slices it waited through. */
+		unsigned long due = bad->head_since + q->timeout +
+				    usecs_to_jiffies(hpu_qrreg(q, HPU_Q_DEFERRED_US));
+
+		if (time_before(jiffies, due))
+			left = max(due - jiffies, 1ul);
+	}
 	if (!bad || left) {
 		hpu_sched_run_locked(q, 0, &done);
 		spin_unlock_irq(&q->lock);
@@ -499,9 +505,8 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 
 	if (!cancel)
 		dev_warn_ratelimited(hpu_dev(q->hdev),
-				     "queue %u: job of context %u timed out after %u ms, resetting the queue\n",
-				     q->index, bad->ctx->asid,
-				     jiffies_to_msecs(jiffies - bad->head_since));
+				     "queue %u: job of context %u timed out after %u ms of its own, resetting the queue\n",
+				     q->index, bad->ctx->asid, q->hdev->job_timeout_ms);
 	if (!hpu_queue_reset(q)) {
 		/* Its ABORTED event may have come already, or come later: this error stays. */
 		spin_lock_irq(&q->lock);

@@ -453,7 +453,8 @@ static void hpu_uq_watchdog(struct work_struct *work)
 			uq->watch_busy = true;
 			uq->watch_ci = ci;
 			uq->watch_since = jiffies;
-		} else if (time_after(jiffies, uq->watch_since + timeout)) {
+		} else if (time_after(jiffies, uq->watch_since + timeout +
+				      usecs_to_jiffies(hpu_uq_rreg(hdev, u, HPU_UQ_DEFERRED_US)))) {
 			dev_warn(hpu_dev(hdev),
 				 "user queue %u (asid %u): no job ended in %u ms: resetting it\n",
 				 u, uq->ctx->asid, hdev->job_timeout_ms);
