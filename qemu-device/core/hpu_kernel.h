@@ -117,7 +117,7 @@ static inline bool hpu_kstop(const struct hpu_kcall *c)
 }
 
 /* Elements a long loop visits between two looks at hpu_kstop(): well under a millisecond. */
-#define HPU_KPOLL (1u << 16)
+#define HPU_KPOLL (1u << 14)
 
 /* A long loop's pace: how many more elements it visits before it looks again; 0: stopped. */
 struct hpu_kpace {
@@ -506,10 +506,12 @@ static const uint32_t hpu_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
  * names (a constant array: the kernel's common case) runs a second copy of
  * the loop in which steps and dtypes are constants, which the compiler
  * turns into vector code; the elements and their order are the same.
+ * Spans are at most HPU_KPOLL elements, each paced through p: true when
+ * the walk stopped early (the launch should stop).
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) bool
 hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t end, hpu_kel_fn *f,
-	  const void *ctx, const uint32_t *dense)
+	  const void *ctx, const uint32_t *dense, struct hpu_kpace *p)
 {
 	struct hpu_kcur k[HPU_KERNEL_MAX_TENSORS];
 	struct hpu_kel e[HPU_KERNEL_MAX_TENSORS];
@@ -524,13 +526,15 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 		typed &= k[j].dtype == dense[j];
 	}
 	while (begin < end) {
-		uint64_t span = end - begin;
+		uint64_t span = end - begin < HPU_KPOLL ? end - begin : HPU_KPOLL;
 		bool packed = typed;
 
 		/* A span: as far as every operand goes along its dim 0. */
 		for (j = 0; j < n; j++)
 			if (k[j].left < span)
 				span = k[j].left;
+		if (hpu_kpace(p, span))
+			return true;
 		for (j = 0; j < n; j++) {
 			step[j] = k[j].step[0];
 			hpu_kcur_span(&k[j], span, &first[j]);
@@ -557,6 +561,7 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 		}
 		begin += span;
 	}
+	return false;
 }
 
 #endif /* HPU_KERNEL_H */

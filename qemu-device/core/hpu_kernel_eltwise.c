@@ -308,6 +308,7 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 		    c->t[0].dtype == c->t[1].dtype;
 	size_t size = hpu_dtype_size(c->t[0].dtype);
 	uint32_t nin = c->num_tensors - 1, j;
+	struct hpu_kpace p = hpu_kpace_start(c);
 	struct hpu_kcur k[1 + HPU_KELT_MAX_IN]; /* out, then the inputs */
 	/* One block of each input and of out; a scalar b takes the second input's row. */
 	union {
@@ -320,6 +321,8 @@ static void hpu_keltwise_run(const struct hpu_kcall *c, uint64_t begin, uint64_t
 	while (begin < end) {
 		size_t n = end - begin < HPU_KBLOCK ? end - begin : HPU_KBLOCK;
 
+		if (hpu_kpace(&p, n))
+			return;
 		/* The whole block is read before out is written: in place works. */
 		if (bits) {
 			hpu_kmove_bytes(&k[1], n, (uint8_t *)b.i.o, size, true);

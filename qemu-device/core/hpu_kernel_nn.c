@@ -48,8 +48,9 @@ hpu_grad_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end, hpu_grad_f
 	     const uint32_t *dense)
 {
 	const struct hpu_grad g = { c, f };
+	struct hpu_kpace p = hpu_kpace_start(c);
 
-	hpu_kwalk(c, 3, begin, end, hpu_grad_el, &g, dense);
+	hpu_kwalk(c, 3, begin, end, hpu_grad_el, &g, dense, &p);
 }
 
 static int hpu_relu_bwd_check(const struct hpu_kcall *c, uint64_t *items)
@@ -218,6 +219,7 @@ static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 		.offset = (uint64_t)hpu_kget_i(&c->t[3], 1),
 		.p = c->scalars[0],
 	};
+	struct hpu_kpace pace = hpu_kpace_start(c);
 
 	for (d.first = begin; d.first < end; d.first += HPU_DROPOUT_CHUNK) {
 		uint64_t n = end - d.first < HPU_DROPOUT_CHUNK ? end - d.first : HPU_DROPOUT_CHUNK;
@@ -230,7 +232,8 @@ static void hpu_dropout_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 					    (unsigned int)(blocks - b < HPU_PHILOX_LANES ?
 							   blocks - b : HPU_PHILOX_LANES),
 					    &d.u[b * HPU_PHILOX_WORDS]);
-		hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d, dense);
+		if (hpu_kwalk(c, 3, d.first, d.first + n, hpu_dropout_el, &d, dense, &pace))
+			return;
 	}
 }
 

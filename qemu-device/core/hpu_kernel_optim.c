@@ -86,8 +86,9 @@ HPU_KERNEL_AVX2 static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begi
 		c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3],
 		c->args[0] & HPU_SGD_NESTEROV, c->args[0] & HPU_SGD_FIRST_STEP,
 	};
+	struct hpu_kpace p = hpu_kpace_start(c);
 
-	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o, hpu_kwalk_f32);
+	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o, hpu_kwalk_f32, &p);
 }
 
 const struct hpu_kernel_def hpu_kernel_sgd = {
@@ -142,8 +143,9 @@ hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
 HPU_KERNEL_AVX2 static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	const struct hpu_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
+	struct hpu_kpace p = hpu_kpace_start(c);
 
-	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o, hpu_kwalk_f32);
+	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o, hpu_kwalk_f32, &p);
 }
 
 const struct hpu_kernel_def hpu_kernel_adadelta = {
@@ -210,8 +212,9 @@ HPU_KERNEL_AVX2 static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t be
 		lr, beta1, beta2, c->scalars[3], c->scalars[4],
 		lr / (1 - pow(beta1, t)), sqrt(1 - pow(beta2, t)),
 	};
+	struct hpu_kpace p = hpu_kpace_start(c);
 
-	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o, hpu_kwalk_f32);
+	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o, hpu_kwalk_f32, &p);
 }
 
 static void hpu_adamw_finish(const struct hpu_kcall *c)

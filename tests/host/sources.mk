@@ -40,6 +40,9 @@ HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hpu_kernel_optim.c \
 	tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
+# Hostile launches run by the whole device core, its engine on a thread.
+HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
+HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_SRCS_test_libhpu_graph := userspace/lib/hpu_ir.c userspace/lib/hpu_recompile.c userspace/lib/hpu_compiler.c \
 	userspace/lib/hpu_recipe_cache.c userspace/lib/hpu_metrics.c userspace/lib/hpu_encode.c \
 	userspace/lib/hpu_layout.c userspace/lib/hpu_cb.c userspace/lib/hpu_suballoc.c \
