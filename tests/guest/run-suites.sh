@@ -20,8 +20,10 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 # - uqueue_test reloads the module (job_timeout_ms=300, for the watchdog), reads the kernel log
 #   and holds back the device's interrupts (its MSI-X function mask, in config space);
 # - sched_test reloads the module (job_timeout_ms=300), sets queue_reset_timeout_us (sysfs) and
-#   reads the queues' registers (debugfs) and the kernel log.
-root_suites="lifecycle_test uqueue_test sched_test"
+#   reads the queues' registers (debugfs) and the kernel log;
+# - hostile_test runs its hostile and its victim as two users of the device group (uid 2002 and
+#   this user, with this RLIMIT_MEMLOCK), since a user's shares are its own.
+root_suites="lifecycle_test uqueue_test sched_test hostile_test"
 
 needs_root() {
 	case " $root_suites " in
