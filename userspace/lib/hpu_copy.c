@@ -4,7 +4,7 @@
  * struct hpu_copy and hands it to one path: checked, then enqueued on a
  * stream (the default stream for the synchronous ones, which then settle
  * it).  Host memory that is pinned is addressed directly; pageable memory
- * is staged through the stream's two pinned halves.
+ * is staged through the two pinned halves of the device's staging buffer.
  */
 #include <errno.h>
 #include <string.h>
@@ -66,33 +66,92 @@ static int hpu_copy_check(const struct hpu_copy *op)
 	return ret;
 }
 
-/* The half of the staging buffer whose last job is older, once that job has ended. */
-static int hpu_staging_half(struct hpu_stream *s, unsigned int *half)
+/*
+ * Takes the device's staging buffer for a copy on s, allocating it on first
+ * use.  The ops s recorded go first, so that the submits under the
+ * buffer's lock flush nothing (a flush compiles and launches graphs).
+ */
+static int hpu_staging_take(struct hpu_stream *s, struct hpu_staging **stp)
 {
-	*half = s->staging_job[0] <= s->staging_job[1] ? 0 : 1;
-	return hpu_stream_wait_job(s, s->staging_job[*half]);
+	struct hpu_staging *st = &s->dev->staging;
+	void *host;
+	int ret;
+
+	ret = hpu_lazy_flush(s);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&st->lock);
+	if (!st->host) {
+		ret = hpu_pinned_alloc(s->dev, 2 * st->half, &st->va, &host);
+		if (ret) {
+			pthread_mutex_unlock(&st->lock);
+			return ret;
+		}
+		st->host = host;
+	}
+	*stp = st;
+	return 0;
+}
+
+/* Waits for the last job that used half h to end: through s's counters if it is s's. */
+static int hpu_staging_wait(struct hpu_stream *s, const struct hpu_staging *st, unsigned int h)
+{
+	int error;
+
+	if (!st->last[h].seq)
+		return 0;
+	if (st->last[h].stream == s->id)
+		return hpu_stream_wait_job(s, st->last[h].index);
+	/* Another stream's job: its failure is that stream's to report. */
+	return hpu_job_wait(s->dev, st->last[h].queue, st->last[h].seq, HPU_FOREVER, &error);
+}
+
+/* The half whose last job is older, once that job has ended. */
+static int hpu_staging_half(struct hpu_stream *s, const struct hpu_staging *st,
+			    unsigned int *half)
+{
+	*half = st->last[0].seq <= st->last[1].seq ? 0 : 1;
+	return hpu_staging_wait(s, st, *half);
+}
+
+/* Submits a copy through half h of the buffer, which then waits for it. */
+static int hpu_staging_submit(struct hpu_stream *s, struct hpu_staging *st, unsigned int h,
+			      uint64_t dst, uint64_t src, uint64_t size, const char *what)
+{
+	struct hpu_cb cb;
+	int ret;
+
+	hpu_cb_init(&cb);
+	hpu_cb_copy(&cb, dst, src, size);
+	ret = hpu_stream_submit(s, &cb, what);
+	if (!ret)
+		st->last[h] = (typeof(st->last[h])){ .seq = hpu_stream_last_seq(s),
+						     .index = s->jobs, .stream = s->id,
+						     .queue = s->queue };
+	return ret;
 }
 
 /* Fill a half, copy it out: the caller may reuse src as soon as this returns. */
 static int hpu_copy_staged_h2d(struct hpu_stream *s, const struct hpu_copy *op, const char *what)
 {
+	struct hpu_staging *st;
 	uint64_t off, n;
 	unsigned int half;
-	struct hpu_cb cb;
 	int ret;
 
-	ret = hpu_stream_staging(s);
+	ret = hpu_staging_take(s, &st);
+	if (ret)
+		return ret;
 	for (off = 0; !ret && off < op->size; off += n) {
-		n = op->size - off < HPU_STAGING_HALF ? op->size - off : HPU_STAGING_HALF;
-		ret = hpu_staging_half(s, &half);
+		n = op->size - off < st->half ? op->size - off : st->half;
+		ret = hpu_staging_half(s, st, &half);
 		if (ret)
 			break;
-		memcpy(s->staging + half * HPU_STAGING_HALF, (char *)op->host + off, n);
-		hpu_cb_init(&cb);
-		hpu_cb_copy(&cb, op->dst + off, s->staging_va + half * HPU_STAGING_HALF, n);
-		ret = hpu_stream_submit(s, &cb, what);
-		s->staging_job[half] = s->jobs;
+		memcpy(st->host + half * st->half, (char *)op->host + off, n);
+		ret = hpu_staging_submit(s, st, half, op->dst + off, st->va + half * st->half, n,
+					 what);
 	}
+	pthread_mutex_unlock(&st->lock);
 	return ret;
 }
 
@@ -101,22 +160,18 @@ struct hpu_staged_chunk {
 	unsigned int half;
 };
 
-static int hpu_copy_d2h_chunk(struct hpu_stream *s, const struct hpu_copy *op, uint64_t off,
-			      const char *what, struct hpu_staged_chunk *chunk)
+static int hpu_copy_d2h_chunk(struct hpu_stream *s, struct hpu_staging *st,
+			      const struct hpu_copy *op, uint64_t off, const char *what,
+			      struct hpu_staged_chunk *chunk)
 {
-	struct hpu_cb cb;
 	int ret;
 
 	chunk->off = off;
-	chunk->size = op->size - off < HPU_STAGING_HALF ? op->size - off : HPU_STAGING_HALF;
-	ret = hpu_staging_half(s, &chunk->half);
-	if (ret)
-		return ret;
-	hpu_cb_init(&cb);
-	hpu_cb_copy(&cb, s->staging_va + chunk->half * HPU_STAGING_HALF, op->src + off,
-		    chunk->size);
-	ret = hpu_stream_submit(s, &cb, what);
-	s->staging_job[chunk->half] = s->jobs;
+	chunk->size = op->size - off < st->half ? op->size - off : st->half;
+	ret = hpu_staging_half(s, st, &chunk->half);
+	if (!ret)
+		ret = hpu_staging_submit(s, st, chunk->half, st->va + chunk->half * st->half,
+					 op->src + off, chunk->size, what);
 	return ret;
 }
 
@@ -127,27 +182,29 @@ static int hpu_copy_d2h_chunk(struct hpu_stream *s, const struct hpu_copy *op, u
 static int hpu_copy_staged_d2h(struct hpu_stream *s, const struct hpu_copy *op, const char *what)
 {
 	struct hpu_staged_chunk cur, next;
+	struct hpu_staging *st;
+	uint64_t next_off;
 	int ret;
 
-	ret = hpu_stream_staging(s);
-	if (!ret)
-		ret = hpu_copy_d2h_chunk(s, op, 0, what, &cur);
+	ret = hpu_staging_take(s, &st);
+	if (ret)
+		return ret;
+	ret = hpu_copy_d2h_chunk(s, st, op, 0, what, &cur);
 	while (!ret) {
-		uint64_t next_off = cur.off + cur.size;
-
+		next_off = cur.off + cur.size;
 		if (next_off < op->size)
-			ret = hpu_copy_d2h_chunk(s, op, next_off, what, &next);
+			ret = hpu_copy_d2h_chunk(s, st, op, next_off, what, &next);
 		if (!ret)
-			ret = hpu_stream_wait_job(s, s->staging_job[cur.half]);
+			ret = hpu_staging_wait(s, st, cur.half);
 		if (ret)
 			break;
-		memcpy((char *)op->host + cur.off, s->staging + cur.half * HPU_STAGING_HALF,
-		       cur.size);
+		memcpy((char *)op->host + cur.off, st->host + cur.half * st->half, cur.size);
 		if (next_off >= op->size)
-			return hpu_stream_settle_all(s, HPU_FOREVER);
+			break;
 		cur = next;
 	}
-	return ret;
+	pthread_mutex_unlock(&st->lock);
+	return ret ? ret : hpu_stream_settle_all(s, HPU_FOREVER);
 }
 
 /* With the stream's lock held. */

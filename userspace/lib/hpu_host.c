@@ -6,11 +6,23 @@
  * library's own staging buffers and sync slots), and the caller's memory
  * (hpu_host_register()).  A table of both, sorted by host address, turns a
  * host pointer into a device address for the copy functions.
+ *
+ * The driver charges every pin against the process's RLIMIT_MEMLOCK (8 MiB
+ * for an ordinary user by default) unless it has CAP_IPC_LOCK, so the
+ * cache's slabs and the device's staging buffer are sized from that limit:
+ * a device open with several streams, events and user queues must fit in
+ * it with room to spare for the caller's own pinned memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <drm/hpu_accel.h>
 
@@ -23,15 +35,95 @@ struct hpu_host_range {
 	bool registered;      /* by hpu_host_register(), else a slab */
 };
 
-static const struct hpu_suballoc_config hpu_pinned_config = {
-	.name = "pinned host memory",
-	.granule = 64, /* a cache line: enough for every sync slot */
-	.dedicated_align = HPU_PAGE_SIZE,
-	.pools = {
-		{ .max_request = 64 << 10, .slab_size = 1 << 20, .min_split = 64 },
-		{ .max_request = UINT64_MAX, .slab_size = 8 << 20, .min_split = 64 << 10 },
-	},
-};
+/* Bytes the process may pin: UINT64_MAX if RLIMIT_MEMLOCK is infinite or CAP_IPC_LOCK lifts it. */
+static uint64_t hpu_pin_limit(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	struct rlimit rl;
+
+	if (!syscall(SYS_capget, &hdr, caps) &&
+	    caps[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK))
+		return UINT64_MAX;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return rl.rlim_cur;
+}
+
+/* limit / div rounded down to a power of two, within [min, max]. */
+static uint64_t hpu_pin_share(uint64_t limit, uint64_t div, uint64_t min, uint64_t max)
+{
+	uint64_t v = limit / div;
+
+	if (v >= max)
+		return max;
+	if (v <= min)
+		return min;
+	return 1ull << (63 - __builtin_clzll(v));
+}
+
+/*
+ * With an 8 MiB limit, about 2.5 MiB for a device with a stream: slots
+ * (sync words, events) from 64 KiB slabs, parameter rings from 512 KiB
+ * slabs, user-queue rings (264 KiB) and a 1 MiB staging buffer each a slab
+ * of their own.  Without a limit: 1 MiB and 8 MiB slabs, 2 MiB halves.
+ */
+static void hpu_pinned_sizes(uint64_t limit, struct hpu_suballoc_config *config,
+			     uint64_t *staging_half)
+{
+	uint64_t small = hpu_pin_share(limit, 128, 64 << 10, 1 << 20);
+
+	*config = (struct hpu_suballoc_config){
+		.name = "pinned host memory",
+		.granule = 64, /* a cache line: enough for every sync slot */
+		.dedicated_align = HPU_PAGE_SIZE,
+		.pools = {
+			{ .max_request = small / 16, .slab_size = small, .min_split = 64 },
+			{ .max_request = UINT64_MAX,
+			  .slab_size = hpu_pin_share(limit, 16, 256 << 10, 8 << 20),
+			  .min_split = 64 << 10 },
+		},
+	};
+	*staging_half = hpu_pin_share(limit, 16, 64 << 10, 2 << 20);
+}
+
+/* What /proc says this process has pinned, in bytes; false if it cannot be read. */
+static bool hpu_pinned_now(uint64_t *bytes)
+{
+	unsigned long long kib = 0;
+	char line[128];
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "VmPin: %llu kB", &kib) == 1;
+	fclose(f);
+	*bytes = (uint64_t)kib << 10;
+	return found;
+}
+
+/*
+ * VM_MAP's -ENOMEM.  Under a limit it is almost always the limit (the
+ * driver charges the pages before anything else), which the message says
+ * with the numbers needed to raise it; else the driver's message stands.
+ */
+static int hpu_host_map_nomem(uint64_t size)
+{
+	uint64_t limit = hpu_pin_limit(), pinned;
+
+	if (limit == UINT64_MAX)
+		return -ENOMEM;
+	if (!hpu_pinned_now(&pinned))
+		return hpu_error_set(ENOMEM, "cannot pin %llu bytes of host memory: RLIMIT_MEMLOCK "
+				     "is %llu bytes (ulimit -l)", (unsigned long long)size,
+				     (unsigned long long)limit);
+	return hpu_error_set(ENOMEM, "cannot pin %llu bytes of host memory: RLIMIT_MEMLOCK is "
+			     "%llu bytes and %llu are pinned already (ulimit -l)",
+			     (unsigned long long)size, (unsigned long long)limit,
+			     (unsigned long long)pinned);
+}
 
 /* Pins and maps the pages holding [start, start + size). */
 static int hpu_host_map(struct hpu_device *dev, uintptr_t start, uint64_t size,
@@ -46,6 +138,8 @@ static int hpu_host_map(struct hpu_device *dev, uintptr_t start, uint64_t size,
 	int ret;
 
 	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_VM_MAP, &args);
+	if (ret == -ENOMEM)
+		return hpu_host_map_nomem(args.size);
 	if (ret)
 		return ret;
 	range->start = start;
@@ -205,14 +299,18 @@ static const struct hpu_suballoc_ops hpu_pinned_ops = {
 
 int hpu_host_init(struct hpu_device *dev)
 {
+	struct hpu_suballoc_config config;
 	int ret;
 
 	dev->host = (struct hpu_host_table){ 0 };
-	pthread_rwlock_init(&dev->host.lock, NULL);
-	ret = hpu_suballoc_create(&hpu_pinned_config, &hpu_pinned_ops, dev, &dev->pinned);
+	dev->staging = (struct hpu_staging){ 0 };
+	hpu_pinned_sizes(hpu_pin_limit(), &config, &dev->staging.half);
+	ret = hpu_suballoc_create(&config, &hpu_pinned_ops, dev, &dev->pinned);
 	if (ret)
-		pthread_rwlock_destroy(&dev->host.lock);
-	return ret;
+		return ret;
+	pthread_rwlock_init(&dev->host.lock, NULL);
+	pthread_mutex_init(&dev->staging.lock, NULL);
+	return 0;
 }
 
 void hpu_host_fini(struct hpu_device *dev)
@@ -225,6 +323,8 @@ void hpu_host_fini(struct hpu_device *dev)
 		hpu_host_unmap(dev, &dev->host.ranges[i]);
 	free(dev->host.ranges);
 	pthread_rwlock_destroy(&dev->host.lock);
+	/* The staging buffer was a block of the cache. */
+	pthread_mutex_destroy(&dev->staging.lock);
 }
 
 int hpu_pinned_alloc(struct hpu_device *dev, uint64_t size, uint64_t *va, void **host)
@@ -287,6 +387,11 @@ static int hpu_host_register_range(struct hpu_device *dev, void *ptr, size_t siz
 		return hpu_error_set(EINVAL, "%p + %zu wraps around", ptr, size);
 	/* Overlaps are found on insertion, under the table's lock. */
 	ret = hpu_host_map(dev, (uintptr_t)ptr, size, &range);
+	if (ret == -ENOMEM) {
+		/* The cache's unused slabs count against the same limit: give them back. */
+		hpu_suballoc_trim(dev->pinned);
+		ret = hpu_host_map(dev, (uintptr_t)ptr, size, &range);
+	}
 	if (ret)
 		return ret;
 	ret = hpu_host_insert(dev, &range);

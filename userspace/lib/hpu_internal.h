@@ -4,8 +4,8 @@
  * exported: the library builds with -fvisibility=hidden and only HPU_API
  * declarations of <hpu/hpu.h> are visible.
  *
- * Lock order, outermost first: device, stream, recipe cache, recipe, event,
- * sub-allocator, host table, jobs, disk cache.  No lock is held across a call into an
+ * Lock order, outermost first: device, stream, staging, recipe cache, recipe,
+ * event, sub-allocator, host table, jobs, disk cache.  No lock is held across a call into an
  * outer one.
  */
 #ifndef HPU_INTERNAL_H
@@ -230,6 +230,29 @@ struct hpu_host_table {
 	size_t count, capacity;
 };
 
+/*
+ * The device's staging buffer: pageable copies of every stream go through
+ * its two halves, one filling while the device copies the other, one copy
+ * at a time.  One buffer, not one per stream, so that what a process pins
+ * does not grow with its streams (RLIMIT_MEMLOCK).
+ */
+struct hpu_staging {
+	pthread_mutex_t lock; /* everything below */
+	uint64_t half;        /* bytes of each half, from the pinning limit */
+	uint64_t va;          /* allocated on first use */
+	uint8_t *host;
+	/* The last job that used each half: seq 0 if none. */
+	struct {
+		uint64_t seq, index; /* the device's number, the stream's */
+		unsigned int stream; /* id */
+		uint32_t queue;
+	} last[2];
+};
+
+/*
+ * Sizes the pinned cache's slabs and the staging buffer from what the
+ * process may pin (RLIMIT_MEMLOCK, unless CAP_IPC_LOCK lifts it).
+ */
 int hpu_host_init(struct hpu_device *dev);
 /* Unmaps the pinned cache and what the caller left registered. */
 void hpu_host_fini(struct hpu_device *dev);
@@ -262,10 +285,7 @@ struct hpu_stream_job {
  * stream; a chunk is refilled once the last job that used it has ended.
  */
 #define HPU_PARAM_CHUNKS 32u
-#define HPU_PARAM_CHUNK (8u << 10)
-
-/* Pageable copies go through two halves of a pinned buffer, one filling while one copies. */
-#define HPU_STAGING_HALF (2ull << 20)
+#define HPU_PARAM_CHUNK (4u << 10) /* 128 KiB pinned per stream that launches */
 
 struct hpu_stream {
 	struct hpu_device *dev;
@@ -283,10 +303,6 @@ struct hpu_stream {
 	/* Jobs verified + 1 .. jobs, oldest at ring[head]; capacity a power of two. */
 	struct hpu_stream_job *ring;
 	size_t ring_capacity, ring_head;
-	/* Staging buffer (allocated on first use) and the last job that used each half. */
-	uint64_t staging_va;
-	uint8_t *staging;
-	uint64_t staging_job[2];
 	/* Kernel parameter blocks (hpu_launch.c), allocated on first use. */
 	uint64_t params_va;
 	uint8_t *params;
@@ -329,7 +345,8 @@ int hpu_stream_settle(struct hpu_stream *stream, const struct hpu_settle *settle
 int hpu_stream_settle_all(struct hpu_stream *stream, int64_t timeout_ns);
 /* Waits for job index to end, ignoring its failure (a later settle reports it). */
 int hpu_stream_wait_job(struct hpu_stream *stream, uint64_t index);
-int hpu_stream_staging(struct hpu_stream *stream);
+/* The device's number of the stream's last job. */
+uint64_t hpu_stream_last_seq(const struct hpu_stream *stream);
 
 void hpu_stream_get(struct hpu_stream *stream);
 void hpu_stream_put(struct hpu_stream *stream);
@@ -852,6 +869,7 @@ struct hpu_device {
 	struct hpu_suballoc *mem;    /* device memory */
 	struct hpu_suballoc *pinned; /* pinned host memory */
 	struct hpu_host_table host;
+	struct hpu_staging staging;
 	struct hpu_fallback_state fallback;
 	struct hpu_recipe_cache recipes;
 };

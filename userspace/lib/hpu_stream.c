@@ -184,18 +184,9 @@ int hpu_stream_wait_job(struct hpu_stream *s, uint64_t index)
 			    &error);
 }
 
-int hpu_stream_staging(struct hpu_stream *s)
+uint64_t hpu_stream_last_seq(const struct hpu_stream *s)
 {
-	void *host;
-	int ret;
-
-	if (s->staging)
-		return 0;
-	ret = hpu_pinned_alloc(s->dev, 2 * HPU_STAGING_HALF, &s->staging_va, &host);
-	if (ret)
-		return ret;
-	s->staging = host;
-	return 0;
+	return hpu_stream_job_at(s, s->jobs)->seq;
 }
 
 /* With dev->lock held: a stream on the next queue in turn. */
@@ -248,8 +239,6 @@ void hpu_stream_put(struct hpu_stream *s)
 	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	hpu_pinned_free(s->dev, s->done_va);
-	if (s->staging)
-		hpu_pinned_free(s->dev, s->staging_va);
 	hpu_params_release(s);
 	hpu_ir_free(s->graph);
 	pthread_mutex_destroy(&s->lock);

@@ -27,9 +27,13 @@
 
 #include "hpu_internal.h"
 
-/* Descriptors per ring, and bytes of command buffers in flight per queue. */
+/*
+ * Descriptors per ring, and bytes of command buffers in flight per queue:
+ * a queue's ring and arena are pinned, 264 KiB, so that a device's four
+ * fit an ordinary user's RLIMIT_MEMLOCK with room to spare (hpu_host.c).
+ */
 #define HPU_UQ_ENTRIES 256u
-#define HPU_UQ_ARENA (512u << 10)
+#define HPU_UQ_ARENA (256u << 10)
 /* Command buffers start on their own cache line. */
 #define HPU_UQ_CB_ALIGN 64u
 /* A descriptor's status until the device writes it. */

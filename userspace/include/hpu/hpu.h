@@ -223,7 +223,7 @@ struct hpu_mem_stats {
 	uint32_t size; /* in: sizeof(struct hpu_mem_stats); out: bytes filled */
 	uint32_t pad;  /* written as 0 */
 	struct hpu_mem_cache_stats device;
-	/* hpu_host_alloc() memory, plus libhpu's own staging buffers and sync slots */
+	/* hpu_host_alloc() memory, plus libhpu's own staging buffer, user queues and sync slots */
 	struct hpu_mem_cache_stats host;
 };
 
@@ -236,7 +236,14 @@ HPU_API int hpu_mem_get_stats(struct hpu_device *dev, struct hpu_mem_stats *stat
  * The device reaches host memory only when it is pinned and mapped into the
  * device's address space.  Copies to and from pinned memory are
  * asynchronous; copies to and from any other (pageable) memory are staged
- * through pinned buffers of the stream, see hpu_memcpy_h2d_async().
+ * through the device's pinned staging buffer, see hpu_memcpy_h2d_async().
+ *
+ * The driver charges every pinned page against the process's
+ * RLIMIT_MEMLOCK (8 MiB for an ordinary user by default) unless it has
+ * CAP_IPC_LOCK.  libhpu sizes its own pinned memory from that limit, less than
+ * half of it with user queues, the staging buffer and several streams; the
+ * rest is the caller's.  Pinning past the limit fails with -ENOMEM and a
+ * message that gives the limit, what is pinned and what was asked.
  */
 
 /* Allocates size bytes of pinned host memory (64-byte aligned; from a cache like device memory). */
@@ -312,7 +319,7 @@ HPU_API int hpu_device_synchronize(struct hpu_device *dev);
  *
  * The _async functions enqueue on a stream and return: the memory must stay
  * valid until the stream gets there.  Pageable host memory is staged: an
- * H2D copy from it returns once the data is in the stream's staging buffer
+ * H2D copy from it returns once the data is in the device's staging buffer
  * (the caller may reuse its memory at once); a D2H copy to it waits for the
  * stream to finish the copy, so it synchronizes the stream.
  *
