@@ -5,6 +5,10 @@
  * argument errors, and teardown with work in flight.  Where the suites of
  * the raw ABI check the driver's contract, these check what <hpu/hpu.h>
  * promises on top of it.
+ *
+ * The suites run as an ordinary user whose pinned memory RLIMIT_MEMLOCK
+ * bounds (8 MiB): tests that pin size what they pin from what is left of
+ * the limit, and pinning past it must fail with a message that says so.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,8 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <hpu/hpu.h>
 
@@ -226,6 +234,81 @@ static void hpu_expect_fault(struct __test_metadata *_metadata, int ret, const c
 	regfree(&rx);
 }
 
+/* ---- RLIMIT_MEMLOCK: what the driver lets this process pin ---- */
+
+/* Kept for what the runtime pins of its own: its staging buffer, user queues, slots. */
+#define HPU_PIN_RESERVE ((size_t)3 << 20)
+
+/* Bytes the process may pin; SIZE_MAX if RLIMIT_MEMLOCK is infinite or CAP_IPC_LOCK lifts it. */
+static size_t hpu_pin_limit(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	struct rlimit rl;
+
+	if (!syscall(SYS_capget, &hdr, caps) &&
+	    caps[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK))
+		return SIZE_MAX;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	return rl.rlim_cur;
+}
+
+/* What the process has pinned (VmPin). */
+static size_t hpu_pinned_now(struct __test_metadata *_metadata)
+{
+	unsigned long long kib = 0;
+	char line[128];
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "VmPin: %llu kB", &kib) == 1;
+	fclose(f);
+	EXPECT_TRUE(found) TH_LOG("no VmPin in /proc/self/status");
+	return kib << 10;
+}
+
+/*
+ * want, or less if parts buffers of want bytes would not fit in what is left
+ * of the limit after the runtime's share: a whole number of pages, less one
+ * for a buffer that does not start on a page.
+ */
+static size_t hpu_pin_fit(struct __test_metadata *_metadata, size_t want, unsigned int parts)
+{
+	size_t limit = hpu_pin_limit(), used = hpu_pinned_now(_metadata) + HPU_PIN_RESERVE, each;
+
+	if (limit == SIZE_MAX)
+		return want;
+	ASSERT_LT(used, limit) TH_LOG("%zu bytes pinned, of %zu", used - HPU_PIN_RESERVE, limit);
+	each = ((limit - used) / parts & ~(size_t)4095) - 4096;
+	return want < each ? want : each;
+}
+
+/* Pinning size bytes (allocated, or registered if reg) fails: over RLIMIT_MEMLOCK, it says. */
+static void hpu_expect_pin_refused(struct __test_metadata *_metadata, struct hpu_device *dev,
+				   size_t size, bool reg)
+{
+	char why[96];
+	void *p = reg ? malloc(size) : NULL;
+
+	ASSERT_TRUE(p || !reg);
+	snprintf(why, sizeof(why), "RLIMIT_MEMLOCK is %zu bytes", hpu_pin_limit());
+	if (reg)
+		hpu_expect_error(_metadata, hpu_host_register(dev, p, size), ENOMEM,
+				 "hpu_host_register", why);
+	else
+		hpu_expect_error(_metadata, hpu_host_alloc(dev, size, &p), ENOMEM,
+				 "hpu_host_alloc", why);
+	EXPECT_NE(NULL, strstr(hpu_last_error(), "cannot pin ")) TH_LOG("%s", hpu_last_error());
+	if (reg)
+		free(p);
+	else
+		EXPECT_EQ(NULL, p);
+}
+
 /* ---- data integrity: every copy through the runtime, with each kind of host memory ---- */
 
 enum hpu_host_kind {
@@ -356,14 +439,38 @@ TEST_F(copy, small_sizes)
 		hpu_round_trip(_metadata, self->dev, variant->kind, sizes[i]);
 }
 
+/*
+ * A round trip of n bytes.  Pinned or registered, two buffers of n bytes
+ * may not fit under RLIMIT_MEMLOCK: then pinning past the limit fails as
+ * it should, and the round trip takes the most that fits.
+ */
+static void hpu_round_trip_large(struct __test_metadata *_metadata, struct hpu_device *dev,
+				 enum hpu_host_kind kind, size_t n)
+{
+	const size_t extra = HPU_DST_OFF + 3 * HPU_GUARD;
+	size_t fit = n;
+
+	if (kind != HPU_HOST_PAGEABLE) {
+		/* The first stream takes the user queues, pinned too. */
+		hpu_stream_destroy(hpu_new_stream(_metadata, dev));
+		fit = hpu_pin_fit(_metadata, n + extra, 2) - extra;
+	}
+	if (fit < n) {
+		hpu_expect_pin_refused(_metadata, dev, hpu_pin_limit() + 4096,
+				       kind == HPU_HOST_REGISTERED);
+		TH_LOG("RLIMIT_MEMLOCK: a round trip of %zu bytes, not %zu", fit, n);
+	}
+	hpu_round_trip(_metadata, dev, kind, fit);
+}
+
 TEST_F_TIMEOUT(copy, size_64mib, 120)
 {
-	hpu_round_trip(_metadata, self->dev, variant->kind, 64 * MiB);
+	hpu_round_trip_large(_metadata, self->dev, variant->kind, 64 * MiB);
 }
 
 TEST_F_TIMEOUT(copy, size_256mib, 300)
 {
-	hpu_round_trip(_metadata, self->dev, variant->kind, 256 * MiB);
+	hpu_round_trip_large(_metadata, self->dev, variant->kind, 256 * MiB);
 }
 
 /* ---- the caching allocator ---- */
@@ -436,7 +543,9 @@ TEST_F_TIMEOUT(mem, allocations_do_not_overlap, 60)
 		ASSERT_EQ(0, hpu_memset_async(s, blocks[i].addr, blocks[i].value, blocks[i].size));
 		total += blocks[i].size;
 	}
-	back = hpu_pinned(_metadata, self->dev, total);
+	/* Pageable: far more than RLIMIT_MEMLOCK lets a user pin. */
+	back = malloc(total);
+	ASSERT_NE(NULL, back);
 	for (i = 0, off = 0; i < N; i++) {
 		ASSERT_EQ(0, hpu_memcpy_d2h_async(s, back + off, blocks[i].addr, blocks[i].size));
 		off += blocks[i].size;
@@ -454,6 +563,45 @@ TEST_F_TIMEOUT(mem, allocations_do_not_overlap, 60)
 		EXPECT_LE(lo->addr + lo->size, hi->addr)
 			TH_LOG("blocks of %zu and %zu bytes overlap", lo->size, hi->size);
 	}
+	hpu_stream_destroy(s);
+	free(back);
+}
+
+/*
+ * RLIMIT_MEMLOCK bounds what a process pins: past it, hpu_host_alloc() and
+ * hpu_host_register() fail with -ENOMEM and a message with the limit and
+ * what was asked; within it they succeed, a registration even when the
+ * pinned cache holds freed memory (it gives its unused slabs back).
+ */
+TEST_F_TIMEOUT(mem, pinning_is_bounded_by_rlimit_memlock, 60)
+{
+	const size_t limit = hpu_pin_limit(), over = limit + 4096;
+	const size_t half = limit / 2 & ~(size_t)4095, most = limit / 4 * 3 & ~(size_t)4095;
+	struct hpu_stream *s;
+	void *p = NULL, *reg;
+	char asked[64];
+
+	if (limit == SIZE_MAX)
+		SKIP(return, "no RLIMIT_MEMLOCK applies (infinite, or CAP_IPC_LOCK)");
+	ASSERT_EQ(0, hpu_pinned_now(_metadata)) TH_LOG("the device pins nothing at open");
+	hpu_expect_pin_refused(_metadata, self->dev, over, false);
+	snprintf(asked, sizeof(asked), "cannot pin %zu bytes", over);
+	EXPECT_NE(NULL, strstr(hpu_last_error(), asked)) TH_LOG("%s", hpu_last_error());
+	hpu_expect_pin_refused(_metadata, self->dev, over, true);
+
+	ASSERT_EQ(0, hpu_host_alloc(self->dev, half, &p)) TH_LOG("%s", hpu_last_error());
+	ASSERT_EQ(0, hpu_host_free(self->dev, p));
+	reg = aligned_alloc(4096, most);
+	ASSERT_NE(NULL, reg);
+	ASSERT_EQ(0, hpu_host_register(self->dev, reg, most)) TH_LOG("%s", hpu_last_error());
+	EXPECT_GE(limit, hpu_pinned_now(_metadata));
+	ASSERT_EQ(0, hpu_host_unregister(self->dev, reg));
+	free(reg);
+
+	/* The refusals cost the device nothing: a stream works. */
+	s = hpu_new_stream(_metadata, self->dev);
+	ASSERT_EQ(0, hpu_memset_async(s, hpu_dev_alloc(_metadata, self->dev, 64), 0x77, 64));
+	hpu_sync(_metadata, s);
 	hpu_stream_destroy(s);
 }
 
@@ -597,16 +745,18 @@ HPU_DEVICE_FIXTURE(stream)
 TEST_F_TIMEOUT(stream, runs_in_order, 60)
 {
 	enum { HOPS = 6 };
-	const size_t n = 5 * MiB + 5; /* three staged chunks from pageable memory */
 	struct hpu_stream *s = hpu_new_stream(_metadata, self->dev);
-	uint8_t *src = malloc(n), *out = hpu_pinned(_metadata, self->dev, HOPS * n);
-	uint64_t d[HOPS], out_va;
+	/* Staged chunks from pageable memory, as many as the pinned last hop lets. */
+	const size_t n = hpu_pin_fit(_metadata, 5 * MiB + 5, 1);
+	uint8_t *src = malloc(n), *out = malloc((HOPS - 1) * n);
+	uint8_t *last = hpu_pinned(_metadata, self->dev, n);
+	uint64_t d[HOPS], last_va;
 	int i;
 
-	ASSERT_NE(NULL, src);
+	ASSERT_TRUE(src && out);
 	hpu_pattern(src, n, 42);
-	memset(out, HPU_HOST_GUARD, HOPS * n);
-	ASSERT_EQ(0, hpu_host_get_device_pointer(self->dev, out, &out_va))
+	memset(last, HPU_HOST_GUARD, n);
+	ASSERT_EQ(0, hpu_host_get_device_pointer(self->dev, last, &last_va))
 		TH_LOG("%s", hpu_last_error());
 	/* Each hop at another misalignment. */
 	for (i = 0; i < HOPS; i++)
@@ -617,15 +767,16 @@ TEST_F_TIMEOUT(stream, runs_in_order, 60)
 		ASSERT_EQ(0, hpu_memset_async(s, d[i - 1], 0, n));
 	}
 	/* The last hop lands in pinned host memory by its device address, the others read back. */
-	ASSERT_EQ(0, hpu_memcpy_d2d_async(s, out_va + (HOPS - 1) * n, d[HOPS - 1], n));
+	ASSERT_EQ(0, hpu_memcpy_d2d_async(s, last_va, d[HOPS - 1], n));
 	for (i = 0; i < HOPS - 1; i++)
 		ASSERT_EQ(0, hpu_memcpy_d2h_async(s, out + i * n, d[i], n));
 	hpu_sync(_metadata, s);
-	EXPECT_EQ(0, memcmp(out + (HOPS - 1) * n, src, n));
+	EXPECT_EQ(0, memcmp(last, src, n));
 	for (i = 0; i < HOPS - 1; i++)
 		hpu_expect_bytes(_metadata, out + i * n, n, 0, "cleared hop");
 	hpu_stream_destroy(s);
 	free(src);
+	free(out);
 }
 
 /*
@@ -761,6 +912,50 @@ TEST_F_TIMEOUT(stream, pageable_copies_complete_on_return, 60)
 	free(out);
 }
 
+/*
+ * Eight streams, each with an event and pageable copies both ways, fit in an
+ * ordinary user's RLIMIT_MEMLOCK with room to spare: the runtime's pinned
+ * memory does not grow with its streams (one staging buffer per device).
+ */
+TEST_F_TIMEOUT(stream, many_streams_fit_rlimit_memlock, 60)
+{
+	enum { STREAMS = 8 };
+	const size_t n = 3 * MiB + 7, limit = hpu_pin_limit();
+	struct hpu_stream *s[STREAMS];
+	struct hpu_event *ev[STREAMS];
+	uint64_t x = hpu_dev_alloc(_metadata, self->dev, n);
+	uint8_t *src = malloc(n), *out = malloc(n);
+	size_t pinned;
+	int i;
+
+	ASSERT_TRUE(src && out);
+	hpu_pattern(src, n, 9);
+	for (i = 0; i < STREAMS; i++) {
+		s[i] = hpu_new_stream(_metadata, self->dev);
+		ev[i] = hpu_new_event(_metadata, self->dev);
+	}
+	for (i = 0; i < STREAMS; i++) {
+		memset(out, 0, n);
+		src[i] ^= 0xff;
+		ASSERT_EQ(0, hpu_memcpy_h2d_async(s[i], x, src, n)) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_event_record(ev[i], s[i])) TH_LOG("%s", hpu_last_error());
+		ASSERT_EQ(0, hpu_memcpy_d2h_async(s[i], out, x, n)) TH_LOG("%s", hpu_last_error());
+		EXPECT_EQ(0, memcmp(out, src, n)) TH_LOG("stream %d", i);
+	}
+	for (i = 0; i < STREAMS; i++)
+		EXPECT_EQ(0, hpu_event_synchronize(ev[i])) TH_LOG("%s", hpu_last_error());
+	pinned = hpu_pinned_now(_metadata);
+	TH_LOG("%d streams and events: %zu KiB pinned", STREAMS, pinned >> 10);
+	if (limit != SIZE_MAX)
+		EXPECT_GE(limit / 2, pinned) TH_LOG("of an RLIMIT_MEMLOCK of %zu", limit);
+	for (i = 0; i < STREAMS; i++) {
+		hpu_event_destroy(ev[i]);
+		hpu_stream_destroy(s[i]);
+	}
+	free(src);
+	free(out);
+}
+
 TEST_F_TIMEOUT(stream, query_says_whether_work_ended, 60)
 {
 	struct hpu_stream *s = hpu_new_stream(_metadata, self->dev);
@@ -788,11 +983,13 @@ TEST_F_TIMEOUT(stream, query_says_whether_work_ended, 60)
  */
 TEST_F_TIMEOUT(stream, wait_event_orders_streams, 60)
 {
-	const size_t n = HPU_LONG_COPY, piece = 8 * MiB;
+	enum { PIECES = 8 };
 	struct hpu_stream *a = hpu_new_stream(_metadata, self->dev);
 	struct hpu_stream *b = hpu_new_stream(_metadata, self->dev);
 	struct hpu_event *done_a = hpu_new_event(_metadata, self->dev);
 	struct hpu_event *done_b = hpu_new_event(_metadata, self->dev);
+	const size_t piece = hpu_pin_fit(_metadata, HPU_LONG_COPY, 2) / PIECES;
+	const size_t n = PIECES * piece;
 	uint8_t *src = hpu_pinned(_metadata, self->dev, n);
 	uint8_t *out = hpu_pinned(_metadata, self->dev, n);
 	uint64_t x = hpu_dev_alloc(_metadata, self->dev, n);
@@ -831,7 +1028,7 @@ TEST_F_TIMEOUT(stream, wait_event_orders_streams, 60)
 TEST_F_TIMEOUT(stream, device_synchronize_waits_for_all, 60)
 {
 	enum { STREAMS = 3 };
-	const size_t n = 24 * MiB;
+	const size_t n = hpu_pin_fit(_metadata, 24 * MiB, 2 * STREAMS);
 	struct hpu_stream *s[STREAMS];
 	uint8_t *src = hpu_pinned(_metadata, self->dev, STREAMS * n);
 	uint8_t *out = hpu_pinned(_metadata, self->dev, STREAMS * n);
@@ -1150,9 +1347,9 @@ HPU_DEVICE_FIXTURE(teardown)
  */
 TEST_F_TIMEOUT(teardown, destroy_stream_with_work_in_flight, 60)
 {
-	const size_t n = 32 * MiB;
 	struct hpu_stream *s = hpu_new_stream(_metadata, self->dev);
 	struct hpu_event *ev = hpu_new_event(_metadata, self->dev);
+	const size_t n = hpu_pin_fit(_metadata, 32 * MiB, 2);
 	uint8_t *src = hpu_pinned(_metadata, self->dev, n);
 	uint8_t *out = hpu_pinned(_metadata, self->dev, n);
 	uint8_t *ref = malloc(n);
@@ -1203,20 +1400,23 @@ TEST_F_TIMEOUT(teardown, destroy_stream_with_work_in_flight, 60)
  */
 TEST_F_TIMEOUT(teardown, close_device_with_work_in_flight, 60)
 {
-	const size_t n = 32 * MiB, reg_size = 4 * MiB + 100;
 	struct hpu_device_stats before = hpu_stats(_metadata, self->dev), st;
 	struct hpu_device *dev2 = NULL, *dev3 = NULL;
 	struct hpu_stream *s1, *s2;
-	uint8_t *src, *reg = malloc(reg_size);
+	size_t n, reg_size;
+	uint8_t *src, *reg;
 	uint64_t x, y;
 	int i;
 
-	ASSERT_NE(NULL, reg);
 	ASSERT_EQ(0, hpu_device_open(0, &dev2)) TH_LOG("%s", hpu_last_error());
 	s1 = hpu_new_stream(_metadata, dev2);
 	s2 = hpu_new_stream(_metadata, dev2);
 	/* Left for hpu_device_close(), like the memory below. */
 	hpu_new_event(_metadata, dev2);
+	n = hpu_pin_fit(_metadata, 32 * MiB, 3);
+	reg_size = n < 4 * MiB + 100 ? n : 4 * MiB + 100;
+	reg = malloc(reg_size);
+	ASSERT_NE(NULL, reg);
 	src = hpu_pinned(_metadata, dev2, n);
 	x = hpu_dev_alloc(_metadata, dev2, n);
 	y = hpu_dev_alloc(_metadata, dev2, n);
