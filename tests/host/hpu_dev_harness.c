@@ -533,3 +533,49 @@ void expect_done(struct hpu_test *t, unsigned int q, int line)
 	hpu_check_eq(t, hpu_rd(t, HPU_REG_EQ_PI), hpu_rd(t, HPU_REG_EQ_CI), "EQ_PI", line);
 	hpu_test_expect_clean(t, line);
 }
+
+uint64_t xorshift64s(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dull;
+}
+
+struct launch launch_new(uint32_t kernel, uint32_t n)
+{
+	return (struct launch){
+		.p = { .version = HPU_KERNEL_PARAMS_VERSION, .kernel = kernel, .num_tensors = n },
+	};
+}
+
+uint32_t launch_size(const struct launch *l)
+{
+	return (uint32_t)(sizeof(l->p) + l->p.num_tensors * sizeof(l->t[0]));
+}
+
+struct hpu_tensor_desc desc(uint64_t va, uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+			    uint32_t bcast)
+{
+	struct hpu_tensor_desc d = { .addr = va, .dtype = dtype, .ndim = ndim };
+	int64_t stride = 1;
+	uint32_t k;
+
+	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
+		d.shape[k] = 1;
+	for (k = ndim; k-- > 0;) {
+		d.shape[k] = shape[k];
+		if (bcast >> k & 1)
+			continue;
+		d.strides[k] = stride;
+		stride *= (int64_t)shape[k];
+	}
+	return d;
+}
+
+void cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t size)
+{
+	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0));
+	cb_u32(cb, size);
+	cb_u64(cb, params);
+}

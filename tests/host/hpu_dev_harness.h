@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "hpu_dev_core.h"
+#include "hpu_kernels.h"
 #include "hpu_le.h"
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -203,5 +204,24 @@ void expect_done(struct hpu_test *t, unsigned int q, int line);
 #define EXPECT_EVENT(t, type, q, asid, engine, tag, addr) \
 	expect_event(t, type, q, asid, engine, tag, addr, 1, __LINE__)
 #define EXPECT_DONE(t, q) expect_done(t, q, __LINE__)
+
+/* xorshift64*: the suites' deterministic random numbers, from a state each suite seeds. */
+uint64_t xorshift64s(uint64_t *state);
+
+/* ---- TPC_LAUNCH ---- */
+
+/* A launch as it lies in memory (the host is little-endian, as the device), room for one more. */
+struct launch {
+	struct hpu_kernel_params p;
+	struct hpu_tensor_desc t[HPU_KERNEL_MAX_TENSORS + 1];
+};
+
+struct launch launch_new(uint32_t kernel, uint32_t n);
+/* Bytes of l's parameter block: its num_tensors descriptors. */
+uint32_t launch_size(const struct launch *l);
+/* A row-major descriptor of ndim dims; dims whose bit is set in bcast have stride 0. */
+struct hpu_tensor_desc desc(uint64_t va, uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+			    uint32_t bcast);
+void cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t size);
 
 #endif /* HPU_DEV_HARNESS_H */

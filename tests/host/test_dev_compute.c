@@ -150,10 +150,7 @@ static uint64_t hpu_rng = 0x243f6a8885a308d3ull;
 
 static uint64_t rnd(void)
 {
-	hpu_rng ^= hpu_rng >> 12;
-	hpu_rng ^= hpu_rng << 25;
-	hpu_rng ^= hpu_rng >> 27;
-	return hpu_rng * 0x2545f4914f6cdd1dull;
+	return xorshift64s(&hpu_rng);
 }
 
 /* A value in [-2, 2) of few bits, so bf16 holds it exactly. */
@@ -1048,41 +1045,6 @@ const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id)
 
 /* ---- TPC_LAUNCH: parameter blocks ---- */
 
-struct launch {
-	struct hpu_kernel_params p;
-	struct hpu_tensor_desc t[HPU_KERNEL_MAX_TENSORS + 1];
-};
-
-/* A contiguous row-major tensor of ndim dims. */
-static struct hpu_tensor_desc tensor(uint64_t va, uint32_t dtype, uint32_t ndim,
-				     const uint64_t *shape)
-{
-	struct hpu_tensor_desc d = { .addr = va, .dtype = dtype, .ndim = ndim };
-	int64_t stride = 1;
-	unsigned int k;
-
-	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
-		d.shape[k] = 1;
-	for (k = ndim; k-- > 0;) {
-		d.shape[k] = shape[k];
-		d.strides[k] = stride;
-		stride *= (int64_t)shape[k];
-	}
-	return d;
-}
-
-static struct launch launch_new(uint32_t kernel, uint32_t n)
-{
-	return (struct launch){
-		.p = { .version = HPU_KERNEL_PARAMS_VERSION, .kernel = kernel, .num_tensors = n },
-	};
-}
-
-static uint32_t launch_size(const struct launch *l)
-{
-	return (uint32_t)(sizeof(l->p) + l->p.num_tensors * sizeof(l->t[0]));
-}
-
 /* Serialise l (with room for extra descriptors) at va; returns its exact size. */
 static uint32_t launch_write(struct hpu_test *t, uint64_t va, const struct launch *l)
 {
@@ -1114,13 +1076,6 @@ static uint32_t launch_write(struct hpu_test *t, uint64_t va, const struct launc
 	}
 	va_write(t, va, buf, sizeof(buf));
 	return launch_size(l);
-}
-
-static void cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t size)
-{
-	cb_u32(cb, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0));
-	cb_u32(cb, size);
-	cb_u64(cb, params);
 }
 
 /* Run one launch on queue 0 as job tag 3. */
@@ -1169,7 +1124,7 @@ static void test_split(struct hpu_test *t, uint64_t items, unsigned int parts)
 	uint64_t shape[2] = { items / 8, 8 };
 
 	map_compute(t);
-	l.t[0] = tensor(VA_DATA, HPU_DTYPE_I32, 2, shape);
+	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 2, shape, 0);
 	launch_ok(t, &l, __LINE__);
 	HPU_CHECK_EQ(t, tk.parts, parts);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
@@ -1242,7 +1197,7 @@ static void case_empty(struct hpu_test *t)
 	const uint64_t shape[3] = { 4, 0, 9 };
 
 	map_compute(t);
-	l.t[0] = tensor(VA_UNMAPPED, HPU_DTYPE_I32, 3, shape);
+	l.t[0] = desc(VA_UNMAPPED, HPU_DTYPE_I32, 3, shape, 0);
 	launch_ok(t, &l, __LINE__);
 	HPU_CHECK_EQ(t, tk.parts, 0);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
@@ -1272,8 +1227,8 @@ static void test_axpy(struct hpu_test *t, uint64_t y_va, uint64_t x_va, unsigned
 		fill_floats(t, x_va, n, 1000);
 	va_read(t, y_va, y, n * sizeof(*y));
 	va_read(t, x_va, x, n * sizeof(*x));
-	l.t[0] = tensor(y_va, F32, 1, shape);
-	l.t[1] = tensor(x_va, F32, 1, shape);
+	l.t[0] = desc(y_va, F32, 1, shape, 0);
+	l.t[1] = desc(x_va, F32, 1, shape, 0);
 	launch_ok(t, &l, __LINE__);
 	for (i = 0; i < n; i++)
 		x[i] = 2 * y[i] + x[i];
@@ -1319,7 +1274,7 @@ static void case_params_in_hbm(struct hpu_test *t)
 
 	map_compute(t);
 	for (i = 0; i < HPU_ARRAY_SIZE(at); i++) {
-		l.t[0] = tensor(VA_DATA + 0x300000 + i * 0x100, HPU_DTYPE_I32, 1, shape);
+		l.t[0] = desc(VA_DATA + 0x300000 + i * 0x100, HPU_DTYPE_I32, 1, shape, 0);
 		launch_run(t, at[i], launch_write(t, at[i], &l));
 		EXPECT_DONE(t, 0);
 		expect_counts(t, VA_DATA + 0x300000 + i * 0x100, 10, 1, __LINE__);
@@ -1339,9 +1294,9 @@ static void case_library_kernel(struct hpu_test *t)
 	map_compute(t);
 	va_write(t, VA_DATA + 0x1000, grad, sizeof(grad));
 	va_write(t, VA_DATA + 0x2000, x, sizeof(x));
-	l.t[0] = tensor(VA_DATA, F32, 2, shape);
-	l.t[1] = tensor(VA_DATA + 0x1000, F32, 2, shape);
-	l.t[2] = tensor(VA_DATA + 0x2000, F32, 2, shape);
+	l.t[0] = desc(VA_DATA, F32, 2, shape, 0);
+	l.t[1] = desc(VA_DATA + 0x1000, F32, 2, shape, 0);
+	l.t[2] = desc(VA_DATA + 0x2000, F32, 2, shape, 0);
 	launch_ok(t, &l, __LINE__);
 	va_read(t, VA_DATA, out, sizeof(out));
 	for (i = 0; i < 12; i++)
@@ -1359,7 +1314,7 @@ static void case_launch_abort(struct hpu_test *t)
 	map_compute(t);
 	tk.t = t;
 	tk.finishes = 0;
-	l.t[0] = tensor(staged, HPU_DTYPE_I32, 1, shape);
+	l.t[0] = desc(staged, HPU_DTYPE_I32, 1, shape, 0);
 	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
 	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 0, ASID, HPU_ENGINE_TPC, 3, 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), hpu_rd(t, REG_Q(0, PI)));
@@ -1368,7 +1323,7 @@ static void case_launch_abort(struct hpu_test *t)
 		bad += read_i32(t, staged + 4 * i) != 0;
 	HPU_CHECK_EQ(t, bad, 0);
 	l = launch_new(TK_COUNT, 1);
-	l.t[0] = tensor(staged, HPU_DTYPE_I32, 1, shape);
+	l.t[0] = desc(staged, HPU_DTYPE_I32, 1, shape, 0);
 	launch_ok(t, &l, __LINE__);
 	expect_counts(t, staged, shape[0], 1, __LINE__);
 }
@@ -1451,9 +1406,9 @@ static void fz_random(struct launch *l)
 		default:
 			break;
 		}
-		l->t[i] = tensor(fz_va(false),
-				 rnd() % 8 ? dtype : fz_dtypes[rnd() % HPU_ARRAY_SIZE(fz_dtypes)], nd,
-				 own);
+		l->t[i] = desc(fz_va(false),
+			       rnd() % 8 ? dtype : fz_dtypes[rnd() % HPU_ARRAY_SIZE(fz_dtypes)], nd,
+			       own, 0);
 		if (!(rnd() % 8))
 			fz_stride(&l->t[i]);
 	}
@@ -1516,7 +1471,7 @@ static void fz_template(struct launch *l)
 
 		for (dim = op + 1; *dim; dim++)
 			shape[dim - op - 1] = sizes[*dim - 'A'];
-		l->t[i] = tensor(fz_va(dt == HPU_DTYPE_I64), dt, (uint32_t)(dim - op - 1), shape);
+		l->t[i] = desc(fz_va(dt == HPU_DTYPE_I64), dt, (uint32_t)(dim - op - 1), shape, 0);
 	}
 	if (rnd() % 2)
 		return;
@@ -1716,8 +1671,8 @@ static void test_launch_bad(struct hpu_test *t, const struct launch_bad_case *c)
 	map_compute(t);
 	memset(sentinel, 0xa5, sizeof(sentinel));
 	va_write(t, OUT_VA, sentinel, sizeof(sentinel));
-	l.t[0] = tensor(OUT_VA, F32, 1, shape);
-	l.t[1] = tensor(VA_HBM, F32, 1, shape);
+	l.t[0] = desc(OUT_VA, F32, 1, shape, 0);
+	l.t[1] = desc(VA_HBM, F32, 1, shape, 0);
 	size = launch_size(&l);
 	c->bend(&l, &params, &size);
 	launch_write(t, VA_PARAM, &l);

@@ -1209,10 +1209,7 @@ static uint64_t hpu_rng;
 /* xorshift64*: deterministic, seeded per run. */
 static uint64_t rnd(void)
 {
-	hpu_rng ^= hpu_rng >> 12;
-	hpu_rng ^= hpu_rng << 25;
-	hpu_rng ^= hpu_rng >> 27;
-	return hpu_rng * 0x2545f4914f6cdd1dull;
+	return xorshift64s(&hpu_rng);
 }
 
 static uint64_t rnd_below(uint64_t n)

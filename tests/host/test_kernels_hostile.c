@@ -44,12 +44,6 @@
 #define FUZZ_RUN_MS 30.0
 #define FUZZ_LAUNCHES 6000u
 
-/* A launch as it lies in device memory: the host is little-endian, as the device. */
-struct launch {
-	struct hpu_kernel_params p;
-	struct hpu_tensor_desc t[HPU_KERNEL_MAX_TENSORS];
-};
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -109,13 +103,11 @@ static void wedged(const char *what)
 /* Queue l on queue 0 as job tag; the engine's thread picks it up. */
 static void submit_launch(struct hpu_test *t, const struct launch *l, uint64_t tag)
 {
-	uint32_t size = (uint32_t)(sizeof(l->p) + l->p.num_tensors * sizeof(l->t[0]));
+	uint32_t size = launch_size(l);
 	struct hpu_cb cb = { .len = 0 };
 
 	memcpy(t->mem + PARAM_OFF, l, size);
-	cb_u32(&cb, HPU_PKT_HEADER(HPU_PKT_TPC_LAUNCH, 0));
-	cb_u32(&cb, size);
-	cb_u64(&cb, VA_PARAM);
+	cb_launch(&cb, VA_PARAM, size);
 	submit_user(t, 0, &cb, tag);
 }
 
@@ -147,33 +139,6 @@ static uint8_t *dev_ptr(struct hpu_test *t, uint64_t va, uint64_t len)
 	if (va >= VA_HBM && va - VA_HBM + len <= BUF_SIZE)
 		return hpu_hbm_span(t->core->hbm, HBM_BUF + (va - VA_HBM), len, true);
 	return t->mem + (va - VA_HOST);
-}
-
-/* A row-major descriptor of ndim dims; dims whose bit is set in bcast have stride 0. */
-static struct hpu_tensor_desc desc(uint64_t va, uint32_t dtype, uint32_t ndim,
-				  const uint64_t *shape, uint32_t bcast)
-{
-	struct hpu_tensor_desc d = { .addr = va, .dtype = dtype, .ndim = ndim };
-	int64_t stride = 1;
-	uint32_t k;
-
-	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
-		d.shape[k] = 1;
-	for (k = ndim; k-- > 0;) {
-		d.shape[k] = shape[k];
-		if (bcast >> k & 1)
-			continue;
-		d.strides[k] = stride;
-		stride *= (int64_t)shape[k];
-	}
-	return d;
-}
-
-static struct launch launch_new(uint32_t kernel, uint32_t n)
-{
-	return (struct launch){
-		.p = { .version = HPU_KERNEL_PARAMS_VERSION, .kernel = kernel, .num_tensors = n },
-	};
 }
 
 static void set_scalar(struct launch *l, unsigned int i, double v)
@@ -390,10 +355,7 @@ static uint64_t fz_state;
 
 static uint64_t rnd(void)
 {
-	fz_state ^= fz_state >> 12;
-	fz_state ^= fz_state << 25;
-	fz_state ^= fz_state >> 27;
-	return fz_state * 0x2545f4914f6cdd1dull;
+	return xorshift64s(&fz_state);
 }
 
 /*
