@@ -56,7 +56,7 @@ static void hpu_eq_handle(struct hpu_device *hdev, const struct hpu_event *ev)
 		"queue %u asid %u engine 0x%x: job %llu failed: event %u at 0x%llx\n",
 		ev->queue, ev->asid, ev->engine, ev->tag, ev->type, ev->addr);
 	hpu_queue_job_failed(&hdev->queues[ev->queue], ev->tag,
-			     hpu_eq_errno(ev->type));
+			     hpu_eq_errno(ev->type), ev->addr);
 }
 
 /* Consume the events written so far (misc interrupt, queue recovery). */

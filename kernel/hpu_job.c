@@ -32,60 +32,86 @@
 #include "hpu_queue.h"
 #include "hpu_sched.h"
 
+/* The size of a user packet of @opcode; 0 for an unknown or privileged one. */
+static u32 hpu_job_pkt_size(u32 opcode)
+{
+	switch (opcode) {
+	case HPU_PKT_NOP:
+		return sizeof(struct hpu_pkt_nop);
+	case HPU_PKT_LIN_DMA:
+		return sizeof(struct hpu_pkt_lin_dma);
+	case HPU_PKT_SIGNAL:
+		return sizeof(struct hpu_pkt_signal);
+	case HPU_PKT_WAIT:
+		return sizeof(struct hpu_pkt_wait);
+	case HPU_PKT_TIMESTAMP:
+		return sizeof(struct hpu_pkt_timestamp);
+	case HPU_PKT_MME_GEMM:
+		return sizeof(struct hpu_pkt_mme_gemm);
+	case HPU_PKT_TPC_LAUNCH:
+		return sizeof(struct hpu_pkt_tpc_launch);
+	case HPU_PKT_CALL:
+		return sizeof(struct hpu_pkt_call);
+	default:
+		return 0;
+	}
+}
+
 /*
  * Check the user's packets.  The first packet that breaks a rule decides:
  * -EPERM for a privileged opcode, -EINVAL for an unknown opcode, non-zero
  * reserved header bits, pad or unknown flags, a misaligned sync,
  * timestamp or parameter-block address, or a packet running past the end.
+ * A job with a WAIT and no CALL may be taken off its ring while parked on
+ * that WAIT (hpu_queue.c): a WAIT in a callee could follow packets that
+ * ran, and the device names the CALL when it aborts one.
  */
-static int hpu_job_check_cb(const void *cb, u32 size)
+static int hpu_job_check_cb(struct hpu_job *job)
 {
-	u32 off = 0;
+	bool wait = false, call = false;
+	const void *cb = job->cb;
+	u32 off = 0, size = job->user_size;
 
 	while (off < size) {
 		const void *p = cb + off;
-		u32 left = size - off, header = *(const u32 *)p, len;
-		u32 flags = HPU_PKT_FLAGS(header);
+		u32 header = *(const u32 *)p, opcode = HPU_PKT_OPCODE(header);
+		u32 flags = HPU_PKT_FLAGS(header), len = hpu_job_pkt_size(opcode);
 
-		if (HPU_PKT_IS_PRIVILEGED(HPU_PKT_OPCODE(header)))
+		if (HPU_PKT_IS_PRIVILEGED(opcode))
 			return -EPERM;
-		if (HPU_PKT_RESERVED(header))
+		if (HPU_PKT_RESERVED(header) || !len || size - off < len)
 			return -EINVAL;
 
-		switch (HPU_PKT_OPCODE(header)) {
+		switch (opcode) {
 		case HPU_PKT_NOP: {
 			const struct hpu_pkt_nop *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags || pkt->pad)
+			if (flags || pkt->pad)
 				return -EINVAL;
 			break;
 		}
 		case HPU_PKT_LIN_DMA: {
 			const struct hpu_pkt_lin_dma *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags & ~HPU_PKT_LIN_DMA_MEMSET ||
-			    pkt->pad)
+			if (flags & ~HPU_PKT_LIN_DMA_MEMSET || pkt->pad)
 				return -EINVAL;
 			break;
 		}
-		case HPU_PKT_SIGNAL:
-		case HPU_PKT_WAIT: {
+		case HPU_PKT_WAIT:
+			wait = true;
+			fallthrough;
+		case HPU_PKT_SIGNAL: {
 			/* The same layout. */
 			const struct hpu_pkt_signal *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags || !IS_ALIGNED(pkt->addr, 4))
+			if (flags || !IS_ALIGNED(pkt->addr, 4))
 				return -EINVAL;
 			break;
 		}
 		case HPU_PKT_TIMESTAMP: {
 			const struct hpu_pkt_timestamp *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags || pkt->pad ||
-			    !IS_ALIGNED(pkt->addr, 8))
+			if (flags || pkt->pad || !IS_ALIGNED(pkt->addr, 8))
 				return -EINVAL;
 			break;
 		}
@@ -93,9 +119,7 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 			/* Dimensions and dtypes are the device's to check (BAD_KERNEL). */
 			const struct hpu_pkt_mme_gemm *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || pkt->pad ||
-			    flags & ~(HPU_PKT_GEMM_TRANS_A | HPU_PKT_GEMM_TRANS_B))
+			if (pkt->pad || flags & ~(HPU_PKT_GEMM_TRANS_A | HPU_PKT_GEMM_TRANS_B))
 				return -EINVAL;
 			break;
 		}
@@ -103,8 +127,7 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 			/* The device reads the parameter block through the context's MMU. */
 			const struct hpu_pkt_tpc_launch *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags || !IS_ALIGNED(pkt->params, 8))
+			if (flags || !IS_ALIGNED(pkt->params, 8))
 				return -EINVAL;
 			break;
 		}
@@ -115,20 +138,36 @@ static int hpu_job_check_cb(const void *cb, u32 size)
 			 */
 			const struct hpu_pkt_call *pkt = p;
 
-			len = sizeof(*pkt);
-			if (left < len || flags || pkt->pad ||
-			    !IS_ALIGNED(pkt->addr, 8) || !pkt->size ||
-			    !IS_ALIGNED(pkt->size, 8) ||
-			    pkt->size > HPU_CALL_MAX_SIZE)
+			if (flags || pkt->pad || !IS_ALIGNED(pkt->addr, 8) || !pkt->size ||
+			    !IS_ALIGNED(pkt->size, 8) || pkt->size > HPU_CALL_MAX_SIZE)
 				return -EINVAL;
+			call = true;
 			break;
 		}
-		default:
-			return -EINVAL;
 		}
 		off += len;
 	}
+	job->can_yield = wait && !call;
 	return 0;
+}
+
+/*
+ * Whether @job may run again from offset @pos of its command buffer as if
+ * it had started there: the packets before it ran, and the one at @pos is
+ * a WAIT (which does nothing but wait) or the driver's tail (which writes
+ * the same completion again).  The copy the device runs is the driver's,
+ * so the packet boundaries are those SUBMIT checked.
+ */
+bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos)
+{
+	u32 off = 0;
+
+	while (off < pos && off < job->user_size)
+		off += hpu_job_pkt_size(HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)));
+	if (off != pos)
+		return false;
+	return pos == job->user_size ||
+	       HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)) == HPU_PKT_WAIT;
 }
 
 /*
@@ -447,7 +486,7 @@ static struct hpu_job *hpu_job_create_user(struct hpu_ctx *ctx,
 		ret = -EFAULT;
 		goto err_abort_job;
 	}
-	ret = hpu_job_check_cb(job->cb, uj->cb_size);
+	ret = hpu_job_check_cb(job);
 	if (ret)
 		goto err_abort_job;
 
@@ -642,7 +681,7 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 	if (IS_ERR(job))
 		return ERR_CAST(job);
 	memcpy(job->cb, packets, size);
-	ret = hpu_job_check_cb(job->cb, size);
+	ret = hpu_job_check_cb(job);
 	if (WARN_ON(ret)) {
 		hpu_job_abort(job);
 		return ERR_PTR(ret);

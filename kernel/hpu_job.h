@@ -72,6 +72,8 @@ struct hpu_job {
 	u32 cb_size;
 	u32 user_size;
 	enum hpu_job_cb_kind cb_kind;
+	/* It has a WAIT and no CALL: parked, it may leave its ring (hpu_queue.c). */
+	bool can_yield;
 
 	/* Under queue->lock once submitted. */
 	struct list_head link;		/* in queue->waiting, then queue->pending */
@@ -79,7 +81,10 @@ struct hpu_job {
 	u64 hw_seq;			/* descriptor tag and completion value; 0: never pushed */
 	u32 ring_pos;			/* ring index of its descriptor (free running) */
 	unsigned long head_since;	/* jiffies since it has been the oldest in the ring */
+	unsigned long charged;		/* jiffies it was the oldest before it left the ring */
+	u32 resume_pos;			/* where its next push starts in its command buffer */
 	int hw_error;			/* reported by the event queue */
+	u64 hw_error_addr;		/* and the event's address */
 	int result;			/* once ENDED: 0 or -errno */
 
 	atomic_t deps_left;		/* fences of @deps not yet signalled */
@@ -89,6 +94,7 @@ struct hpu_job {
 };
 
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
+bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
 struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);

@@ -28,6 +28,17 @@
  * after the other delays other files' jobs by one timeout, not by all of
  * them.
  *
+ * A job parked on a WAIT at the head of its ring holds back every job
+ * behind it, the device's ring being FIFO.  Once it has been parked there
+ * for parked_yield_ms while jobs of other files wait behind it, the timeout
+ * work takes it off: a queue reset, after which it is pushed again behind
+ * the other files' jobs, from the WAIT the reset's ABORTED event names, so
+ * that nothing of it runs twice; its time at the head counts towards its
+ * timeout.  Only jobs without a CALL (whose callee may have run packets
+ * before a WAIT) qualify; one the reset caught past its WAIT fails -EIO.
+ * The head was pushed at the reset or has become the head since, so a
+ * queue takes off at most one job per parked_yield_ms.
+ *
  * A reset that does not end within queue_reset_timeout_us leaves the
  * engine inside a job that may still write its memory: the device is
  * marked MALFUNCTION, and the queue is wedged: its jobs keep their
@@ -59,6 +70,18 @@ static unsigned int queue_reset_timeout_us = 1000 * 1000;
 module_param(queue_reset_timeout_us, uint, 0644);
 MODULE_PARM_DESC(queue_reset_timeout_us,
 		 "Time a queue reset has to stop its job before the device malfunctions, in us");
+
+static unsigned int parked_yield_ms = 10;
+module_param(parked_yield_ms, uint, 0644);
+MODULE_PARM_DESC(parked_yield_ms,
+		 "Time a job parked on a WAIT holds the head of a ring before it makes way for other files' jobs, in ms (0: never)");
+
+/* Why the timeout work resets a queue. */
+enum hpu_queue_reset_why {
+	HPU_RESET_TIMEOUT,	/* the head job ran past the timeout */
+	HPU_RESET_CANCEL,	/* the head job's file closes */
+	HPU_RESET_YIELD,	/* the head job is parked and other files' jobs wait */
+};
 
 /* How often a wedged queue is looked at for its engine having let go. */
 #define HPU_QUEUE_WEDGED_POLL_MS 100
@@ -163,6 +186,27 @@ void hpu_queue_signal(struct list_head *done)
 	}
 }
 
+/* parked_yield_ms in jiffies, at least 1; 0: parked jobs never make way. */
+static unsigned long hpu_queue_yield_grace(void)
+{
+	unsigned int ms = READ_ONCE(parked_yield_ms);
+
+	return ms ? max(msecs_to_jiffies(ms), 1ul) : 0;
+}
+
+/*
+ * @head, the oldest job in the ring, has a job of another file behind it:
+ * if @head may be parked on a WAIT, the timeout work looks when it may
+ * make way, not only when it would time out.
+ */
+static void hpu_queue_watch_head_locked(struct hpu_queue *q, const struct hpu_job *head)
+{
+	unsigned long grace = hpu_queue_yield_grace(), due = head->head_since + grace;
+
+	if (grace && head->can_yield)
+		hpu_sched_timeout_in(q, time_before(jiffies, due) ? due - jiffies : 0);
+}
+
 /* Move the jobs that have ended, oldest first, to @done. */
 static void hpu_queue_collect_locked(struct hpu_queue *q, struct list_head *done)
 {
@@ -198,9 +242,13 @@ static void hpu_queue_collect_locked(struct hpu_queue *q, struct list_head *done
 		moved = true;
 	}
 
-	if (moved && !list_empty(&q->pending))
-		list_first_entry(&q->pending, struct hpu_job, link)->head_since =
-			jiffies;
+	if (moved && !list_empty(&q->pending)) {
+		struct hpu_job *head = list_first_entry(&q->pending, struct hpu_job, link);
+
+		head->head_since = jiffies;
+		if (q->queued > head->ctx->ring_jobs[q->index])
+			hpu_queue_watch_head_locked(q, head);
+	}
 }
 
 static irqreturn_t hpu_queue_irq(int irq, void *arg)
@@ -278,9 +326,9 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	}
 
 	desc = &q->ring[q->pi % HPU_QUEUE_ENTRIES];
-	desc->cb_addr = job->cb_dma;
-	desc->cb_size = job->cb_size;
-	desc->priv_offset = job->user_size;
+	desc->cb_addr = job->cb_dma + job->resume_pos;
+	desc->cb_size = job->cb_size - job->resume_pos;
+	desc->priv_offset = job->user_size - job->resume_pos;
 	desc->asid = job->ctx->asid;
 	desc->flags = 0;
 	desc->tag = job->hw_seq;
@@ -291,6 +339,11 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	if (list_empty(&q->pending)) {
 		job->head_since = jiffies;
 		hpu_sched_arm_timeout(q);
+	} else {
+		struct hpu_job *head = list_first_entry(&q->pending, struct hpu_job, link);
+
+		if (head->ctx != job->ctx)
+			hpu_queue_watch_head_locked(q, head);
 	}
 	list_add_tail(&job->link, &q->pending);
 	q->queued++;
@@ -300,8 +353,8 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	hpu_qwreg(q, HPU_Q_PI, q->pi);
 }
 
-/* The event queue reports that the job tagged @tag failed with @error. */
-void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error)
+/* The event queue reports that the job tagged @tag failed with @error, at @addr. */
+void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error, u64 addr)
 {
 	struct hpu_job *job;
 	unsigned long flags;
@@ -310,8 +363,10 @@ void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error)
 	spin_lock_irqsave(&q->lock, flags);
 	list_for_each_entry(job, &q->pending, link) {
 		if (job->hw_seq == tag) {
-			if (!job->hw_error)
+			if (!job->hw_error) {
 				job->hw_error = error;
+				job->hw_error_addr = addr;
+			}
 			break;
 		}
 	}
@@ -353,7 +408,7 @@ void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx)
 	spin_unlock_irq(&q->lock);
 
 	if (running)
-		hpu_sched_timeout_now(q);
+		hpu_sched_timeout_in(q, 0);
 }
 
 /* Reset @q and wait until the device has let go of its ring; false if it did not in time. */
@@ -371,25 +426,46 @@ static bool hpu_queue_reset(struct hpu_queue *q)
 }
 
 /*
- * How the job a reset was for ends: cancelled, or timed out unless the
- * device reported a failure of its own (not the reset's ABORTED).
+ * How the job a reset was for ends, if it does: cancelled, or the device's
+ * own failure (not the reset's ABORTED), else timed out, or -EIO for a job
+ * that was only to make way.
  */
-static int hpu_queue_bad_result(const struct hpu_job *bad, bool cancel)
+static int hpu_queue_bad_result(const struct hpu_job *bad, enum hpu_queue_reset_why why)
 {
 	int err = bad->hw_error;
 
-	if (cancel)
+	if (why == HPU_RESET_CANCEL)
 		return -ECANCELED;
-	return err && err != -ECANCELED ? err : -ETIMEDOUT;
+	if (err && err != -ECANCELED)
+		return err;
+	return why == HPU_RESET_TIMEOUT ? -ETIMEDOUT : -EIO;
+}
+
+/*
+ * @job made way for other files' jobs: it runs again from where the reset
+ * stopped it if that is a WAIT (the event's address is the offset of the
+ * top-level packet the job was at, docs/REGISTERS.md), else it keeps its
+ * error.  Its time at the head so far counts towards its timeout.
+ */
+static void hpu_queue_take_off_locked(struct hpu_job *job)
+{
+	u64 pos = job->resume_pos + job->hw_error_addr;
+
+	job->charged += jiffies - job->head_since;
+	if (job->hw_error == -ECANCELED && pos >= job->resume_pos &&
+	    hpu_job_resumable_at(job, pos)) {
+		job->resume_pos = pos;
+		job->hw_error = 0;
+	}
 }
 
 /*
  * After a reset: end the jobs it ended, and push the ones it dropped
- * before they started again; each file's in order, but @bad's file's
- * after the others'.
+ * before they started again, and @bad if it only made way; each file's in
+ * order, but @bad's file's after the others'.
  */
-static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad, bool cancel,
-				       struct list_head *done)
+static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
+				       enum hpu_queue_reset_why why, struct list_head *done)
 {
 	struct hpu_job *job, *tmp;
 	LIST_HEAD(again);
@@ -397,13 +473,15 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 
 	lockdep_assert_held(&q->lock);
 
+	if (why == HPU_RESET_YIELD)
+		hpu_queue_take_off_locked(bad);
 	list_for_each_entry_safe(job, tmp, &q->pending, link) {
 		int err = job->hw_error;
 
 		if (hpu_queue_slot_done(q, job))
 			hpu_queue_end_locked(q, job, 0, done);
-		else if (job == bad)
-			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, cancel), done);
+		else if (job == bad && (why != HPU_RESET_YIELD || err))
+			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, why), done);
 		else if (err)
 			hpu_queue_end_locked(q, job, err, done);
 		else if (READ_ONCE(job->ctx->closing))
@@ -451,18 +529,76 @@ static unsigned long hpu_queue_unwedge(struct hpu_queue *q)
 }
 
 /*
+ * Whether @head has run past the timeout, charged for its own time: not
+ * for other queues' slices it waited through; else *@left is how long it
+ * has left.
+ */
+static bool hpu_queue_timed_out_locked(struct hpu_queue *q, const struct hpu_job *head,
+				       unsigned long *left)
+{
+	unsigned long due = head->head_since + usecs_to_jiffies(hpu_qrreg(q, HPU_Q_DEFERRED_US)) +
+			    (q->timeout > head->charged ? q->timeout - head->charged : 0);
+
+	if (!time_before(jiffies, due))
+		return true;
+	*left = max(due - jiffies, 1ul);
+	return false;
+}
+
+/* Whether another file than @ctx has a job in @q's ring or, the ring full, waits for it. */
+static bool hpu_queue_others_wait_locked(struct hpu_queue *q, const struct hpu_ctx *ctx)
+{
+	struct hpu_job *job;
+
+	if (q->queued > ctx->ring_jobs[q->index])
+		return true;
+	if (q->queued < HPU_QUEUE_ENTRIES - 1)
+		return false;
+	list_for_each_entry(job, &q->waiting, link)
+		if (job->ctx != ctx && !atomic_read(&job->deps_left))
+			return true;
+	return false;
+}
+
+/*
+ * Whether @head, the oldest job in @q's ring, should make way: parked on a
+ * WAIT for parked_yield_ms while other files' jobs wait.  Else *@left is
+ * shortened to when to look again.
+ */
+static bool hpu_queue_should_yield_locked(struct hpu_queue *q, const struct hpu_job *head,
+					  unsigned long *left)
+{
+	unsigned long grace = hpu_queue_yield_grace();
+
+	if (!grace || !head->can_yield)
+		return false;
+	if (time_before(jiffies, head->head_since + grace)) {
+		*left = min(*left, head->head_since + grace - jiffies);
+		return false;
+	}
+	/* Else a job of another file entering the ring has the work look again. */
+	if (!hpu_queue_others_wait_locked(q, head->ctx))
+		return false;
+	if ((hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_WAITING) &&
+	    hpu_queue_read_ci(q) == head->ring_pos)
+		return true;
+	*left = min(*left, grace);
+	return false;
+}
+
+/*
  * The scheduler's timeout work: if the oldest job in the ring has run
- * longer than the timeout, or belongs to a closing file, reset the queue,
- * fail that job, end those that ended and push the others again.  Returns
- * how long until the next look (0: nothing to check until a job enters an
- * empty ring).
+ * longer than the timeout, or belongs to a closing file, or is parked in
+ * other files' way, reset the queue, fail that job (or take it off), end
+ * those that ended and push the others again.  Returns how long until the
+ * next look (0: nothing to check until a job enters an empty ring).
  */
 unsigned long hpu_queue_recover(struct hpu_queue *q)
 {
+	enum hpu_queue_reset_why why = HPU_RESET_TIMEOUT;
 	unsigned long left = 0;
 	struct hpu_job *bad;
 	LIST_HEAD(done);
-	bool cancel;
 	u32 ci;
 
 	/* Only this work sets and clears it. */
@@ -483,16 +619,12 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		/* Consumed without completing, and no event came for it. */
 		bad->hw_error = -EIO;
 	}
-	cancel = bad && READ_ONCE(bad->ctx->closing);
-	if (bad && !cancel) {
-		/* Charged for its own time: not for other queues' slices it waited through. */
-		unsigned long due = bad->head_since + q->timeout +
-				    usecs_to_jiffies(hpu_qrreg(q, HPU_Q_DEFERRED_US));
-
-		if (time_before(jiffies, due))
-			left = max(due - jiffies, 1ul);
-	}
-	if (!bad || left) {
+	if (bad && READ_ONCE(bad->ctx->closing))
+		why = HPU_RESET_CANCEL;
+	else if (bad && !hpu_queue_timed_out_locked(q, bad, &left) &&
+		 hpu_queue_should_yield_locked(q, bad, &left))
+		why = HPU_RESET_YIELD;
+	if (!bad || (left && why != HPU_RESET_YIELD)) {
 		hpu_sched_run_locked(q, 0, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
@@ -503,14 +635,18 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);
 
-	if (!cancel)
+	if (why == HPU_RESET_TIMEOUT)
 		dev_warn_ratelimited(hpu_dev(q->hdev),
 				     "queue %u: job of context %u timed out after %u ms of its own, resetting the queue\n",
 				     q->index, bad->ctx->asid, q->hdev->job_timeout_ms);
+	else if (why == HPU_RESET_YIELD)
+		dev_dbg(hpu_dev(q->hdev),
+			"queue %u: job of context %u parked in other files' way, taking it off\n",
+			q->index, bad->ctx->asid);
 	if (!hpu_queue_reset(q)) {
 		/* Its ABORTED event may have come already, or come later: this error stays. */
 		spin_lock_irq(&q->lock);
-		bad->hw_error = hpu_queue_bad_result(bad, cancel);
+		bad->hw_error = hpu_queue_bad_result(bad, why);
 		q->wedged = true;
 		spin_unlock_irq(&q->lock);
 		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
@@ -519,7 +655,7 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	hpu_eq_process(q->hdev);
 
 	spin_lock_irq(&q->lock);
-	hpu_queue_end_reset_locked(q, bad, cancel, &done);
+	hpu_queue_end_reset_locked(q, bad, why, &done);
 	hpu_sched_run_locked(q, 0, &done);
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);

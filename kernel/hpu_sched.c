@@ -19,8 +19,9 @@
  *    the room that ending jobs free in submission order, but a file at its
  *    share waits for its own jobs to end while the others' go on.  So a
  *    file cannot fill a ring with jobs that park on a WAIT: another file's
- *    job enters the ring, and a queue reset puts it ahead of the parked
- *    ones (hpu_queue_recover()).
+ *    job enters the ring, and the parked job at its head makes way for it
+ *    within parked_yield_ms, or its timeout's reset puts it ahead of the
+ *    parked ones (hpu_queue_recover()).
  *
  * A delayed work per queue times out the oldest job in the ring
  * (hpu_queue_recover()), and a work per queue frees ended jobs: freeing
@@ -181,10 +182,10 @@ void hpu_sched_arm_timeout(struct hpu_queue *q)
 	queue_delayed_work(system_wq, &q->timeout_work, q->timeout);
 }
 
-/* Check the oldest job in @q's ring now, e.g. because its file closes. */
-void hpu_sched_timeout_now(struct hpu_queue *q)
+/* Check the oldest job in @q's ring in @delay jiffies, e.g. now because its file closes. */
+void hpu_sched_timeout_in(struct hpu_queue *q, unsigned long delay)
 {
-	mod_delayed_work(system_wq, &q->timeout_work, 0);
+	mod_delayed_work(system_wq, &q->timeout_work, delay);
 }
 
 static void hpu_sched_timeout_work(struct work_struct *work)

@@ -18,7 +18,7 @@ void hpu_sched_submit(struct hpu_job *job);
 void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done);
 void hpu_sched_cancel_waiting(struct hpu_ctx *ctx);
 void hpu_sched_arm_timeout(struct hpu_queue *q);
-void hpu_sched_timeout_now(struct hpu_queue *q);
+void hpu_sched_timeout_in(struct hpu_queue *q, unsigned long delay);
 void hpu_sched_job_done(struct hpu_job *job);
 
 #endif /* HPU_SCHED_H */

@@ -4,7 +4,8 @@
  * with in-syncobjs waits for their fences; a file's jobs on one queue keep
  * their order behind a waiting job while other files' jobs go on; more
  * jobs than a ring holds all run, in order; closing a file ends its
- * waiting jobs and leaves the device working.
+ * waiting jobs and leaves the device working; a job parked on a WAIT at
+ * the head of a ring makes way for other files' jobs.
  *
  * A job parked on a device WAIT packet stands for a long job: it ends only
  * when a later job SIGNALs the sync object in HBM.
@@ -242,6 +243,142 @@ TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
 	EXPECT_EQ(6, self->dst[1]);
 }
 
+/*
+ * Jobs parked on a WAIT at the head of a ring make way for other files'
+ * jobs (kernel/hpu_queue.c, parked_yield_ms): those run in about that
+ * time, not a job timeout, and the parked jobs run on from their WAIT once
+ * released, in their file's order.  A job stamps the device clock into
+ * page[i] after its WAIT, and counts into the page's last word before it.
+ */
+#define STAMP_WORDS (HPU_PAGE / 8 - 1)
+#define COUNT_OFF (HPU_PAGE - 8)
+
+/* Job i of the parked file: [SIGNAL count +1], WAIT sync >= 1, TIMESTAMP page[i]. */
+static int submit_stamped(int fd, uint32_t queue, uint64_t sync, uint64_t page_va,
+			  unsigned int i, bool count_first, uint64_t *seq)
+{
+	struct hpu_pkt_timestamp ts = {
+		.header = HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0), .addr = page_va + 8ull * i,
+	};
+	struct hpu_cb cb = { .size = 0 };
+
+	if (count_first)
+		hpu_cb_signal(&cb, page_va + COUNT_OFF, 1);
+	hpu_cb_wait(&cb, sync, 1);
+	hpu_cb_put(&cb, &ts, sizeof(ts));
+	return submit_sync(fd, queue, &cb, 0, 0, seq);
+}
+
+/* Another file's job on queue writes its byte: how long it took, in s (-1: it failed). */
+static double victim_job_s(int fd, uint32_t queue, uint64_t va, uint8_t value)
+{
+	double t0 = hpu_now_s();
+	uint64_t seq;
+	int err;
+
+	if (submit_mark(fd, queue, va, value, 0, &seq) ||
+	    hpu_wait(fd, seq, LONG_NS, &err) || err)
+		return -1;
+	return hpu_now_s() - t0;
+}
+
+/* Jobs 0 .. n - 1 of fd ended without an error, stamping page[] in order. */
+static void expect_stamped_in_order(struct __test_metadata *_metadata, int fd,
+				    const uint64_t *seq, const uint64_t *page, unsigned int n)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, hpu_wait(fd, seq[i], LONG_NS, &err));
+		EXPECT_EQ(0, err) TH_LOG("parked job %u", i);
+		EXPECT_NE(0, page[i]) TH_LOG("parked job %u", i);
+		if (i)
+			EXPECT_LT(page[i - 1], page[i]) TH_LOG("parked job %u ran before %u", i, i - 1);
+	}
+}
+
+/* A second file with a host page mapped at *va. */
+static int open_victim(FIXTURE_DATA(sched) *self, uint8_t **page, uint64_t *va)
+{
+	int fd = hpu_open_node(self->bdf);
+
+	*page = hpu_host_pages(HPU_PAGE);
+	if (fd < 0 || !*page || hpu_vm_map(fd, 0, 0, *page, HPU_PAGE, RW, va))
+		return -1;
+	memset(*page, 0, HPU_PAGE);
+	return fd;
+}
+
+/*
+ * 300 jobs of one file, each parked on the WAIT it starts with, and another
+ * file's job behind them on the same queue: it ends in about
+ * parked_yield_ms (the driver's default job timeout is 10 s); then the
+ * parked jobs are released, and all end without an error, in order.
+ */
+TEST_F_TIMEOUT(sched, a_parked_job_makes_way_for_another_files_job, 60)
+{
+	enum { FLOOD = 300 };
+	uint64_t seq[FLOOD], va = 0;
+	uint8_t *mine;
+	unsigned int i;
+	double s;
+	int fd2;
+
+	ASSERT_EQ(0, FLOOD > STAMP_WORDS);
+	for (i = 0; i < FLOOD; i++)
+		ASSERT_EQ(0, submit_stamped(self->fd, 1, self->sync, self->dst_va, i, false,
+					    &seq[i]));
+	fd2 = open_victim(self, &mine, &va);
+	ASSERT_LE(0, fd2);
+	s = victim_job_s(fd2, 1, va, 9);
+	TH_LOG("the other file's job ended after %.0f ms", s * 1000);
+	EXPECT_LE(0, s);
+	EXPECT_GT(1.0, s);
+	EXPECT_EQ(9, mine[0]);
+	EXPECT_TRUE(pending(self->fd, seq[0]));
+
+	ASSERT_EQ(0, release_parked(self));
+	expect_stamped_in_order(_metadata, self->fd, seq, (const uint64_t *)self->dst, FLOOD);
+	close(fd2);
+}
+
+/*
+ * A parked job that counted before its WAIT makes way too, and runs on
+ * from its WAIT: what ran before it does not run again, however many
+ * times it made way.  Its file's later jobs keep their order behind it;
+ * the other file's jobs each end in about parked_yield_ms.
+ */
+TEST_F_TIMEOUT(sched, a_job_that_made_way_runs_on_from_its_wait, 60)
+{
+	enum { MINE = 8, THEIRS = 4 };
+	uint64_t seq[MINE], va = 0;
+	uint32_t *count = (uint32_t *)(self->dst + COUNT_OFF);
+	uint8_t *theirs;
+	unsigned int i;
+	double s;
+	int fd2;
+
+	for (i = 0; i < MINE; i++)
+		ASSERT_EQ(0, submit_stamped(self->fd, 1, self->sync, self->dst_va, i, i % 2 == 0,
+					    &seq[i]));
+	fd2 = open_victim(self, &theirs, &va);
+	ASSERT_LE(0, fd2);
+	for (i = 0; i < THEIRS; i++) {
+		s = victim_job_s(fd2, 1, va + i, (uint8_t)(i + 1));
+		TH_LOG("the other file's job %u ended after %.0f ms", i, s * 1000);
+		EXPECT_LE(0, s);
+		EXPECT_GT(1.0, s);
+		EXPECT_EQ(i + 1, theirs[i]);
+		/* The first job counted once, before its first WAIT. */
+		EXPECT_EQ(1, *(volatile uint32_t *)count);
+	}
+
+	ASSERT_EQ(0, release_parked(self));
+	expect_stamped_in_order(_metadata, self->fd, seq, (const uint64_t *)self->dst, MINE);
+	EXPECT_EQ(MINE / 2, *count);
+}
+
 /* With a short job timeout; the driver's defaults come back whatever the test did. */
 FIXTURE(short) {
 	char bdf[64];
@@ -300,6 +437,50 @@ TEST_F(short, parked_jobs_of_one_file_do_not_starve_another)
 	TH_LOG("the other file's job ended after %.2f s", s);
 	/* The flood's last job is still waiting its turn. */
 	EXPECT_EQ(-ETIME, hpu_wait(self->fd, seq, 0, &err));
+	close(fd2);
+}
+
+/*
+ * A job parked on a WAIT in a CALL's callee does not make way: packets of
+ * the callee before it may have run, and the device would start the callee
+ * anew.  Another file's job waits for its timeout, as before.
+ */
+TEST_F(short, a_job_parked_in_a_callee_keeps_its_place)
+{
+	struct hpu_pkt_call call = { .header = HPU_PKT_HEADER(HPU_PKT_CALL, 0) };
+	uint8_t *callee = hpu_host_pages(HPU_PAGE), *mine;
+	struct hpu_cb cb = { .size = 0 }, wait = { .size = 0 };
+	uint64_t sync = 0, callee_va = 0, va = 0, seq, theirs;
+	double t0, s;
+	int fd2, err;
+	uint32_t h;
+
+	ASSERT_NE(NULL, callee);
+	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
+	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, RW, &sync));
+	hpu_cb_wait(&wait, sync, 1);
+	memcpy(callee, wait.buf, wait.size);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, callee, HPU_PAGE, RW, &callee_va));
+	call.addr = callee_va;
+	call.size = wait.size;
+	hpu_cb_put(&cb, &call, sizeof(call));
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb.buf, cb.size, &seq));
+
+	fd2 = hpu_open_node(self->bdf);
+	ASSERT_LE(0, fd2);
+	mine = hpu_host_pages(HPU_PAGE);
+	ASSERT_NE(NULL, mine);
+	ASSERT_EQ(0, hpu_vm_map(fd2, 0, 0, mine, HPU_PAGE, RW, &va));
+	t0 = hpu_now_s();
+	ASSERT_EQ(0, submit_mark(fd2, 1, va, 9, 0, &theirs));
+	ASSERT_EQ(0, hpu_wait(fd2, theirs, LONG_NS, &err));
+	s = hpu_now_s() - t0;
+	EXPECT_EQ(0, err);
+	TH_LOG("the other file's job ended after %.0f ms", s * 1000);
+	/* About the timeout (0.3 s, from the parked job's start), not parked_yield_ms. */
+	EXPECT_LT(0.1, s);
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, 0, &err));
+	EXPECT_EQ(-ETIMEDOUT, err);
 	close(fd2);
 }
 
