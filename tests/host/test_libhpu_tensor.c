@@ -335,6 +335,12 @@ static void test_rejections(void)
 	EXPECT(hpu_op_reduce(S, HPU_RED_ARGMAX, f, f, 1) == -EINVAL);
 	EXPECT(hpu_op_dropout(S, f, f, f, f, 1.5) == -EINVAL);
 	EXPECT_STR(hpu_last_error(), "hpu_op_dropout: p is 1.5, not in [0, 1)");
+	/* 2^34 elements of a broadcast view: the device would refuse the launch, so does the op. */
+	hpu_layout_expand(&FAKE(HPU_DT_F32, 1, 1)->l, 2, SHAPE(1 << 17, 1 << 17), &l);
+	rep = fake_view(small, &l);
+	EXPECT(hpu_op_reduce(S, HPU_RED_SUM, FAKE(HPU_DT_F32, 1, 1), rep, 3) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_reduce: in has 17179869184 elements: the tensor "
+				     "engines take 4294967296 at most");
 	EXPECT(launches == before + 2);
 }
 

@@ -194,6 +194,22 @@ static int hpu_op_check_aliasing(const struct hpu_op *op)
 	return 0;
 }
 
+/* A tensor engine refuses a tensor past HPU_KERNEL_MAX_ELEMENTS (broadcast dims count): say so here. */
+static int hpu_op_check_size(const struct hpu_op *op)
+{
+	unsigned int i;
+
+	if (op->kernel == HPU_OPK_GEMM)
+		return 0;
+	for (i = 0; i < op->num_tensors; i++)
+		if (op->t[i] && (uint64_t)hpu_layout_numel(&op->l[i]) > HPU_KERNEL_MAX_ELEMENTS)
+			return hpu_error_set(EINVAL, "%s has %lld elements: the tensor engines take "
+					     "%llu at most", op->names[i],
+					     (long long)hpu_layout_numel(&op->l[i]),
+					     (unsigned long long)HPU_KERNEL_MAX_ELEMENTS);
+	return 0;
+}
+
 int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 {
 	const char *reason;
@@ -210,6 +226,11 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 	if (ret)
 		return ret;
 	reason = hpu_fallback_reason(op);
+	if (!reason) {
+		ret = hpu_op_check_size(op);
+		if (ret)
+			return ret;
+	}
 	pthread_mutex_lock(&s->lock);
 	if (reason && s->capture)
 		ret = hpu_error_set(EBUSY, "%s runs on the host (%s): stream %u is capturing a "
