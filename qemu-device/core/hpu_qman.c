@@ -138,7 +138,7 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 		struct hpu_qman_queue *qq = &core->qman.queues[q];
 
 		/* A job the engine is still in reads busy until it has let go of memory. */
-		HPU_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY : 0;
+		HPU_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE : 0;
 		qq->running = false;
 		qq->parked = false;
 		qq->recheck = false;
@@ -230,6 +230,7 @@ static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *
 		/* Still busy, and ready again once the queues after it had their turn. */
 		qq->parked = true;
 		qq->recheck = true;
+		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
 		return;
 	}
 	hpu_q_move_ci(core, q, qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
@@ -284,7 +285,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	qq->running = true;
 	qq->parked = false;
 	qq->recheck = false;
-	HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
+	HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE;
 	job->core = core;
 	job->queue = q;
 	job->gen = core->gen;

@@ -173,6 +173,13 @@ enum hpu_err_code {
 
 #define HPU_Q_STATUS_BUSY (1u << 0)    /* a job is executing */
 #define HPU_Q_STATUS_WAITING (1u << 1) /* stalled on an HPU_PKT_WAIT */
+/*
+ * 1.4: the engine is in the job now (BUSY, not yielded or waiting).  A
+ * reset of a queue whose job is not in the engine ends when the engine
+ * gets back to it, which other queues' packets may delay: only a job the
+ * engine is in can keep a reset from ending.
+ */
+#define HPU_Q_STATUS_ENGINE (1u << 2)
 
 /* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
 #define HPU_Q_CTRL_RESET (1u << 0)
