@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "hpu_hbm.h"
 #include "hpu_packets.h"
@@ -17,6 +18,9 @@
 
 /* Bytes of a callee fetched at once: a CALL may name 64 MiB, which is never copied whole. */
 #define HPU_CALL_WINDOW (64u << 10)
+
+/* Bytes of what a compute packet decoded to, kept while it yields (hpu_job_resume()). */
+#define HPU_JOB_DECODED_MAX 2304u
 
 struct hpu_dev_core;
 
@@ -36,7 +40,11 @@ struct hpu_job {
 	unsigned int queue;  /* the engine's number of it, see hpu_qman.h */
 	uint32_t gen;        /* core generation when the step began: a reset abandons the job */
 	uint64_t yield_ns;   /* monotonic time the step yields at, between two packets or DMA steps */
-	uint64_t moved;      /* bytes the LIN_DMA at pos had moved when it yielded; else 0 */
+	/*
+	 * How far the packet at pos got when it yielded: bytes a LIN_DMA moved,
+	 * parts of a TPC_LAUNCH or blocks of an MME_GEMM done; else 0.
+	 */
+	uint64_t moved;
 	uint64_t slot;       /* its descriptor: a bus address, or on a user queue a VA of asid */
 	uint64_t tag;
 	uint32_t asid;
@@ -49,6 +57,9 @@ struct hpu_job {
 	/* Why the job failed: enum hpu_event_type (0 while it has not) and the address reported. */
 	uint32_t fault;
 	uint64_t fault_addr;
+	/* What the compute packet at pos decoded to when it yielded; decoded_len 0: nothing. */
+	uint32_t decoded_len;
+	uint8_t decoded[HPU_JOB_DECODED_MAX];
 	uint8_t cb[HPU_JOB_CB_MAX];
 };
 
@@ -58,6 +69,32 @@ static inline int hpu_job_fail(struct hpu_job *job, uint32_t type, uint64_t addr
 	job->fault = type;
 	job->fault_addr = addr;
 	return -1;
+}
+
+/*
+ * How much of the compute packet at pos is done: job->moved if the packet
+ * decodes now (len bytes at decoded, no padding) to what it did when it
+ * yielded, else 0 and it starts over: the guest may have rewritten it or
+ * its parameters meanwhile.  The progress is spent either way; only a
+ * yield (hpu_job_suspend()) saves it again.
+ */
+static inline uint64_t hpu_job_resume(struct hpu_job *job, const void *decoded, uint32_t len)
+{
+	bool same = len == job->decoded_len && !memcmp(job->decoded, decoded, len);
+	uint64_t done = job->moved;
+
+	job->moved = 0;
+	job->decoded_len = 0;
+	return same ? done : 0;
+}
+
+/* The compute packet at pos, decoded as decoded says, yields with done (> 0) of its work done. */
+static inline void hpu_job_suspend(struct hpu_job *job, const void *decoded, uint32_t len,
+				   uint64_t done)
+{
+	memcpy(job->decoded, decoded, len);
+	job->decoded_len = len;
+	job->moved = done;
 }
 
 /* The queue was reset or the device reset since the step began (any thread may have done it). */

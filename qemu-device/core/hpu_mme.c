@@ -56,10 +56,27 @@ struct hpu_gemm {
 	bool trans_a, trans_b;
 	float alpha, beta;
 	struct hpu_mme_plan plan;
+	uint64_t first;     /* the first step of this run: the GEMM yielded after the ones before */
+	uint64_t yield_ns;  /* no step starts past it, one at least having */
 	uint64_t next_step; /* __atomic */
 	struct hpu_mme_work *work; /* nr_work of them, the first plan.parts with their buffers */
 	uint64_t nr_work;
 };
+
+/*
+ * What a GEMM decoded to, and so which block each step computes: its packet
+ * (all its parameters) and where its operands were mapped.  A GEMM that
+ * yielded goes on with the steps left only if it decodes to the same again.
+ */
+struct hpu_mme_decoded {
+	uint8_t pkt[sizeof(struct hpu_pkt_mme_gemm)];
+	const uint8_t *host[3];
+};
+
+_Static_assert(sizeof(struct hpu_pkt_mme_gemm) % sizeof(void *) == 0,
+	       "a decoded GEMM has padding");
+_Static_assert(sizeof(struct hpu_mme_decoded) <= HPU_JOB_DECODED_MAX,
+	       "a decoded GEMM does not fit its job");
 
 static float hpu_mme_f32(uint32_t bits)
 {
@@ -347,13 +364,25 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 		hpu_mme_narrow(c, w->wc, rows, cols, g->c.ld);
 }
 
-/* Part p: steps in turn until none is left or the queue is reset. */
+/* Whether the GEMM yields before its next step: past yield_ns, a step of this run taken. */
+static bool hpu_mme_yields(struct hpu_gemm *g)
+{
+	return __atomic_load_n(&g->next_step, __ATOMIC_RELAXED) > g->first &&
+	       hpu_core_now_ns() >= g->yield_ns;
+}
+
+/*
+ * Part p: steps in turn until none is left, the queue is reset or the GEMM
+ * yields.  Every step taken is computed whole: a block's chunks of k add up
+ * in C (in a working buffer for bf16), so a yield between them would lose
+ * or change the sum.
+ */
 static void hpu_mme_part(void *ctx, uint64_t p)
 {
 	struct hpu_gemm *g = ctx;
 	uint64_t s;
 
-	while (!hpu_job_cancelled(g->job) &&
+	while (!hpu_job_cancelled(g->job) && !hpu_mme_yields(g) &&
 	       (s = __atomic_fetch_add(&g->next_step, 1, __ATOMIC_RELAXED)) < g->plan.steps)
 		hpu_mme_step(g, &g->work[p], s);
 }
@@ -368,12 +397,44 @@ void hpu_mme_init(void)
 	openblas_set_num_threads(1);
 }
 
+/*
+ * Compute the mapped GEMM's steps, from where it yielded if it decodes as
+ * it did then.  Past the job's slice it yields between two steps, unless
+ * an operand is staged: host memory is never held across a yield (a guest
+ * could have a yielded GEMM on every queue).
+ */
+static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
+				       const uint8_t *pkt, struct hpu_tmem_set *set)
+{
+	struct hpu_mme_decoded d;
+	uint64_t done;
+
+	memset(&d, 0, sizeof(d));
+	memcpy(d.pkt, pkt, sizeof(d.pkt));
+	d.host[0] = g->a.host;
+	d.host[1] = g->b.host;
+	d.host[2] = g->c.host;
+	g->first = hpu_job_resume(job, &d, sizeof(d));
+	if (g->first >= g->plan.steps)
+		g->first = 0;
+	g->next_step = g->first;
+	g->yield_ns = set->staged ? UINT64_MAX : job->yield_ns;
+	hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, g, 0, g->plan.parts, UINT64_MAX);
+	done = hpu_mme_min(g->next_step, g->plan.steps);
+	if (done < g->plan.steps && !hpu_job_cancelled(job)) {
+		hpu_job_suspend(job, &d, sizeof(d), done);
+		return HPU_PKT_YIELDED;
+	}
+	/* A reset that stopped the steps fails the job here, as aborted. */
+	return hpu_tmem_write_back(job, set) ? HPU_PKT_FAILED : HPU_PKT_DONE;
+}
+
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 {
 	struct hpu_gemm g = { .job = job };
+	enum hpu_pkt_status status = HPU_PKT_FAILED;
 	struct hpu_tmem_set set;
 	unsigned int cpus;
-	int err = -1;
 
 	hpu_tmem_init(&set);
 	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
@@ -382,14 +443,11 @@ enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 	g.a.host = set.r[g.a.slot].host;
 	g.b.host = set.r[g.b.slot].host;
 	g.c.host = set.r[g.c.slot].host;
-	if (!hpu_mme_alloc(&g)) {
+	if (!hpu_mme_alloc(&g))
 		hpu_tmem_oom(job, "GEMM working memory", job->pos);
-	} else {
-		hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, &g, g.plan.parts);
-		/* A reset that stopped the steps fails the job here, as aborted. */
-		err = hpu_tmem_write_back(job, &set);
-	}
+	else
+		status = hpu_mme_run(job, &g, pkt, &set);
 	hpu_mme_free(&g);
 	hpu_tmem_release(&set);
-	return err ? HPU_PKT_FAILED : HPU_PKT_DONE;
+	return status;
 }

@@ -7,7 +7,10 @@
  * Parameters the packet's rules refuse fail the job with BAD_KERNEL at the
  * packet, before any memory is touched; unmapped operands fail it with an
  * MMU fault.  Work and host memory are bounded per call whatever the shapes:
- * a queue reset is noticed between calls.
+ * a queue reset is noticed between calls.  Once the job's slice is over
+ * (hpu_qman.h), a GEMM whose operands all lie in HBM yields between two
+ * blocks of C and goes on with the blocks left when the job runs again,
+ * decoded and checked anew.
  */
 #ifndef HPU_MME_H
 #define HPU_MME_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu tensor engines: the launch's checks, in the order the ABI states
- * them, its limits, and the worker pool.
+ * them, its limits, its yields, and the worker pool.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -35,6 +35,34 @@ struct hpu_tpc_launch {
 	uint64_t items, work, parts; /* the work split over the TPCs */
 };
 
+/*
+ * What a launch decoded to, and so which items its parts do: a launch that
+ * yielded goes on with the parts left only if it decodes to the same again.
+ */
+struct hpu_tpc_decoded {
+	struct hpu_kcall call; /* state NULL */
+	uint64_t va[HPU_KERNEL_MAX_TENSORS];
+	uint64_t memo, items, work, parts;
+};
+
+_Static_assert(sizeof(struct hpu_tpc_decoded) <= HPU_JOB_DECODED_MAX,
+	       "a decoded launch does not fit its job");
+
+/*
+ * Whether the run has a part left to start: none once past its yield_ns,
+ * a part having started.  Pool lock held.
+ */
+static bool hpu_tpc_left(struct hpu_tpc_pool *pool)
+{
+	if (pool->next < pool->parts && pool->next > pool->first &&
+	    hpu_core_now_ns() >= pool->yield_ns) {
+		pool->parts = pool->next;
+		if (pool->ended == pool->parts)
+			pthread_cond_signal(&pool->done);
+	}
+	return pool->next < pool->parts;
+}
+
 /* Run the next part.  Pool lock held, dropped while the part runs. */
 static void hpu_tpc_part(struct hpu_tpc_pool *pool)
 {
@@ -55,7 +83,7 @@ static void *hpu_tpc_worker(void *opaque)
 
 	pthread_mutex_lock(&pool->lock);
 	for (;;) {
-		while (!pool->stopping && pool->next >= pool->parts)
+		while (!pool->stopping && !hpu_tpc_left(pool))
 			pthread_cond_wait(&pool->work, &pool->lock);
 		if (pool->stopping)
 			break;
@@ -75,7 +103,7 @@ void hpu_tpc_init(struct hpu_tpc_pool *pool)
 	pthread_cond_init(&pool->work, NULL);
 	pthread_cond_init(&pool->done, NULL);
 	pool->stopping = false;
-	pool->parts = pool->next = pool->ended = 0;
+	pool->first = pool->parts = pool->next = pool->ended = 0;
 	pool->cpus = cpus > 1 ? (unsigned int)cpus : 1;
 	pool->nr_threads = 0;
 	pool->threads = pool->cpus > 1 ? calloc(pool->cpus - 1, sizeof(*pool->threads)) : NULL;
@@ -108,24 +136,28 @@ void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
 	pthread_mutex_destroy(&pool->lock);
 }
 
-void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts)
+uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
+			  uint64_t first, uint64_t parts, uint64_t yield_ns)
 {
-	uint64_t woken;
+	uint64_t woken, done;
 
 	pthread_mutex_lock(&pool->lock);
 	pool->fn = fn;
 	pool->ctx = ctx;
 	pool->parts = parts;
-	pool->next = pool->ended = 0;
+	pool->first = pool->next = pool->ended = first;
+	pool->yield_ns = yield_ns;
 	/* Wake only the workers with a part to take: each wake-up costs the host a switch. */
-	for (woken = 1; woken < parts && woken <= pool->nr_threads; woken++)
+	for (woken = 1; woken < parts - first && woken <= pool->nr_threads; woken++)
 		pthread_cond_signal(&pool->work);
-	while (pool->next < pool->parts)
+	while (hpu_tpc_left(pool))
 		hpu_tpc_part(pool);
 	while (pool->ended < pool->parts)
 		pthread_cond_wait(&pool->done, &pool->lock);
-	pool->parts = pool->next = 0;
+	done = pool->parts;
+	pool->first = pool->parts = pool->next = 0;
 	pthread_mutex_unlock(&pool->lock);
+	return done;
 }
 
 /* The launch's kernel polls this; the kernel library knows no job. */
@@ -149,7 +181,7 @@ static void hpu_tpc_run_part(void *ctx, uint64_t p)
  * The launch's items, split by their work over one part per TPC, or more
  * parts if those would be too long; never more parts than items.
  */
-static void hpu_tpc_run(struct hpu_tpc_pool *pool, struct hpu_tpc_launch *l)
+static void hpu_tpc_split(struct hpu_tpc_launch *l)
 {
 	uint32_t num_tpc = l->job->core->cfg.num_tpc;
 	uint64_t most = (l->work + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
@@ -163,7 +195,6 @@ static void hpu_tpc_run(struct hpu_tpc_pool *pool, struct hpu_tpc_launch *l)
 		l->parts = l->items;
 	if (l->items && !l->parts)
 		l->parts = 1;
-	hpu_tpc_pool_run(pool, hpu_tpc_run_part, l, l->parts);
 }
 
 /* Whether v has more than HPU_KERNEL_MAX_ELEMENTS elements, dims of size 0 aside. */
@@ -343,24 +374,58 @@ static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 	return 0;
 }
 
+static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decoded *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->call = l->call;
+	d->call.state = NULL;
+	memcpy(d->va, l->va, sizeof(d->va));
+	d->memo = l->state.memo;
+	d->items = l->items;
+	d->work = l->work;
+	d->parts = l->parts;
+}
+
+/*
+ * Run the checked launch's parts, from where it yielded if it decodes as it
+ * did then.  Past the job's slice it yields between two parts, unless an
+ * operand is staged: host memory is never held across a yield (a guest
+ * could have a yielded launch on every queue).  finish() runs once, after
+ * the last part.
+ */
+static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launch *l)
+{
+	uint64_t first, done;
+	struct hpu_tpc_decoded d;
+
+	hpu_tpc_split(l);
+	hpu_tpc_decoded(l, &d);
+	first = hpu_job_resume(job, &d, sizeof(d));
+	done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, first < l->parts ? first : 0,
+				l->parts, l->mem.staged ? UINT64_MAX : job->yield_ns);
+	if (l->state.fault && !hpu_job_cancelled(job))
+		return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
+	if (hpu_job_cancelled(job))
+		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+	if (done < l->parts) {
+		hpu_job_suspend(job, &d, sizeof(d), done);
+		return HPU_PKT_YIELDED;
+	}
+	if (l->def->finish)
+		l->def->finish(&l->call);
+	return hpu_tmem_write_back(job, &l->mem) ? HPU_PKT_FAILED : HPU_PKT_DONE;
+}
+
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)
 {
 	struct hpu_tpc_launch l = { .job = job, .state = { hpu_tpc_cancelled, job } };
-	int err = -1;
+	enum hpu_pkt_status status = HPU_PKT_FAILED;
 
 	l.call.state = &l.state;
 	if (hpu_tpc_params(job, &l, pkt) || hpu_tpc_map(job, &l))
 		return HPU_PKT_FAILED;
-	if (!hpu_tpc_check(job, &l)) {
-		hpu_tpc_run(&job->core->tpc, &l);
-		if (l.state.fault && !hpu_job_cancelled(job)) {
-			hpu_pkt_refuse(job, "kernel %s: %s", l.def->name, l.state.fault);
-		} else {
-			if (l.def->finish && !hpu_job_cancelled(job))
-				l.def->finish(&l.call);
-			err = hpu_tmem_write_back(job, &l.mem);
-		}
-	}
+	if (!hpu_tpc_check(job, &l))
+		status = hpu_tpc_run(job, &l);
 	hpu_tmem_release(&l.mem);
-	return err ? HPU_PKT_FAILED : HPU_PKT_DONE;
+	return status;
 }

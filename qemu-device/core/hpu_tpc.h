@@ -5,7 +5,10 @@
  * maps them (hpu_tmem.h), lets the kernel check its operands, then splits
  * the kernel's work items into parts, one per TPC, that the engine thread
  * and a pool of worker threads take in turn.  A queue reset is noticed
- * between parts, and inside items of long work.  A launch that would work
+ * between parts, and inside items of long work.  Once the job's slice is
+ * over (hpu_qman.h), a launch whose operands all lie in HBM yields between
+ * two parts and goes on with the parts left when the job runs again,
+ * decoded and checked anew.  A launch that would work
  * past HPU_KERNEL_MAX_WORK, whose tensors are larger than
  * HPU_KERNEL_MAX_ELEMENTS or whose outputs overlap another operand (but
  * exactly in place) is refused.
@@ -41,7 +44,7 @@
  */
 #define HPU_TPC_PART_MAX_ITEMS (1u << 19)
 
-/* One part of a run: part is 0 .. parts - 1, each run once, on any of the pool's threads. */
+/* One part of a run: part is first .. parts - 1, each run once, on any of the pool's threads. */
 typedef void hpu_tpc_part_fn(void *ctx, uint64_t part);
 
 struct hpu_tpc_pool {
@@ -52,18 +55,25 @@ struct hpu_tpc_pool {
 	unsigned int cpus;    /* host CPUs: the most threads a GEMM runs on (tests set it) */
 	unsigned int nr_threads;
 	pthread_t *threads;
-	/* The run in progress, if parts > 0. */
+	/* The run in progress, if parts > 0: parts first .. parts - 1, none started past yield_ns. */
 	hpu_tpc_part_fn *fn;
 	void *ctx;
-	uint64_t parts, next, ended;
+	uint64_t first, parts, next, ended;
+	uint64_t yield_ns;
 };
 
 /* Start one worker per further host CPU; fewer if the host refuses. */
 void hpu_tpc_init(struct hpu_tpc_pool *pool);
 /* Stop and join the workers; no run may be in progress. */
 void hpu_tpc_destroy(struct hpu_tpc_pool *pool);
-/* fn(ctx, p) for every p < parts, on the calling thread and workers; returns once all ended. */
-void hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx, uint64_t parts);
+/*
+ * fn(ctx, p) for p from first (< parts) on, on the calling thread and
+ * workers, in order of p; once the monotonic clock (hpu_core_now_ns())
+ * passes yield_ns, no further part starts, one at least having.  Returns
+ * once the parts started ended: how many parts are done, all of [0, it).
+ */
+uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
+			  uint64_t first, uint64_t parts, uint64_t yield_ns);
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt);
 

@@ -13,10 +13,10 @@ HOST_TEST_SRCS_test_dev_call := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_call := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_SRCS_test_dev_uq := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_uq := $(HPU_DEV_TEST_LIBS)
-# The compute suite adds test kernels in front of the library's table, and weighs allocations.
+# The compute suite adds test kernels in front of the library's table, and weighs the memory held.
 HOST_TEST_SRCS_test_dev_compute := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hpu_kernel_lookup \
-	-Wl,--wrap=malloc -Wl,--wrap=calloc
+	-Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=free
 HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib \
 	-lhpu -pthread -ldl
 HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/hpu_suballoc.c userspace/lib/hpu_cb.c \

@@ -11,6 +11,8 @@
  * and with --wrap=malloc and --wrap=calloc to weigh the engines' host memory.
  * Prints TAP.
  */
+#include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -40,47 +42,63 @@
 #define REFUSED_LOGS 2 /* why, then the failed job */
 
 /*
- * Host memory the device code allocates while counting is on.  A GEMM
- * allocates all its buffers when it starts and frees them when it ends, so
- * their sum is its peak.
+ * Host memory the device code holds while counting is on: the most at once
+ * (a GEMM allocates its buffers when it starts or goes on after a yield,
+ * and frees them when it ends or yields), and its largest allocation.
  */
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
+void __real_free(void *p);
 
 static struct {
 	bool on;
-	uint64_t total, largest;
+	int64_t held;
+	uint64_t peak, largest;
 } allocs;
 
-static void alloc_count(uint64_t bytes)
+/* The largest of *at and v, atomically. */
+static void atomic_max(uint64_t *at, uint64_t v)
 {
-	uint64_t largest;
+	uint64_t old = __atomic_load_n(at, __ATOMIC_RELAXED);
 
-	if (!__atomic_load_n(&allocs.on, __ATOMIC_RELAXED))
-		return;
-	__atomic_add_fetch(&allocs.total, bytes, __ATOMIC_RELAXED);
-	largest = __atomic_load_n(&allocs.largest, __ATOMIC_RELAXED);
-	while (bytes > largest &&
-	       !__atomic_compare_exchange_n(&allocs.largest, &largest, bytes, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
+	while (v > old &&
+	       !__atomic_compare_exchange_n(at, &old, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
+}
+
+static void *alloc_count(void *p, uint64_t bytes)
+{
+	int64_t held;
+
+	if (!p || !__atomic_load_n(&allocs.on, __ATOMIC_RELAXED))
+		return p;
+	held = __atomic_add_fetch(&allocs.held, (int64_t)malloc_usable_size(p), __ATOMIC_RELAXED);
+	atomic_max(&allocs.peak, held > 0 ? (uint64_t)held : 0);
+	atomic_max(&allocs.largest, bytes);
+	return p;
 }
 
 void *__wrap_malloc(size_t size)
 {
-	alloc_count(size);
-	return __real_malloc(size);
+	return alloc_count(__real_malloc(size), size);
 }
 
 void *__wrap_calloc(size_t n, size_t size)
 {
-	alloc_count((uint64_t)n * size);
-	return __real_calloc(n, size);
+	return alloc_count(__real_calloc(n, size), (uint64_t)n * size);
+}
+
+void __wrap_free(void *p)
+{
+	if (p && __atomic_load_n(&allocs.on, __ATOMIC_RELAXED))
+		__atomic_sub_fetch(&allocs.held, (int64_t)malloc_usable_size(p), __ATOMIC_RELAXED);
+	__real_free(p);
 }
 
 static void alloc_start(void)
 {
-	allocs.total = 0;
+	allocs.held = 0;
+	allocs.peak = 0;
 	allocs.largest = 0;
 	__atomic_store_n(&allocs.on, true, __ATOMIC_RELAXED);
 }
@@ -90,13 +108,13 @@ static void alloc_check(struct hpu_test *t, uint64_t staged, int line)
 {
 	__atomic_store_n(&allocs.on, false, __ATOMIC_RELAXED);
 	if (allocs.largest > HPU_MME_STEP_ELEMS * sizeof(float) ||
-	    allocs.total > HPU_MME_WORK_MAX + staged)
-		printf("# %llu bytes allocated, %llu at once\n", (unsigned long long)allocs.total,
-		       (unsigned long long)allocs.largest);
+	    allocs.peak > HPU_MME_WORK_MAX + staged)
+		printf("# %llu bytes held at most, %llu in one allocation\n",
+		       (unsigned long long)allocs.peak, (unsigned long long)allocs.largest);
 	hpu_check(t, allocs.largest <= HPU_MME_STEP_ELEMS * sizeof(float),
 		  "largest allocation within HPU_MME_STEP_ELEMS", line);
-	hpu_check(t, allocs.total <= HPU_MME_WORK_MAX + staged,
-		  "allocations within HPU_MME_WORK_MAX", line);
+	hpu_check(t, allocs.peak <= HPU_MME_WORK_MAX + staged,
+		  "memory held within HPU_MME_WORK_MAX", line);
 }
 
 static void map_compute(struct hpu_test *t)
@@ -1328,6 +1346,193 @@ static void case_launch_abort(struct hpu_test *t)
 	expect_counts(t, staged, shape[0], 1, __LINE__);
 }
 
+/* ---- long packets yield to other queues ---- */
+
+/* Where queue 0's long packet and queue 1's job write their TIMESTAMPs. */
+#define TS_LONG (SYNC_OFF + 8)
+#define TS_OTHER (SYNC_OFF + 16)
+
+/*
+ * Queue 0: cb (one long packet), then a TIMESTAMP.  Queue 1: a TIMESTAMP,
+ * then a WAIT nobody satisfies: it parks, and its DEFERRED_US stays to be
+ * read.  Run on the caller's thread; how long that took, in us.
+ */
+static uint64_t run_beside_other(struct hpu_test *t, struct hpu_cb *cb)
+{
+	struct hpu_cb other = { .len = 0 };
+	uint64_t start;
+
+	cb_timestamp(cb, VA_HOST + TS_LONG);
+	submit_user(t, 0, cb, 1);
+	cb_timestamp(&other, VA_HOST + TS_OTHER);
+	cb_sync(&other, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	submit_user(t, 1, &other, 2);
+	start = now_ns();
+	run(t);
+	return (now_ns() - start) / 1000;
+}
+
+/* Queue 1 waited for about a slice of queue 0's long packet, not for all of it. */
+static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us, int line)
+{
+	uint64_t last = hpu_ld_le64(t->mem + TS_LONG), other = hpu_ld_le64(t->mem + TS_OTHER);
+	uint32_t deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
+
+	printf("# slice: a %" PRIu64 " us %s deferred queue 1 by %u us\n", ran_us, what, deferred);
+	expect_done(t, 0, line);
+	hpu_check(t, ran_us >= 4 * HPU_ENGINE_SLICE_US, "the packet is longer than 4 slices", line);
+	hpu_check(t, other && other < last, "queue 1 ran before the packet ended", line);
+	hpu_check(t, deferred >= HPU_ENGINE_SLICE_US && deferred < ran_us / 2,
+		  "queue 1 deferred for about a slice", line);
+	hpu_check_eq(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING, "queue 1 parked", line);
+}
+
+/* Items of the long launches: 32 parts of HPU_TPC_PART_MAX_ITEMS. */
+#define LONG_ITEMS (32ull * HPU_TPC_PART_MAX_ITEMS)
+
+/* Each of n int32 at va is 1: every item done exactly once. */
+static void expect_all_once(struct hpu_test *t, uint64_t va, uint64_t n, int line)
+{
+	int32_t *v = malloc(n * sizeof(*v));
+	uint64_t i, bad = 0;
+
+	va_read(t, va, v, n * sizeof(*v));
+	for (i = 0; i < n; i++)
+		bad += v[i] != 1;
+	hpu_check_eq(t, bad, 0, "items not done exactly once", line);
+	free(v);
+}
+
+/*
+ * A launch of 32 parts yields between two of them once its slice is over,
+ * and goes on with the parts left: each part runs once, each item is done
+ * once, finish() runs once at the end.
+ */
+static void case_launch_yields(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	const uint64_t shape[1] = { LONG_ITEMS };
+	struct hpu_cb cb = { .len = 0 };
+	uint64_t ran_us;
+
+	map_compute(t);
+	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 1, shape, 0);
+	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	tk.parts = tk.finishes = 0;
+	ran_us = run_beside_other(t, &cb);
+	expect_yielded(t, "launch", ran_us, __LINE__);
+	HPU_CHECK_EQ(t, tk.parts, LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
+	HPU_CHECK_EQ(t, tk.finishes, 1);
+	expect_all_once(t, VA_DATA, LONG_ITEMS, __LINE__);
+}
+
+/* The launch a yielded one is rewritten into (on_dma), once its parts began. */
+static struct launch rewrite_to;
+
+/* Rewrite the parameter block as the launch yielded: the first read after its parts ran. */
+static void rewrite_params(struct hpu_test *t)
+{
+	if (!__atomic_load_n(&tk.parts, __ATOMIC_RELAXED))
+		return;
+	t->on_dma = NULL;
+	launch_write(t, VA_PARAM, &rewrite_to);
+}
+
+/*
+ * A launch that yielded is decoded and checked anew: rewritten into one the
+ * kernel refuses, it fails BAD_KERNEL; into a smaller staged one, that runs
+ * whole from its first item (the progress saved was another launch's), and
+ * nothing past its operand is touched (what the sanitizer build checks).
+ */
+static void case_launch_rewritten(struct hpu_test *t)
+{
+	const uint64_t shape[1] = { LONG_ITEMS }, small[1] = { 3 * HPU_TPC_PART_ITEMS + 8 };
+	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
+	struct launch l = launch_new(TK_COUNT, 1);
+	uint32_t size;
+
+	map_compute(t);
+	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 1, shape, 0);
+	size = launch_write(t, VA_PARAM, &l);
+	rewrite_to = l;
+	rewrite_to.t[0].dtype = F32;
+	tk.parts = tk.finishes = 0;
+	t->on_dma = rewrite_params;
+	launch_run(t, VA_PARAM, size);
+	expect_event(t, HPU_EVENT_BAD_KERNEL, 0, ASID, HPU_ENGINE_TPC, 3, 0, REFUSED_LOGS,
+		     __LINE__);
+	HPU_CHECK(t, tk.parts > 0 && tk.parts < LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
+	HPU_CHECK_EQ(t, tk.finishes, 0);
+
+	rewrite_to.t[0] = desc(staged, HPU_DTYPE_I32, 1, small, 0);
+	tk.parts = tk.finishes = 0;
+	t->on_dma = rewrite_params;
+	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	EXPECT_DONE(t, 0);
+	HPU_CHECK_EQ(t, tk.finishes, 1);
+	expect_all_once(t, staged, small[0], __LINE__);
+	HPU_CHECK_EQ(t, read_i32(t, staged - 4), 0);
+	HPU_CHECK_EQ(t, read_i32(t, staged + small[0] * 4), 0);
+}
+
+/*
+ * A GEMM of 16384 small blocks (the batch, A's and B's strides 0) yields
+ * between two blocks once its slice is over and goes on with the blocks
+ * left: each batch matrix of C (beta 0.5: a block computed twice would
+ * show) is to the bit what the GEMM of batch 1 leaves, which never yields.
+ */
+#define YG_BATCH 16384u
+#define YG_M 40u
+#define YG_N 24u
+#define YG_K 120u
+#define YG_MAT (YG_M * YG_N * 4u)
+
+static void case_gemm_yields(struct hpu_test *t)
+{
+	struct gemm g = {
+		.dtype_ab = F32, .dtype_c = F32, .batch = 1, .m = YG_M, .n = YG_N, .k = YG_K,
+		.a = VA_DATA, .b = VA_DATA + (1u << 20), .c = VA_DATA + (2u << 20),
+		.lda = YG_K, .ldb = YG_N, .ldc = YG_N, .stride_c = YG_M * YG_N, .alpha = 1,
+		.beta = 0.5f,
+	};
+	float a[YG_M * YG_K], b[YG_K * YG_N], c0[YG_M * YG_N];
+	const uint64_t bytes = (uint64_t)YG_BATCH * YG_MAT;
+	uint8_t *c = malloc(bytes), *one = malloc(YG_MAT);
+	struct hpu_cb cb = { .len = 0 };
+	uint64_t i, ran_us, bad = 0;
+
+	map_compute(t);
+	for (i = 0; i < HPU_ARRAY_SIZE(a); i++)
+		a[i] = rnd_rounding(F32);
+	for (i = 0; i < HPU_ARRAY_SIZE(b); i++)
+		b[i] = rnd_rounding(F32);
+	for (i = 0; i < HPU_ARRAY_SIZE(c0); i++)
+		c0[i] = rnd_rounding(F32);
+	va_write(t, g.a, a, sizeof(a));
+	va_write(t, g.b, b, sizeof(b));
+	for (i = 0; i < YG_BATCH; i++)
+		memcpy(c + i * YG_MAT, c0, YG_MAT);
+	va_write(t, g.c, c, bytes);
+	cb_gemm(&cb, &g);
+	submit_user(t, 2, &cb, 3);
+	run(t);
+	EXPECT_DONE(t, 2);
+	va_read(t, g.c, one, YG_MAT);
+
+	va_write(t, g.c, c, bytes);
+	g.batch = YG_BATCH;
+	cb.len = 0;
+	cb_gemm(&cb, &g);
+	ran_us = run_beside_other(t, &cb);
+	expect_yielded(t, "GEMM", ran_us, __LINE__);
+	va_read(t, g.c, c, bytes);
+	for (i = 0; i < YG_BATCH; i++)
+		bad += memcmp(c + i * YG_MAT, one, YG_MAT) != 0;
+	HPU_CHECK_EQ(t, bad, 0);
+	free(c);
+	free(one);
+}
+
 /* ---- fuzz: random kernel launches and GEMMs ---- */
 
 /*
@@ -1704,6 +1909,9 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: parameter block in HBM", case_params_in_hbm },
 	{ "launch: a library kernel through the kernel table", case_library_kernel },
 	{ "launch: queue reset from inside a part", case_launch_abort },
+	{ "launch: a long launch yields to other queues between its parts", case_launch_yields },
+	{ "launch: a launch rewritten while it yields is checked anew", case_launch_rewritten },
+	{ "GEMM: a long GEMM yields to other queues between its blocks", case_gemm_yields },
 	{ "fuzz: random launches and GEMMs end, the device usable", case_launch_fuzz },
 };
 
