@@ -6,8 +6,8 @@
  * address space, counted in the opener's share (hpu_limits.c: -EDQUOT past
  * max_user_files, -ENOSPC once every ASID is taken).
  * The driver has one more context, ASID 0, whose address space maps all
- * buffer HBM onto itself, for its own jobs (zeroing new buffers); it lives
- * as long as the DRM device.
+ * buffer HBM onto itself, for its own jobs (zeroing freed buffers,
+ * hpu_gem.c); it lives as long as the DRM device.
  *
  * Closing the file (postclose, after DRM dropped its buffer handles and
  * sync objects) cancels the jobs not yet in a ring (their end fences carry
@@ -15,7 +15,8 @@
  * (HPU_CTX_CLOSE_GRACE_MS) and then cancels them (-ECANCELED) with a queue
  * reset, and only when every job of the context is freed unmaps
  * everything, unpins host pages, frees the page tables and the ASID.  The
- * struct itself goes with its last reference.
+ * struct itself goes with its last reference (its buffers hold one), and
+ * with it its reference on its user, whose share the buffers are charged to.
  */
 #include <linux/dma-fence.h>
 #include <linux/jiffies.h>
@@ -26,6 +27,7 @@
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_gem.h"
 #include "hpu_limits.h"
 #include "hpu_queue.h"
 #include "hpu_sched.h"
@@ -39,6 +41,8 @@ static void hpu_ctx_release(struct kref *ref)
 {
 	struct hpu_ctx *ctx = container_of(ref, struct hpu_ctx, ref);
 
+	if (ctx->user)
+		hpu_user_put(ctx->hdev, ctx->user);
 	xa_destroy(&ctx->old_errors);
 	mutex_destroy(&ctx->submit_lock);
 	kvfree(ctx);
@@ -57,6 +61,7 @@ void hpu_ctx_put(struct hpu_ctx *ctx)
 
 static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 {
+	struct hpu_user *user;
 	struct hpu_ctx *ctx;
 	int ret;
 
@@ -74,14 +79,15 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 	ctx->fence_context = dma_fence_context_alloc(HPU_NUM_QUEUES);
 
 	if (!kernel) {
-		ctx->user = hpu_user_get(hdev);
-		if (IS_ERR(ctx->user)) {
-			ret = PTR_ERR(ctx->user);
+		user = hpu_user_get(hdev);
+		if (IS_ERR(user)) {
+			ret = PTR_ERR(user);
 			goto err_put_ctx;
 		}
+		ctx->user = user;
 		ret = hpu_mmu_asid_alloc(hdev);
 		if (ret < 0)
-			goto err_put_user;
+			goto err_close_user;
 		ctx->asid = ret;
 	}
 
@@ -93,9 +99,9 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 err_free_asid:
 	if (!kernel)
 		hpu_mmu_asid_free(hdev, ctx->asid);
-err_put_user:
+err_close_user:
 	if (!kernel)
-		hpu_user_put(hdev, ctx->user);
+		hpu_user_close(hdev, ctx->user);
 err_put_ctx:
 	hpu_ctx_put(ctx);
 	return ERR_PTR(ret);
@@ -128,7 +134,7 @@ static void hpu_ctx_destroy(struct hpu_ctx *ctx)
 	hpu_vm_fini(ctx);
 	if (!ctx->kernel) {
 		hpu_mmu_asid_free(ctx->hdev, ctx->asid);
-		hpu_user_put(ctx->hdev, ctx->user);
+		hpu_user_close(ctx->hdev, ctx->user);
 	}
 
 	for (i = 0; i < HPU_CTX_HISTORY; i++)
@@ -166,6 +172,8 @@ void hpu_ctx_kernel_fini(struct hpu_device *hdev)
 {
 	if (!hdev->kctx)
 		return;
+	/* No new zeroing job; those in flight end before the context goes. */
+	hpu_hbm_scrub_stop(hdev);
 	hpu_ctx_destroy(hdev->kctx);
 	hdev->kctx = NULL;
 }
@@ -178,8 +186,8 @@ static void hpu_ctx_kernel_release(struct drm_device *drm, void *arg)
 
 /*
  * The driver's context lives as long as the DRM device (its schedulers'
- * entities too): a GEM_CREATE may still zero a buffer while the device is
- * being unbound.  A failed probe calls hpu_ctx_kernel_fini() itself, with
+ * entities too): a buffer freed while the device is being unbound is still
+ * zeroed, or its zeroing fails with the device.  A failed probe calls hpu_ctx_kernel_fini() itself, with
  * the device still mapped.
  */
 int hpu_ctx_kernel_init(struct hpu_device *hdev)

@@ -60,12 +60,18 @@ static const struct debugfs_reg32 hpu_debugfs_regs[] = {
 static int hpu_debugfs_usage_show(struct seq_file *m, void *unused)
 {
 	struct hpu_device *hdev = m->private;
+	u64 hbm_used, hbm_scrubbing, hbm_bad;
 
+	hpu_hbm_usage(hdev, &hbm_used, &hbm_scrubbing, &hbm_bad);
 	seq_printf(m, "contexts %d\n", atomic_read(&hdev->stats.contexts));
-	seq_printf(m, "hbm_used %llu\n", hpu_hbm_used(hdev));
+	/* Freed HBM counts in hbm_used until it is zeroed (hpu_gem.c). */
+	seq_printf(m, "hbm_used %llu\n", hbm_used);
+	seq_printf(m, "hbm_scrubbing %llu\n", hbm_scrubbing);
+	seq_printf(m, "hbm_bad %llu\n", hbm_bad);
 	seq_printf(m, "mmu_tables %u\n", hpu_mmu_tables_used(hdev));
-	/* What open files hold (hpu_limits.c): all zero once they are closed. */
+	/* What files hold (hpu_limits.c): all zero once they are closed. */
 	seq_printf(m, "users %lu\n", hpu_usage_users(hdev));
+	seq_printf(m, "file_hbm %lld\n", atomic64_read(&hdev->usage.hbm));
 	seq_printf(m, "file_tables %lld\n", atomic64_read(&hdev->usage.tables));
 	seq_printf(m, "host_pinned %lld\n", atomic64_read(&hdev->usage.host_pinned));
 	seq_printf(m, "jobs_submitted %lld\n", atomic64_read(&hdev->stats.jobs_submitted));
