@@ -1426,6 +1426,74 @@ static void case_launch_yields(struct hpu_test *t)
 	expect_all_once(t, VA_DATA, LONG_ITEMS, __LINE__);
 }
 
+/* A dense 1-D view of n elements at base, as the engine hands a kernel its tensors. */
+static struct hpu_kview host_view(void *base, uint32_t dtype, uint64_t n)
+{
+	struct hpu_kview v = { .base = base, .dtype = dtype, .ndim = 1, .strides = { 1 } };
+	unsigned int k;
+
+	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
+		v.shape[k] = k ? 1 : n;
+	return v;
+}
+
+#define YD_N (1u << 23)
+
+/*
+ * dropout over 2^23 elements yields between its parts: out and mask are to
+ * the bit what one uninterrupted call of the kernel leaves, and the rng's
+ * offset advances once (its finish()), at the end: every part drew from
+ * the offset the launch began with.
+ */
+static void case_dropout_yields(struct hpu_test *t)
+{
+	const uint64_t out_va = VA_DATA, in_va = VA_DATA + 4 * YD_N, mask_va = VA_DATA + 8 * YD_N;
+	const uint64_t rng_va = mask_va + YD_N, shape[1] = { YD_N }, rng_shape[1] = { 2 };
+	const double p = 0.3;
+	struct launch l = launch_new(HPU_KERNEL_DROPOUT, 4);
+	float *in = malloc(YD_N * 4), *out = malloc(YD_N * 4), *ref = malloc(YD_N * 4);
+	uint8_t *mask = malloc(YD_N), *ref_mask = malloc(YD_N);
+	int64_t rng[2] = { 1234, 77 }, ref_rng[2] = { 1234, 77 };
+	struct hpu_kstate state = { 0 };
+	struct hpu_kcall c = { .kernel = HPU_KERNEL_DROPOUT, .num_tensors = 4, .state = &state };
+	struct hpu_cb cb = { .len = 0 };
+	uint64_t i, items = 0;
+
+	for (i = 0; i < YD_N; i++)
+		in[i] = rnd_value();
+	c.scalars[0] = p;
+	c.t[0] = host_view(ref, F32, YD_N);
+	c.t[1] = host_view(ref_mask, HPU_DTYPE_U8, YD_N);
+	c.t[2] = host_view(in, F32, YD_N);
+	c.t[3] = host_view(ref_rng, HPU_DTYPE_I64, 2);
+	HPU_CHECK_EQ(t, hpu_kernel_dropout.check(&c, &items), 0);
+	hpu_kernel_dropout.run(&c, 0, items);
+	hpu_kernel_dropout.finish(&c);
+
+	map_compute(t);
+	va_write(t, in_va, in, YD_N * 4);
+	va_write(t, rng_va, rng, sizeof(rng));
+	l.t[0] = desc(out_va, F32, 1, shape, 0);
+	l.t[1] = desc(mask_va, HPU_DTYPE_U8, 1, shape, 0);
+	l.t[2] = desc(in_va, F32, 1, shape, 0);
+	l.t[3] = desc(rng_va, HPU_DTYPE_I64, 1, rng_shape, 0);
+	memcpy(&l.p.scalars[0], &p, sizeof(p));
+	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	expect_yielded(t, "dropout", run_beside_other(t, &cb), __LINE__);
+	va_read(t, out_va, out, YD_N * 4);
+	va_read(t, mask_va, mask, YD_N);
+	va_read(t, rng_va, rng, sizeof(rng));
+	HPU_CHECK(t, !memcmp(out, ref, YD_N * 4));
+	HPU_CHECK(t, !memcmp(mask, ref_mask, YD_N));
+	HPU_CHECK_EQ(t, rng[1], 77 + YD_N);
+	HPU_CHECK_EQ(t, ref_rng[1], rng[1]);
+	free(in);
+	free(out);
+	free(ref);
+	free(mask);
+	free(ref_mask);
+}
+
 /* The launch a yielded one is rewritten into (on_dma), once its parts began. */
 static struct launch rewrite_to;
 
@@ -1911,6 +1979,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: queue reset from inside a part", case_launch_abort },
 	{ "launch: a long launch yields to other queues between its parts", case_launch_yields },
 	{ "launch: a launch rewritten while it yields is checked anew", case_launch_rewritten },
+	{ "launch: dropout yields, bitwise as one call, its offset advanced once", case_dropout_yields },
 	{ "GEMM: a long GEMM yields to other queues between its blocks", case_gemm_yields },
 	{ "fuzz: random launches and GEMMs end, the device usable", case_launch_fuzz },
 };
