@@ -21,9 +21,11 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 #   and holds back the device's interrupts (its MSI-X function mask, in config space);
 # - sched_test reloads the module (job_timeout_ms=300), sets queue_reset_timeout_us (sysfs) and
 #   reads the queues' registers (debugfs) and the kernel log;
+# - limits_test writes the module's shares (sysfs), reads debugfs "usage" and runs a child as
+#   another user;
 # - hostile_test runs its hostile and its victim as two users of the device group (uid 2002 and
 #   this user, with this RLIMIT_MEMLOCK), since a user's shares are its own.
-root_suites="lifecycle_test uqueue_test sched_test hostile_test"
+root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test"
 
 needs_root() {
 	case " $root_suites " in
@@ -130,17 +132,18 @@ echo "# suite mnist"
 cat "$HPU_OUT/mnist.tap"
 
 # Every suite's files are closed: the driver must hold nothing of theirs (its debugfs "usage":
-# open contexts with their ASIDs, HBM, their page-table pages, users charged, pinned host pages;
-# a file's last references may go a moment after its process), and the module must unload (its
-# messages, a WARN at unload too, are in the kernel log that run-guest.sh checks).  The driver's
-# own page tables (mmu_tables) stay until it unloads, and hpu_mmu_fini() warns of any left.
+# open contexts with their ASIDs, HBM (freed HBM too until it is zeroed), files' HBM and
+# page-table pages, users charged, pinned host pages; a file's last references may go a moment
+# after its process), and the module must unload (its messages, a WARN at unload too, are in the
+# kernel log that run-guest.sh checks).  The driver's own page tables (mmu_tables) stay until it
+# unloads, and hpu_mmu_fini() warns of any left.
 echo "# teardown"
 {
 	echo "TAP version 13"
 	echo "1..2"
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		usage=$(cat /sys/kernel/debug/hpu/*/usage 2>&1)
-		held=$(echo "$usage" | awk -v names="contexts hbm_used file_tables users host_pinned" '
+		held=$(echo "$usage" | awk -v names="contexts hbm_used file_hbm file_tables users host_pinned" '
 			BEGIN { n = split(names, want) }
 			{ v[$1] = $2 }
 			END { for (i = 1; i <= n; i++) if (v[want[i]] != "0") print want[i], v[want[i]] }')
