@@ -299,51 +299,12 @@ static int hpu_tpc_params(struct hpu_job *job, struct hpu_tpc_launch *l, const u
 	return err;
 }
 
-/* Tensors i and j are the very same view. */
-static bool hpu_tpc_same_view(const struct hpu_tpc_launch *l, unsigned int i, unsigned int j)
-{
-	const struct hpu_kview *a = &l->call.t[i], *b = &l->call.t[j];
-
-	return l->va[i] == l->va[j] && a->dtype == b->dtype && a->ndim == b->ndim &&
-	       !memcmp(a->shape, b->shape, sizeof(a->shape)) &&
-	       !memcmp(a->strides, b->strides, sizeof(a->strides));
-}
-
-/* Whether the bytes tensors i and j reach meet (lo + len may be 2^64). */
-static bool hpu_tpc_meet(const struct hpu_tpc_launch *l, unsigned int i, unsigned int j)
-{
-	return l->lo[i] >= l->lo[j] ? l->lo[i] - l->lo[j] < l->len[j] :
-				      l->lo[j] - l->lo[i] < l->len[i];
-}
-
-/*
- * An output's bytes may meet only those of an input that is the very same
- * view (in place): a part would otherwise read what it or another part
- * writes, data changing under a kernel that checked it.
- */
-static int hpu_tpc_overlap(struct hpu_job *job, const struct hpu_tpc_launch *l, uint32_t outputs)
-{
-	unsigned int i, j;
-
-	for (i = 0; i < l->call.num_tensors; i++) {
-		if (!(outputs >> i & 1) || !l->len[i])
-			continue;
-		for (j = 0; j < l->call.num_tensors; j++)
-			if (j != i && l->len[j] && hpu_tpc_meet(l, i, j) &&
-			    ((outputs >> j & 1) || !hpu_tpc_same_view(l, i, j)))
-				return hpu_pkt_refuse(job, "output tensor %u overlaps tensor %u", i, j);
-	}
-	return 0;
-}
-
 /* Map the tensors: the kernel's outputs for writing, the same range once. */
 static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
 	uint32_t outputs = l->def->outputs(&l->call);
 	unsigned int i;
 
-	if (hpu_tpc_overlap(job, l, outputs))
-		return -1;
 	hpu_tmem_init(&l->mem);
 	for (i = 0; i < l->call.num_tensors; i++)
 		if (l->len[i])

@@ -17,9 +17,9 @@
  * element.  Broadcasting is expressed by the runtime: elementwise kernels
  * take every operand with the output's shape, broadcast dimensions having
  * stride 0.  Outputs may be the very same view as an input (in place): the
- * same address, dtype, shape and strides.  An output whose bytes (from its
- * lowest to its highest element) meet any other operand's fails the launch
- * with HPU_EVENT_BAD_KERNEL.
+ * same address, dtype, shape and strides.  An output that shares elements
+ * with another operand otherwise gives undefined values, never an access
+ * outside the operands' memory.
  *
  * Arithmetic: floating results are computed in at least fp32 (bf16 inputs
  * are widened exactly; bf16 outputs are rounded to nearest even);
