@@ -69,7 +69,7 @@
 static unsigned int queue_reset_timeout_us = 1000 * 1000;
 module_param(queue_reset_timeout_us, uint, 0644);
 MODULE_PARM_DESC(queue_reset_timeout_us,
-		 "Time a queue reset has to stop its job before the device malfunctions, in us");
+		 "Time the engine may stay in a job after its queue's reset before the device malfunctions, in us");
 
 static unsigned int parked_yield_ms = 10;
 module_param(parked_yield_ms, uint, 0644);
@@ -411,16 +411,54 @@ void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx)
 		hpu_sched_timeout_in(q, 0);
 }
 
+/*
+ * Until a queue's reset has ended (@ended(@arg, &status) says so, status
+ * being the queue's STATUS); false if it did not in time.  Only time the
+ * engine is in the queue's job (STATUS.ENGINE) counts against
+ * queue_reset_timeout_us: a job that yielded or waits on a WAIT ends when
+ * the engine gets back to it, after other queues' packets, each of which
+ * its own job's timeout bounds; all in all the wait ends within twice the
+ * job timeout and the reset timeout.  Sleeps.
+ */
+bool hpu_queue_reset_wait(struct hpu_device *hdev, bool (*ended)(void *arg, u32 *status),
+			  void *arg)
+{
+	u64 limit_ns = (u64)hpu_queue_reset_timeout_us() * NSEC_PER_USEC, engine_ns = 0;
+	u64 start = ktime_get_ns(), deadline = start + limit_ns +
+			2ull * hdev->job_timeout_ms * NSEC_PER_MSEC, last = start, now;
+	u32 status;
+
+	for (;;) {
+		if (ended(arg, &status))
+			return true;
+		now = ktime_get_ns();
+		if (status & HPU_Q_STATUS_ENGINE)
+			engine_ns += now - last;
+		last = now;
+		if (engine_ns > limit_ns || now > deadline)
+			return false;
+		usleep_range(100, 200);
+	}
+}
+
+static bool hpu_queue_reset_ended(void *arg, u32 *status)
+{
+	struct hpu_queue *q = arg;
+
+	*status = hpu_qrreg(q, HPU_Q_STATUS);
+	return hpu_queue_is_idle(q, *status, true);
+}
+
 /* Reset @q and wait until the device has let go of its ring; false if it did not in time. */
 static bool hpu_queue_reset(struct hpu_queue *q)
 {
 	unsigned long timeout_us = hpu_queue_reset_timeout_us();
 
 	hpu_qwreg(q, HPU_Q_CTRL, HPU_Q_CTRL_RESET);
-	if (hpu_queue_wait_idle(q, true, timeout_us))
+	if (hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q))
 		return true;
-	dev_err(hpu_dev(q->hdev), "queue %u: still busy %lu us after a reset\n", q->index,
-		timeout_us);
+	dev_err(hpu_dev(q->hdev), "queue %u: the engine stayed in its job %lu us after a reset\n",
+		q->index, timeout_us);
 	hpu_device_set_malfunction(q->hdev);
 	return false;
 }

@@ -80,9 +80,18 @@ static void hpu_uq_wreg(struct hpu_device *hdev, u32 u, u32 reg, u32 val)
  * one as failed: the rest are counted here (a job that ends on its own
  * between the reads and the reset counts among them).  Lock held.
  */
+static bool hpu_uq_reset_ended(void *arg, u32 *status)
+{
+	struct hpu_uq *uq = arg;
+	struct hpu_device *hdev = container_of(uq, struct hpu_device, uqs.q[uq->index]);
+
+	*status = hpu_uq_rreg(hdev, uq->index, HPU_UQ_STATUS);
+	return !(*status & (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING));
+}
+
 static bool hpu_uq_reset_hw_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 {
-	u32 u = uq->index, pi, ci, errors, status;
+	u32 u = uq->index, pi, ci, errors;
 	bool idle;
 
 	lockdep_assert_held(&hdev->uqs.lock);
@@ -91,9 +100,7 @@ static bool hpu_uq_reset_hw_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 	errors = hpu_uq_rreg(hdev, u, HPU_UQ_ERRORS);
 	pi = hpu_uq_rreg(hdev, u, HPU_UQ_PI);
 	hpu_uq_wreg(hdev, u, HPU_UQ_CTRL, HPU_Q_CTRL_RESET);
-	idle = !read_poll_timeout(hpu_uq_rreg, status,
-				  !(status & (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING)),
-				  100, hpu_queue_reset_timeout_us(), false, hdev, u, HPU_UQ_STATUS);
+	idle = hpu_queue_reset_wait(hdev, hpu_uq_reset_ended, uq);
 	if (idle)
 		uq->dropped += (pi - ci) - (hpu_uq_rreg(hdev, u, HPU_UQ_ERRORS) - errors);
 	else
