@@ -511,8 +511,8 @@ FIXTURE(hostile) {
 
 /*
  * Hands out the first GiB of HBM and gives it back: every buffer of the
- * test then lands on HBM used before, as on a device in use for a while, so
- * that GEM_CREATE zeroes it (on queue 0) whatever ran before the test.
+ * test then lands on HBM used before (zeroed by the driver when freed), as
+ * on a device in use for a while, whatever ran before the test.
  */
 static int dirty_hbm(void)
 {
