@@ -335,12 +335,13 @@ void hpu_hbm_usage(struct hpu_device *hdev, u64 *used, u64 *scrubbing, u64 *bad)
 	mutex_unlock(&hbm->lock);
 }
 
+/* What INFO's STATS reports: HBM that buffers hold, freed HBM still being zeroed aside. */
 u64 hpu_hbm_used(struct hpu_device *hdev)
 {
 	u64 used, scrubbing, bad;
 
 	hpu_hbm_usage(hdev, &used, &scrubbing, &bad);
-	return used;
+	return used - scrubbing;
 }
 
 /*

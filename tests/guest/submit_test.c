@@ -127,7 +127,8 @@ TEST_F(sub, copy_small_sizes)
 static void round_trip_windowed(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *self,
 				uint64_t size, uint64_t soff, uint64_t doff)
 {
-	uint64_t span = size + 2 * HPU_PAGE, src_va, dst_va, a_va, b_va, off, n;
+	uint64_t span = (size + 3 * HPU_PAGE - 1) & ~(HPU_PAGE - 1), src_va, dst_va, a_va, b_va, off,
+		 n;
 	uint8_t *src = hpu_host_pages(WINDOW), *dst = hpu_host_pages(WINDOW);
 	unsigned int wrong = 0;
 	uint32_t ha, hb;
