@@ -535,13 +535,21 @@ TEST_F(watchdog, a_lost_interrupt_costs_at_most_a_period)
 TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 {
 	struct hpu_cb cb = { .size = 0 };
-	uint64_t va[3], offset;
+	uint64_t va[3] = { 0 }, offset;
 	uint32_t h[3], pos, id;
 	unsigned int i;
 	struct hpu_uq q;
 	char mark[64];
+	void *a = hpu_host_pages(HPU_SLOW_GEMM_BYTES);
 
-	for (i = 0; i < 3; i++) {
+	/*
+	 * A in host pages: the engine stages it and runs each GEMM whole, without yielding, so
+	 * a reset finds the engine in the job.
+	 */
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, a, HPU_SLOW_GEMM_BYTES,
+				DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va[0]));
+	for (i = 1; i < 3; i++) {
 		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]));
 		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, HPU_SLOW_GEMM_BYTES,
 					DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va[i]));
