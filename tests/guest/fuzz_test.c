@@ -505,12 +505,26 @@ static void fz_shape(uint32_t ndim, uint64_t *shape, uint64_t max)
 	}
 }
 
+/*
+ * The dims of t, and the tensors of p, that the CPU may index: a broken
+ * ndim or num_tensors can be past the arrays.
+ */
+static unsigned int fz_dims(const struct hpu_tensor_desc *t)
+{
+	return t->ndim < HPU_TENSOR_MAX_DIMS ? t->ndim : HPU_TENSOR_MAX_DIMS;
+}
+
+static unsigned int fz_tensors(const struct hpu_kernel_params *p)
+{
+	return p->num_tensors < HPU_KERNEL_MAX_TENSORS ? p->num_tensors : HPU_KERNEL_MAX_TENSORS;
+}
+
 static uint64_t fz_numel(const struct hpu_tensor_desc *t)
 {
 	uint64_t n = 1;
 	unsigned int k;
 
-	for (k = 0; k < t->ndim; k++)
+	for (k = 0; k < fz_dims(t); k++)
 		n *= t->shape[k];
 	return n;
 }
@@ -579,15 +593,14 @@ static int fz_add_in(struct fz_worker *w, struct fz_launch *l, uint32_t dtype, u
 /* Element k (row-major) of t, which lies in w's host memory, as the CPU sees it. */
 static uint8_t *fz_elem(const struct fz_worker *w, const struct hpu_tensor_desc *t, uint64_t k)
 {
-	int64_t off = 0;
+	uint64_t off = 0; /* wraps like the device's signed offsets, without overflow */
 	unsigned int d;
 
-	for (d = t->ndim; d-- > 0;) {
-		off += (int64_t)(k % t->shape[d]) * t->strides[d];
+	for (d = fz_dims(t); d-- > 0;) {
+		off += (k % t->shape[d]) * (uint64_t)t->strides[d];
 		k /= t->shape[d];
 	}
-	return fz_host_at(w, t->addr + (uint64_t)(off * (int64_t)fz_esize(t->dtype)),
-			  fz_esize(t->dtype));
+	return fz_host_at(w, t->addr + off * fz_esize(t->dtype), fz_esize(t->dtype));
 }
 
 static void fz_set_int(const struct fz_worker *w, const struct hpu_tensor_desc *t, uint64_t k,
@@ -981,28 +994,30 @@ static int64_t fz_bad_index(int64_t bound)
 static void fz_break_launch(struct fz_worker *w, struct fz_launch *l)
 {
 	struct hpu_kernel_params *p = &l->p;
-	unsigned int n = p->num_tensors ? p->num_tensors : 1, d = rnd() % HPU_TENSOR_MAX_DIMS, k;
+	unsigned int n = fz_tensors(p) ? fz_tensors(p) : 1, d = rnd() % HPU_TENSOR_MAX_DIMS, k;
 	struct hpu_tensor_desc *t = &l->t[rnd() % n], *u = &l->t[rnd() % n], tmp;
 	uint64_t i, count;
 
 	switch (rnd() % 12) {
 	case 0: /* an output over an input: shifted, or the same bytes read another way */
 		l->t[0].addr = u->addr + (rnd() % 3) * fz_esize(u->dtype);
-		if (rnd() % 2 && l->t[0].ndim)
-			l->t[0].strides[rnd() % l->t[0].ndim] += 1;
+		if (rnd() % 2 && fz_dims(&l->t[0]))
+			l->t[0].strides[rnd() % fz_dims(&l->t[0])] += 1;
 		break;
 	case 1: /* broadcast dims of huge sizes */
 		if (!t->ndim)
 			t->ndim = 1 + rnd() % HPU_TENSOR_MAX_DIMS;
-		for (k = 0; k < t->ndim; k++)
-			if (k == d % t->ndim || rnd() % 2) {
+		for (k = 0; k < fz_dims(t); k++)
+			if (k == d % fz_dims(t) || rnd() % 2) {
 				t->strides[k] = 0;
 				t->shape[k] = fz_huge();
 			}
 		break;
 	case 2: /* a dim reversed, its base left where it was */
-		if (t->ndim)
-			t->strides[d % t->ndim] = -t->strides[d % t->ndim] - (int64_t)(rnd() % 2);
+		if (fz_dims(t)) {
+			k = d % fz_dims(t);
+			t->strides[k] = -t->strides[k] - (int64_t)(rnd() % 2);
+		}
 		break;
 	case 3: /* an extreme size, within ndim or past it */
 		t->shape[d] = FZ_PICK(0, 2, 1ull << 31, 1ull << 32, (1ull << 32) + 1, 1ull << 62,
@@ -1081,7 +1096,7 @@ static int fz_launch(struct fz_worker *w, struct hpu_cb *cb, bool broken)
 		return -1;
 	for (breaks = broken ? 1 + (rnd() % 4 == 0) : 0; breaks; breaks--)
 		fz_break_launch(w, &l);
-	n = l.p.num_tensors < HPU_KERNEL_MAX_TENSORS ? l.p.num_tensors : HPU_KERNEL_MAX_TENSORS;
+	n = fz_tensors(&l.p);
 	size = sizeof(l.p) + n * sizeof(l.t[0]);
 	pkt.params_size = size;
 	pkt.params = fz_take(&w->scratch, size);
@@ -1322,8 +1337,10 @@ static void fz_dump(const struct fz_worker *w, const uint8_t *cb, uint32_t size,
 		for (i = 0; i < len; i += 4)
 			fprintf(stderr, " %08x", *(const uint32_t *)(cb + off + i));
 		fprintf(stderr, "\n");
-		memcpy(&addr, cb + off + 8, sizeof(addr));
-		bytes = op == HPU_PKT_TPC_LAUNCH ? *(const uint32_t *)(cb + off + 4) :
+		/* A truncated packet has no address: cb may end at the end of the mapping. */
+		if (len >= 16)
+			memcpy(&addr, cb + off + 8, sizeof(addr));
+		bytes = op == HPU_PKT_TPC_LAUNCH && len >= 16 ? *(const uint32_t *)(cb + off + 4) :
 			op == HPU_PKT_CALL && len == 24 ? *(const uint64_t *)(cb + off + 16) : 0;
 		host = bytes ? fz_host_at(w, addr, bytes) : NULL;
 		if (host && op == HPU_PKT_CALL && !depth) {
