@@ -62,6 +62,44 @@ static void fill(uint8_t *p, uint64_t n, uint32_t seed)
 	}
 }
 
+/* A round trip's buffers: host pages src and dst of host_len mapped, HBM a and b of hbm_len. */
+struct trip {
+	uint8_t *src, *dst;
+	uint64_t host_len, src_va, dst_va, a_va, b_va;
+	uint32_t ha, hb;
+};
+
+static void trip_open(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *self, struct trip *t,
+		      uint64_t host_len, uint64_t hbm_len)
+{
+	t->host_len = host_len;
+	t->src = hpu_host_pages(host_len);
+	t->dst = hpu_host_pages(host_len);
+	ASSERT_NE(NULL, t->src);
+	ASSERT_NE(NULL, t->dst);
+	t->src_va = host_buffer(self->fd, t->src, host_len, DRM_HPU_VM_MAP_READ);
+	t->dst_va = host_buffer(self->fd, t->dst, host_len, DRM_HPU_VM_MAP_WRITE);
+	t->a_va = hbm_buffer(self->fd, hbm_len, &t->ha);
+	t->b_va = hbm_buffer(self->fd, hbm_len, &t->hb);
+	ASSERT_NE(0, t->src_va);
+	ASSERT_NE(0, t->dst_va);
+	ASSERT_NE(0, t->a_va);
+	ASSERT_NE(0, t->b_va);
+}
+
+static void trip_close(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *self,
+		       struct trip *t)
+{
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, t->src_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, t->dst_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, t->a_va));
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, t->b_va));
+	EXPECT_EQ(0, hpu_gem_close(self->fd, t->ha));
+	EXPECT_EQ(0, hpu_gem_close(self->fd, t->hb));
+	munmap(t->src, t->host_len);
+	munmap(t->dst, t->host_len);
+}
+
 /*
  * Host -> HBM -> HBM -> host for one size and pair of unaligned offsets:
  * every direction the DMA engine has, checked byte for byte, with the bytes
@@ -71,41 +109,22 @@ static void round_trip(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *sel
 		       uint64_t size, uint64_t soff, uint64_t doff)
 {
 	uint64_t span = (size + 2 * HPU_PAGE + HPU_PAGE - 1) & ~(HPU_PAGE - 1);
-	uint8_t *src = hpu_host_pages(span), *dst = hpu_host_pages(span);
-	uint64_t src_va, dst_va, a_va, b_va;
-	uint32_t ha, hb;
+	struct trip t;
 
-	ASSERT_NE(NULL, src);
-	ASSERT_NE(NULL, dst);
-	fill(src, span, size);
-	memset(dst, 0x5a, span);
-	src_va = host_buffer(self->fd, src, span, DRM_HPU_VM_MAP_READ);
-	dst_va = host_buffer(self->fd, dst, span, DRM_HPU_VM_MAP_WRITE);
-	a_va = hbm_buffer(self->fd, span, &ha);
-	b_va = hbm_buffer(self->fd, span, &hb);
-	ASSERT_NE(0, src_va);
-	ASSERT_NE(0, dst_va);
-	ASSERT_NE(0, a_va);
-	ASSERT_NE(0, b_va);
-
+	trip_open(_metadata, self, &t, span, span);
+	fill(t.src, span, size);
+	memset(t.dst, 0x5a, span);
 	self->cb.size = 0;
-	hpu_cb_dma(&self->cb, a_va + doff, src_va + soff, size);   /* H2D */
-	hpu_cb_dma(&self->cb, b_va + soff, a_va + doff, size);     /* D2D */
-	hpu_cb_dma(&self->cb, dst_va + doff, b_va + soff, size);   /* D2H */
+	hpu_cb_dma(&self->cb, t.a_va + doff, t.src_va + soff, size);   /* H2D */
+	hpu_cb_dma(&self->cb, t.b_va + soff, t.a_va + doff, size);     /* D2D */
+	hpu_cb_dma(&self->cb, t.dst_va + doff, t.b_va + soff, size);   /* D2H */
 	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
 
-	EXPECT_EQ(0, memcmp(dst + doff, src + soff, size)) TH_LOG("size %llu", (unsigned long long)size);
-	EXPECT_EQ(0x5a, dst[doff - 1]);
-	EXPECT_EQ(0x5a, dst[doff + size]);
-
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, src_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, dst_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, a_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, b_va));
-	EXPECT_EQ(0, hpu_gem_close(self->fd, ha));
-	EXPECT_EQ(0, hpu_gem_close(self->fd, hb));
-	munmap(src, span);
-	munmap(dst, span);
+	EXPECT_EQ(0, memcmp(t.dst + doff, t.src + soff, size))
+		TH_LOG("size %llu", (unsigned long long)size);
+	EXPECT_EQ(0x5a, t.dst[doff - 1]);
+	EXPECT_EQ(0x5a, t.dst[doff + size]);
+	trip_close(_metadata, self, &t);
 }
 
 TEST_F(sub, copy_small_sizes)
@@ -127,49 +146,31 @@ TEST_F(sub, copy_small_sizes)
 static void round_trip_windowed(struct __test_metadata *_metadata, FIXTURE_DATA(sub) *self,
 				uint64_t size, uint64_t soff, uint64_t doff)
 {
-	uint64_t span = (size + 3 * HPU_PAGE - 1) & ~(HPU_PAGE - 1), src_va, dst_va, a_va, b_va, off,
-		 n;
-	uint8_t *src = hpu_host_pages(WINDOW), *dst = hpu_host_pages(WINDOW);
+	uint64_t span = (size + 3 * HPU_PAGE - 1) & ~(HPU_PAGE - 1), off, n;
 	unsigned int wrong = 0;
-	uint32_t ha, hb;
+	struct trip t;
 
-	ASSERT_NE(NULL, src);
-	ASSERT_NE(NULL, dst);
-	src_va = host_buffer(self->fd, src, WINDOW, DRM_HPU_VM_MAP_READ);
-	dst_va = host_buffer(self->fd, dst, WINDOW, DRM_HPU_VM_MAP_WRITE);
-	a_va = hbm_buffer(self->fd, span, &ha);
-	b_va = hbm_buffer(self->fd, span, &hb);
-	ASSERT_NE(0, src_va);
-	ASSERT_NE(0, dst_va);
-	ASSERT_NE(0, a_va);
-	ASSERT_NE(0, b_va);
+	trip_open(_metadata, self, &t, WINDOW, span);
 	for (off = 0; off < size; off += n) {
 		n = size - off < WINDOW ? size - off : WINDOW;
-		fill(src, n, (uint32_t)(off / WINDOW));
+		fill(t.src, n, (uint32_t)(off / WINDOW));
 		self->cb.size = 0;
-		hpu_cb_dma(&self->cb, a_va + doff + off, src_va, n);
+		hpu_cb_dma(&self->cb, t.a_va + doff + off, t.src_va, n);
 		ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
 	}
 	self->cb.size = 0;
-	hpu_cb_dma(&self->cb, b_va + soff, a_va + doff, size);
+	hpu_cb_dma(&self->cb, t.b_va + soff, t.a_va + doff, size);
 	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
 	for (off = 0; off < size; off += n) {
 		n = size - off < WINDOW ? size - off : WINDOW;
-		fill(src, n, (uint32_t)(off / WINDOW));
+		fill(t.src, n, (uint32_t)(off / WINDOW));
 		self->cb.size = 0;
-		hpu_cb_dma(&self->cb, dst_va, b_va + soff + off, n);
+		hpu_cb_dma(&self->cb, t.dst_va, t.b_va + soff + off, n);
 		ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
-		wrong += memcmp(dst, src, n) != 0;
+		wrong += memcmp(t.dst, t.src, n) != 0;
 	}
 	EXPECT_EQ(0, wrong) TH_LOG("size %llu: %u windows differ", (unsigned long long)size, wrong);
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, src_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, dst_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, a_va));
-	EXPECT_EQ(0, hpu_vm_unmap(self->fd, b_va));
-	EXPECT_EQ(0, hpu_gem_close(self->fd, ha));
-	EXPECT_EQ(0, hpu_gem_close(self->fd, hb));
-	munmap(src, WINDOW);
-	munmap(dst, WINDOW);
+	trip_close(_metadata, self, &t);
 }
 
 TEST_F_TIMEOUT(sub, copy_large_sizes, 600)
