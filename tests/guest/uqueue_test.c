@@ -556,7 +556,8 @@ TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 	}
 	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
 	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
-	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 64);
+	/* Far longer than the watchdog takes to reset the queue, however fast the host. */
+	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 512);
 	pos = hpu_uq_put(&q, &cb, 0);
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
 	hpu_uq_ring(&q);
