@@ -39,8 +39,10 @@
  * The head was pushed at the reset or has become the head since, so a
  * queue takes off at most one job per parked_yield_ms.
  *
- * A reset that does not end within queue_reset_timeout_us leaves the
- * engine inside a job that may still write its memory: the device is
+ * A reset whose job the engine stays in for queue_reset_timeout_us
+ * (STATUS.ENGINE; a job the engine is not in ends when the engine gets
+ * back to it, hpu_queue_reset_wait()) leaves the engine inside a job that
+ * may still write its memory: the device is
  * marked MALFUNCTION, and the queue is wedged: its jobs keep their
  * buffers and mappings (their fences unsignalled) until the engine lets
  * go, which the timeout work looks for every HPU_QUEUE_WEDGED_POLL_MS;
@@ -111,7 +113,7 @@ static u32 hpu_queue_read_ci(struct hpu_queue *q)
 	return ci;
 }
 
-/* For kernel and user queues alike; at least 1: read_poll_timeout() takes 0 for no bound. */
+/* For kernel and user queues alike; at least 1 us, so that a reset always waits a little. */
 unsigned long hpu_queue_reset_timeout_us(void)
 {
 	return max(READ_ONCE(queue_reset_timeout_us), 1u);
