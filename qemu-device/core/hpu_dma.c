@@ -141,7 +141,7 @@ static enum hpu_pkt_status hpu_dma_transfer(struct hpu_job *job, uint64_t dst, u
 		struct hpu_mmu_run s, d;
 		uint64_t n = size < HPU_DMA_STEP ? size : HPU_DMA_STEP;
 
-		if (moved && hpu_core_now_ns() >= job->yield_ns) {
+		if (moved && hpu_job_slice_over(job)) {
 			job->moved = moved;
 			return HPU_PKT_YIELDED;
 		}

@@ -39,7 +39,11 @@ struct hpu_job {
 	struct hpu_hbm *hbm; /* referenced while the engine runs the job */
 	unsigned int queue;  /* the engine's number of it, see hpu_qman.h */
 	uint32_t gen;        /* core generation when the step began: a reset abandons the job */
-	uint64_t yield_ns;   /* monotonic time the step yields at, between two packets or DMA steps */
+	/*
+	 * Monotonic time the step's slice ends at (hpu_job_slice_over()); any
+	 * thread of the step reads and moves it, atomically.
+	 */
+	uint64_t yield_ns;
 	/*
 	 * How far the packet at pos got when it yielded: bytes a LIN_DMA moved,
 	 * parts of a TPC_LAUNCH or blocks of an MME_GEMM done; else 0.
@@ -53,7 +57,7 @@ struct hpu_job {
 	uint32_t pos;        /* offset of the packet to run next; a stalled WAIT or CALL stays */
 	struct hpu_job_call call;
 	uint32_t engine;     /* HPU_ENGINE_* of the packet running, named in its event */
-	bool signalled;      /* a SIGNAL ran: waiting queues must look again */
+	bool signalled;      /* a SIGNAL ran since waiting queues last looked again */
 	/* Why the job failed: enum hpu_event_type (0 while it has not) and the address reported. */
 	uint32_t fault;
 	uint64_t fault_addr;
@@ -99,5 +103,17 @@ static inline void hpu_job_suspend(struct hpu_job *job, const void *decoded, uin
 
 /* The queue was reset or the device reset since the step began (any thread may have done it). */
 bool hpu_job_cancelled(const struct hpu_job *job);
+
+/*
+ * Whether the step yields now (between two packets, DMA steps, parts or
+ * GEMM steps): its slice is over and another queue has a job ready.  With
+ * none ready the slice starts again instead: a yield would only drain the
+ * pool and decode the packet again.  Any thread of the step may ask; past
+ * the slice it takes the core lock.
+ */
+bool hpu_job_slice_over(struct hpu_job *job);
+
+/* The step goes on for ns at least from now before it yields. */
+void hpu_job_slice_extend(struct hpu_job *job, uint64_t ns);
 
 #endif /* HPU_JOB_H */

@@ -50,14 +50,13 @@ struct hpu_mme_work {
 };
 
 struct hpu_gemm {
-	const struct hpu_job *job;
+	struct hpu_job *job;
 	struct hpu_mme_operand a, b, c;
 	uint32_t batch, m, n, k;
 	bool trans_a, trans_b;
 	float alpha, beta;
 	struct hpu_mme_plan plan;
 	uint64_t first;     /* the first step of this run: the GEMM yielded after the ones before */
-	uint64_t yield_ns;  /* no step starts past it, one at least having */
 	uint64_t next_step; /* __atomic */
 	struct hpu_mme_work *work; /* nr_work of them, the first plan.parts with their buffers */
 	uint64_t nr_work;
@@ -364,11 +363,11 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 		hpu_mme_narrow(c, w->wc, rows, cols, g->c.ld);
 }
 
-/* Whether the GEMM yields before its next step: past yield_ns, a step of this run taken. */
+/* Whether the GEMM yields before its next step: its slice over, a step of this run taken. */
 static bool hpu_mme_yields(struct hpu_gemm *g)
 {
 	return __atomic_load_n(&g->next_step, __ATOMIC_RELAXED) > g->first &&
-	       hpu_core_now_ns() >= g->yield_ns;
+	       hpu_job_slice_over(g->job);
 }
 
 /*
@@ -399,9 +398,8 @@ void hpu_mme_init(void)
 
 /*
  * Compute the mapped GEMM's steps, from where it yielded if it decodes as
- * it did then.  Past the job's slice it yields between two steps, unless
- * an operand is staged: host memory is never held across a yield (a guest
- * could have a yielded GEMM on every queue).
+ * it did then.  Past the job's slice it yields between two steps, its
+ * staged output written back.
  */
 static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
 				       const uint8_t *pkt, struct hpu_tmem_set *set)
@@ -411,22 +409,24 @@ static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
 
 	memset(&d, 0, sizeof(d));
 	memcpy(d.pkt, pkt, sizeof(d.pkt));
-	d.host[0] = g->a.host;
-	d.host[1] = g->b.host;
-	d.host[2] = g->c.host;
+	/* A staged operand's buffer is new at each step; the packet's VA says what it is. */
+	d.host[0] = hpu_tmem_staged(set, g->a.slot) ? NULL : g->a.host;
+	d.host[1] = hpu_tmem_staged(set, g->b.slot) ? NULL : g->b.host;
+	d.host[2] = hpu_tmem_staged(set, g->c.slot) ? NULL : g->c.host;
 	g->first = hpu_job_resume(job, &d, sizeof(d));
 	if (g->first >= g->plan.steps)
 		g->first = 0;
 	g->next_step = g->first;
-	g->yield_ns = set->staged ? UINT64_MAX : job->yield_ns;
-	hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, g, 0, g->plan.parts, UINT64_MAX);
+	hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, g, 0, g->plan.parts, NULL);
 	done = hpu_mme_min(g->next_step, g->plan.steps);
-	if (done < g->plan.steps && !hpu_job_cancelled(job)) {
+	/* A reset that stopped the steps fails the job here, as aborted. */
+	if (hpu_tmem_write_back(job, set))
+		return HPU_PKT_FAILED;
+	if (done < g->plan.steps) {
 		hpu_job_suspend(job, &d, sizeof(d), done);
 		return HPU_PKT_YIELDED;
 	}
-	/* A reset that stopped the steps fails the job here, as aborted. */
-	return hpu_tmem_write_back(job, set) ? HPU_PKT_FAILED : HPU_PKT_DONE;
+	return HPU_PKT_DONE;
 }
 
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)

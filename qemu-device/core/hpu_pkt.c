@@ -324,7 +324,7 @@ static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
 			job->call.pos += desc->size;
 		else
 			job->pos += desc->size;
-		if (hpu_core_now_ns() >= job->yield_ns)
+		if (hpu_job_slice_over(job))
 			return HPU_PKT_YIELDED;
 	}
 	return HPU_PKT_DONE;

@@ -20,8 +20,9 @@ int __attribute__((format(printf, 2, 3))) hpu_pkt_refuse(struct hpu_job *job, co
 
 /*
  * Run the job's packets from job->pos to the end of its command buffer; a
- * job stalled inside a callee goes on there first.  Past job->yield_ns it
- * yields between two packets (having run one at least).
+ * job stalled inside a callee goes on there first.  Once its slice is over
+ * (hpu_job_slice_over()) it yields between two packets, having run one at
+ * least.
  */
 enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job);
 

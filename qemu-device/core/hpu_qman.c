@@ -249,6 +249,38 @@ static bool hpu_qman_ready(struct hpu_dev_core *core, unsigned int q)
 			    HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI);
 }
 
+bool hpu_job_slice_over(struct hpu_job *job)
+{
+	struct hpu_dev_core *core = job->core;
+	uint64_t now = hpu_core_now_ns();
+	bool others = false;
+	unsigned int r;
+
+	if (now < __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
+		return false;
+	hpu_core_lock(core);
+	/* A WAIT the step's SIGNALs may satisfy is ready now, not only once the step ends. */
+	if (job->signalled) {
+		hpu_qman_recheck(core);
+		job->signalled = false;
+	}
+	for (r = 0; r < HPU_QMAN_QUEUES && !others; r++)
+		others = r != job->queue && hpu_qman_ready(core, r);
+	hpu_core_unlock(core);
+	if (!others)
+		__atomic_store_n(&job->yield_ns, now + HPU_ENGINE_SLICE_US * 1000ull,
+				 __ATOMIC_RELAXED);
+	return others;
+}
+
+void hpu_job_slice_extend(struct hpu_job *job, uint64_t ns)
+{
+	uint64_t at = hpu_core_now_ns() + ns;
+
+	if (at > __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&job->yield_ns, at, __ATOMIC_RELAXED);
+}
+
 /* The step in queue q that began at step_ns ended: queues that were ready waited for it. */
 static void hpu_qman_defer_others(struct hpu_dev_core *core, unsigned int q)
 {

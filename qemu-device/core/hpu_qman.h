@@ -14,12 +14,13 @@
  * One engine thread runs every queue (round robin, a job at a time), always
  * without the core lock while it touches memory: MMIO never waits for a
  * job.  A job runs for HPU_ENGINE_SLICE_US at most before the engine takes
- * the next queue with work (it yields between two packets, and goes on
- * later where it stopped), so that no queue monopolizes the engine; the time
- * a queue's job waits for others' slices is DEFERRED_US, which a timeout
- * does not charge to it.  A job ends completed or failed (a user queue's status is written
- * back, then a failure's event is posted, then CI advances; an armed user
- * queue then interrupts), or stalls on a WAIT: the queue parks (STATUS
+ * the next queue with work, if one has (it yields between two packets, or
+ * inside a long one, and goes on later where it stopped), so that no queue
+ * monopolizes the engine; the time a queue's job waits for others' slices
+ * is DEFERRED_US, which a timeout does not charge to it.  A job ends
+ * completed or failed (a user queue's status is written back, then a
+ * failure's event is posted, then CI advances; an armed user queue then
+ * interrupts), or stalls on a WAIT: the queue parks (STATUS
  * WAITING) and is looked at again after any SIGNAL, any doorbell (a kernel
  * queue's PI or a user queue's doorbell page), or a CTRL RESET.
  *

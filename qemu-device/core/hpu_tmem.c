@@ -142,6 +142,8 @@ static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem_set *set, struc
 
 int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
 {
+	uint64_t start = hpu_core_now_ns();
+
 	for (set->mapped = 0; set->mapped < set->count; set->mapped++) {
 		if (hpu_tmem_map_one(job, set, &set->r[set->mapped])) {
 			/* The failed range's buffer too. */
@@ -150,6 +152,9 @@ int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
 			return -1;
 		}
 	}
+	/* Staging is paid again after each yield: the step runs long enough to be worth it. */
+	if (set->staged)
+		hpu_job_slice_extend(job, HPU_TMEM_SLICE_RATIO * (hpu_core_now_ns() - start));
 	return 0;
 }
 

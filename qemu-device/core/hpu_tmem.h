@@ -13,7 +13,11 @@
  * Staging costs host memory the guest names (a range may span 2^48 bytes:
  * one HBM page mapped over and over), so a set stages HPU_TMEM_STAGE_MAX
  * bytes at most; a packet that needs more is refused, and a queue reset
- * stops a gather or scatter between two runs.
+ * stops a gather or scatter between two runs.  Staging buffers never
+ * outlive a step: a packet that yields writes its staged outputs back and
+ * stages again when it goes on (a guest could have a yielded packet on
+ * every queue), so a step that staged runs HPU_TMEM_SLICE_RATIO times as
+ * long as its gathering took before it yields.
  */
 #ifndef HPU_TMEM_H
 #define HPU_TMEM_H
@@ -29,6 +33,14 @@
 
 /* Bytes a set stages at most, all its ranges together. */
 #define HPU_TMEM_STAGE_MAX (1ull << 30)
+
+/*
+ * A step that staged computes this many times as long as it gathered, at
+ * least, before it yields: copies take half its time at most (the
+ * scatter costing about what the gather did), and a queue waiting for it
+ * waits about 2 + 2 * HPU_TMEM_SLICE_RATIO gathers' time.
+ */
+#define HPU_TMEM_SLICE_RATIO 2u
 
 struct hpu_tmem {
 	uint64_t va, len;
@@ -72,10 +84,17 @@ unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, b
 int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set);
 
 /*
- * Scatter the staged written ranges back; 0, or -1 with the job's fault
- * (ABORTED if the job was cancelled: nothing is written then).
+ * Scatter the staged written ranges back (at the packet's end, or before it
+ * yields); 0, or -1 with the job's fault (ABORTED if the job was cancelled:
+ * nothing is written then).
  */
 int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/* Whether mapped range i of the set is staged (its host pointer changes at each mapping). */
+static inline bool hpu_tmem_staged(const struct hpu_tmem_set *set, unsigned int i)
+{
+	return set->r[i].staged != NULL;
+}
 
 /* The host has no memory for what an engine needs: logged, DMA_ERROR at addr; returns -1. */
 int hpu_tmem_oom(struct hpu_job *job, const char *what, uint64_t addr);

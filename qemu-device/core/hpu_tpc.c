@@ -49,13 +49,13 @@ _Static_assert(sizeof(struct hpu_tpc_decoded) <= HPU_JOB_DECODED_MAX,
 	       "a decoded launch does not fit its job");
 
 /*
- * Whether the run has a part left to start: none once past its yield_ns,
- * a part having started.  Pool lock held.
+ * Whether the run has a part left to start: none once its job's slice is
+ * over, a part having started.  Pool lock held (the core lock nests in it).
  */
 static bool hpu_tpc_left(struct hpu_tpc_pool *pool)
 {
-	if (pool->next < pool->parts && pool->next > pool->first &&
-	    hpu_core_now_ns() >= pool->yield_ns) {
+	if (pool->next < pool->parts && pool->next > pool->first && pool->yield &&
+	    hpu_job_slice_over(pool->yield)) {
 		pool->parts = pool->next;
 		if (pool->ended == pool->parts)
 			pthread_cond_signal(&pool->done);
@@ -137,7 +137,7 @@ void hpu_tpc_destroy(struct hpu_tpc_pool *pool)
 }
 
 uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
-			  uint64_t first, uint64_t parts, uint64_t yield_ns)
+			  uint64_t first, uint64_t parts, struct hpu_job *yield)
 {
 	uint64_t woken, done;
 
@@ -146,7 +146,7 @@ uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *
 	pool->ctx = ctx;
 	pool->parts = parts;
 	pool->first = pool->next = pool->ended = first;
-	pool->yield_ns = yield_ns;
+	pool->yield = yield;
 	/* Wake only the workers with a part to take: each wake-up costs the host a switch. */
 	for (woken = 1; woken < parts - first && woken <= pool->nr_threads; woken++)
 		pthread_cond_signal(&pool->work);
@@ -337,9 +337,15 @@ static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 
 static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decoded *d)
 {
+	unsigned int i;
+
 	memset(d, 0, sizeof(*d));
 	d->call = l->call;
 	d->call.state = NULL;
+	/* A staged tensor's buffer is new at each step; its VA says what it is. */
+	for (i = 0; i < l->call.num_tensors; i++)
+		if (l->len[i] && l->mem.r[l->slot[i]].staged)
+			d->call.t[i].base = NULL;
 	memcpy(d->va, l->va, sizeof(d->va));
 	d->memo = l->state.memo;
 	d->items = l->items;
@@ -349,10 +355,8 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 
 /*
  * Run the checked launch's parts, from where it yielded if it decodes as it
- * did then.  Past the job's slice it yields between two parts, unless an
- * operand is staged: host memory is never held across a yield (a guest
- * could have a yielded launch on every queue).  finish() runs once, after
- * the last part.
+ * did then.  Past the job's slice it yields between two parts, its staged
+ * outputs written back.  finish() runs once, after the last part.
  */
 static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
@@ -363,18 +367,20 @@ static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launc
 	hpu_tpc_decoded(l, &d);
 	first = hpu_job_resume(job, &d, sizeof(d));
 	done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, first < l->parts ? first : 0,
-				l->parts, l->mem.staged ? UINT64_MAX : job->yield_ns);
+				l->parts, job);
 	if (l->state.fault && !hpu_job_cancelled(job))
 		return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
 	if (hpu_job_cancelled(job))
 		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+	if (done == l->parts && l->def->finish)
+		l->def->finish(&l->call);
+	if (hpu_tmem_write_back(job, &l->mem))
+		return HPU_PKT_FAILED;
 	if (done < l->parts) {
 		hpu_job_suspend(job, &d, sizeof(d), done);
 		return HPU_PKT_YIELDED;
 	}
-	if (l->def->finish)
-		l->def->finish(&l->call);
-	return hpu_tmem_write_back(job, &l->mem) ? HPU_PKT_FAILED : HPU_PKT_DONE;
+	return HPU_PKT_DONE;
 }
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)

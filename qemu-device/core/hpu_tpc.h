@@ -6,12 +6,11 @@
  * the kernel's work items into parts, one per TPC, that the engine thread
  * and a pool of worker threads take in turn.  A queue reset is noticed
  * between parts, and inside items of long work.  Once the job's slice is
- * over (hpu_qman.h), a launch whose operands all lie in HBM yields between
- * two parts and goes on with the parts left when the job runs again,
- * decoded and checked anew.  A launch that would work
- * past HPU_KERNEL_MAX_WORK, whose tensors are larger than
- * HPU_KERNEL_MAX_ELEMENTS or whose outputs overlap another operand (but
- * exactly in place) is refused.
+ * over (hpu_job_slice_over()), a launch yields between two parts and goes
+ * on with the parts left when the job runs again, mapped, decoded and
+ * checked anew (its staged outputs written back meanwhile, hpu_tmem.h).
+ * A launch that would work past HPU_KERNEL_MAX_WORK or whose tensors are
+ * larger than HPU_KERNEL_MAX_ELEMENTS is refused.
  *
  * The pool also runs the MME's GEMMs (hpu_mme.h).  It has one thread per
  * host CPU, the engine thread first: more would only take turns, with each
@@ -55,11 +54,11 @@ struct hpu_tpc_pool {
 	unsigned int cpus;    /* host CPUs: the most threads a GEMM runs on (tests set it) */
 	unsigned int nr_threads;
 	pthread_t *threads;
-	/* The run in progress, if parts > 0: parts first .. parts - 1, none started past yield_ns. */
+	/* The run in progress, if parts > 0: parts first .. parts - 1, none started once yield's over. */
 	hpu_tpc_part_fn *fn;
 	void *ctx;
 	uint64_t first, parts, next, ended;
-	uint64_t yield_ns;
+	struct hpu_job *yield;
 };
 
 /* Start one worker per further host CPU; fewer if the host refuses. */
@@ -68,12 +67,13 @@ void hpu_tpc_init(struct hpu_tpc_pool *pool);
 void hpu_tpc_destroy(struct hpu_tpc_pool *pool);
 /*
  * fn(ctx, p) for p from first (< parts) on, on the calling thread and
- * workers, in order of p; once the monotonic clock (hpu_core_now_ns())
- * passes yield_ns, no further part starts, one at least having.  Returns
- * once the parts started ended: how many parts are done, all of [0, it).
+ * workers, in order of p; once the slice of job yield is over
+ * (hpu_job_slice_over(); NULL: never), no further part starts, one at
+ * least having.  Returns once the parts started ended: how many parts are
+ * done, all of [0, it).
  */
 uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
-			  uint64_t first, uint64_t parts, uint64_t yield_ns);
+			  uint64_t first, uint64_t parts, struct hpu_job *yield);
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt);
 

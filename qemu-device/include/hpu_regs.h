@@ -184,7 +184,10 @@ enum hpu_err_code {
 /* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
 #define HPU_Q_CTRL_RESET (1u << 0)
 
-/* The longest the engine runs one queue's job before it lets other queues' jobs run (1.4). */
+/*
+ * The longest the engine runs one queue's job before it lets other queues'
+ * ready jobs run (1.4); a packet with staged operands runs longer.
+ */
 #define HPU_ENGINE_SLICE_US 2000u
 
 /* The driver's tail (completion write, interrupt) after a user command buffer is at most this. */

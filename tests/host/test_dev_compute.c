@@ -1353,36 +1353,52 @@ static void case_launch_abort(struct hpu_test *t)
 #define TS_OTHER (SYNC_OFF + 16)
 
 /*
- * Queue 0: cb (one long packet), then a TIMESTAMP.  Queue 1: a TIMESTAMP,
- * then a WAIT nobody satisfies: it parks, and its DEFERRED_US stays to be
- * read.  Run on the caller's thread; how long that took, in us.
+ * Queue q: a TIMESTAMP, then a WAIT nobody satisfies.  Ready when the
+ * engine starts, it has a long packet yield once, then parks: its
+ * DEFERRED_US stays to be read.  (Alone on the engine, a packet never
+ * yields.)
+ */
+static void submit_other(struct hpu_test *t, unsigned int q)
+{
+	struct hpu_cb other = { .len = 0 };
+
+	cb_timestamp(&other, VA_HOST + TS_OTHER);
+	cb_sync(&other, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	submit_user(t, q, &other, 2);
+}
+
+/*
+ * Queue 0: cb (one long packet), then a TIMESTAMP; queue 1: submit_other().
+ * Run on the caller's thread; how long that took, in us.
  */
 static uint64_t run_beside_other(struct hpu_test *t, struct hpu_cb *cb)
 {
-	struct hpu_cb other = { .len = 0 };
 	uint64_t start;
 
 	cb_timestamp(cb, VA_HOST + TS_LONG);
 	submit_user(t, 0, cb, 1);
-	cb_timestamp(&other, VA_HOST + TS_OTHER);
-	cb_sync(&other, HPU_PKT_WAIT, SYNC_VA(0), 1);
-	submit_user(t, 1, &other, 2);
+	submit_other(t, 1);
 	start = now_ns();
 	run(t);
 	return (now_ns() - start) / 1000;
 }
 
-/* Queue 1 waited for about a slice of queue 0's long packet, not for all of it. */
-static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us, int line)
+/*
+ * Queue 1 waited for about a slice of queue 0's long packet, not for all of
+ * it; for a slice stretched by the packet's staging (hpu_tmem.h) if staged.
+ */
+static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us, bool staged,
+			   int line)
 {
 	uint64_t last = hpu_ld_le64(t->mem + TS_LONG), other = hpu_ld_le64(t->mem + TS_OTHER);
 	uint32_t deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
 
-	printf("# slice: a %" PRIu64 " us %s deferred queue 1 by %u us\n", ran_us, what, deferred);
+	printf("# slice: a %" PRIu64 " us %s%s deferred queue 1 by %u us\n", ran_us,
+	       staged ? "staged " : "", what, deferred);
 	expect_done(t, 0, line);
 	hpu_check(t, ran_us >= 4 * HPU_ENGINE_SLICE_US, "the packet is longer than 4 slices", line);
 	hpu_check(t, other && other < last, "queue 1 ran before the packet ended", line);
-	hpu_check(t, deferred >= HPU_ENGINE_SLICE_US && deferred < ran_us / 2,
+	hpu_check(t, deferred >= HPU_ENGINE_SLICE_US && deferred < ran_us / (staged ? 1 : 2),
 		  "queue 1 deferred for about a slice", line);
 	hpu_check_eq(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING, "queue 1 parked", line);
 }
@@ -1420,7 +1436,7 @@ static void case_launch_yields(struct hpu_test *t)
 	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
 	tk.parts = tk.finishes = 0;
 	ran_us = run_beside_other(t, &cb);
-	expect_yielded(t, "launch", ran_us, __LINE__);
+	expect_yielded(t, "launch", ran_us, false, __LINE__);
 	HPU_CHECK_EQ(t, tk.parts, LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
 	expect_all_once(t, VA_DATA, LONG_ITEMS, __LINE__);
@@ -1440,15 +1456,15 @@ static struct hpu_kview host_view(void *base, uint32_t dtype, uint64_t n)
 #define YD_N (1u << 23)
 
 /*
- * dropout over 2^23 elements yields between its parts: out and mask are to
- * the bit what one uninterrupted call of the kernel leaves, and the rng's
- * offset advances once (its finish()), at the end: every part drew from
- * the offset the launch began with.
+ * dropout over 2^23 elements, its mask at mask_va, yields between its
+ * parts: out and mask are to the bit what one uninterrupted call of the
+ * kernel leaves, and the rng's offset advances once (its finish()), at the
+ * end: every part drew from the offset the launch began with.
  */
-static void case_dropout_yields(struct hpu_test *t)
+static void dropout_yields(struct hpu_test *t, uint64_t mask_va)
 {
-	const uint64_t out_va = VA_DATA, in_va = VA_DATA + 4 * YD_N, mask_va = VA_DATA + 8 * YD_N;
-	const uint64_t rng_va = mask_va + YD_N, shape[1] = { YD_N }, rng_shape[1] = { 2 };
+	const uint64_t out_va = VA_DATA, in_va = VA_DATA + 4 * YD_N, rng_va = VA_DATA + 9 * YD_N;
+	const uint64_t shape[1] = { YD_N }, rng_shape[1] = { 2 };
 	const double p = 0.3;
 	struct launch l = launch_new(HPU_KERNEL_DROPOUT, 4);
 	float *in = malloc(YD_N * 4), *out = malloc(YD_N * 4), *ref = malloc(YD_N * 4);
@@ -1479,7 +1495,7 @@ static void case_dropout_yields(struct hpu_test *t)
 	l.t[3] = desc(rng_va, HPU_DTYPE_I64, 1, rng_shape, 0);
 	memcpy(&l.p.scalars[0], &p, sizeof(p));
 	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
-	expect_yielded(t, "dropout", run_beside_other(t, &cb), __LINE__);
+	expect_yielded(t, "dropout", run_beside_other(t, &cb), mask_va == VA_SCAT, __LINE__);
 	va_read(t, out_va, out, YD_N * 4);
 	va_read(t, mask_va, mask, YD_N);
 	va_read(t, rng_va, rng, sizeof(rng));
@@ -1492,6 +1508,20 @@ static void case_dropout_yields(struct hpu_test *t)
 	free(ref);
 	free(mask);
 	free(ref_mask);
+}
+
+static void case_dropout_yields(struct hpu_test *t)
+{
+	dropout_yields(t, VA_DATA + 8 * YD_N);
+}
+
+/*
+ * The mask across the scattered pages (all of them) is staged: it is
+ * written back at each yield and gathered again when the launch goes on.
+ */
+static void case_staged_dropout_yields(struct hpu_test *t)
+{
+	dropout_yields(t, VA_SCAT);
 }
 
 /* The launch a yielded one is rewritten into (on_dma), once its parts began. */
@@ -1507,34 +1537,49 @@ static void rewrite_params(struct hpu_test *t)
 }
 
 /*
- * A launch that yielded is decoded and checked anew: rewritten into one the
- * kernel refuses, it fails BAD_KERNEL; into a smaller staged one, that runs
- * whole from its first item (the progress saved was another launch's), and
- * nothing past its operand is touched (what the sanitizer build checks).
+ * The long launch on queue 0, beside submit_other(): it yields once, and
+ * is rewritten into rewrite_to (as l's, but what changes) before it goes on.
  */
-static void case_launch_rewritten(struct hpu_test *t)
+static void launch_rewritten(struct hpu_test *t, struct launch *l)
 {
-	const uint64_t shape[1] = { LONG_ITEMS }, small[1] = { 3 * HPU_TPC_PART_ITEMS + 8 };
-	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
-	struct launch l = launch_new(TK_COUNT, 1);
-	uint32_t size;
+	const uint64_t shape[1] = { LONG_ITEMS };
 
 	map_compute(t);
-	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 1, shape, 0);
-	size = launch_write(t, VA_PARAM, &l);
-	rewrite_to = l;
-	rewrite_to.t[0].dtype = F32;
+	*l = launch_new(TK_COUNT, 1);
+	l->t[0] = desc(VA_DATA, HPU_DTYPE_I32, 1, shape, 0);
+	rewrite_to = *l;
 	tk.parts = tk.finishes = 0;
 	t->on_dma = rewrite_params;
-	launch_run(t, VA_PARAM, size);
+	submit_other(t, 1);
+}
+
+/* A launch that yielded is decoded and checked anew: rewritten into one refused, it fails. */
+static void case_launch_rewritten(struct hpu_test *t)
+{
+	struct launch l;
+
+	launch_rewritten(t, &l);
+	rewrite_to.t[0].dtype = F32;
+	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
 	expect_event(t, HPU_EVENT_BAD_KERNEL, 0, ASID, HPU_ENGINE_TPC, 3, 0, REFUSED_LOGS,
 		     __LINE__);
 	HPU_CHECK(t, tk.parts > 0 && tk.parts < LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
 	HPU_CHECK_EQ(t, tk.finishes, 0);
+}
 
+/*
+ * Rewritten into a smaller staged launch, the launch that yielded runs that
+ * whole from its first item (the progress saved was another launch's), and
+ * nothing past its operand is touched (what the sanitizer build checks).
+ */
+static void case_launch_rewritten_staged(struct hpu_test *t)
+{
+	const uint64_t small[1] = { 3 * HPU_TPC_PART_ITEMS + 8 };
+	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
+	struct launch l;
+
+	launch_rewritten(t, &l);
 	rewrite_to.t[0] = desc(staged, HPU_DTYPE_I32, 1, small, 0);
-	tk.parts = tk.finishes = 0;
-	t->on_dma = rewrite_params;
 	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
 	EXPECT_DONE(t, 0);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
@@ -1544,41 +1589,41 @@ static void case_launch_rewritten(struct hpu_test *t)
 }
 
 /*
- * A GEMM of 16384 small blocks (the batch, A's and B's strides 0) yields
- * between two blocks once its slice is over and goes on with the blocks
- * left: each batch matrix of C (beta 0.5: a block computed twice would
- * show) is to the bit what the GEMM of batch 1 leaves, which never yields.
+ * A GEMM of batch small blocks (A's and B's strides 0) yields between two
+ * blocks once its slice is over and goes on with the blocks left: each
+ * batch matrix of C (beta 0.5: a block computed twice would show) is to
+ * the bit what the GEMM of batch 1 leaves, which never yields.
  */
-#define YG_BATCH 16384u
 #define YG_M 40u
 #define YG_N 24u
-#define YG_K 120u
 #define YG_MAT (YG_M * YG_N * 4u)
 
-static void case_gemm_yields(struct hpu_test *t)
+static void gemm_yields(struct hpu_test *t, uint32_t batch, uint32_t k, uint64_t a_va,
+			uint64_t c_va)
 {
 	struct gemm g = {
-		.dtype_ab = F32, .dtype_c = F32, .batch = 1, .m = YG_M, .n = YG_N, .k = YG_K,
-		.a = VA_DATA, .b = VA_DATA + (1u << 20), .c = VA_DATA + (2u << 20),
-		.lda = YG_K, .ldb = YG_N, .ldc = YG_N, .stride_c = YG_M * YG_N, .alpha = 1,
+		.dtype_ab = F32, .dtype_c = F32, .batch = 1, .m = YG_M, .n = YG_N, .k = k,
+		.a = a_va, .b = VA_DATA + (1u << 20), .c = c_va,
+		.lda = k, .ldb = YG_N, .ldc = YG_N, .stride_c = YG_M * YG_N, .alpha = 1,
 		.beta = 0.5f,
 	};
-	float a[YG_M * YG_K], b[YG_K * YG_N], c0[YG_M * YG_N];
-	const uint64_t bytes = (uint64_t)YG_BATCH * YG_MAT;
+	float *a = malloc((size_t)YG_M * k * 4), *b = malloc((size_t)k * YG_N * 4);
+	float c0[YG_M * YG_N];
+	const uint64_t bytes = (uint64_t)batch * YG_MAT;
 	uint8_t *c = malloc(bytes), *one = malloc(YG_MAT);
 	struct hpu_cb cb = { .len = 0 };
 	uint64_t i, ran_us, bad = 0;
 
 	map_compute(t);
-	for (i = 0; i < HPU_ARRAY_SIZE(a); i++)
+	for (i = 0; i < (uint64_t)YG_M * k; i++)
 		a[i] = rnd_rounding(F32);
-	for (i = 0; i < HPU_ARRAY_SIZE(b); i++)
+	for (i = 0; i < (uint64_t)k * YG_N; i++)
 		b[i] = rnd_rounding(F32);
 	for (i = 0; i < HPU_ARRAY_SIZE(c0); i++)
 		c0[i] = rnd_rounding(F32);
-	va_write(t, g.a, a, sizeof(a));
-	va_write(t, g.b, b, sizeof(b));
-	for (i = 0; i < YG_BATCH; i++)
+	va_write(t, g.a, a, (size_t)YG_M * k * 4);
+	va_write(t, g.b, b, (size_t)k * YG_N * 4);
+	for (i = 0; i < batch; i++)
 		memcpy(c + i * YG_MAT, c0, YG_MAT);
 	va_write(t, g.c, c, bytes);
 	cb_gemm(&cb, &g);
@@ -1588,17 +1633,34 @@ static void case_gemm_yields(struct hpu_test *t)
 	va_read(t, g.c, one, YG_MAT);
 
 	va_write(t, g.c, c, bytes);
-	g.batch = YG_BATCH;
+	g.batch = batch;
 	cb.len = 0;
 	cb_gemm(&cb, &g);
 	ran_us = run_beside_other(t, &cb);
-	expect_yielded(t, "GEMM", ran_us, __LINE__);
+	expect_yielded(t, "GEMM", ran_us, c_va == VA_SCAT, __LINE__);
 	va_read(t, g.c, c, bytes);
-	for (i = 0; i < YG_BATCH; i++)
+	for (i = 0; i < batch; i++)
 		bad += memcmp(c + i * YG_MAT, one, YG_MAT) != 0;
 	HPU_CHECK_EQ(t, bad, 0);
+	free(a);
+	free(b);
 	free(c);
 	free(one);
+}
+
+static void case_gemm_yields(struct hpu_test *t)
+{
+	gemm_yields(t, 16384, 120, VA_DATA, VA_DATA + (2u << 20));
+}
+
+/*
+ * A in host pages and C across the scattered pages (all of them) are
+ * staged: the GEMM goes on with the blocks left although their buffers are
+ * new at each step, C written back at each yield.
+ */
+static void case_staged_gemm_yields(struct hpu_test *t)
+{
+	gemm_yields(t, SCAT_PAGES * HPU_MMU_HUGE_SIZE / YG_MAT, 1200, VA_HOST + SRC_OFF, VA_SCAT);
 }
 
 /* ---- fuzz: random kernel launches and GEMMs ---- */
@@ -1979,8 +2041,14 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: queue reset from inside a part", case_launch_abort },
 	{ "launch: a long launch yields to other queues between its parts", case_launch_yields },
 	{ "launch: a launch rewritten while it yields is checked anew", case_launch_rewritten },
+	{ "launch: a launch rewritten while it yields into a staged one runs that whole",
+	  case_launch_rewritten_staged },
 	{ "launch: dropout yields, bitwise as one call, its offset advanced once", case_dropout_yields },
 	{ "GEMM: a long GEMM yields to other queues between its blocks", case_gemm_yields },
+	{ "launch: with its mask staged, dropout yields, bitwise as one call",
+	  case_staged_dropout_yields },
+	{ "GEMM: with A and C staged, a long GEMM yields between its blocks",
+	  case_staged_gemm_yields },
 	{ "fuzz: random launches and GEMMs end, the device usable", case_launch_fuzz },
 };
 
