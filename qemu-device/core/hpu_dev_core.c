@@ -13,6 +13,7 @@
 #include "hpu_core_internal.h"
 #include "hpu_le.h"
 #include "hpu_mme.h"
+#include "hpu_tmem.h"
 
 /* Registers of the device block (identity to interrupts). */
 #define HPU_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
@@ -513,6 +514,7 @@ int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, voi
 	core->cfg = *cfg;
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
+	core->qman.held_max = HPU_TMEM_HELD_MAX;
 	hpu_mme_init();
 	hpu_tpc_init(&core->tpc);
 	return hpu_core_reset(core);
@@ -520,6 +522,10 @@ int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, voi
 
 void hpu_core_destroy(struct hpu_dev_core *core)
 {
+	unsigned int q;
+
+	for (q = 0; q < HPU_QMAN_QUEUES; q++)
+		hpu_tmem_drop_held(&core->qman.queues[q].job, false);
 	if (core->qman.retired)
 		hpu_hbm_put(core->qman.retired);
 	if (core->hbm)

@@ -23,6 +23,7 @@
 #define HPU_JOB_DECODED_MAX 2304u
 
 struct hpu_dev_core;
+struct hpu_tmem_set;
 
 /* The callee of the CALL at job->pos while it runs, and the window fetched of it. */
 struct hpu_job_call {
@@ -49,6 +50,7 @@ struct hpu_job {
 	 * parts of a TPC_LAUNCH or blocks of an MME_GEMM done; else 0.
 	 */
 	uint64_t moved;
+	struct hpu_tmem_set *held; /* the staging buffers the packet at pos kept as it yielded */
 	uint64_t slot;       /* its descriptor: a bus address, or on a user queue a VA of asid */
 	uint64_t tag;
 	uint32_t asid;

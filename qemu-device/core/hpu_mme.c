@@ -398,8 +398,8 @@ void hpu_mme_init(void)
 
 /*
  * Compute the mapped GEMM's steps, from where it yielded if it decodes as
- * it did then.  Past the job's slice it yields between two steps, its
- * staged output written back.
+ * it did then.  Past the job's slice it yields between two steps
+ * (hpu_tmem_yield()).
  */
 static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
 				       const uint8_t *pkt, struct hpu_tmem_set *set)
@@ -419,14 +419,14 @@ static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
 	g->next_step = g->first;
 	hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, g, 0, g->plan.parts, NULL);
 	done = hpu_mme_min(g->next_step, g->plan.steps);
-	/* A reset that stopped the steps fails the job here, as aborted. */
-	if (hpu_tmem_write_back(job, set))
-		return HPU_PKT_FAILED;
-	if (done < g->plan.steps) {
+	if (done < g->plan.steps && !hpu_job_cancelled(job)) {
+		if (hpu_tmem_yield(job, set))
+			return HPU_PKT_FAILED;
 		hpu_job_suspend(job, &d, sizeof(d), done);
 		return HPU_PKT_YIELDED;
 	}
-	return HPU_PKT_DONE;
+	/* A reset that stopped the steps fails the job here, as aborted. */
+	return hpu_tmem_write_back(job, set) ? HPU_PKT_FAILED : HPU_PKT_DONE;
 }
 
 enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
@@ -438,7 +438,7 @@ enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
 
 	hpu_tmem_init(&set);
 	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
-	if (hpu_mme_decode(job, pkt, &g, &set, cpus) || hpu_tmem_map(job, &set))
+	if (hpu_mme_decode(job, pkt, &g, &set, cpus) || hpu_tmem_map_operands(job, &set))
 		return HPU_PKT_FAILED;
 	g.a.host = set.r[g.a.slot].host;
 	g.b.host = set.r[g.b.slot].host;

@@ -8,6 +8,7 @@
 #include "hpu_core_internal.h"
 #include "hpu_le.h"
 #include "hpu_pkt.h"
+#include "hpu_tmem.h"
 
 #define HPU_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
 
@@ -342,10 +343,15 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	}
 	hpu_core_unlock(core);
 
+	/* What a job a device reset abandoned held is not the new job's to write back. */
+	if (fresh)
+		hpu_tmem_drop_held(job, false);
 	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
 		status = HPU_PKT_FAILED;
 	else
 		status = hpu_pkt_run(job);
+	if (status != HPU_PKT_YIELDED)
+		hpu_tmem_drop_held(job, true);
 	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
 		hpu_uq_job_end(job, status);
 

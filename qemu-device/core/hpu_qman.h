@@ -83,6 +83,8 @@ struct hpu_qman {
 	unsigned int next;   /* round robin */
 	int current;         /* the queue the engine is in, or -1 */
 	uint64_t step_ns;    /* when the engine went in */
+	uint64_t held;       /* bytes of the jobs' held staging buffers (hpu_tmem.h); the engine's */
+	uint64_t held_max;   /* HPU_TMEM_HELD_MAX (tests lower it) */
 	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
 	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
 };

@@ -140,11 +140,64 @@ static int hpu_tmem_map_one(struct hpu_job *job, struct hpu_tmem_set *set, struc
 	return 0;
 }
 
-int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
+/* Whether bytes more of held staging buffers stay within the bound. */
+static bool hpu_tmem_can_hold(const struct hpu_qman *qman, uint64_t bytes)
+{
+	return qman->held <= qman->held_max && bytes <= qman->held_max - qman->held;
+}
+
+/* Whether held names the ranges of set, in its order, with the same intents. */
+static bool hpu_tmem_same(const struct hpu_tmem_set *held, const struct hpu_tmem_set *set)
+{
+	unsigned int i;
+
+	if (held->count != set->count)
+		return false;
+	for (i = 0; i < set->count; i++)
+		if (held->r[i].va != set->r[i].va || held->r[i].len != set->r[i].len ||
+		    held->r[i].write != set->r[i].write)
+			return false;
+	return true;
+}
+
+/* Range i of the set takes the held packet's buffer for it, if it was staged. */
+static bool hpu_tmem_take_held(struct hpu_job *job, struct hpu_tmem_set *set, unsigned int i)
+{
+	struct hpu_tmem *h = &job->held->r[i], *r = &set->r[i];
+
+	if (!h->staged)
+		return false;
+	r->staged = r->host = h->staged;
+	h->staged = NULL;
+	set->staged += r->len;
+	job->held->staged -= r->len;
+	job->core->qman.held -= r->len;
+	return true;
+}
+
+void hpu_tmem_drop_held(struct hpu_job *job, bool write_back)
+{
+	struct hpu_tmem_set *held = job->held;
+
+	if (!held)
+		return;
+	job->held = NULL;
+	job->core->qman.held -= held->staged;
+	if (write_back && !hpu_job_cancelled(job) && hpu_tmem_write_back(job, held))
+		hpu_log(job->core, "queue 0x%" PRIx32 ": a yielded packet's staged outputs were "
+			"not written back", hpu_qman_queue_id(job->queue));
+	hpu_tmem_release(held);
+	free(held);
+}
+
+/* Map the set, its staged ranges taken from the job's held buffers if held. */
+static int hpu_tmem_map_from(struct hpu_job *job, struct hpu_tmem_set *set, bool held)
 {
 	uint64_t start = hpu_core_now_ns();
 
 	for (set->mapped = 0; set->mapped < set->count; set->mapped++) {
+		if (held && hpu_tmem_take_held(job, set, set->mapped))
+			continue;
 		if (hpu_tmem_map_one(job, set, &set->r[set->mapped])) {
 			/* The failed range's buffer too. */
 			set->mapped++;
@@ -152,9 +205,42 @@ int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
 			return -1;
 		}
 	}
-	/* Staging is paid again after each yield: the step runs long enough to be worth it. */
-	if (set->staged)
+	/* A gather is paid again after a yield that cannot keep it: the step makes it worth it. */
+	if (set->staged && !hpu_tmem_can_hold(&job->core->qman, set->staged))
 		hpu_job_slice_extend(job, HPU_TMEM_SLICE_RATIO * (hpu_core_now_ns() - start));
+	return 0;
+}
+
+int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set)
+{
+	return hpu_tmem_map_from(job, set, false);
+}
+
+int hpu_tmem_map_operands(struct hpu_job *job, struct hpu_tmem_set *set)
+{
+	bool held = job->held && hpu_tmem_same(job->held, set);
+	int err;
+
+	if (!held)
+		hpu_tmem_drop_held(job, true);
+	err = hpu_tmem_map_from(job, set, held);
+	/* What was not taken: direct ranges, mapped again, or after a failure. */
+	if (held)
+		hpu_tmem_drop_held(job, false);
+	return err;
+}
+
+int hpu_tmem_yield(struct hpu_job *job, struct hpu_tmem_set *set)
+{
+	struct hpu_tmem_set *held;
+
+	if (!set->staged || !hpu_tmem_can_hold(&job->core->qman, set->staged) ||
+	    !(held = malloc(sizeof(*held))))
+		return hpu_tmem_write_back(job, set);
+	*held = *set;
+	job->held = held;
+	job->core->qman.held += set->staged;
+	hpu_tmem_init(set);
 	return 0;
 }
 

@@ -13,11 +13,13 @@
  * Staging costs host memory the guest names (a range may span 2^48 bytes:
  * one HBM page mapped over and over), so a set stages HPU_TMEM_STAGE_MAX
  * bytes at most; a packet that needs more is refused, and a queue reset
- * stops a gather or scatter between two runs.  Staging buffers never
- * outlive a step: a packet that yields writes its staged outputs back and
- * stages again when it goes on (a guest could have a yielded packet on
- * every queue), so a step that staged runs HPU_TMEM_SLICE_RATIO times as
- * long as its gathering took before it yields.
+ * stops a gather or scatter between two runs.  A packet that yields keeps
+ * its staging buffers for when it goes on (job->held), as long as all the
+ * yielded packets keep HPU_TMEM_HELD_MAX bytes at most (a guest could have
+ * a yielded packet on every queue); past that it writes its staged outputs
+ * back and stages again when it goes on, so a step that staged runs
+ * HPU_TMEM_SLICE_RATIO times as long as its gathering took before it
+ * yields.
  */
 #ifndef HPU_TMEM_H
 #define HPU_TMEM_H
@@ -33,6 +35,9 @@
 
 /* Bytes a set stages at most, all its ranges together. */
 #define HPU_TMEM_STAGE_MAX (1ull << 30)
+
+/* Bytes of staging buffers the yielded packets of all queues keep at most. */
+#define HPU_TMEM_HELD_MAX (256ull << 20)
 
 /*
  * A step that staged computes this many times as long as it gathered, at
@@ -84,11 +89,32 @@ unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, b
 int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set);
 
 /*
- * Scatter the staged written ranges back (at the packet's end, or before it
- * yields); 0, or -1 with the job's fault (ABORTED if the job was cancelled:
- * nothing is written then).
+ * Map a compute packet's operands, as hpu_tmem_map(): if the packet yielded
+ * keeping its staging buffers (job->held, the same ranges), it takes them
+ * back instead of gathering again; else they are dropped.
+ */
+int hpu_tmem_map_operands(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/*
+ * Scatter the staged written ranges back at the packet's end; 0, or -1 with
+ * the job's fault (ABORTED if the job was cancelled: nothing is written
+ * then).
  */
 int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/*
+ * The packet yields: its staging buffers go to job->held if HPU_TMEM_HELD_MAX
+ * allows (the set is left empty), else its staged outputs are written back
+ * (hpu_tmem_write_back()).
+ */
+int hpu_tmem_yield(struct hpu_job *job, struct hpu_tmem_set *set);
+
+/*
+ * The job's held buffers are not taken back (its packet was rewritten, or
+ * the job ends): written back if write_back and the job was not cancelled,
+ * and freed.  The engine thread's alone, as job->held is.
+ */
+void hpu_tmem_drop_held(struct hpu_job *job, bool write_back);
 
 /* Whether mapped range i of the set is staged (its host pointer changes at each mapping). */
 static inline bool hpu_tmem_staged(const struct hpu_tmem_set *set, unsigned int i)

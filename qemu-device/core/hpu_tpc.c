@@ -309,7 +309,7 @@ static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 	for (i = 0; i < l->call.num_tensors; i++)
 		if (l->len[i])
 			l->slot[i] = hpu_tmem_add(&l->mem, l->lo[i], l->len[i], outputs >> i & 1);
-	if (hpu_tmem_map(job, &l->mem))
+	if (hpu_tmem_map_operands(job, &l->mem))
 		return -1;
 	for (i = 0; i < l->call.num_tensors; i++)
 		l->call.t[i].base = !l->len[i] ? hpu_tpc_nothing :
@@ -355,8 +355,8 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 
 /*
  * Run the checked launch's parts, from where it yielded if it decodes as it
- * did then.  Past the job's slice it yields between two parts, its staged
- * outputs written back.  finish() runs once, after the last part.
+ * did then.  Past the job's slice it yields between two parts
+ * (hpu_tmem_yield()).  finish() runs once, after the last part.
  */
 static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
@@ -372,15 +372,15 @@ static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launc
 		return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
 	if (hpu_job_cancelled(job))
 		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
-	if (done == l->parts && l->def->finish)
-		l->def->finish(&l->call);
-	if (hpu_tmem_write_back(job, &l->mem))
-		return HPU_PKT_FAILED;
 	if (done < l->parts) {
+		if (hpu_tmem_yield(job, &l->mem))
+			return HPU_PKT_FAILED;
 		hpu_job_suspend(job, &d, sizeof(d), done);
 		return HPU_PKT_YIELDED;
 	}
-	return HPU_PKT_DONE;
+	if (l->def->finish)
+		l->def->finish(&l->call);
+	return hpu_tmem_write_back(job, &l->mem) ? HPU_PKT_FAILED : HPU_PKT_DONE;
 }
 
 enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)

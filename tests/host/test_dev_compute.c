@@ -54,6 +54,8 @@ static struct {
 	bool on;
 	int64_t held;
 	uint64_t peak, largest;
+	size_t watch;     /* allocations of this size are counted, */
+	uint64_t watched; /* here */
 } allocs;
 
 /* The largest of *at and v, atomically. */
@@ -75,6 +77,8 @@ static void *alloc_count(void *p, uint64_t bytes)
 	held = __atomic_add_fetch(&allocs.held, (int64_t)malloc_usable_size(p), __ATOMIC_RELAXED);
 	atomic_max(&allocs.peak, held > 0 ? (uint64_t)held : 0);
 	atomic_max(&allocs.largest, bytes);
+	if (bytes == allocs.watch)
+		__atomic_add_fetch(&allocs.watched, 1, __ATOMIC_RELAXED);
 	return p;
 }
 
@@ -100,6 +104,7 @@ static void alloc_start(void)
 	allocs.held = 0;
 	allocs.peak = 0;
 	allocs.largest = 0;
+	allocs.watched = 0;
 	__atomic_store_n(&allocs.on, true, __ATOMIC_RELAXED);
 }
 
@@ -1495,7 +1500,18 @@ static void dropout_yields(struct hpu_test *t, uint64_t mask_va)
 	l.t[3] = desc(rng_va, HPU_DTYPE_I64, 1, rng_shape, 0);
 	memcpy(&l.p.scalars[0], &p, sizeof(p));
 	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
-	expect_yielded(t, "dropout", run_beside_other(t, &cb), mask_va == VA_SCAT, __LINE__);
+	/* The staged mask's buffers. */
+	allocs.watch = YD_N;
+	alloc_start();
+	expect_yielded(t, "dropout", run_beside_other(t, &cb),
+		       mask_va == VA_SCAT && !t->core->qman.held_max, __LINE__);
+	__atomic_store_n(&allocs.on, false, __ATOMIC_RELAXED);
+	if (mask_va != VA_SCAT)
+		HPU_CHECK_EQ(t, allocs.watched, 0);
+	else if (t->core->qman.held_max)
+		HPU_CHECK_EQ(t, allocs.watched, 1);
+	else
+		HPU_CHECK(t, allocs.watched > 1);
 	va_read(t, out_va, out, YD_N * 4);
 	va_read(t, mask_va, mask, YD_N);
 	va_read(t, rng_va, rng, sizeof(rng));
@@ -1513,15 +1529,82 @@ static void dropout_yields(struct hpu_test *t, uint64_t mask_va)
 static void case_dropout_yields(struct hpu_test *t)
 {
 	dropout_yields(t, VA_DATA + 8 * YD_N);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
 }
 
 /*
- * The mask across the scattered pages (all of them) is staged: it is
- * written back at each yield and gathered again when the launch goes on.
+ * The mask across the scattered pages (all of them) is staged: the launch
+ * keeps its buffer across its yields (staged once), and yields as often as
+ * if it were not staged.
  */
 static void case_staged_dropout_yields(struct hpu_test *t)
 {
 	dropout_yields(t, VA_SCAT);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+}
+
+/*
+ * With no room to keep staging buffers, the mask is written back at each
+ * yield and gathered again (staged again) when the launch goes on, in
+ * longer slices.
+ */
+static void case_staged_dropout_yields_unheld(struct hpu_test *t)
+{
+	t->core->qman.held_max = 0;
+	dropout_yields(t, VA_SCAT);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+}
+
+/* Reset queue 0 once its launch yielded keeping a staging buffer (queue 1's job is read). */
+static void reset_held(struct hpu_test *t)
+{
+	if (!t->core->qman.held)
+		return;
+	t->on_dma = NULL;
+	hpu_wr(t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET);
+}
+
+/*
+ * A queue reset while the launch is yielded with a staging buffer kept: the
+ * job fails ABORTED, and the buffer is freed (the sanitizer build checks
+ * for leaks), not written back: the mask keeps what it had.
+ */
+static void case_staged_held_reset(struct hpu_test *t)
+{
+	const uint64_t shape[1] = { YD_N }, rng_shape[1] = { 2 };
+	const uint64_t rng_va = VA_DATA + 9 * YD_N;
+	struct launch l = launch_new(HPU_KERNEL_DROPOUT, 4);
+	int64_t rng[2] = { 1234, 77 };
+	uint8_t *mask = malloc(YD_N);
+	const double p = 0.3;
+	struct hpu_cb cb = { .len = 0 };
+	struct hpu_cb other = { .len = 0 };
+	uint64_t i, touched = 0;
+
+	map_compute(t);
+	memset(mask, 0xa5, YD_N);
+	va_write(t, VA_SCAT, mask, YD_N);
+	va_write(t, rng_va, rng, sizeof(rng));
+	l.t[0] = desc(VA_DATA, F32, 1, shape, 0);
+	l.t[1] = desc(VA_SCAT, HPU_DTYPE_U8, 1, shape, 0);
+	l.t[2] = desc(VA_DATA + 4 * YD_N, F32, 1, shape, 0);
+	l.t[3] = desc(rng_va, HPU_DTYPE_I64, 1, rng_shape, 0);
+	memcpy(&l.p.scalars[0], &p, sizeof(p));
+	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	submit_user(t, 0, &cb, 3);
+	cb_timestamp(&other, VA_HOST + TS_OTHER);
+	submit_user(t, 1, &other, 2);
+	t->on_dma = reset_held;
+	run(t);
+	/* Noticed before the launch went on: at the packet, by the queue's engine. */
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 0, ASID, HPU_ENGINE_QMAN, 3, 0);
+	HPU_CHECK(t, t->on_dma == NULL);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+	va_read(t, VA_SCAT, mask, YD_N);
+	for (i = 0; i < YD_N; i++)
+		touched += mask[i] != 0xa5;
+	HPU_CHECK_EQ(t, touched, 0);
+	free(mask);
 }
 
 /* The launch a yielded one is rewritten into (on_dma), once its parts began. */
@@ -1637,7 +1720,8 @@ static void gemm_yields(struct hpu_test *t, uint32_t batch, uint32_t k, uint64_t
 	cb.len = 0;
 	cb_gemm(&cb, &g);
 	ran_us = run_beside_other(t, &cb);
-	expect_yielded(t, "GEMM", ran_us, c_va == VA_SCAT, __LINE__);
+	expect_yielded(t, "GEMM", ran_us, false, __LINE__);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
 	va_read(t, g.c, c, bytes);
 	for (i = 0; i < batch; i++)
 		bad += memcmp(c + i * YG_MAT, one, YG_MAT) != 0;
@@ -2047,6 +2131,10 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "GEMM: a long GEMM yields to other queues between its blocks", case_gemm_yields },
 	{ "launch: with its mask staged, dropout yields, bitwise as one call",
 	  case_staged_dropout_yields },
+	{ "launch: staged, with no room to keep it, dropout yields, bitwise as one call",
+	  case_staged_dropout_yields_unheld },
+	{ "launch: a queue reset while a launch holds staging: ABORTED, freed, not written",
+	  case_staged_held_reset },
 	{ "GEMM: with A and C staged, a long GEMM yields between its blocks",
 	  case_staged_gemm_yields },
 	{ "fuzz: random launches and GEMMs end, the device usable", case_launch_fuzz },
