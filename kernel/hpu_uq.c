@@ -17,6 +17,10 @@
  *   and only then is the queue free for another file;
  * - VM_UNMAP snapshots the context's PIs (hpu_uq_mark()): the pages stay
  *   pinned until each queue's CI has passed its snapshot;
+ * - a queue whose reset the engine outlasts is retired holding its
+ *   context's memory (@held): VM_UNMAP snapshots it too, UQUEUE_DESTROY
+ *   waits killably for the engine to let go, and the file's release, which
+ *   frees the memory, waits unkillably, also for a killed destroy's queue;
  * - a watchdog resets a queue whose CI stood still, with jobs queued, for
  *   the job timeout, so that every wait ends;
  * - UQUEUE_WAIT sleeps for CI, arming the queue's interrupt first, and
@@ -24,11 +28,11 @@
  *   cannot make it sleep forever.
  */
 #include <linux/bitops.h>
-#include <linux/delay.h>
 #include <linux/iopoll.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -109,23 +113,50 @@ static bool hpu_uq_reset_hw_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 }
 
 /*
- * After a reset that did not stop @uq: until its engine let go of the job
- * (or the device is gone), so that the context's memory outlives it.
+ * Whether @uq holds none of @ctx's memory: it was not retired holding it,
+ * or its engine has let go of the job since (or the device is gone), and
+ * then it no longer names @ctx.
  */
-static void hpu_uq_wait_released(struct hpu_device *hdev, struct hpu_uq *uq)
+static bool hpu_uq_released(struct hpu_device *hdev, struct hpu_uq *uq, struct hpu_ctx *ctx)
 {
-	bool busy;
+	bool released = true;
 	int idx;
 
-	for (;;) {
-		if (!drm_dev_enter(&hdev->drm, &idx))
-			return;
-		busy = hpu_uq_rreg(hdev, uq->index, HPU_UQ_STATUS) &
-		       (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING);
+	mutex_lock(&hdev->uqs.lock);
+	if (uq->held == ctx && drm_dev_enter(&hdev->drm, &idx)) {
+		released = !(hpu_uq_rreg(hdev, uq->index, HPU_UQ_STATUS) &
+			     (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING));
 		drm_dev_exit(idx);
-		if (!busy)
-			return;
-		msleep(HPU_UQ_RELEASE_POLL_MS);
+	}
+	if (released && uq->held == ctx)
+		uq->held = NULL;
+	mutex_unlock(&hdev->uqs.lock);
+	return released;
+}
+
+/*
+ * Until none of the queues in @mask holds @ctx's memory, so that it
+ * outlives their jobs, sleeping in @state between looks; -EINTR if a
+ * signal @state lets in came first (the queues still hold it).
+ */
+static int hpu_uq_wait_released(struct hpu_device *hdev, struct hpu_ctx *ctx,
+				unsigned long mask, unsigned int state)
+{
+	u32 u;
+
+	for (;;) {
+		for_each_set_bit(u, &mask, HPU_NUM_UQ)
+			if (hpu_uq_released(hdev, &hdev->uqs.q[u], ctx))
+				__clear_bit(u, &mask);
+		if (!mask)
+			return 0;
+		/* The state first: a signal that comes after the look wakes the sleep. */
+		set_current_state(state);
+		if (signal_pending_state(state, current)) {
+			__set_current_state(TASK_RUNNING);
+			return -EINTR;
+		}
+		schedule_timeout(msecs_to_jiffies(HPU_UQ_RELEASE_POLL_MS));
 	}
 }
 
@@ -306,7 +337,9 @@ static struct hpu_uq *hpu_uq_bind(struct hpu_device *hdev, struct hpu_ctx *ctx,
 /*
  * Undo hpu_uq_bind() for a queue whose db the caller took out of live:
  * no new mapping of the doorbell, the old ones zapped, the queue reset and
- * disabled, and only then free for another file.
+ * disabled, and only then free for another file.  A queue the reset did
+ * not stop is retired instead, holding the context's memory: the caller
+ * waits for its release before that memory may go.
  */
 static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 {
@@ -325,6 +358,7 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 			hpu_uq_wreg(hdev, uq->index, HPU_UQ_ARM, 0);
 		} else {
 			dev_err(hpu_dev(hdev), "user queue %u does not stop: retired\n", uq->index);
+			uq->held = uq->ctx;
 		}
 		drm_dev_exit(idx);
 	}
@@ -333,9 +367,6 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	uq->db = NULL;
 	mutex_unlock(&hdev->uqs.lock);
 	wake_up_all(&uq->wq);
-	/* The caller frees what the job may use (a closing file, its memory) once this returns. */
-	if (!idle)
-		hpu_uq_wait_released(hdev, uq);
 	hpu_uq_db_put(db);
 }
 
@@ -359,7 +390,11 @@ static bool hpu_uq_owned(struct hpu_uq *uq, struct hpu_ctx *ctx)
 	return READ_ONCE(uq->ctx) == ctx && READ_ONCE(uq->live);
 }
 
-/* At close, before the context's memory goes. */
+/*
+ * At close, before the context's memory goes: unbind its queues, then wait,
+ * unkillably, for every queue retired holding its memory, those a killed
+ * UQUEUE_DESTROY left too.
+ */
 void hpu_uq_ctx_release(struct hpu_ctx *ctx, struct drm_file *file)
 {
 	struct hpu_device *hdev = ctx->hdev;
@@ -371,6 +406,9 @@ void hpu_uq_ctx_release(struct hpu_ctx *ctx, struct drm_file *file)
 		if (uq)
 			hpu_uq_unbind(hdev, uq);
 	}
+	if (hdev->uqs.count)
+		hpu_uq_wait_released(hdev, ctx, GENMASK(hdev->uqs.count - 1, 0),
+				     TASK_UNINTERRUPTIBLE);
 }
 
 void hpu_uq_mark(struct hpu_ctx *ctx, struct hpu_uq_marks *marks)
@@ -385,7 +423,8 @@ void hpu_uq_mark(struct hpu_ctx *ctx, struct hpu_uq_marks *marks)
 		return;
 	mutex_lock(&uqs->lock);
 	for (u = 0; u < uqs->count; u++) {
-		if (uqs->q[u].ctx != ctx)
+		/* A retired queue's job may still use the range: until CI passes it too. */
+		if (uqs->q[u].ctx != ctx && uqs->q[u].held != ctx)
 			continue;
 		marks->mask |= BIT(u);
 		marks->gen[u] = uqs->q[u].gen;
@@ -566,15 +605,17 @@ int hpu_ioctl_uqueue_destroy(struct drm_device *drm, void *data, struct drm_file
 {
 	struct hpu_device *hdev = to_hpu_device(drm);
 	struct drm_hpu_uqueue_destroy *args = data;
+	struct hpu_ctx *ctx = file->driver_priv;
 	struct hpu_uq *uq;
 
 	if (args->pad)
 		return -EINVAL;
-	uq = hpu_uq_claim(hdev, file->driver_priv, args->id);
+	uq = hpu_uq_claim(hdev, ctx, args->id);
 	if (!uq)
 		return -ENOENT;
 	hpu_uq_unbind(hdev, uq);
-	return 0;
+	/* A kill ends the wait; the queue still holds the memory, which the close waits for. */
+	return hpu_uq_wait_released(hdev, ctx, BIT(uq->index), TASK_KILLABLE);
 }
 
 /*

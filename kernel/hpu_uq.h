@@ -28,6 +28,13 @@ struct hpu_uq {
 	bool live;		/* bound and not being unbound: the doorbell may be mapped */
 	u32 gen;		/* bumped at every bind: snapshots of PI know their binding */
 	bool broken;		/* a reset did not finish: never handed out again */
+	/*
+	 * The context whose memory the job a reset did not stop may still
+	 * use, until a wait for its release (hpu_uq.c) sees the engine let go:
+	 * the context's VM_UNMAPs wait for it and its file's release waits
+	 * for it, so it is cleared before the context goes.  NULL: none.
+	 */
+	struct hpu_ctx *held;
 	u32 dropped;		/* jobs of this binding a queue reset ended without a status */
 	/* The watchdog's: busy with CI at watch_ci since watch_since, as far as it saw. */
 	bool watch_busy;
