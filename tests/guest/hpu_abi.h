@@ -182,6 +182,23 @@ static inline void hpu_cb_gemm(struct hpu_cb *cb, const struct hpu_pkt_mme_gemm 
 #define HPU_SLOW_GEMM_N 1024u
 #define HPU_SLOW_GEMM_BYTES ((uint64_t)HPU_SLOW_GEMM_N * HPU_SLOW_GEMM_N * 4)
 
+/* count GEMMs c = a * b of side x side fp32 matrices. */
+static inline void hpu_cb_square_gemms(struct hpu_cb *cb, uint32_t side, uint64_t a, uint64_t b,
+				       uint64_t c, unsigned int count)
+{
+	const struct hpu_pkt_mme_gemm g = {
+		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
+		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = 1,
+		.m = side, .n = side, .k = side,
+		.a = a, .b = b, .c = c,
+		.lda = side, .ldb = side, .ldc = side,
+		.alpha = 0x3f800000, /* 1.0f */
+	};
+
+	while (count--)
+		hpu_cb_gemm(cb, &g);
+}
+
 /*
  * count GEMMs c = a * b of HPU_SLOW_GEMM_N square fp32 matrices: each a
  * step of a billion multiply-adds, which a queue reset does not cut short
@@ -190,17 +207,7 @@ static inline void hpu_cb_gemm(struct hpu_cb *cb, const struct hpu_pkt_mme_gemm 
 static inline void hpu_cb_slow_gemms(struct hpu_cb *cb, uint64_t a, uint64_t b, uint64_t c,
 				     unsigned int count)
 {
-	const struct hpu_pkt_mme_gemm g = {
-		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
-		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = 1,
-		.m = HPU_SLOW_GEMM_N, .n = HPU_SLOW_GEMM_N, .k = HPU_SLOW_GEMM_N,
-		.a = a, .b = b, .c = c,
-		.lda = HPU_SLOW_GEMM_N, .ldb = HPU_SLOW_GEMM_N, .ldc = HPU_SLOW_GEMM_N,
-		.alpha = 0x3f800000, /* 1.0f */
-	};
-
-	while (count--)
-		hpu_cb_gemm(cb, &g);
+	hpu_cb_square_gemms(cb, HPU_SLOW_GEMM_N, a, b, c, count);
 }
 
 static inline void hpu_cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t params_size)

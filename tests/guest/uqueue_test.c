@@ -527,6 +527,75 @@ TEST_F(watchdog, a_lost_interrupt_costs_at_most_a_period)
 }
 
 /*
+ * The side of the stuck job's GEMMs: each OpenBLAS call the engine makes
+ * for them, which a reset waits out, is the longest it makes (a billion
+ * multiply-adds: 256 rows of C, tens of ms), so that a test sees the
+ * engine still in the job after a failed reset.
+ */
+#define STUCK_GEMM_N 2048u
+#define STUCK_GEMM_BYTES ((uint64_t)STUCK_GEMM_N * STUCK_GEMM_N * 4)
+
+/* A job a queue reset finds the engine in: with a microsecond to stop, the reset fails. */
+struct stuck_job {
+	struct hpu_uq q;
+	void *a;		/* A, in host pages */
+	uint64_t va[3];		/* A, B, C */
+	uint32_t pos;		/* the job's place in q */
+};
+
+/*
+ * Opens j->q on fd and submits the job: 512 GEMMs whose A is in host pages
+ * (the engine stages it and runs each GEMM whole, without yielding, so a
+ * reset finds the engine in the job), far longer than a reset takes to
+ * come, however fast the host.  Sets queue_reset_timeout_us to 1 (the
+ * fixture's reload restores it).
+ */
+static int stuck_job_start(struct stuck_job *j, int fd)
+{
+	struct hpu_cb cb = { .size = 0 };
+	unsigned int i;
+	uint32_t h;
+	int err;
+
+	memset(j, 0, sizeof(*j));
+	j->a = hpu_host_pages(STUCK_GEMM_BYTES);
+	if (!j->a)
+		return -ENOMEM;
+	err = hpu_vm_map(fd, 0, 0, j->a, STUCK_GEMM_BYTES,
+			 DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &j->va[0]);
+	for (i = 1; !err && i < 3; i++) {
+		err = hpu_gem_create(fd, STUCK_GEMM_BYTES, 0, &h);
+		if (!err)
+			err = hpu_vm_map(fd, h, 0, NULL, STUCK_GEMM_BYTES,
+					 DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &j->va[i]);
+	}
+	if (!err)
+		err = hpu_uq_open(&j->q, fd);
+	if (!err)
+		err = hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1");
+	if (err)
+		return err;
+	hpu_cb_square_gemms(&cb, STUCK_GEMM_N, j->va[0], j->va[1], j->va[2], 512);
+	j->pos = hpu_uq_put(&j->q, &cb, 0);
+	hpu_uq_ring(&j->q);
+	return 0;
+}
+
+/* Whether the stuck job has ended (the device wrote its status), waiting up to timeout_s. */
+static bool stuck_job_ended(struct stuck_job *j, double timeout_s)
+{
+	double until = hpu_now_s() + timeout_s;
+
+	while (__atomic_load_n(&hpu_uq_slot(&j->q, j->pos)->status, __ATOMIC_ACQUIRE) ==
+	       0xffffffffu) {
+		if (hpu_now_s() >= until)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
  * The watchdog's reset of a user queue that does not stop the engine (it
  * has a microsecond, and the engine is inside a GEMM step): the device
  * reads MALFUNCTION and takes no new queue; the job still ends, aborted,
@@ -534,39 +603,89 @@ TEST_F(watchdog, a_lost_interrupt_costs_at_most_a_period)
  */
 TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 {
-	struct hpu_cb cb = { .size = 0 };
-	uint64_t va[3] = { 0 }, offset;
-	uint32_t h[3], pos, id;
-	unsigned int i;
-	struct hpu_uq q;
+	struct stuck_job j;
+	uint64_t offset;
 	char mark[64];
-	void *a = hpu_host_pages(HPU_SLOW_GEMM_BYTES);
+	uint32_t id;
 
-	/*
-	 * A in host pages: the engine stages it and runs each GEMM whole, without yielding, so
-	 * a reset finds the engine in the job.
-	 */
-	ASSERT_NE(NULL, a);
-	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, a, HPU_SLOW_GEMM_BYTES,
-				DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va[0]));
-	for (i = 1; i < 3; i++) {
-		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]));
-		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, HPU_SLOW_GEMM_BYTES,
-					DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE, &va[i]));
-	}
-	ASSERT_EQ(0, hpu_uq_open(&q, self->fd));
-	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
-	/* Far longer than the watchdog takes to reset the queue, however fast the host. */
-	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 512);
-	pos = hpu_uq_put(&q, &cb, 0);
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
-	hpu_uq_ring(&q);
-	EXPECT_EQ(0, hpu_uq_wait(self->fd, q.id, pos + 1, -1, NULL));
-	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&q, pos)->status);
+	ASSERT_EQ(0, stuck_job_start(&j, self->fd));
+	EXPECT_EQ(0, hpu_uq_wait(self->fd, j.q.id, j.pos + 1, -1, NULL));
+	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&j.q, j.pos)->status);
 	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ does not stop"));
 	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
-	EXPECT_EQ(-EIO, hpu_uq_create(self->fd, q.va, HPU_UQ_TEST_RING, &id, &offset));
-	hpu_uq_close(&q);
+	EXPECT_EQ(-EIO, hpu_uq_create(self->fd, j.q.va, HPU_UQ_TEST_RING, &id, &offset));
+	hpu_uq_close(&j.q);
+	munmap(j.a, STUCK_GEMM_BYTES);
+}
+
+/*
+ * A process whose UQUEUE_DESTROY waits for the engine to let go of a job
+ * its reset did not stop dies of SIGKILL at once.  The queue stays
+ * retired, holding the context's memory, while the file is still open in
+ * the parent (a fork): the parent's VM_UNMAP of the job's host pages keeps
+ * them pinned until the job has ended, its close then waits for nothing
+ * more, and the module unloads clean (the fixture's reload).
+ */
+TEST_F(watchdog, a_destroy_waiting_for_a_stuck_engine_is_killable)
+{
+	struct drm_hpu_stats st;
+	double until, killed, s;
+	struct stuck_job j;
+	uint64_t before;
+	bool in_job;
+	char mark[64];
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	ASSERT_EQ(0, stuck_job_start(&j, self->fd));
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	before = st.ctx_host_pinned;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		hpu_uq_destroy(self->fd, j.q.id);
+		/* Whether the engine let go first or not, only the kill ends the child. */
+		for (;;)
+			pause();
+	}
+	/*
+	 * The destroy's reset failed, under the lock under which it retires the queue (before the
+	 * unmap's snapshot): the child waits for the engine, or soon will.  Nothing fails the test
+	 * until the child is killed, which it must outlive.
+	 */
+	until = hpu_now_s() + 5;
+	while (hpu_device_status(self->fd) != DRM_HPU_STATUS_MALFUNCTION && hpu_now_s() < until)
+		;
+	/* The retired queue's job may still read A: unmapped, its pages stay pinned meanwhile. */
+	EXPECT_EQ(0, hpu_vm_unmap(self->fd, j.va[0]));
+	EXPECT_EQ(0, hpu_stats(self->fd, &st));
+	in_job = !stuck_job_ended(&j, 0);
+	if (in_job)
+		EXPECT_EQ(before, st.ctx_host_pinned);
+	killed = hpu_now_s();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	s = hpu_now_s() - killed;
+	TH_LOG("reaped %.0f ms after the kill; the engine %s the job at the unmap, %s it at the reap",
+	       s * 1000, in_job ? "in" : "out of", stuck_job_ended(&j, 0) ? "out of" : "in");
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	EXPECT_GT(2, s);
+	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
+	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ does not stop: retired"));
+	/* The queue left the file, though its engine may still be in the job. */
+	EXPECT_EQ(-ENOENT, hpu_uq_destroy(self->fd, j.q.id));
+	/* Aborted, or faulting on A if it reached for it again before it saw the abort. */
+	ASSERT_TRUE(stuck_job_ended(&j, 10));
+	status = hpu_uq_slot(&j.q, j.pos)->status;
+	EXPECT_TRUE(status == HPU_UQ_STATUS_ABORTED || status == HPU_UQ_STATUS_MMU_FAULT);
+	/* Once it ended, the next unmap releases them. */
+	ASSERT_EQ(0, hpu_vm_unmap(self->fd, j.va[1]));
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	EXPECT_EQ(before - STUCK_GEMM_BYTES, st.ctx_host_pinned);
+	hpu_uq_close(&j.q);
+	munmap(j.a, STUCK_GEMM_BYTES);
 }
 
 TEST_HARNESS_MAIN
