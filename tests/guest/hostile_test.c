@@ -9,6 +9,9 @@
  *  - user_queue_flood: every user queue the hostile may take, kept full of
  *    long jobs (LIN_DMA copies within its own HBM), refilled as they end;
  *  - kernel_queue_flood: the same through SUBMIT, on every kernel queue;
+ *  - staged_flood: user queues full of GEMMs whose A the engine stages
+ *    (its HBM mapped out of order), so that every yield of theirs keeps
+ *    or gathers again a staging buffer;
  *  - parked_waits: 255 jobs on each kernel queue parked on a WAIT nobody
  *    signals, against a victim that submits through SUBMIT too
  *    (HPU_USER_QUEUES=0), so that the rings' admission matters;
@@ -302,14 +305,67 @@ static int long_job(int fd, struct hpu_cb *cb)
 	return err;
 }
 
-/* Every user queue the hostile may take, kept full of long jobs. */
-static void flood_user_queues(int fd, int ready)
+/*
+ * A job's GEMMs: batch matrices of A's rows by B, A's stride 0, all fp32;
+ * 8 G multiply-adds each, hundreds of ms, in blocks of 4 M.
+ */
+#define STAGED_GEMMS 2
+#define STAGED_BATCH 2048u
+#define STAGED_M 64u
+#define STAGED_N 64u
+#define STAGED_K 1024u
+/* Where the hostile maps A's two pages, out of order. */
+#define STAGED_VA (8ull << 30)
+
+/*
+ * A long job of GEMMs whose A crosses from one 2 MiB page of the hostile's
+ * HBM into the other, mapped out of order: not one run, so staged.
+ */
+static int staged_job(int fd, struct hpu_cb *cb)
+{
+	const uint64_t a_bytes = STAGED_M * STAGED_K * 4;
+	const uint64_t c_bytes = (uint64_t)STAGED_BATCH * STAGED_M * STAGED_N * 4;
+	struct hpu_pkt_mme_gemm g = {
+		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
+		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = STAGED_BATCH,
+		.m = STAGED_M, .n = STAGED_N, .k = STAGED_K,
+		.lda = STAGED_K, .ldb = STAGED_N, .ldc = STAGED_N,
+		.stride_c = STAGED_M * STAGED_N, .alpha = 0x3f800000, /* 1.0f */
+	};
+	uint64_t va = STAGED_VA + HOSTILE_BUF;
+	uint32_t a, bc;
+	unsigned int i;
+	int err = hpu_gem_create(fd, 2 * HOSTILE_BUF, 0, &a);
+
+	if (!err)
+		err = hpu_vm_map(fd, a, 0, NULL, HOSTILE_BUF, RW | DRM_HPU_VM_MAP_FIXED, &va);
+	va = STAGED_VA;
+	if (!err)
+		err = hpu_vm_map(fd, a, HOSTILE_BUF, NULL, HOSTILE_BUF, RW | DRM_HPU_VM_MAP_FIXED,
+				 &va);
+	/* B, then C: STAGED_BATCH matrices of 16 KiB. */
+	if (!err)
+		err = hpu_gem_create(fd, HOSTILE_BUF + c_bytes, 0, &bc);
+	if (!err)
+		err = hpu_vm_map(fd, bc, 0, NULL, HOSTILE_BUF + c_bytes, RW, &va);
+	g.a = STAGED_VA + HOSTILE_BUF - a_bytes / 2;
+	g.b = va;
+	g.c = va + HOSTILE_BUF;
+	cb->size = 0;
+	for (i = 0; !err && i < STAGED_GEMMS; i++)
+		hpu_cb_gemm(cb, &g);
+	return err;
+}
+
+/* Every user queue the hostile may take, kept full of the jobs job() makes. */
+static void flood_user_queues_with(int fd, int ready, int (*job)(int fd, struct hpu_cb *cb),
+				   const char *what)
 {
 	enum { WINDOW = HPU_UQ_TEST_RING / 2 };
 	static struct hpu_uq q[HPU_NUM_UQ];
 	static struct hpu_cb cb;
 	unsigned int n = 0, i, j;
-	int err = long_job(fd, &cb), last = 0;
+	int err = job(fd, &cb), last = 0;
 
 	if (err) {
 		hostile_report(ready, err, "its long job");
@@ -321,13 +377,19 @@ static void flood_user_queues(int fd, int ready)
 		hostile_report(ready, last, "its first user queue");
 		return;
 	}
+	/* A job that fails at once would abuse nothing. */
+	err = hpu_uq_run(&q[0], &cb);
+	if (err) {
+		hostile_report(ready, err < 0 ? err : -EIO, "its long job alone (status %d)", err);
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < WINDOW; j++)
 			hpu_uq_put(&q[i], &cb, 0);
 		hpu_uq_ring(&q[i]);
 	}
-	hostile_report(ready, 0, "%u user queues (the next: %d), %u jobs of %u MiB of copies each",
-		       n, last, WINDOW, (unsigned int)(HOSTILE_COPIES * HOSTILE_COPY >> 20));
+	hostile_report(ready, 0, "%u user queues (the next: %d), %u jobs of %s each", n, last,
+		       WINDOW, what);
 	/* Half a window more whenever half of one has ended. */
 	for (i = 0;; i = (i + 1) % n) {
 		if (hpu_uq_wait(fd, q[i].id, q[i].pi - WINDOW / 2, -1, NULL))
@@ -336,6 +398,16 @@ static void flood_user_queues(int fd, int ready)
 			hpu_uq_put(&q[i], &cb, 0);
 		hpu_uq_ring(&q[i]);
 	}
+}
+
+static void flood_user_queues(int fd, int ready)
+{
+	flood_user_queues_with(fd, ready, long_job, "1 GiB of copies");
+}
+
+static void flood_staged(int fd, int ready)
+{
+	flood_user_queues_with(fd, ready, staged_job, "2 GEMMs of 2048 blocks, A staged");
 }
 
 /* HOSTILE_WINDOW long jobs in flight on every kernel queue, one more as each ends. */
@@ -593,6 +665,11 @@ TEST_F_TIMEOUT(hostile, user_queue_flood, 180)
 TEST_F_TIMEOUT(hostile, kernel_queue_flood, 180)
 {
 	victim_under(_metadata, self, "kernel_queue_flood", flood_kernel_queues, false);
+}
+
+TEST_F_TIMEOUT(hostile, staged_flood, 180)
+{
+	victim_under(_metadata, self, "staged_flood", flood_staged, false);
 }
 
 TEST_F_TIMEOUT(hostile, parked_waits, 180)
