@@ -127,6 +127,7 @@ const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
 	[HPU_Q_STATUS / 4] = { "STATUS", HPU_REG_R, NULL, NULL },
 	[HPU_Q_CTRL / 4] = { "CTRL", HPU_REG_W, NULL, hpu_q_write_ctrl },
 	[HPU_Q_DEFERRED_US / 4] = { "DEFERRED_US", HPU_REG_R, NULL, NULL, hpu_q_read_deferred },
+	[HPU_Q_ABORT_IN_CALL / 4] = { "ABORT_IN_CALL", HPU_REG_R, NULL, NULL },
 };
 
 void hpu_qman_reset(struct hpu_dev_core *core)
@@ -200,6 +201,22 @@ static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job
 		"0x%" PRIx64 ", engine 0x%" PRIx32, ev.queue, job->tag, job->asid,
 		hpu_event_names[job->fault], job->fault_addr, job->engine);
 	hpu_eq_post(core, &ev);
+}
+
+/*
+ * A kernel queue's job ends: ABORT_IN_CALL names the callee WAIT it was
+ * parked at if a reset aborted it there before it ran on (at the step's
+ * start: parked in_call at call_pos, at pos).  Lock held.
+ */
+static void hpu_qman_note_abort(struct hpu_dev_core *core, const struct hpu_job *job,
+				bool in_call, uint32_t pos, uint64_t call_pos)
+{
+	in_call = in_call && job->fault == HPU_EVENT_ABORTED && job->pos == pos &&
+		  job->call.pos == call_pos;
+
+	if (!hpu_qman_is_uq(job->queue))
+		core->regs[HPU_REG_Q(job->queue, HPU_Q_ABORT_IN_CALL) / 4] =
+			in_call ? HPU_Q_IN_CALL_PARKED | (uint32_t)call_pos : 0;
 }
 
 /* The step is over: park, or end the job and advance CI.  Lock held. */
@@ -312,6 +329,11 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	struct hpu_job *job = &qq->job;
 	bool fresh = !qq->parked, uq = hpu_qman_is_uq(q);
+	/* Where a job parked on a WAIT in a callee is, for a reset that ends it there. */
+	bool in_call = qq->parked && (HPU_Q_REG(core, q, STATUS) & HPU_Q_STATUS_WAITING) &&
+		       job->call.size;
+	uint32_t pos = job->pos;
+	uint64_t call_pos = job->call.pos;
 	enum hpu_pkt_status status;
 	struct hpu_hbm *hbm;
 
@@ -356,6 +378,8 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		hpu_uq_job_end(job, status);
 
 	hpu_core_lock(core);
+	if ((status == HPU_PKT_DONE || status == HPU_PKT_FAILED) && job->gen == core->gen)
+		hpu_qman_note_abort(core, job, in_call, pos, call_pos);
 	hpu_qman_end_step(core, qq, status);
 	hpu_qman_defer_others(core, q);
 	hbm = job->hbm;

@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 4
+#define HPU_REGS_VERSION_MINOR 5
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -170,6 +170,16 @@ enum hpu_err_code {
  * what it ran (or waited on a sync object) itself: what a timeout charges.
  */
 #define HPU_Q_DEFERRED_US 0x1c
+/*
+ * RO (1.5), kernel queues: where the job the last CTRL RESET aborted was
+ * parked, if that was a WAIT inside a CALL's callee, the job having run
+ * nothing since it parked: HPU_Q_IN_CALL_PARKED and the WAIT's offset in
+ * the callee.  Else 0.  Set as the aborted job ends, before CI moves; the
+ * ABORTED event names the CALL.  A driver resumes such a job at a CALL of
+ * the callee's rest.
+ */
+#define HPU_Q_ABORT_IN_CALL 0x20
+#define HPU_Q_IN_CALL_PARKED (1u << 31)
 
 #define HPU_Q_STATUS_BUSY (1u << 0)    /* a job is executing */
 #define HPU_Q_STATUS_WAITING (1u << 1) /* stalled on an HPU_PKT_WAIT */

@@ -431,7 +431,11 @@ static void case_wait_in_callee(struct hpu_test *t)
 	expect_callee_ran(t, 1, 1, 5, __LINE__);
 }
 
-/* A queue reset of a job waiting in a callee: ABORTED at the CALL; the next CALL starts over. */
+/*
+ * A queue reset of a job waiting in a callee: ABORTED at the CALL, and
+ * ABORT_IN_CALL names the WAIT in the callee; the next CALL starts over,
+ * and ends with ABORT_IN_CALL 0.
+ */
 static void case_reset_waiting_in_callee(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
@@ -445,11 +449,52 @@ static void case_reset_waiting_in_callee(struct hpu_test *t)
 	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 1, ASID, HPU_ENGINE_QMAN, 1, 8);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, CI)), 2);
 	HPU_CHECK_EQ(t, sync_value(t, 3) + sync_value(t, AFTER), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, ABORT_IN_CALL)),
+		     HPU_Q_IN_CALL_PARKED | sizeof(struct hpu_pkt_signal));
 
 	hpu_st_le32(t->mem + SYNC_OFF, 1);
 	submit_call(t, 1, VA_CALLEE, len, 3);
 	run(t);
 	expect_callee_ran(t, 1, 2, 1, __LINE__);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, ABORT_IN_CALL)), 0);
+}
+
+/*
+ * A job parked in a callee that a SIGNAL let go on, then reset while it
+ * runs on: it is not where it parked, so ABORT_IN_CALL says 0.
+ */
+static void reset_after_the_wait(struct hpu_test *t)
+{
+	if (sync_value(t, 2) < 1)
+		return;
+	t->on_dma = NULL;
+	hpu_wr(t, REG_Q(1, CTRL), HPU_Q_CTRL_RESET);
+}
+
+static void case_reset_past_the_wait_in_callee(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 }, callee = { .len = 0 };
+	unsigned int i;
+	uint32_t len;
+
+	map_call(t);
+	cb_signal(&callee, 1, 1);
+	cb_wait(&callee, 0, 1);
+	for (i = 0; i < 64; i++)
+		cb_signal(&callee, 2, 1);
+	len = callee.len;
+	upload_cb(t, VA_CALLEE, &callee);
+	submit_call(t, 1, VA_CALLEE, len, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	cb_signal(&cb, 3, 1);
+	submit_user(t, 0, &cb, 2);
+	t->on_dma = reset_after_the_wait;
+	run(t);
+	EXPECT_EVENT(t, HPU_EVENT_ABORTED, 1, ASID, HPU_ENGINE_QMAN, 1, 8);
+	HPU_CHECK(t, sync_value(t, 2) >= 1 && sync_value(t, 2) < 64);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, ABORT_IN_CALL)), 0);
 }
 
 /* A device reset of a job waiting in a callee: the next job is a new one. */
@@ -498,6 +543,7 @@ static void case_reset_running_callee(struct hpu_test *t)
 	HPU_CHECK_EQ(t, sync_value(t, 1), 4);
 	HPU_CHECK_EQ(t, sync_value(t, AFTER), 0);
 	HPU_CHECK_EQ(t, completion(t, 1), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, ABORT_IN_CALL)), 0);
 }
 
 /* ---- refusals: the job fails with its event, nothing after runs, the queue goes on ---- */
@@ -669,6 +715,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "callees of 8 bytes and of HPU_CALL_MAX_SIZE", case_sizes },
 	{ "a WAIT in a callee parks the queue and resumes there", case_wait_in_callee },
 	{ "queue reset while waiting in a callee", case_reset_waiting_in_callee },
+	{ "queue reset in a callee past its WAIT", case_reset_past_the_wait_in_callee },
 	{ "device reset while waiting in a callee", case_device_reset_in_callee },
 	{ "queue reset while a callee runs", case_reset_running_callee },
 };

@@ -979,7 +979,7 @@ static void hpu_case_event_ring_rules(struct hpu_test *t)
 static void hpu_case_queue_holes(struct hpu_test *t)
 {
 	static const uint32_t holes[] = {
-		HPU_REG_Q(0, 0x20), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
+		HPU_REG_Q(0, 0x24), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
 		HPU_REG_EQ_STATUS + 4, HPU_REG_EQ_RING_LO - 4, HPU_REG_QUEUE_BASE - 4,
 	};
 	size_t i;
