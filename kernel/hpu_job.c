@@ -147,8 +147,19 @@ static int hpu_job_check_cb(struct hpu_job *job)
 		}
 		off += len;
 	}
-	job->can_yield = wait && !call;
+	/* A callee's WAITs are unknown here: a job with a CALL may park too. */
+	job->can_yield = wait || call;
 	return 0;
+}
+
+/* Whether offset @pos of @job's command buffer is a packet boundary SUBMIT checked, or its end. */
+static bool hpu_job_at_packet(const struct hpu_job *job, u64 pos)
+{
+	u32 off = 0;
+
+	while (off < pos && off < job->user_size)
+		off += hpu_job_pkt_size(HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)));
+	return off == pos;
 }
 
 /*
@@ -160,14 +171,9 @@ static int hpu_job_check_cb(struct hpu_job *job)
  */
 bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos)
 {
-	u32 off = 0;
-
-	while (off < pos && off < job->user_size)
-		off += hpu_job_pkt_size(HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)));
-	if (off != pos)
-		return false;
-	return pos == job->user_size ||
-	       HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)) == HPU_PKT_WAIT;
+	return hpu_job_at_packet(job, pos) &&
+	       (pos == job->user_size ||
+		HPU_PKT_OPCODE(*(const u32 *)(job->cb + pos)) == HPU_PKT_WAIT);
 }
 
 /*
@@ -230,6 +236,32 @@ static void hpu_job_cb_sync(struct hpu_job *job, u32 offset, u32 size)
 	if (job->cb_kind != HPU_JOB_CB_COHERENT)
 		dma_sync_single_for_device(hpu_dev(job->ctx->hdev), job->cb_dma + offset,
 					   size, DMA_TO_DEVICE);
+}
+
+/*
+ * Whether @job may run again from the CALL at offset @pos of its command
+ * buffer, having been parked on a WAIT its callee has at offset
+ * @abort_in_call (the queue's ABORT_IN_CALL register after the reset that
+ * stopped it there): if so, the driver's copy of the CALL now names the
+ * callee's rest, from that WAIT on, so that nothing of the callee before
+ * it runs twice.
+ */
+bool hpu_job_resume_in_call(struct hpu_job *job, u64 pos, u32 abort_in_call)
+{
+	u32 at = abort_in_call & ~HPU_Q_IN_CALL_PARKED;
+	struct hpu_pkt_call *call;
+
+	if (!(abort_in_call & HPU_Q_IN_CALL_PARKED) || !hpu_job_at_packet(job, pos) ||
+	    pos == job->user_size || HPU_PKT_OPCODE(*(const u32 *)(job->cb + pos)) != HPU_PKT_CALL)
+		return false;
+	call = job->cb + pos;
+	/* The device's word, checked all the same: a WAIT inside the callee. */
+	if (!IS_ALIGNED(at, 8) || at >= call->size)
+		return false;
+	call->addr += at;
+	call->size -= at;
+	hpu_job_cb_sync(job, pos, sizeof(*call));
+	return true;
 }
 
 /* Called by the queue when the job is first pushed, with the queue's lock held. */

@@ -72,7 +72,7 @@ struct hpu_job {
 	u32 cb_size;
 	u32 user_size;
 	enum hpu_job_cb_kind cb_kind;
-	/* It has a WAIT and no CALL: parked, it may leave its ring (hpu_queue.c). */
+	/* It has a WAIT or a CALL: parked, it may leave its ring (hpu_queue.c). */
 	bool can_yield;
 
 	/* Under queue->lock once submitted. */
@@ -95,6 +95,7 @@ struct hpu_job {
 
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
 bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos);
+bool hpu_job_resume_in_call(struct hpu_job *job, u64 pos, u32 abort_in_call);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
 struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);

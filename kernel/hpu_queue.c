@@ -32,10 +32,11 @@
  * behind it, the device's ring being FIFO.  Once it has been parked there
  * for parked_yield_ms while jobs of other files wait behind it, the timeout
  * work takes it off: a queue reset, after which it is pushed again behind
- * the other files' jobs, from the WAIT the reset's ABORTED event names, so
+ * the other files' jobs, from the WAIT the reset's ABORTED event names, or
+ * for a job parked in a CALL's callee from the callee's WAIT that the
+ * queue's ABORT_IN_CALL names (its CALL rewritten to the callee's rest), so
  * that nothing of it runs twice; its time at the head counts towards its
- * timeout.  Only jobs without a CALL (whose callee may have run packets
- * before a WAIT) qualify; one the reset caught past its WAIT fails -EIO.
+ * timeout.  One the reset caught past its WAIT fails -EIO.
  * The head was pushed at the reset or has become the head since, so a
  * queue takes off at most one job per parked_yield_ms.
  *
@@ -484,16 +485,20 @@ static int hpu_queue_bad_result(const struct hpu_job *bad, enum hpu_queue_reset_
 /*
  * @job made way for other files' jobs: it runs again from where the reset
  * stopped it if that is a WAIT (the event's address is the offset of the
- * top-level packet the job was at, docs/REGISTERS.md), else it keeps its
- * error.  Its time at the head so far counts towards its timeout.
+ * top-level packet the job was at, docs/REGISTERS.md), or a WAIT in the
+ * callee of the CALL there (ABORT_IN_CALL), else it keeps its error.  Its
+ * time at the head so far counts towards its timeout.
  */
-static void hpu_queue_take_off_locked(struct hpu_job *job)
+static void hpu_queue_take_off_locked(struct hpu_queue *q, struct hpu_job *job)
 {
 	u64 pos = job->resume_pos + job->hw_error_addr;
 
+	lockdep_assert_held(&q->lock);
+
 	job->charged += jiffies - job->head_since;
 	if (job->hw_error == -ECANCELED && pos >= job->resume_pos &&
-	    hpu_job_resumable_at(job, pos)) {
+	    (hpu_job_resumable_at(job, pos) ||
+	     hpu_job_resume_in_call(job, pos, hpu_qrreg(q, HPU_Q_ABORT_IN_CALL)))) {
 		job->resume_pos = pos;
 		job->hw_error = 0;
 	}
@@ -514,7 +519,7 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 	lockdep_assert_held(&q->lock);
 
 	if (why == HPU_RESET_YIELD)
-		hpu_queue_take_off_locked(bad);
+		hpu_queue_take_off_locked(q, bad);
 	list_for_each_entry_safe(job, tmp, &q->pending, link) {
 		int err = job->hw_error;
 

@@ -15,6 +15,7 @@
  *  - parked_waits: 255 jobs on each kernel queue parked on a WAIT nobody
  *    signals, against a victim that submits through SUBMIT too
  *    (HPU_USER_QUEUES=0), so that the rings' admission matters;
+ *  - parked_waits_in_calls: the same, each WAIT in a CALL's callee;
  *  - resources_taken: every file, user queue, page-table page and byte of
  *    HBM the hostile can get (until errors), held while it idles.
  * The driver runs with its defaults (a 10 s job timeout): the victim must
@@ -435,18 +436,37 @@ static void flood_kernel_queues(int fd, int ready)
 		}
 }
 
-/* HOSTILE_PARKED jobs on every kernel queue, each parked on a WAIT nobody signals. */
-static void park_waits(int fd, int ready)
+/*
+ * HOSTILE_PARKED jobs on every kernel queue, each parked on a WAIT nobody
+ * signals; in_call: the WAIT is a CALL's callee, in a host page of the
+ * hostile's.
+ */
+static void park_waits_in(int fd, int ready, bool in_call)
 {
+	struct hpu_pkt_call call = { .header = HPU_PKT_HEADER(HPU_PKT_CALL, 0) };
 	struct hpu_cb cb = { .size = 0 };
-	uint64_t sync = 0, seq;
+	uint64_t sync = 0, seq, callee_va = 0;
 	unsigned int q, i;
+	uint8_t *callee;
 	uint32_t h;
 	int err = hpu_gem_create(fd, HPU_PAGE, 0, &h);
 
 	if (!err)
 		err = hpu_vm_map(fd, h, 0, NULL, HPU_PAGE, RW, &sync);
 	hpu_cb_wait(&cb, sync, 1);
+	if (!err && in_call) {
+		callee = hpu_host_pages(HPU_PAGE);
+		err = callee ? 0 : -ENOMEM;
+		if (!err) {
+			memcpy(callee, cb.buf, cb.size);
+			err = hpu_vm_map(fd, 0, 0, callee, HPU_PAGE, DRM_HPU_VM_MAP_READ,
+					 &callee_va);
+		}
+		call.addr = callee_va;
+		call.size = cb.size;
+		cb.size = 0;
+		hpu_cb_put(&cb, &call, sizeof(call));
+	}
 	for (i = 0; !err && i < HOSTILE_PARKED; i++)
 		for (q = 0; !err && q < HPU_NUM_QUEUES; q++)
 			err = hpu_submit(fd, q, cb.buf, cb.size, &seq);
@@ -454,10 +474,20 @@ static void park_waits(int fd, int ready)
 		hostile_report(ready, err, "its parked jobs");
 		return;
 	}
-	hostile_report(ready, 0, "%u parked jobs on each of %u queues", HOSTILE_PARKED,
-		       HPU_NUM_QUEUES);
+	hostile_report(ready, 0, "%u jobs parked%s on each of %u queues", HOSTILE_PARKED,
+		       in_call ? " in a callee" : "", HPU_NUM_QUEUES);
 	for (;;)
 		pause();
+}
+
+static void park_waits(int fd, int ready)
+{
+	park_waits_in(fd, ready, false);
+}
+
+static void park_waits_in_calls(int fd, int ready)
+{
+	park_waits_in(fd, ready, true);
 }
 
 /* Page-table pages of fd: a page of its own HBM mapped in each 2 MiB from 4 GiB on. */
@@ -675,6 +705,11 @@ TEST_F_TIMEOUT(hostile, staged_flood, 180)
 TEST_F_TIMEOUT(hostile, parked_waits, 180)
 {
 	victim_under(_metadata, self, "parked_waits", park_waits, true);
+}
+
+TEST_F_TIMEOUT(hostile, parked_waits_in_calls, 180)
+{
+	victim_under(_metadata, self, "parked_waits_in_calls", park_waits_in_calls, true);
 }
 
 TEST_F_TIMEOUT(hostile, resources_taken, 300)

@@ -253,12 +253,23 @@ TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
 #define STAMP_WORDS (HPU_PAGE / 8 - 1)
 #define COUNT_OFF (HPU_PAGE - 8)
 
-/* Job i of the parked file: [SIGNAL count +1], WAIT sync >= 1, TIMESTAMP page[i]. */
+/* Bytes of one job's callee in the callees' pages (submit_stamped()). */
+#define CALLEE_BYTES 64
+
+/*
+ * Job i of the parked file: [SIGNAL count +1], WAIT sync >= 1, TIMESTAMP
+ * page[i]; with callees (host pages at callees_va), those packets are the
+ * callee of the job's one CALL, at callees + i * CALLEE_BYTES.
+ */
 static int submit_stamped(int fd, uint32_t queue, uint64_t sync, uint64_t page_va,
-			  unsigned int i, bool count_first, uint64_t *seq)
+			  unsigned int i, bool count_first, uint8_t *callees, uint64_t callees_va,
+			  uint64_t *seq)
 {
 	struct hpu_pkt_timestamp ts = {
 		.header = HPU_PKT_HEADER(HPU_PKT_TIMESTAMP, 0), .addr = page_va + 8ull * i,
+	};
+	struct hpu_pkt_call call = {
+		.header = HPU_PKT_HEADER(HPU_PKT_CALL, 0), .addr = callees_va + i * CALLEE_BYTES,
 	};
 	struct hpu_cb cb = { .size = 0 };
 
@@ -266,6 +277,12 @@ static int submit_stamped(int fd, uint32_t queue, uint64_t sync, uint64_t page_v
 		hpu_cb_signal(&cb, page_va + COUNT_OFF, 1);
 	hpu_cb_wait(&cb, sync, 1);
 	hpu_cb_put(&cb, &ts, sizeof(ts));
+	if (callees) {
+		memcpy(callees + i * CALLEE_BYTES, cb.buf, cb.size);
+		call.size = cb.size;
+		cb.size = 0;
+		hpu_cb_put(&cb, &call, sizeof(call));
+	}
 	return submit_sync(fd, queue, &cb, 0, 0, seq);
 }
 
@@ -327,8 +344,8 @@ TEST_F_TIMEOUT(sched, a_parked_job_makes_way_for_another_files_job, 60)
 
 	ASSERT_EQ(0, FLOOD > STAMP_WORDS);
 	for (i = 0; i < FLOOD; i++)
-		ASSERT_EQ(0, submit_stamped(self->fd, 1, self->sync, self->dst_va, i, false,
-					    &seq[i]));
+		ASSERT_EQ(0, submit_stamped(self->fd, 1, self->sync, self->dst_va, i, false, NULL,
+					    0, &seq[i]));
 	fd2 = open_victim(self, &mine, &va);
 	ASSERT_LE(0, fd2);
 	s = victim_job_s(fd2, 1, va, 9);
@@ -347,21 +364,29 @@ TEST_F_TIMEOUT(sched, a_parked_job_makes_way_for_another_files_job, 60)
  * A parked job that counted before its WAIT makes way too, and runs on
  * from its WAIT: what ran before it does not run again, however many
  * times it made way.  Its file's later jobs keep their order behind it;
- * the other file's jobs each end in about parked_yield_ms.
+ * the other file's jobs each end in about parked_yield_ms.  in_call: the
+ * jobs' packets are each a CALL's callee, whose WAIT the job runs on from.
  */
-TEST_F_TIMEOUT(sched, a_job_that_made_way_runs_on_from_its_wait, 60)
+static void made_way_runs_on(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self,
+			     bool in_call)
 {
 	enum { MINE = 8, THEIRS = 4 };
-	uint64_t seq[MINE], va = 0;
+	uint64_t seq[MINE], va = 0, callees_va = 0;
 	uint32_t *count = (uint32_t *)(self->dst + COUNT_OFF);
-	uint8_t *theirs;
+	uint8_t *theirs, *callees = NULL;
 	unsigned int i;
 	double s;
 	int fd2;
 
+	if (in_call) {
+		callees = hpu_host_pages(HPU_PAGE);
+		ASSERT_NE(NULL, callees);
+		ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, callees, HPU_PAGE, DRM_HPU_VM_MAP_READ,
+					&callees_va));
+	}
 	for (i = 0; i < MINE; i++)
 		ASSERT_EQ(0, submit_stamped(self->fd, 1, self->sync, self->dst_va, i, i % 2 == 0,
-					    &seq[i]));
+					    callees, callees_va, &seq[i]));
 	fd2 = open_victim(self, &theirs, &va);
 	ASSERT_LE(0, fd2);
 	for (i = 0; i < THEIRS; i++) {
@@ -377,6 +402,16 @@ TEST_F_TIMEOUT(sched, a_job_that_made_way_runs_on_from_its_wait, 60)
 	ASSERT_EQ(0, release_parked(self));
 	expect_stamped_in_order(_metadata, self->fd, seq, (const uint64_t *)self->dst, MINE);
 	EXPECT_EQ(MINE / 2, *count);
+}
+
+TEST_F_TIMEOUT(sched, a_job_that_made_way_runs_on_from_its_wait, 60)
+{
+	made_way_runs_on(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(sched, a_job_parked_in_a_callee_makes_way_and_runs_on_from_its_wait, 60)
+{
+	made_way_runs_on(_metadata, self, true);
 }
 
 /* With a short job timeout; the driver's defaults come back whatever the test did. */
@@ -437,50 +472,6 @@ TEST_F(short, parked_jobs_of_one_file_do_not_starve_another)
 	TH_LOG("the other file's job ended after %.2f s", s);
 	/* The flood's last job is still waiting its turn. */
 	EXPECT_EQ(-ETIME, hpu_wait(self->fd, seq, 0, &err));
-	close(fd2);
-}
-
-/*
- * A job parked on a WAIT in a CALL's callee does not make way: packets of
- * the callee before it may have run, and the device would start the callee
- * anew.  Another file's job waits for its timeout, as before.
- */
-TEST_F(short, a_job_parked_in_a_callee_keeps_its_place)
-{
-	struct hpu_pkt_call call = { .header = HPU_PKT_HEADER(HPU_PKT_CALL, 0) };
-	uint8_t *callee = hpu_host_pages(HPU_PAGE), *mine;
-	struct hpu_cb cb = { .size = 0 }, wait = { .size = 0 };
-	uint64_t sync = 0, callee_va = 0, va = 0, seq, theirs;
-	double t0, s;
-	int fd2, err;
-	uint32_t h;
-
-	ASSERT_NE(NULL, callee);
-	ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
-	ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_PAGE, RW, &sync));
-	hpu_cb_wait(&wait, sync, 1);
-	memcpy(callee, wait.buf, wait.size);
-	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, callee, HPU_PAGE, RW, &callee_va));
-	call.addr = callee_va;
-	call.size = wait.size;
-	hpu_cb_put(&cb, &call, sizeof(call));
-	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb.buf, cb.size, &seq));
-
-	fd2 = hpu_open_node(self->bdf);
-	ASSERT_LE(0, fd2);
-	mine = hpu_host_pages(HPU_PAGE);
-	ASSERT_NE(NULL, mine);
-	ASSERT_EQ(0, hpu_vm_map(fd2, 0, 0, mine, HPU_PAGE, RW, &va));
-	t0 = hpu_now_s();
-	ASSERT_EQ(0, submit_mark(fd2, 1, va, 9, 0, &theirs));
-	ASSERT_EQ(0, hpu_wait(fd2, theirs, LONG_NS, &err));
-	s = hpu_now_s() - t0;
-	EXPECT_EQ(0, err);
-	TH_LOG("the other file's job ended after %.0f ms", s * 1000);
-	/* About the timeout (0.3 s, from the parked job's start), not parked_yield_ms. */
-	EXPECT_LT(0.1, s);
-	ASSERT_EQ(0, hpu_wait(self->fd, seq, 0, &err));
-	EXPECT_EQ(-ETIMEDOUT, err);
 	close(fd2);
 }
 
