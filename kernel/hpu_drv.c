@@ -92,7 +92,7 @@ static const struct drm_driver hpu_drm_driver = {
 static int hpu_map_regs(struct hpu_device *hdev)
 {
 	struct pci_dev *pdev = hdev->pdev;
-	u32 id;
+	u32 id, version;
 	int ret;
 
 	if (pci_resource_len(pdev, HPU_BAR_MMU) < HPU_MMU_REGION_SIZE) {
@@ -112,6 +112,14 @@ static int hpu_map_regs(struct hpu_device *hdev)
 	if (id != HPU_ID_VALUE) {
 		dev_err(&pdev->dev, "unexpected ID register 0x%08x (expected 0x%08x)\n",
 			id, HPU_ID_VALUE);
+		return -ENODEV;
+	}
+	/* Every register the driver reads: an older map would answer them with device errors. */
+	version = hpu_rreg(hdev, HPU_REG_REGS_VERSION);
+	if (version >> 16 != HPU_REGS_VERSION_MAJOR || (version & 0xffff) < HPU_REGS_VERSION_MINOR) {
+		dev_err(&pdev->dev, "register map %u.%u; the driver needs %u.%u or a later %u.x\n",
+			version >> 16, version & 0xffff, HPU_REGS_VERSION_MAJOR,
+			HPU_REGS_VERSION_MINOR, HPU_REGS_VERSION_MAJOR);
 		return -ENODEV;
 	}
 
