@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hpu_hbm.h"
@@ -51,6 +52,8 @@ struct hpu_job {
 	 */
 	uint64_t moved;
 	struct hpu_tmem_set *held; /* the staging buffers the packet at pos kept as it yielded */
+	void *scratch;             /* and its kernel's scratch (hpu_kstate.scratch), */
+	uint64_t scratch_len;      /* of these bytes */
 	uint64_t slot;       /* its descriptor: a bus address, or on a user queue a VA of asid */
 	uint64_t tag;
 	uint32_t asid;
@@ -101,6 +104,14 @@ static inline void hpu_job_suspend(struct hpu_job *job, const void *decoded, uin
 	memcpy(job->decoded, decoded, len);
 	job->decoded_len = len;
 	job->moved = done;
+}
+
+/* The kernel scratch the job kept is not taken back: the launch ended, or another runs. */
+static inline void hpu_job_drop_scratch(struct hpu_job *job)
+{
+	free(job->scratch);
+	job->scratch = NULL;
+	job->scratch_len = 0;
 }
 
 /* The queue was reset or the device reset since the step began (any thread may have done it). */

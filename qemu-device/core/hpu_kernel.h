@@ -45,6 +45,11 @@ struct hpu_kstate {
 	const char *fault;
 	/* A value check() works out for every part (the targets a MEAN loss backward counts). */
 	uint64_t memo;
+	/*
+	 * hpu_kernel_def.scratch bytes, zero when the launch starts, that its
+	 * items and finish() share; the same across the launch's yields.
+	 */
+	void *scratch;
 };
 
 /* One launch, decoded to host order. */
@@ -78,11 +83,19 @@ struct hpu_kernel_def {
 	 * parts by it.
 	 */
 	uint64_t (*work)(const struct hpu_kcall *c, uint64_t items);
+	/*
+	 * Optional, after a successful check(): bytes of scratch the launch
+	 * needs (hpu_kstate.scratch), at most HPU_KERNEL_SCRATCH_MAX.
+	 */
+	uint64_t (*scratch)(const struct hpu_kcall *c, uint64_t items);
 	/* Do items [begin, end); parts on disjoint ranges run concurrently. */
 	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
 	/* Optional, once after every part (e.g. advancing an RNG offset). */
 	void (*finish)(const struct hpu_kcall *c);
 };
+
+/* The most scratch one launch has: a REDUCE's partials of all its chunks. */
+#define HPU_KERNEL_SCRATCH_MAX (8u << 20)
 
 /* NULL for an unknown id. */
 const struct hpu_kernel_def *hpu_kernel_lookup(uint32_t id);

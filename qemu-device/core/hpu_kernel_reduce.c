@@ -3,11 +3,13 @@
  * REDUCE (hpu_kernels.h): SUM, MEAN, MAX, MIN, ARGMAX and ARGMIN of in over
  * the dims of a bit mask, into out of in's shape with those dims 1.
  *
- * A work item is one output element: it walks the reduced sub-tensor
- * under it on its own, so any split of the outputs is independent and
- * every output sums its elements in the same order however it is split.
- * One output may reduce billions of elements (a broadcast dim), so walks
- * keep a pace (hpu_kpace()) span by span.
+ * A work item is one output element's walk over the reduced sub-tensor
+ * under it, or a chunk of HPU_REDUCE_CHUNK elements of a longer walk: one
+ * output may reduce billions of elements (a broadcast dim), and an item is
+ * what the engine cannot pause.  A chunked walk leaves each chunk's partial
+ * result in the launch's scratch, and finish() combines them in order, so
+ * every output sums its elements in the same order however the launch is
+ * split.  Walks keep a pace (hpu_kpace()) span by span.
  * MIN and ARGMIN are MAX and ARGMAX of an order-reversed key (-v, or ~v
  * for integers, which cannot overflow), so one comparison serves all four.
  */
@@ -22,6 +24,7 @@ struct hpu_kreduce {
 	bool reverse; /* MIN, ARGMIN */
 	struct hpu_kview sub; /* in's reduced dims, outermost first: the elements under one output */
 	uint64_t count;
+	uint64_t chunks; /* items per output: 1, or count in HPU_REDUCE_CHUNK chunks */
 };
 
 /* What a walk ends with: the sum, or the best key and where it was. */
@@ -41,9 +44,9 @@ static bool hpu_reduce_is_arg(int64_t op)
 	return op >= HPU_REDUCE_ARGMAX;
 }
 
-/* Element k (row-major over the reduced dims) of the sub-tensor at p joins acc. */
+/* Element k (row-major over the reduced dims) of the sub-tensor at p joins acc; first: acc's first. */
 static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, const uint8_t *p,
-			 uint64_t k)
+			 uint64_t k, bool first)
 {
 	if (!hpu_reduce_is_cmp(r->op)) {
 		if (r->int_sum)
@@ -53,7 +56,7 @@ static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, cons
 	} else if (r->int_cmp) {
 		int64_t v = hpu_kload_i(r->in_dtype, p), key = r->reverse ? ~v : v;
 
-		if (k == 0 || key > acc->ibest) {
+		if (first || key > acc->ibest) {
 			acc->ibest = key;
 			acc->at = k;
 		}
@@ -61,56 +64,79 @@ static void hpu_kacc_add(const struct hpu_kreduce *r, struct hpu_kacc *acc, cons
 		double v = hpu_kload_f(r->in_dtype, p), key = r->reverse ? -v : v;
 
 		/* The first NaN wins and stays; otherwise strictly greater: ties keep the first. */
-		if (k == 0 || (!isnan(acc->best) && (key > acc->best || isnan(key)))) {
+		if (first || (!isnan(acc->best) && (key > acc->best || isnan(key)))) {
 			acc->best = key;
 			acc->at = k;
 		}
 	}
 }
 
-/* Reduces the sub-tensor whose first element is at p into the output element at o. */
-static void hpu_reduce_one(const struct hpu_kreduce *r, uint8_t *p, uint32_t out_dtype, uint8_t *o,
-			   struct hpu_kpace *pace)
+/*
+ * Chunk ch of the walk over the sub-tensor whose first element is at p,
+ * into *acc; false if the launch stopped meanwhile.
+ */
+static bool hpu_reduce_walk(const struct hpu_kreduce *r, uint8_t *p, uint64_t ch,
+			    struct hpu_kacc *acc, struct hpu_kpace *pace)
 {
+	uint64_t i = ch * HPU_REDUCE_CHUNK, end = r->chunks > 1 ? i + HPU_REDUCE_CHUNK : r->count;
 	struct hpu_kview sub = r->sub;
-	struct hpu_kacc acc = { 0 };
 	struct hpu_kcur k;
-	uint64_t i = 0;
 	int64_t step;
 
+	if (end > r->count)
+		end = r->count;
 	sub.base = p;
-	hpu_kcur_init(&k, &sub, 0);
+	hpu_kcur_init(&k, &sub, i);
 	step = k.step[0];
 	/* Span by span of the walk, each a pointer stepping along, none longer than a poll's. */
-	while (i < r->count) {
-		uint64_t left = r->count - i;
+	while (i < end) {
+		uint64_t left = end - i;
 		uint8_t *span;
 		uint64_t n = hpu_kcur_span(&k, left < HPU_KPOLL ? left : HPU_KPOLL, &span);
 
 		if (hpu_kpace(pace, n))
-			return;
-		for (uint64_t j = 0; j < n; j++)
-			hpu_kacc_add(r, &acc, span + (int64_t)j * step, i++);
+			return false;
+		for (uint64_t j = 0; j < n; j++, i++)
+			hpu_kacc_add(r, acc, span + (int64_t)j * step, i, i == ch * HPU_REDUCE_CHUNK);
 	}
+	return true;
+}
+
+/* The next chunk's partial b joins a, the partial of the chunks before it: as one walk would. */
+static void hpu_kacc_join(const struct hpu_kreduce *r, struct hpu_kacc *a, const struct hpu_kacc *b)
+{
+	if (!hpu_reduce_is_cmp(r->op)) {
+		a->sum += b->sum;
+		a->isum = (int64_t)((uint64_t)a->isum + (uint64_t)b->isum);
+	} else if (r->int_cmp ? b->ibest > a->ibest :
+		   !isnan(a->best) && (b->best > a->best || isnan(b->best))) {
+		*a = *b;
+	}
+}
+
+/* The whole walk's acc into the output element at o. */
+static void hpu_reduce_store(const struct hpu_kreduce *r, const struct hpu_kacc *acc,
+			     uint32_t out_dtype, uint8_t *o)
+{
 	switch (r->op) {
 	case HPU_REDUCE_SUM:
 		if (r->int_sum)
-			hpu_kstore_i(out_dtype, o, acc.isum);
+			hpu_kstore_i(out_dtype, o, acc->isum);
 		else
-			hpu_kstore_f(out_dtype, o, acc.sum);
+			hpu_kstore_f(out_dtype, o, acc->sum);
 		break;
 	case HPU_REDUCE_MEAN:
-		hpu_kstore_f(out_dtype, o, acc.sum / (double)r->count); /* 0 / 0: NaN when empty */
+		hpu_kstore_f(out_dtype, o, acc->sum / (double)r->count); /* 0 / 0: NaN when empty */
 		break;
 	case HPU_REDUCE_MAX:
 	case HPU_REDUCE_MIN:
 		if (r->int_cmp)
-			hpu_kstore_i(out_dtype, o, r->reverse ? ~acc.ibest : acc.ibest);
+			hpu_kstore_i(out_dtype, o, r->reverse ? ~acc->ibest : acc->ibest);
 		else
-			hpu_kstore_f(out_dtype, o, r->reverse ? -acc.best : acc.best);
+			hpu_kstore_f(out_dtype, o, r->reverse ? -acc->best : acc->best);
 		break;
 	default:
-		hpu_kstore_i(out_dtype, o, (int64_t)acc.at);
+		hpu_kstore_i(out_dtype, o, (int64_t)acc->at);
 		break;
 	}
 }
@@ -136,6 +162,8 @@ static void hpu_reduce_init(const struct hpu_kcall *c, struct hpu_kreduce *r)
 		r->sub.strides[r->sub.ndim++] = in->strides[d];
 	}
 	r->count = hpu_kview_numel(&r->sub);
+	r->chunks = r->count > HPU_REDUCE_CHUNK ?
+		    (r->count + HPU_REDUCE_CHUNK - 1) / HPU_REDUCE_CHUNK : 1;
 }
 
 static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
@@ -146,25 +174,69 @@ static void hpu_reduce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	 * where its sub-tensor starts.
 	 */
 	struct hpu_kview starts = c->t[1];
+	struct hpu_kacc *partial = c->state->scratch;
 	struct hpu_kpace pace = hpu_kpace_start(c);
 	struct hpu_kcur o, s;
 	struct hpu_kreduce r;
 
 	hpu_reduce_init(c, &r);
 	memcpy(starts.shape, out->shape, sizeof(starts.shape));
-	hpu_kcur_init(&o, out, begin);
-	hpu_kcur_init(&s, &starts, begin);
-	for (uint64_t i = begin; i < end; i++, hpu_kcur_next(&o), hpu_kcur_next(&s))
-		hpu_reduce_one(&r, hpu_kcur_ptr(&s), out->dtype, hpu_kcur_ptr(&o), &pace);
+	hpu_kcur_init(&o, out, begin / r.chunks);
+	hpu_kcur_init(&s, &starts, begin / r.chunks);
+	for (uint64_t i = begin; i < end; i++) {
+		struct hpu_kacc acc = { 0 };
+
+		if (i > begin && i % r.chunks == 0) {
+			hpu_kcur_next(&o);
+			hpu_kcur_next(&s);
+		}
+		if (!hpu_reduce_walk(&r, hpu_kcur_ptr(&s), i % r.chunks, &acc, &pace))
+			return;
+		if (r.chunks > 1)
+			partial[i] = acc;
+		else
+			hpu_reduce_store(&r, &acc, out->dtype, hpu_kcur_ptr(&o));
+	}
 }
 
-/* Every output walks its reduced elements. */
+/* A chunked walk's partials, in order, into each output. */
+static void hpu_reduce_finish(const struct hpu_kcall *c)
+{
+	const struct hpu_kacc *partial = c->state->scratch;
+	const struct hpu_kview *out = &c->t[0];
+	uint64_t n = hpu_kview_numel(out);
+	struct hpu_kreduce r;
+	struct hpu_kcur o;
+
+	hpu_reduce_init(c, &r);
+	if (r.chunks == 1)
+		return;
+	hpu_kcur_init(&o, out, 0);
+	for (uint64_t i = 0; i < n; i++, hpu_kcur_next(&o)) {
+		struct hpu_kacc acc = partial[i * r.chunks];
+
+		for (uint64_t ch = 1; ch < r.chunks; ch++)
+			hpu_kacc_join(&r, &acc, &partial[i * r.chunks + ch]);
+		hpu_reduce_store(&r, &acc, out->dtype, hpu_kcur_ptr(&o));
+	}
+}
+
+/* Every output walks its reduced elements, a chunk per item. */
 static uint64_t hpu_reduce_work(const struct hpu_kcall *c, uint64_t items)
 {
 	struct hpu_kreduce r;
 
 	hpu_reduce_init(c, &r);
-	return hpu_kmul_sat(items, r.count ? r.count : 1);
+	return hpu_kmul_sat(items / r.chunks, r.count ? r.count : 1);
+}
+
+/* A chunked walk's partials: one per item. */
+static uint64_t hpu_reduce_scratch(const struct hpu_kcall *c, uint64_t items)
+{
+	struct hpu_kreduce r;
+
+	hpu_reduce_init(c, &r);
+	return r.chunks > 1 ? hpu_kmul_sat(items, sizeof(struct hpu_kacc)) : 0;
 }
 
 static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
@@ -184,7 +256,7 @@ static int hpu_reduce_check(const struct hpu_kcall *c, uint64_t *items)
 		if (out->shape[d] != (mask >> d & 1 ? 1 : in->shape[d]))
 			return -1;
 	hpu_reduce_init(c, &r);
-	*items = hpu_kview_numel(out);
+	*items = hpu_kmul_sat(hpu_kview_numel(out), r.chunks);
 	if (op == HPU_REDUCE_MEAN && !hpu_dtype_is_float(out->dtype))
 		return -1;
 	if (hpu_reduce_is_arg(op)) {
@@ -212,5 +284,7 @@ const struct hpu_kernel_def hpu_kernel_reduce = {
 	.outputs = hpu_reduce_outputs,
 	.check = hpu_reduce_check,
 	.work = hpu_reduce_work,
+	.scratch = hpu_reduce_scratch,
 	.run = hpu_reduce_run,
+	.finish = hpu_reduce_finish,
 };

@@ -366,14 +366,18 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	hpu_core_unlock(core);
 
 	/* What a job a device reset abandoned held is not the new job's to write back. */
-	if (fresh)
+	if (fresh) {
 		hpu_tmem_drop_held(job, false);
+		hpu_job_drop_scratch(job);
+	}
 	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
 		status = HPU_PKT_FAILED;
 	else
 		status = hpu_pkt_run(job);
-	if (status != HPU_PKT_YIELDED)
+	if (status != HPU_PKT_YIELDED) {
 		hpu_tmem_drop_held(job, true);
+		hpu_job_drop_scratch(job);
+	}
 	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
 		hpu_uq_job_end(job, status);
 

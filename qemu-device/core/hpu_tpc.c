@@ -33,6 +33,7 @@ struct hpu_tpc_launch {
 	struct hpu_tmem_set mem;
 	struct hpu_kstate state; /* what the kernel's check() and parts share with the engine */
 	uint64_t items, work, parts; /* the work split over the TPCs */
+	uint64_t scratch_len; /* bytes of state.scratch */
 };
 
 /*
@@ -332,7 +333,32 @@ static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 	l->work = work > l->items ? work : l->items;
 	if (l->work > HPU_KERNEL_MAX_WORK)
 		return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK", l->def->name);
+	l->scratch_len = l->def->scratch ? l->def->scratch(&l->call, l->items) : 0;
+	if (l->scratch_len > HPU_KERNEL_SCRATCH_MAX)
+		return hpu_pkt_refuse(job, "kernel %s: scratch past HPU_KERNEL_SCRATCH_MAX",
+				      l->def->name);
 	return 0;
+}
+
+/*
+ * The launch's scratch: what the job kept when the launch yielded, if it
+ * goes on from part *first, else zeroed, and the launch starts over (its
+ * parts done wrote into the scratch lost).  0, or -1 with the job failed.
+ */
+static int hpu_tpc_scratch(struct hpu_job *job, struct hpu_tpc_launch *l, uint64_t *first)
+{
+	if (*first && l->scratch_len && job->scratch_len == l->scratch_len) {
+		l->state.scratch = job->scratch;
+		job->scratch = NULL;
+		job->scratch_len = 0;
+		return 0;
+	}
+	hpu_job_drop_scratch(job);
+	if (!l->scratch_len)
+		return 0;
+	*first = 0;
+	l->state.scratch = calloc(1, l->scratch_len);
+	return l->state.scratch ? 0 : hpu_tmem_oom(job, "kernel scratch", job->pos);
 }
 
 static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decoded *d)
@@ -366,8 +392,11 @@ static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launc
 	hpu_tpc_split(l);
 	hpu_tpc_decoded(l, &d);
 	first = hpu_job_resume(job, &d, sizeof(d));
-	done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, first < l->parts ? first : 0,
-				l->parts, job);
+	if (first >= l->parts)
+		first = 0;
+	if (hpu_tpc_scratch(job, l, &first))
+		return HPU_PKT_FAILED;
+	done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, first, l->parts, job);
 	if (l->state.fault && !hpu_job_cancelled(job))
 		return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
 	if (hpu_job_cancelled(job))
@@ -376,6 +405,9 @@ static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launc
 		if (hpu_tmem_yield(job, &l->mem))
 			return HPU_PKT_FAILED;
 		hpu_job_suspend(job, &d, sizeof(d), done);
+		job->scratch = l->state.scratch;
+		job->scratch_len = l->scratch_len;
+		l->state.scratch = NULL;
 		return HPU_PKT_YIELDED;
 	}
 	if (l->def->finish)
@@ -393,6 +425,7 @@ enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt)
 		return HPU_PKT_FAILED;
 	if (!hpu_tpc_check(job, &l))
 		status = hpu_tpc_run(job, &l);
+	free(l.state.scratch);
 	hpu_tmem_release(&l.mem);
 	return status;
 }

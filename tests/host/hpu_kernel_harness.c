@@ -311,6 +311,12 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 		if (!aliased)
 			before[i] = hpu_kview_snapshot(&c->t[i]);
 	}
+	/* As the engine gives it: zeroed, at most HPU_KERNEL_SCRATCH_MAX. */
+	if (def->scratch && def->scratch(c, items)) {
+		HPU_KEXPECT(def->scratch(c, items) <= HPU_KERNEL_SCRATCH_MAX);
+		state.scratch = hpu_kalloc(def->scratch(c, items));
+		memset(state.scratch, 0, def->scratch(c, items));
+	}
 	hpu_krun_split(def, c, items, split);
 	if (state.fault) {
 		printf("#   %s: %s\n", def->name, state.fault);
@@ -318,6 +324,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	} else if (def->finish) {
 		def->finish(c);
 	}
+	free(state.scratch);
 	for (i = 0; i < c->num_tensors; i++) {
 		uint8_t *after;
 

@@ -1607,6 +1607,32 @@ static void case_staged_held_reset(struct hpu_test *t)
 	free(mask);
 }
 
+/*
+ * A SUM of 2^26 ones (a broadcast dim) into one output is 64 items of a
+ * chunk each, not one: it yields between them, its partials kept in the
+ * launch's scratch across the yields, and sums to 2^26.
+ */
+static void case_reduce_one_output_yields(struct hpu_test *t)
+{
+	const uint64_t shape[1] = { 1ull << 26 }, one[1] = { 1 };
+	struct launch l = launch_new(HPU_KERNEL_REDUCE, 2);
+	struct hpu_cb cb = { .len = 0 };
+	const float ones = 1.0f;
+	float sum = 0;
+
+	map_compute(t);
+	va_write(t, VA_DATA + 64, &ones, sizeof(ones));
+	l.t[0] = desc(VA_DATA, F32, 1, one, 0);
+	l.t[1] = desc(VA_DATA + 64, F32, 1, shape, 1);
+	l.p.args[0] = HPU_REDUCE_SUM;
+	l.p.args[1] = 1;
+	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	expect_yielded(t, "one-output SUM", run_beside_other(t, &cb), false, __LINE__);
+	va_read(t, VA_DATA, &sum, sizeof(sum));
+	HPU_CHECK(t, sum == (float)(1ull << 26));
+	HPU_CHECK(t, !t->core->qman.queues[0].job.scratch);
+}
+
 /* The launch a yielded one is rewritten into (on_dma), once its parts began. */
 static struct launch rewrite_to;
 
@@ -2124,6 +2150,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: a library kernel through the kernel table", case_library_kernel },
 	{ "launch: queue reset from inside a part", case_launch_abort },
 	{ "launch: a long launch yields to other queues between its parts", case_launch_yields },
+	{ "launch: a one-output REDUCE of 2^26 yields between its chunks", case_reduce_one_output_yields },
 	{ "launch: a launch rewritten while it yields is checked anew", case_launch_rewritten },
 	{ "launch: a launch rewritten while it yields into a staged one runs that whole",
 	  case_launch_rewritten_staged },

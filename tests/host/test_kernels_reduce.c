@@ -559,6 +559,81 @@ static void test_mnist_sized(void)
 	hpu_kt_free(in);
 }
 
+/*
+ * Walks longer than HPU_REDUCE_CHUNK are an item per chunk.  SUM adds the
+ * chunks' double partials in order: exactly a reference summed so, however
+ * the items are split.  MAX, MIN and their ARGs are one walk's across the
+ * chunks: a later chunk's equal maximum loses, a larger one wins, the first
+ * NaN stays.
+ */
+#define CH_N (2ull * HPU_REDUCE_CHUNK + 77)
+
+static void reduce_rows(struct hpu_ktensor *out, struct hpu_ktensor *in, int64_t op,
+			enum hpu_ksplit split)
+{
+	struct hpu_kcall c;
+	uint64_t items = 0;
+
+	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
+	c.args[0] = op;
+	c.args[1] = 2;
+	HPU_KEXPECT(hpu_kernel_reduce.check(&c, &items) == 0 && items == 2 * 3);
+	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, split) == 0);
+}
+
+static void test_chunked(void)
+{
+	struct hpu_ktensor *in = hpu_kt_new(F32, 2, HPU_KT_DIMS(2, CH_N), NULL);
+	struct hpu_ktensor *out = hpu_kt_new(F32, 2, HPU_KT_DIMS(2, 1), NULL);
+	struct hpu_ktensor *first = hpu_kt_new(F32, 2, HPU_KT_DIMS(2, 1), NULL);
+	struct hpu_ktensor *arg = hpu_kt_new(I64, 2, HPU_KT_DIMS(2, 1), NULL);
+	float *v = (float *)in->buf;
+	double want[2];
+	unsigned int k;
+
+	hpu_kt_fill_random(in, 11, -1, 1);
+	for (unsigned int r = 0; r < 2; r++) {
+		want[r] = 0;
+		for (uint64_t ch = 0; ch * HPU_REDUCE_CHUNK < CH_N; ch++) {
+			double part = 0;
+
+			for (uint64_t i = ch * HPU_REDUCE_CHUNK;
+			     i < CH_N && i < (ch + 1) * HPU_REDUCE_CHUNK; i++)
+				part += v[r * CH_N + i];
+			want[r] += part;
+		}
+		want[r] = (float)want[r];
+	}
+	reduce_rows(first, in, HPU_REDUCE_SUM, 0);
+	HPU_KEXPECT_NEAR(first, want, 0, 0);
+	for (k = 1; k < HPU_KSPLIT_COUNT; k++) {
+		reduce_rows(out, in, HPU_REDUCE_SUM, (enum hpu_ksplit)k);
+		HPU_KEXPECT_SAME(out, first);
+	}
+
+	memset(in->buf, 0, in->size);
+	v[10] = 5;
+	v[HPU_REDUCE_CHUNK + 3] = 5;
+	v[2 * HPU_REDUCE_CHUNK + 1] = 6;
+	v[CH_N + 7] = 9;
+	v[CH_N + HPU_REDUCE_CHUNK + 5] = NAN;
+	v[CH_N + 2 * HPU_REDUCE_CHUNK + 2] = NAN;
+	reduce_rows(arg, in, HPU_REDUCE_ARGMAX, next_split());
+	HPU_KEXPECT_NEAR(arg, ((const double[]){ 2 * HPU_REDUCE_CHUNK + 1,
+						 HPU_REDUCE_CHUNK + 5 }), 0, 0);
+	reduce_rows(out, in, HPU_REDUCE_MAX, next_split());
+	HPU_KEXPECT_NEAR(out, ((const double[]){ 6, NAN }), 0, 0);
+	v[10] = 7;
+	reduce_rows(arg, in, HPU_REDUCE_ARGMAX, next_split());
+	HPU_KEXPECT_NEAR(arg, ((const double[]){ 10, HPU_REDUCE_CHUNK + 5 }), 0, 0);
+	reduce_rows(arg, in, HPU_REDUCE_ARGMIN, next_split());
+	HPU_KEXPECT_NEAR(arg, ((const double[]){ 0, HPU_REDUCE_CHUNK + 5 }), 0, 0);
+	hpu_kt_free(in);
+	hpu_kt_free(out);
+	hpu_kt_free(first);
+	hpu_kt_free(arg);
+}
+
 static const struct hpu_ktest_case cases[] = {
 	{ "SUM: every mask, layout and dtype", test_sum },
 	{ "MEAN: every mask, layout and dtype", test_mean },
@@ -575,6 +650,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "contiguous and scattered layouts give the same bytes", test_layouts_agree },
 	{ "bias-add gradient: finite differences vs REDUCE SUM", test_bias_add_gradient },
 	{ "[200, 784] sums", test_mnist_sized },
+	{ "walks past HPU_REDUCE_CHUNK: chunk partials in order, extremes as one walk",
+	  test_chunked },
 };
 
 int main(void)

@@ -218,6 +218,15 @@ enum hpu_binary_op {
 	HPU_BINARY_GE = 12,
 };
 
+/*
+ * REDUCE walks an output's elements in chunks of HPU_REDUCE_CHUNK, each a
+ * work item of its own, so that a long walk does not hold the engine: SUM
+ * and MEAN add the chunks' partial sums (double) in order, whatever the
+ * split of the launch; MAX, MIN, ARGMAX and ARGMIN are exact whatever the
+ * chunks.
+ */
+#define HPU_REDUCE_CHUNK (1u << 20)
+
 enum hpu_reduce_op {
 	HPU_REDUCE_SUM = 0,
 	HPU_REDUCE_MEAN = 1,

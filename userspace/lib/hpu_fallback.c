@@ -188,17 +188,32 @@ static int hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview 
 	return 0;
 }
 
-/* REDUCE: out keeps in's dims, the reduced ones of size 1 (hpu_reduce_out()). */
+/*
+ * REDUCE: out keeps in's dims, the reduced ones of size 1 (hpu_reduce_out()).
+ * A SUM or MEAN over more than HPU_REDUCE_CHUNK elements adds the chunks'
+ * partial sums in order, as the device does.
+ */
 static int hpu_host_reduce(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	const struct hpu_tensor_layout *in = &op->l[1], *out = &op->l[0];
 	int64_t n = hpu_layout_numel(out), idx[HPU_MAX_DIMS] = { 0 }, oidx[HPU_MAX_DIMS];
 	int64_t fn = op->args[0], count = n ? hpu_layout_numel(in) / n : 0;
+	int64_t chunks = count > HPU_REDUCE_CHUNK ? (count - 1) / HPU_REDUCE_CHUNK + 1 : 1;
 	double *acc = calloc(2 * (size_t)n + 1, sizeof(double)), *arg = acc + n;
+	double *part = chunks > 1 ? calloc((size_t)(n * chunks), sizeof(double)) : NULL;
 	unsigned int d, dim = (unsigned int)__builtin_ctz((unsigned int)op->args[1]);
+	int64_t kstride[HPU_MAX_DIMS], k = 1;
 
-	if (!acc)
+	/* An element's place in its output's walk: row-major over the reduced dims. */
+	for (d = in->ndim; d-- > 0;) {
+		kstride[d] = op->args[1] >> d & 1 ? k : 0;
+		k *= op->args[1] >> d & 1 ? in->shape[d] : 1;
+	}
+	if (!acc || (chunks > 1 && !part)) {
+		free(acc);
+		free(part);
 		return hpu_error_set(ENOMEM, "out of memory");
+	}
 	if (hpu_layout_numel(in)) {
 		uint8_t *seen = calloc((size_t)n, 1);
 
@@ -211,16 +226,21 @@ static int hpu_host_reduce(const struct hpu_op *op, const struct hpu_hview *h)
 			double x = hpu_hload(&h[1], idx);
 			bool better;
 
+			k = 0;
 			for (d = 0; d < in->ndim; d++) {
 				oidx[d] = out->shape[d] == 1 ? 0 : idx[d];
 				o = o * out->shape[d] + oidx[d];
+				k += idx[d] * kstride[d];
 			}
 			better = !seen[o] ||
 				 ((fn == HPU_REDUCE_MAX || fn == HPU_REDUCE_ARGMAX)
 					  ? (x > acc[o] || (isnan(x) && !isnan(acc[o])))
 					  : (x < acc[o] || (isnan(x) && !isnan(acc[o]))));
 			if (fn <= HPU_REDUCE_MEAN) {
-				acc[o] += x;
+				if (part)
+					part[o * chunks + k / HPU_REDUCE_CHUNK] += x;
+				else
+					acc[o] += x;
 			} else if (better) {
 				acc[o] = x;
 				arg[o] = (double)idx[dim];
@@ -229,6 +249,10 @@ static int hpu_host_reduce(const struct hpu_op *op, const struct hpu_hview *h)
 		} while (hpu_index_next(in->ndim, in->shape, idx));
 		free(seen);
 	}
+	for (int64_t o = 0; part && o < n; o++)
+		for (int64_t ch = 0; ch < chunks; ch++)
+			acc[o] += part[o * chunks + ch];
+	free(part);
 	memset(oidx, 0, sizeof(oidx));
 	for (int64_t o = 0; o < n; o++, hpu_index_next(out->ndim, out->shape, oidx)) {
 		double r = fn == HPU_REDUCE_MEAN ? acc[o] / (double)count
