@@ -122,5 +122,11 @@ void hpu_uq_ci_moved(struct hpu_dev_core *core, unsigned int q);
 void hpu_qman_reset(struct hpu_dev_core *core);
 /* Hand HBM a reset replaced to the engine, which frees it off the MMIO path.  Lock held. */
 void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm);
+/*
+ * What the yielded packet of a job kept (staging buffers, kernel scratch)
+ * is not taken back: the job ended, or was abandoned (write_back false).
+ * The engine thread's alone.
+ */
+void hpu_qman_drop_kept(struct hpu_job *job, bool write_back);
 
 #endif /* HPU_CORE_INTERNAL_H */

@@ -524,10 +524,8 @@ void hpu_core_destroy(struct hpu_dev_core *core)
 {
 	unsigned int q;
 
-	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
-		hpu_tmem_drop_held(&core->qman.queues[q].job, false);
-		hpu_job_drop_scratch(&core->qman.queues[q].job);
-	}
+	for (q = 0; q < HPU_QMAN_QUEUES; q++)
+		hpu_qman_drop_kept(&core->qman.queues[q].job, false);
 	if (core->qman.retired)
 		hpu_hbm_put(core->qman.retired);
 	if (core->hbm)

@@ -267,6 +267,12 @@ static bool hpu_qman_ready(struct hpu_dev_core *core, unsigned int q)
 			    HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI);
 }
 
+void hpu_qman_drop_kept(struct hpu_job *job, bool write_back)
+{
+	hpu_tmem_drop_held(job, write_back);
+	hpu_job_drop_scratch(job);
+}
+
 bool hpu_job_slice_over(struct hpu_job *job)
 {
 	struct hpu_dev_core *core = job->core;
@@ -365,19 +371,15 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 	}
 	hpu_core_unlock(core);
 
-	/* What a job a device reset abandoned held is not the new job's to write back. */
-	if (fresh) {
-		hpu_tmem_drop_held(job, false);
-		hpu_job_drop_scratch(job);
-	}
+	/* What a job a device reset abandoned kept is not the new job's to write back. */
+	if (fresh)
+		hpu_qman_drop_kept(job, false);
 	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
 		status = HPU_PKT_FAILED;
 	else
 		status = hpu_pkt_run(job);
-	if (status != HPU_PKT_YIELDED) {
-		hpu_tmem_drop_held(job, true);
-		hpu_job_drop_scratch(job);
-	}
+	if (status != HPU_PKT_YIELDED)
+		hpu_qman_drop_kept(job, true);
 	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
 		hpu_uq_job_end(job, status);
 

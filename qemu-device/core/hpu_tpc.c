@@ -370,7 +370,7 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 	d->call.state = NULL;
 	/* A staged tensor's buffer is new at each step; its VA says what it is. */
 	for (i = 0; i < l->call.num_tensors; i++)
-		if (l->len[i] && l->mem.r[l->slot[i]].staged)
+		if (l->len[i] && hpu_tmem_staged(&l->mem, l->slot[i]))
 			d->call.t[i].base = NULL;
 	memcpy(d->va, l->va, sizeof(d->va));
 	d->memo = l->state.memo;
