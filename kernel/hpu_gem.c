@@ -335,13 +335,17 @@ void hpu_hbm_usage(struct hpu_device *hdev, u64 *used, u64 *scrubbing, u64 *bad)
 	mutex_unlock(&hbm->lock);
 }
 
-/* What INFO's STATS reports: HBM that buffers hold, freed HBM still being zeroed aside. */
+/*
+ * What INFO's STATS reports: HBM that buffers hold.  Freed HBM being
+ * zeroed is not, nor HBM kept out of use after its zeroing failed (so the
+ * figure does not depend on how soon a failing zeroing job ended).
+ */
 u64 hpu_hbm_used(struct hpu_device *hdev)
 {
 	u64 used, scrubbing, bad;
 
 	hpu_hbm_usage(hdev, &used, &scrubbing, &bad);
-	return used - scrubbing;
+	return used - scrubbing - bad;
 }
 
 /*

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/klog.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -111,6 +112,35 @@ static inline int hpu_read_attr(const char *bdf, const char *attr, char *buf, si
 
 	snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/%s", bdf, attr);
 	return hpu_read_file(path, buf, len);
+}
+
+/* The value of key in the device's debugfs "usage", or -1 if it is not there. */
+static inline long long hpu_usage(const char *bdf, const char *key)
+{
+	char path[512], buf[1024], *p;
+	size_t n = strlen(key);
+
+	if (access("/sys/kernel/debug/hpu", F_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/usage", bdf);
+	if (hpu_read_file(path, buf, sizeof(buf)))
+		return -1;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return strtoll(p + n + 1, NULL, 0);
+	return -1;
+}
+
+/* Waits up to 30 s until no freed HBM waits to be zeroed: 0, or the bytes left (-1: no count). */
+static inline long long hpu_wait_scrubbed(const char *bdf)
+{
+	long long left = hpu_usage(bdf, "hbm_scrubbing");
+
+	for (unsigned int i = 0; i < 3000 && left > 0; i++) {
+		usleep(10 * 1000);
+		left = hpu_usage(bdf, "hbm_scrubbing");
+	}
+	return left;
 }
 
 /* True when the hpu driver is bound to the device. */

@@ -14,7 +14,6 @@
  * pins; VM_MAP refuses ranges that wrap or leave the address space.
  */
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -38,7 +37,6 @@ static const char *const params[] = {
 FIXTURE(limits) {
 	char bdf[64];
 	char node[512];
-	char usage[256];
 	mode_t node_mode;
 	char saved[NPARAMS][32];
 	int fd;
@@ -54,9 +52,6 @@ FIXTURE_SETUP(limits)
 	ASSERT_EQ(0, hpu_node_path(self->bdf, self->node, sizeof(self->node)));
 	ASSERT_EQ(0, stat(self->node, &st));
 	self->node_mode = st.st_mode & 07777;
-	if (access("/sys/kernel/debug/hpu", F_OK))
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	snprintf(self->usage, sizeof(self->usage), "/sys/kernel/debug/hpu/%s/usage", self->bdf);
 	for (i = 0; i < NPARAMS; i++) {
 		snprintf(path, sizeof(path), PARAMS "%s", params[i]);
 		ASSERT_EQ(0, hpu_read_file(path, self->saved[i], sizeof(self->saved[i])))
@@ -87,32 +82,6 @@ static int set_param(const char *name, unsigned long long value)
 	snprintf(path, sizeof(path), PARAMS "%s", name);
 	snprintf(v, sizeof(v), "%llu", value);
 	return hpu_write_file(path, v);
-}
-
-/* The value of key in debugfs "usage", or -1 if it is not there. */
-static long long usage(FIXTURE_DATA(limits) *self, const char *key)
-{
-	char buf[1024], *p;
-	size_t n = strlen(key);
-
-	if (hpu_read_file(self->usage, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, n) && p[n] == ' ')
-			return strtoll(p + n + 1, NULL, 0);
-	return -1;
-}
-
-/* Waits up to 30 s until no freed HBM waits to be zeroed: 0, or the bytes left (-1: no count). */
-static long long wait_scrubbed(FIXTURE_DATA(limits) *self)
-{
-	long long left = usage(self, "hbm_scrubbing");
-
-	for (unsigned int i = 0; i < 3000 && left > 0; i++) {
-		usleep(10 * 1000);
-		left = usage(self, "hbm_scrubbing");
-	}
-	return left;
 }
 
 /* A buffer of fd holding all of the HBM still free. */
@@ -324,7 +293,7 @@ TEST_F(limits, usage_returns_to_zero_after_close)
 
 	close(self->fd);
 	self->fd = -1;
-	EXPECT_EQ(0, usage(self, "contexts"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "contexts"));
 	ASSERT_EQ(0, set_param("max_file_pt_pages", 6));
 	for (unsigned int i = 0; i < 3; i++) {
 		fds[i] = hpu_open_node(self->bdf);
@@ -349,24 +318,24 @@ TEST_F(limits, usage_returns_to_zero_after_close)
 		hpu_cb_wait(&park, sync, 1);
 		ASSERT_EQ(0, hpu_submit(fds[i], 2, park.buf, park.size, &seq));
 	}
-	EXPECT_EQ(3, usage(self, "contexts"));
-	EXPECT_LT(0, usage(self, "file_tables"));
-	EXPECT_EQ(3 * HPU_PAGE, usage(self, "host_pinned"));
-	EXPECT_EQ(1, usage(self, "users"));
-	EXPECT_EQ(3 * 4 * MiB, usage(self, "file_hbm"));
+	EXPECT_EQ(3, hpu_usage(self->bdf, "contexts"));
+	EXPECT_LT(0, hpu_usage(self->bdf, "file_tables"));
+	EXPECT_EQ(3 * HPU_PAGE, hpu_usage(self->bdf, "host_pinned"));
+	EXPECT_EQ(1, hpu_usage(self->bdf, "users"));
+	EXPECT_EQ(3 * 4 * MiB, hpu_usage(self->bdf, "file_hbm"));
 	for (unsigned int i = 0; i < 3; i++) {
 		close(fds[i]);
 		munmap(host[i], 8 * MiB);
 	}
-	EXPECT_EQ(0, usage(self, "contexts"));
-	EXPECT_EQ(0, usage(self, "file_hbm"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "contexts"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "file_hbm"));
 	/* Freed HBM counts as used until it is zeroed. */
-	EXPECT_EQ(0, wait_scrubbed(self));
-	EXPECT_EQ(0, usage(self, "hbm_bad"));
-	EXPECT_EQ(0, usage(self, "hbm_used"));
-	EXPECT_EQ(0, usage(self, "file_tables"));
-	EXPECT_EQ(0, usage(self, "host_pinned"));
-	EXPECT_EQ(0, usage(self, "users"));
+	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_bad"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_used"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "file_tables"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "host_pinned"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "users"));
 }
 
 TEST_F(limits, user_hbm_share_gives_edquot_while_another_user_allocates)
@@ -387,13 +356,13 @@ TEST_F(limits, user_hbm_share_gives_edquot_while_another_user_allocates)
 	ASSERT_EQ(0, hpu_gem_create(fd2, quarter - half, 0, &h));
 	EXPECT_EQ(-EDQUOT, hpu_gem_create(fd2, HPU_PAGE, 0, &h));
 	EXPECT_EQ(-EDQUOT, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
-	EXPECT_EQ(quarter, usage(self, "file_hbm"));
+	EXPECT_EQ(quarter, hpu_usage(self->bdf, "file_hbm"));
 	/* Another user has its own quarter. */
 	EXPECT_EQ(0, other_user_runs(self, quarter - HPU_PAGE));
 
 	/* A closed file gives its share back to the user; 0 and 100 bound nothing. */
 	close(fd2);
-	EXPECT_EQ(half, usage(self, "file_hbm"));
+	EXPECT_EQ(half, hpu_usage(self->bdf, "file_hbm"));
 	EXPECT_EQ(0, hpu_gem_create(self->fd, quarter - half, 0, &h));
 	EXPECT_EQ(-EDQUOT, hpu_gem_create(self->fd, HPU_PAGE, 0, &h));
 	ASSERT_EQ(0, set_param("max_user_hbm_pct", 100));
@@ -402,10 +371,10 @@ TEST_F(limits, user_hbm_share_gives_edquot_while_another_user_allocates)
 	EXPECT_EQ(0, hpu_gem_create(self->fd, quarter, 0, &h));
 	close(self->fd);
 	self->fd = -1;
-	EXPECT_EQ(0, usage(self, "file_hbm"));
-	EXPECT_EQ(0, usage(self, "users"));
-	EXPECT_EQ(0, wait_scrubbed(self));
-	EXPECT_EQ(0, usage(self, "hbm_used"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "file_hbm"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "users"));
+	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_used"));
 }
 
 TEST_F_TIMEOUT(limits, gem_create_is_prompt_while_another_file_fills_every_kernel_ring, 180)
@@ -442,8 +411,8 @@ TEST_F_TIMEOUT(limits, gem_create_is_prompt_while_another_file_fills_every_kerne
 
 	/* The flood cancelled, what was freed is zeroed and free, none kept out. */
 	close(other);
-	EXPECT_EQ(0, wait_scrubbed(self));
-	EXPECT_EQ(0, usage(self, "hbm_bad"));
+	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_bad"));
 }
 
 TEST_F_TIMEOUT(limits, freed_hbm_comes_back_zeroed, 120)
@@ -457,7 +426,7 @@ TEST_F_TIMEOUT(limits, freed_hbm_comes_back_zeroed, 120)
 
 	/* The whole HBM for this user, and nothing else freed waiting to be zeroed. */
 	ASSERT_EQ(0, set_param("max_user_hbm_pct", 0));
-	ASSERT_EQ(0, wait_scrubbed(self));
+	ASSERT_EQ(0, hpu_wait_scrubbed(self->bdf));
 	host = hpu_host_pages(SIZE);
 	ASSERT_NE(NULL, host);
 	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, host, SIZE, RW, &host_va));
@@ -505,7 +474,7 @@ TEST_F_TIMEOUT(limits, gem_create_waiting_for_zeroing_dies_when_killed_and_leaks
 	int other;
 
 	ASSERT_EQ(0, set_param("max_user_hbm_pct", 0));
-	ASSERT_EQ(0, wait_scrubbed(self));
+	ASSERT_EQ(0, hpu_wait_scrubbed(self->bdf));
 	other = hpu_open_node(self->bdf);
 	ASSERT_LE(0, other);
 	ASSERT_EQ(0, long_fill(other, &cb));
@@ -515,15 +484,15 @@ TEST_F_TIMEOUT(limits, gem_create_waiting_for_zeroing_dies_when_killed_and_leaks
 	/* Zeroing the freed buffer waits on queue 0 behind a few long jobs of the other file. */
 	ASSERT_EQ(0, flood(other, &cb, 1, 3));
 	ASSERT_EQ(0, hpu_gem_close(self->fd, a));
-	EXPECT_EQ(64 * MiB, usage(self, "hbm_scrubbing"));
-	file_hbm = usage(self, "file_hbm");
+	EXPECT_EQ(64 * MiB, hpu_usage(self->bdf, "hbm_scrubbing"));
+	file_hbm = hpu_usage(self->bdf, "file_hbm");
 
 	/* A GEM_CREATE that needs that range waits for it, and dies at once when killed. */
 	took = hpu_kill_blocked(gem_create_64m, &self->fd, 300);
 	EXPECT_LE(0, took);
 	EXPECT_GT(0.5, took) TH_LOG("the killed GEM_CREATE took %.0f ms to go", took * 1000);
-	scrubbing = usage(self, "hbm_scrubbing");
-	EXPECT_EQ(file_hbm, usage(self, "file_hbm"));
+	scrubbing = hpu_usage(self->bdf, "hbm_scrubbing");
+	EXPECT_EQ(file_hbm, hpu_usage(self->bdf, "file_hbm"));
 
 	/* One that waits gets the range once it is zero. */
 	t = hpu_now_s();
@@ -536,10 +505,10 @@ TEST_F_TIMEOUT(limits, gem_create_waiting_for_zeroing_dies_when_killed_and_leaks
 	close(other);
 	close(self->fd);
 	self->fd = -1;
-	EXPECT_EQ(0, usage(self, "file_hbm"));
-	EXPECT_EQ(0, wait_scrubbed(self));
-	EXPECT_EQ(0, usage(self, "hbm_used"));
-	EXPECT_EQ(0, usage(self, "hbm_bad"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "file_hbm"));
+	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_used"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "hbm_bad"));
 }
 
 TEST_F(limits, memlock_bounds_pinning_without_cap_ipc_lock)
@@ -617,7 +586,7 @@ TEST_F(limits, vm_map_refuses_ranges_that_wrap_or_leave_the_address_space)
 
 		EXPECT_EQ(-EINVAL, hpu_ioc(self->fd, DRM_IOCTL_HPU_VM_MAP, &a)) TH_LOG("offset %u", i);
 	}
-	EXPECT_EQ(0, usage(self, "host_pinned"));
+	EXPECT_EQ(0, hpu_usage(self->bdf, "host_pinned"));
 }
 
 TEST_HARNESS_MAIN

@@ -533,8 +533,16 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 	EXPECT_EQ(0, queue_status(self->bdf, 1) & HPU_Q_STATUS_BUSY);
 	EXPECT_EQ(-ETIMEDOUT, err);
 	EXPECT_EQ(1, hpu_log_count(mark, "queue 1: the engine stayed in its job 1 us after a reset"));
-	/* The first query reaps the unmapped buffer, the second sees it gone. */
+	/*
+	 * The buffer went: its zeroing job, whenever it ends, fails on the
+	 * malfunctioning device, and its HBM is kept out of use, not in use.
+	 * The first query reaps the unmapped buffer, the second sees it gone.
+	 */
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	ASSERT_EQ(0, hpu_stats(self->fd, &after));
+	EXPECT_EQ(before.hbm_used - HPU_SLOW_GEMM_BYTES, after.hbm_used);
+	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	EXPECT_EQ(HPU_SLOW_GEMM_BYTES, hpu_usage(self->bdf, "hbm_bad"));
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
 	EXPECT_EQ(before.hbm_used - HPU_SLOW_GEMM_BYTES, after.hbm_used);
 

@@ -121,7 +121,7 @@ struct drm_hpu_device_info {
 /* Usage now: device-wide, and of the calling file's context. */
 struct drm_hpu_stats {
 	__u64 hbm_total;          /* bytes available for buffers */
-	__u64 hbm_used;           /* bytes allocated by all contexts (freed ones being zeroed not) */
+	__u64 hbm_used;           /* bytes buffers of all contexts hold (not freed HBM: see ABI.md) */
 	__u64 ctx_hbm_used;       /* bytes allocated by this context */
 	__u64 ctx_host_pinned;    /* host bytes this context has pinned and mapped */
 	__u64 jobs_submitted;     /* device-wide, since the driver bound */

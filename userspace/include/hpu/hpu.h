@@ -160,7 +160,7 @@ struct hpu_device_stats {
 	uint32_t size;          /* in: sizeof(struct hpu_device_stats); out: bytes filled */
 	uint32_t num_contexts;  /* open contexts, this one included */
 	uint64_t hbm_total;     /* bytes available for buffers */
-	uint64_t hbm_used;      /* bytes allocated by all contexts */
+	uint64_t hbm_used;      /* bytes buffers of all contexts hold */
 	uint64_t ctx_hbm_used;  /* bytes allocated by this context (what the memory cache holds) */
 	uint64_t ctx_host_pinned; /* host bytes this context has pinned for the device */
 	uint64_t jobs_submitted; /* device-wide, since the driver bound */
