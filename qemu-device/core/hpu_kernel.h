@@ -50,6 +50,8 @@ struct hpu_kstate {
 	 * items and finish() share; the same across the launch's yields.
 	 */
 	void *scratch;
+	/* The phase work() and run() are called for (hpu_kernel_def.phases). */
+	uint32_t phase;
 };
 
 /* One launch, decoded to host order. */
@@ -71,16 +73,25 @@ struct hpu_kernel_def {
 	 */
 	uint32_t (*outputs)(const struct hpu_kcall *c);
 	/*
-	 * Check everything the ABI asks of the operands (dtypes, shapes, args,
-	 * index values: inputs are readable here) and say how many independent
-	 * work items the launch has.  Nonzero: the launch fails, nothing written.
+	 * The launch runs in this many phases (0 means 1), one after the
+	 * other: every item of a phase ends before the next phase's first
+	 * starts, so a phase may use what the one before left in the scratch
+	 * (a norm before the scaling by it), and a first phase that only
+	 * reads (index checks) fails the launch before anything is written.
+	 */
+	uint8_t phases;
+	/*
+	 * Check what the ABI asks of the operands' descriptors (dtypes,
+	 * shapes, args: no pass over tensor data, which is a phase's work)
+	 * and say how many independent work items each phase has
+	 * (items[phase], zeroed).  Nonzero: the launch fails, nothing written.
 	 */
 	int (*check)(const struct hpu_kcall *c, uint64_t *items);
 	/*
-	 * After a successful check(): about how many elements the launch's
-	 * items visit in all (saturating); NULL, or fewer than the items: one
-	 * per item.  The engine bounds it (HPU_KERNEL_MAX_WORK) and sizes
-	 * parts by it.
+	 * After a successful check(): about how many elements the items of
+	 * state->phase visit in all (saturating); NULL, or fewer than the
+	 * items: one per item.  The engine bounds the sum
+	 * (HPU_KERNEL_MAX_WORK) and sizes parts by it.
 	 */
 	uint64_t (*work)(const struct hpu_kcall *c, uint64_t items);
 	/*
@@ -88,7 +99,7 @@ struct hpu_kernel_def {
 	 * needs (hpu_kstate.scratch), at most HPU_KERNEL_SCRATCH_MAX.
 	 */
 	uint64_t (*scratch)(const struct hpu_kcall *c, uint64_t items);
-	/* Do items [begin, end); parts on disjoint ranges run concurrently. */
+	/* Do items [begin, end) of state->phase; parts on disjoint ranges run concurrently. */
 	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
 	/* Optional, once after every part (e.g. advancing an RNG offset). */
 	void (*finish)(const struct hpu_kcall *c);
@@ -96,6 +107,9 @@ struct hpu_kernel_def {
 
 /* The most scratch one launch has: a REDUCE's partials of all its chunks. */
 #define HPU_KERNEL_SCRATCH_MAX (8u << 20)
+
+/* The most phases a kernel has. */
+#define HPU_KERNEL_MAX_PHASES 2u
 
 /* NULL for an unknown id. */
 const struct hpu_kernel_def *hpu_kernel_lookup(uint32_t id);

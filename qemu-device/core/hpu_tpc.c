@@ -32,7 +32,10 @@ struct hpu_tpc_launch {
 	unsigned int slot[HPU_KERNEL_MAX_TENSORS];
 	struct hpu_tmem_set mem;
 	struct hpu_kstate state; /* what the kernel's check() and parts share with the engine */
-	uint64_t items, work, parts; /* the work split over the TPCs */
+	unsigned int phases;
+	/* Each phase's work split over the TPCs. */
+	uint64_t items[HPU_KERNEL_MAX_PHASES], work[HPU_KERNEL_MAX_PHASES];
+	uint64_t parts[HPU_KERNEL_MAX_PHASES];
 	uint64_t scratch_len; /* bytes of state.scratch */
 };
 
@@ -43,7 +46,9 @@ struct hpu_tpc_launch {
 struct hpu_tpc_decoded {
 	struct hpu_kcall call; /* state NULL */
 	uint64_t va[HPU_KERNEL_MAX_TENSORS];
-	uint64_t memo, items, work, parts;
+	uint64_t memo;
+	uint64_t items[HPU_KERNEL_MAX_PHASES], work[HPU_KERNEL_MAX_PHASES];
+	uint64_t parts[HPU_KERNEL_MAX_PHASES];
 };
 
 _Static_assert(sizeof(struct hpu_tpc_decoded) <= HPU_JOB_DECODED_MAX,
@@ -167,11 +172,15 @@ static bool hpu_tpc_cancelled(const void *job)
 	return hpu_job_cancelled(job);
 }
 
-/* Part p of the launch: an even share of its items, the first items % parts parts one longer. */
+/*
+ * Part p of the launch's phase: an even share of its items, the first
+ * items % parts parts one longer.
+ */
 static void hpu_tpc_run_part(void *ctx, uint64_t p)
 {
 	const struct hpu_tpc_launch *l = ctx;
-	uint64_t base = l->items / l->parts, extra = l->items % l->parts;
+	uint32_t k = l->state.phase;
+	uint64_t base = l->items[k] / l->parts[k], extra = l->items[k] % l->parts[k];
 	uint64_t begin = p * base + (p < extra ? p : extra), end = begin + base + (p < extra);
 
 	if (!hpu_kstop(&l->call))
@@ -179,23 +188,24 @@ static void hpu_tpc_run_part(void *ctx, uint64_t p)
 }
 
 /*
- * The launch's items, split by their work over one part per TPC, or more
+ * Phase k's items, split by their work over one part per TPC, or more
  * parts if those would be too long; never more parts than items.
  */
-static void hpu_tpc_split(struct hpu_tpc_launch *l)
+static uint64_t hpu_tpc_split(const struct hpu_tpc_launch *l, unsigned int k)
 {
 	uint32_t num_tpc = l->job->core->cfg.num_tpc;
-	uint64_t most = (l->work + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
+	uint64_t most = (l->work[k] + HPU_TPC_PART_MAX_ITEMS - 1) / HPU_TPC_PART_MAX_ITEMS;
+	uint64_t parts = l->work[k] / HPU_TPC_PART_ITEMS;
 
-	l->parts = l->work / HPU_TPC_PART_ITEMS;
-	if (l->parts > num_tpc)
-		l->parts = num_tpc;
-	if (l->parts < most)
-		l->parts = most;
-	if (l->parts > l->items)
-		l->parts = l->items;
-	if (l->items && !l->parts)
-		l->parts = 1;
+	if (parts > num_tpc)
+		parts = num_tpc;
+	if (parts < most)
+		parts = most;
+	if (parts > l->items[k])
+		parts = l->items[k];
+	if (l->items[k] && !parts)
+		parts = 1;
+	return parts;
 }
 
 /* Whether v has more than HPU_KERNEL_MAX_ELEMENTS elements, dims of size 0 aside. */
@@ -321,19 +331,27 @@ static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 /* The kernel's check() and the launch's work: 0, or -1 with the job failed. */
 static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
-	uint64_t work;
+	uint64_t work, total = 0;
+	unsigned int k;
 
-	if (l->def->check(&l->call, &l->items)) {
+	if (l->def->check(&l->call, l->items)) {
 		/* A check a queue reset cut short refused nothing. */
 		if (hpu_job_cancelled(job))
 			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		return hpu_pkt_refuse(job, "kernel %s refuses its operands", l->def->name);
 	}
-	work = l->def->work ? l->def->work(&l->call, l->items) : l->items;
-	l->work = work > l->items ? work : l->items;
-	if (l->work > HPU_KERNEL_MAX_WORK)
-		return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK", l->def->name);
-	l->scratch_len = l->def->scratch ? l->def->scratch(&l->call, l->items) : 0;
+	l->phases = l->def->phases ? l->def->phases : 1;
+	for (k = 0; k < l->phases; k++) {
+		l->state.phase = k;
+		work = l->def->work ? l->def->work(&l->call, l->items[k]) : l->items[k];
+		l->work[k] = work > l->items[k] ? work : l->items[k];
+		if (__builtin_add_overflow(total, l->work[k], &total) || total > HPU_KERNEL_MAX_WORK)
+			return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK",
+					      l->def->name);
+		l->parts[k] = hpu_tpc_split(l, k);
+	}
+	l->state.phase = 0;
+	l->scratch_len = l->def->scratch ? l->def->scratch(&l->call, l->items[0]) : 0;
 	if (l->scratch_len > HPU_KERNEL_SCRATCH_MAX)
 		return hpu_pkt_refuse(job, "kernel %s: scratch past HPU_KERNEL_SCRATCH_MAX",
 				      l->def->name);
@@ -374,41 +392,65 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 			d->call.t[i].base = NULL;
 	memcpy(d->va, l->va, sizeof(d->va));
 	d->memo = l->state.memo;
-	d->items = l->items;
-	d->work = l->work;
-	d->parts = l->parts;
+	memcpy(d->items, l->items, sizeof(d->items));
+	memcpy(d->work, l->work, sizeof(d->work));
+	memcpy(d->parts, l->parts, sizeof(d->parts));
 }
 
 /*
- * Run the checked launch's parts, from where it yielded if it decodes as it
- * did then.  Past the job's slice it yields between two parts
- * (hpu_tmem_yield()).  finish() runs once, after the last part.
+ * Yield with the launch's parts before global part number done (all phases
+ * counted) done: what the job keeps to go on from there.
+ */
+static enum hpu_pkt_status hpu_tpc_yield(struct hpu_job *job, struct hpu_tpc_launch *l,
+					 const struct hpu_tpc_decoded *d, uint64_t done)
+{
+	if (hpu_tmem_yield(job, &l->mem))
+		return HPU_PKT_FAILED;
+	hpu_job_suspend(job, d, sizeof(*d), done);
+	job->scratch = l->state.scratch;
+	job->scratch_len = l->scratch_len;
+	l->state.scratch = NULL;
+	return HPU_PKT_YIELDED;
+}
+
+/*
+ * Run the checked launch's parts, phase after phase, from where it yielded
+ * if it decodes as it did then.  Past the job's slice it yields between two
+ * parts (hpu_tmem_yield()), or between two phases once a part ran.
+ * finish() runs once, after the last part.
  */
 static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
-	uint64_t first, done;
+	uint64_t first, done, base, total = 0;
 	struct hpu_tpc_decoded d;
+	bool ran = false;
+	unsigned int k;
 
-	hpu_tpc_split(l);
 	hpu_tpc_decoded(l, &d);
+	for (k = 0; k < l->phases; k++)
+		total += l->parts[k];
 	first = hpu_job_resume(job, &d, sizeof(d));
-	if (first >= l->parts)
+	if (first >= total)
 		first = 0;
 	if (hpu_tpc_scratch(job, l, &first))
 		return HPU_PKT_FAILED;
-	done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, first, l->parts, job);
-	if (l->state.fault && !hpu_job_cancelled(job))
-		return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
-	if (hpu_job_cancelled(job))
-		return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
-	if (done < l->parts) {
-		if (hpu_tmem_yield(job, &l->mem))
-			return HPU_PKT_FAILED;
-		hpu_job_suspend(job, &d, sizeof(d), done);
-		job->scratch = l->state.scratch;
-		job->scratch_len = l->scratch_len;
-		l->state.scratch = NULL;
-		return HPU_PKT_YIELDED;
+	for (k = 0, base = 0; k < l->phases; base += l->parts[k++]) {
+		uint64_t start = first > base ? first - base : 0;
+
+		if (start >= l->parts[k])
+			continue;
+		if (ran && hpu_job_slice_over(job))
+			return hpu_tpc_yield(job, l, &d, base);
+		l->state.phase = k;
+		done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, start, l->parts[k],
+					job);
+		if (l->state.fault && !hpu_job_cancelled(job))
+			return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
+		if (hpu_job_cancelled(job))
+			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+		if (done < l->parts[k])
+			return hpu_tpc_yield(job, l, &d, base + done);
+		ran = true;
 	}
 	if (l->def->finish)
 		l->def->finish(&l->call);

@@ -292,14 +292,16 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	uint8_t *before[HPU_KERNEL_MAX_TENSORS] = { NULL };
 	struct hpu_kstate state = { .fault = NULL };
 	struct hpu_kcall call = *launch, *c = &call;
+	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	unsigned int phases = def->phases ? def->phases : 1;
 	uint32_t outputs, i, j;
-	uint64_t items = 0;
 	int ret;
 
 	call.state = &state;
 	if (c->num_tensors < def->min_tensors || c->num_tensors > def->max_tensors)
 		return -1;
-	ret = def->check(c, &items);
+	HPU_KEXPECT(phases <= HPU_KERNEL_MAX_PHASES);
+	ret = def->check(c, items);
 	if (ret)
 		return ret;
 	outputs = def->outputs(c);
@@ -312,12 +314,17 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 			before[i] = hpu_kview_snapshot(&c->t[i]);
 	}
 	/* As the engine gives it: zeroed, at most HPU_KERNEL_SCRATCH_MAX. */
-	if (def->scratch && def->scratch(c, items)) {
-		HPU_KEXPECT(def->scratch(c, items) <= HPU_KERNEL_SCRATCH_MAX);
-		state.scratch = hpu_kalloc(def->scratch(c, items));
-		memset(state.scratch, 0, def->scratch(c, items));
+	if (def->scratch && def->scratch(c, items[0])) {
+		uint64_t len = def->scratch(c, items[0]);
+
+		HPU_KEXPECT(len <= HPU_KERNEL_SCRATCH_MAX);
+		state.scratch = hpu_kalloc(len);
+		memset(state.scratch, 0, len);
 	}
-	hpu_krun_split(def, c, items, split);
+	/* Phase after phase, each item of one before any of the next, as the engine. */
+	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++) {
+		hpu_krun_split(def, c, items[state.phase], split);
+	}
 	if (state.fault) {
 		printf("#   %s: %s\n", def->name, state.fault);
 		ret = HPU_KRUN_FAULT;
@@ -530,12 +537,26 @@ void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
 	for (size_t k = 0; k < rc->nmuts; k++) {
 		const struct hpu_kmutation *m = &rc->muts[k];
 		struct hpu_kcall bad = c;
-		uint64_t items;
+		uint8_t *before[HPU_KERNEL_MAX_TENSORS];
 
 		hpu_kmutate(&bad, t, m);
-		if (!rc->def->check(&bad, &items)) {
-			printf("#   %s: check() accepts %s\n", rc->name, m->what);
+		for (i = 0; i < rc->n; i++)
+			before[i] = hpu_kview_snapshot(&t[i]->v);
+		/* Refused by check(), or by a phase before any write. */
+		if (!hpu_krun(rc->def, &bad, HPU_KSPLIT_ONE)) {
+			printf("#   %s: the launch accepts %s\n", rc->name, m->what);
 			hpu_ktest_failed = true;
+		}
+		for (i = 0; i < rc->n; i++) {
+			uint8_t *after = hpu_kview_snapshot(&t[i]->v);
+
+			if (memcmp(before[i], after,
+				   hpu_kview_numel(&t[i]->v) * hpu_dtype_size(t[i]->v.dtype))) {
+				printf("#   %s: refusing %s wrote t[%u]\n", rc->name, m->what, i);
+				hpu_ktest_failed = true;
+			}
+			free(after);
+			free(before[i]);
 		}
 		if (m->kind == HPU_KMUT_VALUE) /* back to the valid zero */
 			hpu_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, 0);
