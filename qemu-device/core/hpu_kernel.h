@@ -95,6 +95,13 @@ struct hpu_kernel_def {
 	 */
 	uint64_t (*work)(const struct hpu_kcall *c, uint64_t items);
 	/*
+	 * Optional: the most elements one item of state->phase visits; NULL:
+	 * work / items, rounded up (items of one size).  The engine refuses a
+	 * launch past HPU_KERNEL_MAX_ITEM_WORK: an item is never cut short by a
+	 * yield, so this bounds how long another queue waits for the engine.
+	 */
+	uint64_t (*item_work)(const struct hpu_kcall *c);
+	/*
 	 * Optional, after a successful check(): bytes of scratch the launch
 	 * needs (hpu_kstate.scratch), at most HPU_KERNEL_SCRATCH_MAX.
 	 */

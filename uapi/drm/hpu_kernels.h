@@ -68,6 +68,7 @@ enum hpu_dtype {
 #define HPU_KERNEL_MAX_SCALARS 8
 #define HPU_KERNEL_MAX_ELEMENTS ((__u64)1 << 32)
 #define HPU_KERNEL_MAX_WORK ((__u64)1 << 36)
+#define HPU_KERNEL_MAX_ITEM_WORK ((__u64)1 << 20)
 
 struct hpu_tensor_desc {
 	__u64 addr;   /* device VA of element (0, ..., 0) */
