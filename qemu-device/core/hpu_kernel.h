@@ -108,7 +108,10 @@ struct hpu_kernel_def {
 	uint64_t (*scratch)(const struct hpu_kcall *c, uint64_t items);
 	/* Do items [begin, end) of state->phase; parts on disjoint ranges run concurrently. */
 	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
-	/* Optional, once after every part (e.g. advancing an RNG offset). */
+	/*
+	 * Optional, once after every part of state->phase, before the next
+	 * phase's first (joining partials, advancing an RNG offset).
+	 */
 	void (*finish)(const struct hpu_kcall *c);
 };
 

@@ -416,14 +416,14 @@ static enum hpu_pkt_status hpu_tpc_yield(struct hpu_job *job, struct hpu_tpc_lau
 /*
  * Run the checked launch's parts, phase after phase, from where it yielded
  * if it decodes as it did then.  Past the job's slice it yields between two
- * parts (hpu_tmem_yield()), or between two phases once a part ran.
- * finish() runs once, after the last part.
+ * parts of a phase (hpu_tmem_yield()), so a resumed launch is inside a
+ * phase, every phase before it finished.  finish() runs after each phase's
+ * last part, once.
  */
 static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
 	uint64_t first, done, base, total = 0;
 	struct hpu_tpc_decoded d;
-	bool ran = false;
 	unsigned int k;
 
 	hpu_tpc_decoded(l, &d);
@@ -435,25 +435,20 @@ static enum hpu_pkt_status hpu_tpc_run(struct hpu_job *job, struct hpu_tpc_launc
 	if (hpu_tpc_scratch(job, l, &first))
 		return HPU_PKT_FAILED;
 	for (k = 0, base = 0; k < l->phases; base += l->parts[k++]) {
-		uint64_t start = first > base ? first - base : 0;
-
-		if (start >= l->parts[k])
+		if (first && base + l->parts[k] <= first)
 			continue;
-		if (ran && hpu_job_slice_over(job))
-			return hpu_tpc_yield(job, l, &d, base);
 		l->state.phase = k;
-		done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l, start, l->parts[k],
-					job);
+		done = hpu_tpc_pool_run(&job->core->tpc, hpu_tpc_run_part, l,
+					first > base ? first - base : 0, l->parts[k], job);
 		if (l->state.fault && !hpu_job_cancelled(job))
 			return hpu_pkt_refuse(job, "kernel %s: %s", l->def->name, l->state.fault);
 		if (hpu_job_cancelled(job))
 			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		if (done < l->parts[k])
 			return hpu_tpc_yield(job, l, &d, base + done);
-		ran = true;
+		if (l->def->finish)
+			l->def->finish(&l->call);
 	}
-	if (l->def->finish)
-		l->def->finish(&l->call);
 	return hpu_tmem_write_back(job, &l->mem) ? HPU_PKT_FAILED : HPU_PKT_DONE;
 }
 

@@ -324,12 +324,12 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	/* Phase after phase, each item of one before any of the next, as the engine. */
 	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++) {
 		hpu_krun_split(def, c, items[state.phase], split);
+		if (!state.fault && def->finish)
+			def->finish(c);
 	}
 	if (state.fault) {
 		printf("#   %s: %s\n", def->name, state.fault);
 		ret = HPU_KRUN_FAULT;
-	} else if (def->finish) {
-		def->finish(c);
 	}
 	free(state.scratch);
 	for (i = 0; i < c->num_tensors; i++) {

@@ -117,8 +117,8 @@ extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
 
 /*
  * Runs a launch as the engine would, with a state of its own: the tensor
- * count against the def's bounds, check(), then run() over each phase's
- * items as split says, then finish() unless a part failed the launch.  Returns
+ * count against the def's bounds, check(), then for each phase run() over
+ * its items as split says and finish() unless a part failed the launch.  Returns
  * check()'s verdict (or -1 for a bad count; nothing runs when it is
  * nonzero), else HPU_KRUN_FAULT if a part failed the launch (printing
  * why), else 0.  Also expects that no tensor outside outputs() was
