@@ -43,8 +43,6 @@ struct hpu_kstate {
 	const void *job;
 	/* Why a part failed the launch, or NULL (__atomic): the engine then refuses it. */
 	const char *fault;
-	/* A value check() works out for every part (the targets a MEAN loss backward counts). */
-	uint64_t memo;
 	/*
 	 * hpu_kernel_def.scratch bytes, zero when the launch starts, that its
 	 * items and finish() share; the same across the launch's yields.

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tensor-engine kernels: softmax and the losses built on it (NLL, cross
- * entropy), forward and backward.  Work items are rows; a reduced loss is a
- * single item, since its sum needs every row.  A row may be long, so every
- * loop keeps a pace (hpu_kpace()); targets are checked where they index.
+ * entropy), forward and backward.  Work items are rows (a reduced loss's:
+ * groups of rows, their sums joined at the end), at most
+ * HPU_KERNEL_MAX_ITEM_WORK elements each; every loop keeps a pace
+ * (hpu_kpace()).  Targets are checked in a first phase, before anything is
+ * written, and again where they index.
  */
 #include "hpu_kernel_nn.h"
 
@@ -125,18 +127,95 @@ const struct hpu_kernel_def hpu_kernel_softmax_bwd = {
 /* ---- NLL and cross entropy ---- */
 
 /*
+ * Both losses, forward and backward, run in two phases.  Phase 0 reads the
+ * targets in chunks of HPU_KERNEL_MAX_ITEM_WORK: one out of range fails the
+ * launch before anything is written; each chunk counts the targets that are
+ * not ignore_index (a1), and finish() adds the counts up (a MEAN's
+ * divisor).  Phase 1's items are rows (reduction NONE, the backwards) or,
+ * for a forward MEAN or SUM, groups of rows: each group's sum goes into the
+ * scratch, and finish() adds them in order, so the result does not depend
+ * on how the launch was split or yielded.  With N up to
+ * HPU_LOSS_GROUPS_MAX a group is a row.
+ */
+#define HPU_LOSS_GROUPS_MAX (1u << 19)
+
+/* Where the scratch keeps what. */
+struct hpu_loss_plan {
+	uint64_t n, classes;
+	uint64_t chunks;     /* of targets: phase 0's items */
+	uint64_t group_rows; /* rows a phase-1 item does */
+	uint64_t groups;     /* phase 1's items */
+	bool reduced;        /* a forward MEAN or SUM */
+};
+
+/* Scratch: the counted total, each chunk's count, then a reduced forward's group sums. */
+struct hpu_loss_scratch {
+	uint64_t counted;
+	uint64_t chunk_counted[];
+	/* double group_sum[groups] follows chunk_counted[chunks] */
+};
+
+static bool hpu_loss_is_bwd(const struct hpu_kcall *c)
+{
+	return c->kernel == HPU_KERNEL_NLL_LOSS_BWD || c->kernel == HPU_KERNEL_CROSS_ENTROPY_BWD;
+}
+
+/* The [N, C] operand: the forward's input, the backward's gradient. */
+static const struct hpu_kview *hpu_loss_x(const struct hpu_kcall *c)
+{
+	return &c->t[hpu_loss_is_bwd(c) ? 0 : 1];
+}
+
+/* The targets: the last operand. */
+static const struct hpu_kview *hpu_loss_targets(const struct hpu_kcall *c)
+{
+	return &c->t[c->num_tensors - 1];
+}
+
+static struct hpu_loss_plan hpu_loss_plan(const struct hpu_kcall *c)
+{
+	const struct hpu_kview *x = hpu_loss_x(c);
+	struct hpu_loss_plan pl = { .n = x->shape[0], .classes = x->shape[1], .group_rows = 1 };
+
+	pl.chunks = (pl.n + HPU_KERNEL_MAX_ITEM_WORK - 1) / HPU_KERNEL_MAX_ITEM_WORK;
+	pl.reduced = !hpu_loss_is_bwd(c) && c->args[0] != HPU_REDUCTION_NONE;
+	if (pl.reduced && pl.n > HPU_LOSS_GROUPS_MAX)
+		pl.group_rows = (pl.n + HPU_LOSS_GROUPS_MAX - 1) / HPU_LOSS_GROUPS_MAX;
+	pl.groups = (pl.n + pl.group_rows - 1) / pl.group_rows;
+	return pl;
+}
+
+static struct hpu_loss_scratch *hpu_loss_scratch(const struct hpu_kcall *c)
+{
+	return c->state->scratch;
+}
+
+static double *hpu_loss_group_sums(const struct hpu_kcall *c, const struct hpu_loss_plan *pl)
+{
+	return (double *)&hpu_loss_scratch(c)->chunk_counted[pl->chunks];
+}
+
+static uint64_t hpu_loss_scratch_len(const struct hpu_kcall *c, uint64_t items)
+{
+	struct hpu_loss_plan pl = hpu_loss_plan(c);
+
+	(void)items;
+	return sizeof(struct hpu_loss_scratch) + pl.chunks * sizeof(uint64_t) +
+	       (pl.reduced ? pl.groups * sizeof(double) : 0);
+}
+
+/*
  * What both losses, forward and backward, ask: x (log-probabilities, logits
- * or a gradient of them) a float [N, C], target an index [N] whose values
- * are ignore_index (a1) or in [0, C), and loss (the loss or its gradient)
- * a float [N] for reduction NONE, a scalar for MEAN and SUM.  The state's
- * memo: the targets counted (not ignore_index), a MEAN's divisor.
+ * or a gradient of them) a float [N, C], target an index [N], and loss (the
+ * loss or its gradient) a float [N] for reduction NONE, a scalar for MEAN
+ * and SUM.  Phase 0's items are chunks of targets, phase 1's rows or groups.
  */
 static int hpu_loss_check(const struct hpu_kcall *c, unsigned int ntensors, unsigned int loss,
-			  unsigned int x, unsigned int target)
+			  uint64_t *items)
 {
-	const struct hpu_kview *xv = &c->t[x], *lv = &c->t[loss], *tv = &c->t[target];
-	uint64_t n = xv->shape[0], classes = xv->shape[1], counted = 0;
-	struct hpu_kpace p = hpu_kpace_start(c);
+	const struct hpu_kview *xv = hpu_loss_x(c), *lv = &c->t[loss], *tv = hpu_loss_targets(c);
+	uint64_t n = xv->shape[0];
+	struct hpu_loss_plan pl;
 
 	if (c->num_tensors != ntensors || xv->ndim != 2 || !hpu_dtype_is_float(xv->dtype) ||
 	    !hpu_dtype_is_float(lv->dtype) || !hpu_kview_is_index(tv) ||
@@ -155,31 +234,88 @@ static int hpu_loss_check(const struct hpu_kcall *c, unsigned int ntensors, unsi
 	default:
 		return -1;
 	}
-	for (uint64_t i = 0; i < n; i++) {
-		int64_t t = hpu_kget_i(tv, i);
-
-		if (hpu_kpace(&p, 1) || (t != c->args[1] && (t < 0 || (uint64_t)t >= classes)))
-			return -1;
-		counted += t != c->args[1];
-	}
-	c->state->memo = counted;
+	pl = hpu_loss_plan(c);
+	items[0] = pl.chunks;
+	items[1] = pl.groups;
 	return 0;
 }
 
-/* The forward writes one loss a row, or one sum of them all. */
-static uint64_t hpu_loss_items(const struct hpu_kcall *c)
+/* Phase 0's items [begin, end): chunks of targets checked and counted. */
+static void hpu_loss_count(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	return c->args[0] == HPU_REDUCTION_NONE ? c->t[1].shape[0] : 1;
+	const struct hpu_kview *tv = hpu_loss_targets(c);
+	uint64_t classes = hpu_loss_x(c)->shape[1], n = tv->shape[0];
+	struct hpu_loss_scratch *sc = hpu_loss_scratch(c);
+	struct hpu_kpace p = hpu_kpace_start(c);
+
+	for (uint64_t k = begin; k < end; k++) {
+		uint64_t first = k * HPU_KERNEL_MAX_ITEM_WORK, counted = 0;
+		uint64_t len = n - first < HPU_KERNEL_MAX_ITEM_WORK ? n - first :
+								    HPU_KERNEL_MAX_ITEM_WORK;
+		struct hpu_kcur cur;
+
+		hpu_kcur_init(&cur, tv, first);
+		hpu_kfor(&p, i, len) {
+			int64_t t = hpu_kcur_get_i(&cur);
+
+			if (t != c->args[1] && (t < 0 || (uint64_t)t >= classes)) {
+				hpu_kfail(c, "a target out of range");
+				return;
+			}
+			counted += t != c->args[1];
+			hpu_kcur_next(&cur);
+		}
+		sc->chunk_counted[k] = counted;
+	}
+}
+
+/* Phase 0's items in all: the targets, once. */
+static uint64_t hpu_loss_count_work(const struct hpu_kcall *c)
+{
+	return hpu_loss_targets(c)->shape[0];
+}
+
+/* The most elements one chunk of targets visits. */
+static uint64_t hpu_loss_count_item_work(const struct hpu_kcall *c)
+{
+	uint64_t n = hpu_loss_targets(c)->shape[0];
+
+	return n < HPU_KERNEL_MAX_ITEM_WORK ? n : HPU_KERNEL_MAX_ITEM_WORK;
+}
+
+/*
+ * After phase 0: the counted targets in all; after a reduced forward's
+ * phase 1: the loss, its group sums added in order (MEAN over no counted
+ * target is 0 / 0 = NaN, as torch).
+ */
+static void hpu_loss_finish(const struct hpu_kcall *c)
+{
+	struct hpu_loss_plan pl = hpu_loss_plan(c);
+	struct hpu_loss_scratch *sc = hpu_loss_scratch(c);
+	const double *sums = hpu_loss_group_sums(c, &pl);
+	double sum = 0;
+
+	if (c->state->phase == 0) {
+		for (uint64_t k = 0; k < pl.chunks; k++)
+			sc->counted += sc->chunk_counted[k];
+		return;
+	}
+	if (!pl.reduced)
+		return;
+	for (uint64_t g = 0; g < pl.groups; g++)
+		sum += sums[g];
+	hpu_kset(&c->t[0], 0, c->args[0] == HPU_REDUCTION_MEAN ? sum / (double)sc->counted : sum);
 }
 
 /*
  * Row n's target, read once and checked where it indexes the row: true
  * for a target in [0, C); false for ignore_index, or one out of range,
- * which fails the launch (another writer changed it since check()).
+ * which fails the launch (another writer changed it since phase 0).
  */
-static bool hpu_loss_target(const struct hpu_kcall *c, const struct hpu_kview *target, uint64_t n,
-			    uint64_t classes, int64_t *t)
+static bool hpu_loss_target(const struct hpu_kcall *c, uint64_t n, uint64_t classes, int64_t *t)
 {
+	const struct hpu_kview *target = hpu_loss_targets(c);
+
 	*t = hpu_kload_index(target->dtype, hpu_kview_at(target, n));
 	return *t != c->args[1] && hpu_kindex_ok(c, *t, classes, "a target out of range");
 }
@@ -188,37 +324,45 @@ static bool hpu_loss_target(const struct hpu_kcall *c, const struct hpu_kview *t
 typedef double hpu_row_loss_fn(const struct hpu_kview *x, uint64_t n, int64_t t,
 			       struct hpu_kpace *p);
 
+/* Phase 1 of a forward: rows' losses (NONE), or groups' sums into the scratch. */
 static void hpu_loss_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end,
 			 hpu_row_loss_fn *row_loss)
 {
-	const struct hpu_kview *loss = &c->t[0], *x = &c->t[1], *target = &c->t[2];
+	const struct hpu_kview *loss = &c->t[0], *x = &c->t[1];
+	struct hpu_loss_plan pl = hpu_loss_plan(c);
 	struct hpu_kpace p = hpu_kpace_start(c);
-	uint64_t counted = 0;
-	double sum = 0;
+	double *sums = hpu_loss_group_sums(c, &pl);
 	int64_t t;
 
-	if (c->args[0] == HPU_REDUCTION_NONE) {
-		for (uint64_t n = begin; n < end && !hpu_kpace(&p, 1); n++)
-			hpu_kset(loss, n, hpu_loss_target(c, target, n, x->shape[1], &t) ?
-					  row_loss(x, n, t, &p) : 0);
+	if (c->state->phase == 0) {
+		hpu_loss_count(c, begin, end);
 		return;
 	}
-	if (begin == end) /* a part without the one item */
-		return;
-	for (uint64_t n = 0; n < x->shape[0] && !hpu_kpace(&p, 1); n++) {
-		if (hpu_loss_target(c, target, n, x->shape[1], &t)) {
-			sum += row_loss(x, n, t, &p);
-			counted++;
+	for (uint64_t g = begin; g < end; g++) {
+		uint64_t row = g * pl.group_rows;
+		uint64_t last = pl.n - row < pl.group_rows ? pl.n : row + pl.group_rows;
+		double sum = 0;
+
+		for (uint64_t n = row; n < last; n++) {
+			double l;
+
+			if (hpu_kpace(&p, 1))
+				return;
+			l = hpu_loss_target(c, n, pl.classes, &t) ? row_loss(x, n, t, &p) : 0;
+			if (pl.reduced)
+				sum += l;
+			else
+				hpu_kset(loss, n, l);
 		}
+		if (pl.reduced)
+			sums[g] = sum;
 	}
-	/* MEAN over no counted target is 0 / 0 = NaN, as torch. */
-	hpu_kset(loss, 0, c->args[0] == HPU_REDUCTION_MEAN ? sum / (double)counted : sum);
 }
 
 /*
  * d loss / d loss_n in the backward: grad_loss's element n (NONE) or its
- * scalar, divided by the number of counted targets (check()'s memo) for
- * MEAN; 0 for an ignored target.
+ * scalar, divided by the number of counted targets (phase 0's) for MEAN; 0
+ * for an ignored target.
  */
 static double hpu_loss_grad(const struct hpu_kcall *c, const struct hpu_kview *grad_loss,
 			    uint64_t n, int64_t t)
@@ -228,13 +372,35 @@ static double hpu_loss_grad(const struct hpu_kcall *c, const struct hpu_kview *g
 	if (c->args[0] == HPU_REDUCTION_NONE)
 		return hpu_kget(grad_loss, n);
 	return hpu_kget(grad_loss, 0) /
-	       (c->args[0] == HPU_REDUCTION_MEAN ? (double)c->state->memo : 1);
+	       (c->args[0] == HPU_REDUCTION_MEAN ? (double)hpu_loss_scratch(c)->counted : 1);
 }
 
-/* The elements of the loss's [N, C] operand t[i]: a row each. */
-static uint64_t hpu_loss_work(const struct hpu_kcall *c, unsigned int i)
+/*
+ * Phase 1's elements in all: a target each for NLL's forward, rows of C
+ * for the others (whose rows are read whole).
+ */
+static uint64_t hpu_loss_work(const struct hpu_kcall *c, uint64_t items)
 {
-	return hpu_kwork_rows(c->t[i].shape[0], c->t[i].shape[1]);
+	const struct hpu_kview *x = hpu_loss_x(c);
+
+	(void)items;
+	if (c->state->phase == 0)
+		return hpu_loss_count_work(c);
+	if (c->kernel == HPU_KERNEL_NLL_LOSS)
+		return x->shape[0];
+	return hpu_kwork_rows(x->shape[0], x->shape[1]);
+}
+
+/* The most elements an item visits: a chunk of targets; a group of rows. */
+static uint64_t hpu_loss_item_work(const struct hpu_kcall *c)
+{
+	struct hpu_loss_plan pl = hpu_loss_plan(c);
+
+	if (c->state->phase == 0)
+		return hpu_loss_count_item_work(c);
+	if (c->kernel == HPU_KERNEL_NLL_LOSS)
+		return pl.group_rows;
+	return hpu_kmul_sat(pl.group_rows, pl.classes ? pl.classes : 1);
 }
 
 static double hpu_nll_row(const struct hpu_kview *logp, uint64_t n, int64_t t, struct hpu_kpace *p)
@@ -245,19 +411,10 @@ static double hpu_nll_row(const struct hpu_kview *logp, uint64_t n, int64_t t, s
 	return -hpu_krow_get(&row, (uint64_t)t);
 }
 
-static int hpu_nll_check(const struct hpu_kcall *c, uint64_t *items)
+/* t: loss, x, target. */
+static int hpu_loss_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
-	if (hpu_loss_check(c, 3, 0, 1, 2))
-		return -1;
-	*items = hpu_loss_items(c);
-	return 0;
-}
-
-/* A row's target each. */
-static uint64_t hpu_nll_work(const struct hpu_kcall *c, uint64_t items)
-{
-	(void)items;
-	return c->t[1].shape[0];
+	return hpu_loss_check(c, 3, 0, items);
 }
 
 static void hpu_nll_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
@@ -265,30 +422,21 @@ static void hpu_nll_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 	hpu_loss_run(c, begin, end, hpu_nll_row);
 }
 
-const struct hpu_kernel_def hpu_kernel_nll_loss = {
-	.name = "nll_loss",
-	.min_tensors = 3,
-	.max_tensors = 3,
-	.outputs = hpu_kernel_writes_t0,
-	.check = hpu_nll_check,
-	.work = hpu_nll_work,
-	.run = hpu_nll_run,
-};
+#define HPU_LOSS_DEF(id, ntensors, checker, runner)                                        \
+	{                                                                                  \
+		.name = id, .min_tensors = ntensors, .max_tensors = ntensors,              \
+		.outputs = hpu_kernel_writes_t0, .phases = 2, .check = checker,            \
+		.work = hpu_loss_work, .item_work = hpu_loss_item_work,                    \
+		.scratch = hpu_loss_scratch_len, .run = runner, .finish = hpu_loss_finish, \
+	}
 
-/* t: grad_logp, grad_loss, target; items are rows of grad_logp. */
+const struct hpu_kernel_def hpu_kernel_nll_loss =
+	HPU_LOSS_DEF("nll_loss", 3, hpu_loss_fwd_check, hpu_nll_run);
+
+/* t: grad_logp, grad_loss, target; phase 1's items are rows of grad_logp. */
 static int hpu_nll_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
-	if (hpu_loss_check(c, 3, 1, 0, 2))
-		return -1;
-	*items = c->t[0].shape[0];
-	return 0;
-}
-
-/* The rows of the gradient written (x, t[0] of the backwards). */
-static uint64_t hpu_loss_bwd_work(const struct hpu_kcall *c, uint64_t items)
-{
-	(void)items;
-	return hpu_loss_work(c, 0);
+	return hpu_loss_check(c, 3, 1, items);
 }
 
 /* A target only compares to columns here: it indexes nothing. */
@@ -297,6 +445,10 @@ static void hpu_nll_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 	const struct hpu_kview *target = &c->t[2];
 	struct hpu_kpace p = hpu_kpace_start(c);
 
+	if (c->state->phase == 0) {
+		hpu_loss_count(c, begin, end);
+		return;
+	}
 	for (uint64_t n = begin; n < end && !hpu_kpace(&p, 1); n++) {
 		int64_t t = hpu_kget_i(target, n);
 		double w = hpu_loss_grad(c, &c->t[1], n, t);
@@ -307,15 +459,8 @@ static void hpu_nll_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 	}
 }
 
-const struct hpu_kernel_def hpu_kernel_nll_loss_bwd = {
-	.name = "nll_loss_bwd",
-	.min_tensors = 3,
-	.max_tensors = 3,
-	.outputs = hpu_kernel_writes_t0,
-	.check = hpu_nll_bwd_check,
-	.work = hpu_loss_bwd_work,
-	.run = hpu_nll_bwd_run,
-};
+const struct hpu_kernel_def hpu_kernel_nll_loss_bwd =
+	HPU_LOSS_DEF("nll_loss_bwd", 3, hpu_nll_bwd_check, hpu_nll_bwd_run);
 
 /* -log_softmax(row)[t] */
 static double hpu_ce_row(const struct hpu_kview *logits, uint64_t n, int64_t t, struct hpu_kpace *p)
@@ -325,34 +470,19 @@ static double hpu_ce_row(const struct hpu_kview *logits, uint64_t n, int64_t t, 
 	return hpu_krow_logsumexp(&row, p) - hpu_krow_get(&row, (uint64_t)t);
 }
 
-/* Every row of the logits. */
-static uint64_t hpu_ce_work(const struct hpu_kcall *c, uint64_t items)
-{
-	(void)items;
-	return hpu_loss_work(c, 1);
-}
-
 static void hpu_ce_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	hpu_loss_run(c, begin, end, hpu_ce_row);
 }
 
-const struct hpu_kernel_def hpu_kernel_cross_entropy = {
-	.name = "cross_entropy",
-	.min_tensors = 3,
-	.max_tensors = 3,
-	.outputs = hpu_kernel_writes_t0,
-	.check = hpu_nll_check,
-	.work = hpu_ce_work,
-	.run = hpu_ce_run,
-};
+const struct hpu_kernel_def hpu_kernel_cross_entropy =
+	HPU_LOSS_DEF("cross_entropy", 3, hpu_loss_fwd_check, hpu_ce_run);
 
-/* t: grad_logits, grad_loss, logits, target; items are rows. */
+/* t: grad_logits, grad_loss, logits, target; phase 1's items are rows. */
 static int hpu_ce_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
-	if (hpu_loss_check(c, 4, 1, 0, 3) || !hpu_kview_float_like(&c->t[2], &c->t[0]))
+	if (hpu_loss_check(c, 4, 1, items) || !hpu_kview_float_like(&c->t[2], &c->t[0]))
 		return -1;
-	*items = c->t[0].shape[0];
 	return 0;
 }
 
@@ -362,6 +492,10 @@ static void hpu_ce_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	const struct hpu_kview *target = &c->t[3];
 	struct hpu_kpace pace = hpu_kpace_start(c);
 
+	if (c->state->phase == 0) {
+		hpu_loss_count(c, begin, end);
+		return;
+	}
 	for (uint64_t n = begin; n < end && !hpu_kpace(&pace, 1); n++) {
 		int64_t t = hpu_kget_i(target, n);
 		double w = hpu_loss_grad(c, &c->t[1], n, t);
@@ -376,12 +510,5 @@ static void hpu_ce_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	}
 }
 
-const struct hpu_kernel_def hpu_kernel_cross_entropy_bwd = {
-	.name = "cross_entropy_bwd",
-	.min_tensors = 4,
-	.max_tensors = 4,
-	.outputs = hpu_kernel_writes_t0,
-	.check = hpu_ce_bwd_check,
-	.work = hpu_loss_bwd_work,
-	.run = hpu_ce_bwd_run,
-};
+const struct hpu_kernel_def hpu_kernel_cross_entropy_bwd =
+	HPU_LOSS_DEF("cross_entropy_bwd", 4, hpu_ce_bwd_check, hpu_ce_bwd_run);

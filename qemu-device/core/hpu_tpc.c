@@ -46,7 +46,6 @@ struct hpu_tpc_launch {
 struct hpu_tpc_decoded {
 	struct hpu_kcall call; /* state NULL */
 	uint64_t va[HPU_KERNEL_MAX_TENSORS];
-	uint64_t memo;
 	uint64_t items[HPU_KERNEL_MAX_PHASES], work[HPU_KERNEL_MAX_PHASES];
 	uint64_t parts[HPU_KERNEL_MAX_PHASES];
 };
@@ -391,7 +390,6 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 		if (l->len[i] && hpu_tmem_staged(&l->mem, l->slot[i]))
 			d->call.t[i].base = NULL;
 	memcpy(d->va, l->va, sizeof(d->va));
-	d->memo = l->state.memo;
 	memcpy(d->items, l->items, sizeof(d->items));
 	memcpy(d->work, l->work, sizeof(d->work));
 	memcpy(d->parts, l->parts, sizeof(d->parts));

@@ -953,10 +953,15 @@ static void test_gemm_huge(struct hpu_test *t, const struct huge_case *c)
 #define TK_COUNT 0x7e570001u  /* t: out I32, += 1 per item; items = numel(out) */
 #define TK_AXPY 0x7e570002u   /* t: y (io, F32), x (F32): y = 2 y + x; refuses other shapes */
 #define TK_ABORT 0x7e570003u  /* TK_COUNT whose first item resets queue 0 */
+#define TK_PHASES 0x7e570004u /* TK_COUNT's items twice, in two phases */
 
 static struct {
 	struct hpu_test *t;            /* for TK_ABORT */
 	unsigned int parts, finishes;  /* __atomic */
+	unsigned int phase_finishes[HPU_KERNEL_MAX_PHASES];
+	uint64_t early;                /* TK_PHASES's phase-1 items that ran before phase 0 ended */
+	unsigned int in_phase;         /* 1 + the phase of TK_PHASES's last part, 0 once done */
+	unsigned int inside[HPU_KERNEL_MAX_PHASES]; /* TK_COUNT parts run inside each */
 	const uint8_t *bases[HPU_KERNEL_MAX_TENSORS];
 } tk;
 
@@ -984,7 +989,7 @@ static int tk_count_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
-static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_add_one(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
 	uint8_t *p;
 
@@ -993,6 +998,15 @@ static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 		p = hpu_kview_at(&c->t[0], begin);
 		hpu_kstore_i(HPU_DTYPE_I32, p, hpu_kload_i(HPU_DTYPE_I32, p) + 1);
 	}
+}
+
+static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	unsigned int in = __atomic_load_n(&tk.in_phase, __ATOMIC_RELAXED);
+
+	if (in)
+		__atomic_add_fetch(&tk.inside[in - 1], 1, __ATOMIC_RELAXED);
+	tk_add_one(c, begin, end);
 }
 
 static void tk_finish(const struct hpu_kcall *c)
@@ -1034,6 +1048,50 @@ static void tk_abort_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 	tk_count_run(c, begin, end);
 }
 
+/* TK_PHASES's scratch: phase 0's items done, and whether its finish() ran. */
+struct tk_phases_scratch {
+	uint64_t done; /* __atomic */
+	bool joined;
+};
+
+static int tk_phases_check(const struct hpu_kcall *c, uint64_t *items)
+{
+	if (tk_count_check(c, items))
+		return -1;
+	items[1] = items[0];
+	return 0;
+}
+
+static uint64_t tk_phases_scratch_len(const struct hpu_kcall *c, uint64_t items)
+{
+	(void)c;
+	(void)items;
+	return sizeof(struct tk_phases_scratch);
+}
+
+static void tk_phases_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	struct tk_phases_scratch *sc = c->state->scratch;
+
+	__atomic_store_n(&tk.in_phase, c->state->phase + 1, __ATOMIC_RELAXED);
+	if (c->state->phase == 0)
+		__atomic_add_fetch(&sc->done, end - begin, __ATOMIC_RELAXED);
+	else if (!sc->joined)
+		__atomic_add_fetch(&tk.early, end - begin, __ATOMIC_RELAXED);
+	tk_add_one(c, begin, end);
+}
+
+static void tk_phases_finish(const struct hpu_kcall *c)
+{
+	struct tk_phases_scratch *sc = c->state->scratch;
+
+	tk.phase_finishes[c->state->phase]++;
+	if (c->state->phase == 0)
+		sc->joined = sc->done == hpu_kview_numel(&c->t[0]);
+	else
+		__atomic_store_n(&tk.in_phase, 0, __ATOMIC_RELAXED);
+}
+
 static const struct hpu_kernel_def tk_count = {
 	.name = "test count", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
 	.check = tk_count_check, .run = tk_count_run, .finish = tk_finish,
@@ -1049,6 +1107,12 @@ static const struct hpu_kernel_def tk_abort = {
 	.check = tk_count_check, .run = tk_abort_run, .finish = tk_finish,
 };
 
+static const struct hpu_kernel_def tk_phases = {
+	.name = "test phases", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
+	.phases = 2, .check = tk_phases_check, .scratch = tk_phases_scratch_len,
+	.run = tk_phases_run, .finish = tk_phases_finish,
+};
+
 const struct hpu_kernel_def *__real_hpu_kernel_lookup(uint32_t id);
 const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id);
 
@@ -1061,6 +1125,8 @@ const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id)
 		return &tk_axpy;
 	case TK_ABORT:
 		return &tk_abort;
+	case TK_PHASES:
+		return &tk_phases;
 	default:
 		return __real_hpu_kernel_lookup(id);
 	}
@@ -1411,17 +1477,22 @@ static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us
 /* Items of the long launches: 32 parts of HPU_TPC_PART_MAX_ITEMS. */
 #define LONG_ITEMS (32ull * HPU_TPC_PART_MAX_ITEMS)
 
-/* Each of n int32 at va is 1: every item done exactly once. */
-static void expect_all_once(struct hpu_test *t, uint64_t va, uint64_t n, int line)
+/* Each of n int32 at va is times: every item done exactly that often. */
+static void expect_all_times(struct hpu_test *t, uint64_t va, uint64_t n, int32_t times, int line)
 {
 	int32_t *v = malloc(n * sizeof(*v));
 	uint64_t i, bad = 0;
 
 	va_read(t, va, v, n * sizeof(*v));
 	for (i = 0; i < n; i++)
-		bad += v[i] != 1;
-	hpu_check_eq(t, bad, 0, "items not done exactly once", line);
+		bad += v[i] != times;
+	hpu_check_eq(t, bad, 0, "items not done exactly as often as the launch says", line);
 	free(v);
+}
+
+static void expect_all_once(struct hpu_test *t, uint64_t va, uint64_t n, int line)
+{
+	expect_all_times(t, va, n, 1, line);
 }
 
 /*
@@ -1445,6 +1516,46 @@ static void case_launch_yields(struct hpu_test *t)
 	HPU_CHECK_EQ(t, tk.parts, LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
 	expect_all_once(t, VA_DATA, LONG_ITEMS, __LINE__);
+}
+
+/* Items of each phase of a two-phase launch, and of the launch beside it: 8 and 24 parts at least. */
+#define PHASE_ITEMS (8ull * HPU_TPC_PART_MAX_ITEMS)
+#define BESIDE_ITEMS (24ull * HPU_TPC_PART_MAX_ITEMS)
+
+/*
+ * A launch of two phases of 8 parts each, beside another queue's longer
+ * launch, yields inside both phases and goes on: each item of each phase
+ * runs once, none of phase 1 before every item of phase 0 and its
+ * finish(), which runs once per phase.
+ */
+static void case_launch_phases_yield(struct hpu_test *t)
+{
+	const uint64_t shape[1] = { PHASE_ITEMS }, beside[1] = { BESIDE_ITEMS };
+	struct launch l = launch_new(TK_PHASES, 1), other = launch_new(TK_COUNT, 1);
+	struct hpu_cb cb = { .len = 0 }, cb_other = { .len = 0 };
+	uint64_t other_va = VA_DATA + PHASE_ITEMS * 4, other_param = VA_PARAM + 2048;
+
+	map_compute(t);
+	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 1, shape, 0);
+	cb_launch(&cb, VA_PARAM, launch_write(t, VA_PARAM, &l));
+	other.t[0] = desc(other_va, HPU_DTYPE_I32, 1, beside, 0);
+	cb_launch(&cb_other, other_param, launch_write(t, other_param, &other));
+	tk.early = tk.in_phase = 0;
+	memset(tk.phase_finishes, 0, sizeof(tk.phase_finishes));
+	memset(tk.inside, 0, sizeof(tk.inside));
+	submit_user(t, 0, &cb, 1);
+	submit_user(t, 1, &cb_other, 2);
+	run(t);
+	expect_done(t, 0, __LINE__);
+	expect_done(t, 1, __LINE__);
+	printf("# queue 1 ran %u parts inside phase 0, %u inside phase 1\n", tk.inside[0],
+	       tk.inside[1]);
+	HPU_CHECK(t, tk.inside[0] > 0 && tk.inside[1] > 0);
+	HPU_CHECK_EQ(t, tk.phase_finishes[0], 1);
+	HPU_CHECK_EQ(t, tk.phase_finishes[1], 1);
+	HPU_CHECK_EQ(t, tk.early, 0);
+	expect_all_times(t, VA_DATA, PHASE_ITEMS, 2, __LINE__);
+	expect_all_once(t, other_va, BESIDE_ITEMS, __LINE__);
 }
 
 /* A dense 1-D view of n elements at base, as the engine hands a kernel its tensors. */
@@ -2150,6 +2261,8 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "launch: a library kernel through the kernel table", case_library_kernel },
 	{ "launch: queue reset from inside a part", case_launch_abort },
 	{ "launch: a long launch yields to other queues between its parts", case_launch_yields },
+	{ "launch: a launch of two phases yields inside each, the first ended before the second",
+	  case_launch_phases_yield },
 	{ "launch: a one-output REDUCE of 2^26 yields between its chunks", case_reduce_one_output_yields },
 	{ "launch: a launch rewritten while it yields is checked anew", case_launch_rewritten },
 	{ "launch: a launch rewritten while it yields into a staged one runs that whole",
