@@ -3,7 +3,8 @@
  * Tensor-engine kernels: the optimizer steps of torch.optim (SGD, Adadelta,
  * AdamW) and torch.nn.utils.clip_grad_norm_.  The steps are elementwise, so
  * items are elements; clip_grad_norm needs the total norm before it may
- * scale any grad, so it is one item, which keeps a pace (hpu_kpace()).
+ * scale any grad, so it runs in two phases of chunks: the norm's partials,
+ * then the scaling.  Long walks keep a pace (hpu_kpace()).
  */
 #include "hpu_kernel_nn.h"
 
@@ -245,6 +246,45 @@ static uint32_t hpu_clip_outputs(const struct hpu_kcall *c)
 	return (uint32_t)((1ull << c->num_tensors) - 1);
 }
 
+/*
+ * Two phases of the same items, chunks of HPU_CLIP_CHUNK elements of each
+ * grad, grad after grad: phase 0 leaves each chunk's partial (sum of
+ * squares, or max of |x|) in the scratch; phase 1 scales each chunk by the
+ * coefficient of the total, the partials joined in chunk order, which the
+ * first of its items to need it works out and keeps in the scratch (a
+ * racing one computes the same bits).  So the norm is the same whatever
+ * the split, and the runtime's CPU fallback adds the same partials.  The
+ * total is written by finish(), which computes it too when no chunk did.
+ */
+struct hpu_clip_scratch {
+	uint64_t ready;      /* __atomic: total is kept */
+	uint64_t total_bits; /* __atomic: the total norm's double */
+	double partial[];    /* one per chunk */
+};
+
+/* Every grad's chunks, their partials and the total: well inside the scratch and an item. */
+#define HPU_CLIP_MAX_CHUNKS \
+	((HPU_KERNEL_MAX_TENSORS - 1) * (HPU_KERNEL_MAX_ELEMENTS / HPU_CLIP_CHUNK + 1))
+_Static_assert(sizeof(struct hpu_clip_scratch) + HPU_CLIP_MAX_CHUNKS * sizeof(double) <=
+	       HPU_KERNEL_SCRATCH_MAX, "clip_grad_norm's partials fit the scratch");
+_Static_assert(HPU_CLIP_CHUNK + HPU_CLIP_MAX_CHUNKS <= HPU_KERNEL_MAX_ITEM_WORK,
+	       "a chunk and the join of every partial fit an item");
+
+static uint64_t hpu_clip_chunks_of(uint64_t n)
+{
+	return (n + HPU_CLIP_CHUNK - 1) / HPU_CLIP_CHUNK;
+}
+
+/* The launch's chunks: its items in each phase. */
+static uint64_t hpu_clip_chunks(const struct hpu_kcall *c)
+{
+	uint64_t chunks = 0;
+
+	for (unsigned int i = 1; i < c->num_tensors; i++)
+		chunks += hpu_clip_chunks_of(hpu_kview_numel(&c->t[i]));
+	return chunks;
+}
+
 /* s0: max_norm (not NaN); s1: 2 or +inf. */
 static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
 {
@@ -256,57 +296,117 @@ static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
 	for (unsigned int i = 1; i < c->num_tensors; i++)
 		if (!hpu_dtype_is_float(c->t[i].dtype))
 			return -1;
-	*items = 1;
+	items[0] = items[1] = hpu_clip_chunks(c);
 	return 0;
 }
 
-/* Every grad's elements, twice. */
+/* Every grad's elements, once a phase. */
 static uint64_t hpu_clip_work(const struct hpu_kcall *c, uint64_t items)
 {
 	uint64_t work = 0;
 
 	(void)items;
 	for (unsigned int i = 1; i < c->num_tensors; i++)
-		work += 2 * hpu_kview_numel(&c->t[i]);
+		work += hpu_kview_numel(&c->t[i]);
 	return work;
 }
 
-/* The norm over every grad's elements, then the scaling: all in the one item. */
-static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+/* A chunk, and in phase 1 the join of every partial. */
+static uint64_t hpu_clip_item_work(const struct hpu_kcall *c)
 {
-	struct hpu_kpace p = hpu_kpace_start(c);
-	bool max_norm = isinf(c->scalars[1]);
-	double total = 0, coef;
+	uint64_t most = 0;
 
-	if (begin == end) /* a part without the one item */
-		return;
 	for (unsigned int i = 1; i < c->num_tensors; i++) {
 		uint64_t n = hpu_kview_numel(&c->t[i]);
-		struct hpu_kcur k;
 
-		hpu_kcur_init(&k, &c->t[i], 0);
-		hpu_kfor(&p, j, n) {
-			double x = fabs(hpu_kcur_get(&k));
-
-			if (!max_norm)
-				total += x * x;
-			else if (x > total || isnan(x))
-				total = x;
-			hpu_kcur_next(&k);
-		}
+		if (n > most)
+			most = n < HPU_CLIP_CHUNK ? n : HPU_CLIP_CHUNK;
 	}
+	return most + (c->state->phase ? hpu_clip_chunks(c) : 0);
+}
+
+/* The kept total and a partial per item. */
+static uint64_t hpu_clip_scratch_len(const struct hpu_kcall *c, uint64_t items)
+{
+	(void)c;
+	return sizeof(struct hpu_clip_scratch) + items * sizeof(double);
+}
+
+/* Partial a with b, the next element's square or |x|, or the next chunk's partial. */
+static double hpu_clip_join(bool max_norm, double a, double b)
+{
+	if (!max_norm)
+		return a + b;
+	return b > a || isnan(b) ? b : a; /* a NaN stays */
+}
+
+/* The total norm: the partials joined in order, worked out once. */
+static double hpu_clip_total(const struct hpu_kcall *c)
+{
+	struct hpu_clip_scratch *s = c->state->scratch;
+	bool max_norm = isinf(c->scalars[1]);
+	uint64_t chunks, bits;
+	double total = 0;
+
+	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+		bits = __atomic_load_n(&s->total_bits, __ATOMIC_RELAXED);
+		memcpy(&total, &bits, sizeof(total));
+		return total;
+	}
+	chunks = hpu_clip_chunks(c);
+	for (uint64_t k = 0; k < chunks; k++)
+		total = hpu_clip_join(max_norm, total, s->partial[k]);
 	if (!max_norm)
 		total = sqrt(total);
-	hpu_kset(&c->t[0], 0, total);
-	/* torch scales even by 1, and a NaN or infinite norm spreads to every grad. */
-	coef = c->scalars[0] / (total + 1e-6);
-	if (coef > 1)
-		coef = 1;
-	for (unsigned int i = 1; i < c->num_tensors; i++) {
-		uint64_t n = hpu_kview_numel(&c->t[i]);
-		struct hpu_kcur k;
+	memcpy(&bits, &total, sizeof(bits));
+	__atomic_store_n(&s->total_bits, bits, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+	return total;
+}
 
-		hpu_kcur_init(&k, &c->t[i], 0);
+/* Chunk k of the launch: a cursor on its first element and how many it has. */
+static uint64_t hpu_clip_chunk(const struct hpu_kcall *c, uint64_t k, struct hpu_kcur *cur)
+{
+	for (unsigned int i = 1;; i++) {
+		uint64_t n = hpu_kview_numel(&c->t[i]), chunks = hpu_clip_chunks_of(n);
+
+		if (k < chunks) {
+			hpu_kcur_init(cur, &c->t[i], k * HPU_CLIP_CHUNK);
+			n -= k * HPU_CLIP_CHUNK;
+			return n < HPU_CLIP_CHUNK ? n : HPU_CLIP_CHUNK;
+		}
+		k -= chunks;
+	}
+}
+
+static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+{
+	struct hpu_clip_scratch *s = c->state->scratch;
+	struct hpu_kpace p = hpu_kpace_start(c);
+	bool max_norm = isinf(c->scalars[1]);
+	double coef = 0;
+
+	if (c->state->phase && begin < end) {
+		/* torch scales even by 1, and a NaN or infinite norm spreads to every grad. */
+		coef = c->scalars[0] / (hpu_clip_total(c) + 1e-6);
+		if (coef > 1)
+			coef = 1;
+	}
+	for (uint64_t it = begin; it < end; it++) {
+		struct hpu_kcur k;
+		uint64_t n = hpu_clip_chunk(c, it, &k);
+		double part = 0;
+
+		if (!c->state->phase) {
+			hpu_kfor(&p, j, n) {
+				double x = fabs(hpu_kcur_get(&k));
+
+				part = hpu_clip_join(max_norm, part, max_norm ? x : x * x);
+				hpu_kcur_next(&k);
+			}
+			s->partial[it] = part;
+			continue;
+		}
 		hpu_kfor(&p, j, n) {
 			hpu_kcur_set(&k, hpu_kcur_get(&k) * coef);
 			hpu_kcur_next(&k);
@@ -314,12 +414,21 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 	}
 }
 
+static void hpu_clip_finish(const struct hpu_kcall *c)
+{
+	hpu_kset(&c->t[0], 0, hpu_clip_total(c));
+}
+
 const struct hpu_kernel_def hpu_kernel_clip_grad_norm = {
 	.name = "clip_grad_norm",
 	.min_tensors = 1,
 	.max_tensors = HPU_KERNEL_MAX_TENSORS,
 	.outputs = hpu_clip_outputs,
+	.phases = 2,
 	.check = hpu_clip_check,
 	.work = hpu_clip_work,
+	.item_work = hpu_clip_item_work,
+	.scratch = hpu_clip_scratch_len,
 	.run = hpu_clip_run,
+	.finish = hpu_clip_finish,
 };

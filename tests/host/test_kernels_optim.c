@@ -350,13 +350,20 @@ static void test_torch_golden(void)
 
 /* ---- clip_grad_norm ---- */
 
+/* The total norm as the ABI has it: each HPU_CLIP_CHUNK chunk's partial, joined in order. */
 static double ref_total_norm(double **g, const uint64_t *n, unsigned int count, bool inf)
 {
 	double total = 0;
 
-	for (unsigned int i = 0; i < count; i++)
-		for (uint64_t k = 0; k < n[i]; k++)
-			total = inf ? fmax(total, fabs(g[i][k])) : total + g[i][k] * g[i][k];
+	for (unsigned int i = 0; i < count; i++) {
+		for (uint64_t k0 = 0; k0 < n[i]; k0 += HPU_CLIP_CHUNK) {
+			double part = 0;
+
+			for (uint64_t k = k0; k < n[i] && k < k0 + HPU_CLIP_CHUNK; k++)
+				part = inf ? fmax(part, fabs(g[i][k])) : part + g[i][k] * g[i][k];
+			total = inf ? fmax(total, part) : total + part;
+		}
+	}
 	return inf ? total : sqrt(total);
 }
 
@@ -486,6 +493,84 @@ static void test_clip_edges(void)
 		hpu_kt_free(t[i]);
 }
 
+/*
+ * Grads of several chunks: the 2-norm adds the chunks' partial sums in
+ * order, whatever the split, which one sum over all elements would not
+ * match bit for bit; libhpu's CPU fallback gets the same bits from the
+ * same grads (test_libhpu_tensor.c: CLIP_CHUNKED_TOTAL).
+ */
+#define CLIP_CHUNKED_N1 (2ull * HPU_CLIP_CHUNK + 77)
+#define CLIP_CHUNKED_N2 (HPU_CLIP_CHUNK + 3ull)
+#define CLIP_CHUNKED_TOTAL 0x1.6a0c3b552b57p+9
+
+/* Element k of grad i (1, 2): a float in [-1, 1), the same in the fallback's test. */
+static double clip_chunked_grad(unsigned int i, uint64_t k)
+{
+	uint32_t h = (uint32_t)(k * 2654435761u + i * 40503u);
+
+	return (float)((int32_t)h / 2147483648.0);
+}
+
+/* Every item of every phase of valid launch c visits at most HPU_KERNEL_MAX_ITEM_WORK elements. */
+static void expect_items_bounded(const struct hpu_kernel_def *def, const struct hpu_kcall *c)
+{
+	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	unsigned int phases = def->phases ? def->phases : 1;
+
+	HPU_KEXPECT(def->check(c, items) == 0);
+	for (c->state->phase = 0; c->state->phase < phases; c->state->phase++) {
+		uint64_t k = c->state->phase, work = def->work ? def->work(c, items[k]) : items[k];
+
+		if (items[k])
+			HPU_KEXPECT((def->item_work ? def->item_work(c) : (work - 1) / items[k] + 1) <=
+				    HPU_KERNEL_MAX_ITEM_WORK);
+	}
+	c->state->phase = 0;
+}
+
+static void test_clip_chunks(void)
+{
+	const uint64_t n[2] = { CLIP_CHUNKED_N1, CLIP_CHUNKED_N2 };
+	double *g[2], seq = 0, total;
+
+	for (unsigned int i = 0; i < 2; i++) {
+		g[i] = malloc(n[i] * sizeof(double));
+		for (uint64_t k = 0; k < n[i]; k++) {
+			g[i][k] = clip_chunked_grad(i + 1, k);
+			seq += g[i][k] * g[i][k];
+		}
+	}
+	total = ref_total_norm(g, n, 2, false);
+	HPU_KEXPECT(total == CLIP_CHUNKED_TOTAL && sqrt(seq) != total);
+	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
+		struct hpu_ktensor *t[3] = {
+			hpu_kt_new(F32, 0, NULL, NULL),
+			hpu_kt_new(F32, 1, HPU_KT_DIMS(CLIP_CHUNKED_N1), NULL),
+			hpu_kt_new(F32, 2, HPU_KT_DIMS(CLIP_CHUNKED_N2, 1), HPU_KT_STRIDES(-1, 1)),
+		};
+		double coef = 0.5 / (total + 1e-6);
+		uint64_t bad = 0;
+		struct hpu_kcall c;
+
+		for (unsigned int i = 0; i < 2; i++)
+			hpu_kt_fill(t[i + 1], g[i]);
+		HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0], t[1], t[2]);
+		c.scalars[0] = 0.5;
+		c.scalars[1] = 2;
+		expect_items_bounded(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_clip_grad_norm, &c, split) == 0);
+		HPU_KEXPECT(hpu_kt_get(t[0], 0) == (float)total);
+		for (unsigned int i = 0; i < 2; i++)
+			for (uint64_t k = 0; k < n[i]; k++)
+				bad += hpu_kt_get(t[i + 1], k) != (float)(g[i][k] * coef);
+		HPU_KEXPECT(bad == 0);
+		for (unsigned int i = 0; i < 3; i++)
+			hpu_kt_free(t[i]);
+	}
+	for (unsigned int i = 0; i < 2; i++)
+		free(g[i]);
+}
+
 /* ---- rejections ---- */
 
 #define V5 { F32, 1, { 5 } }
@@ -532,6 +617,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "clip_grad_norm: 2-norm and max norm, clipped and not", test_clip },
 	{ "clip_grad_norm: torch 1.13's numbers", test_clip_torch_golden },
 	{ "clip_grad_norm: no grads, a NaN grad", test_clip_edges },
+	{ "clip_grad_norm: the norm of many chunks, whatever the split", test_clip_chunks },
 	{ "every kernel's check() rejections", test_rejections },
 };
 

@@ -552,6 +552,47 @@ static void test_fallback_dropout_stream(void)
 	EXPECT(same == N && state[1] == (int64_t)offset + N);
 }
 
+/*
+ * CLIP_GRAD_NORM's 2-norm adds each HPU_CLIP_CHUNK chunk's partial sum in
+ * order, as the device does: grads of several chunks (the device's test,
+ * test_kernels_optim.c, has the same ones) give the device's total to the
+ * bit, and its scale.  A NaN spreads through the max norm to every grad.
+ */
+#define CLIP_CHUNKED_TOTAL 0x1.6a0c3b552b57p+9
+
+static double clip_chunked_grad(unsigned int i, uint64_t k)
+{
+	uint32_t h = (uint32_t)(k * 2654435761u + i * 40503u);
+
+	return (float)((int32_t)h / 2147483648.0);
+}
+
+static void test_fallback_clip(void)
+{
+	const int64_t n[2] = { 2 * HPU_CLIP_CHUNK + 77, HPU_CLIP_CHUNK + 3 };
+	struct hpu_tensor *total = FAKE(HPU_DT_F32), *g[2] = { FAKE(HPU_DT_F64, n[0]),
+							      FAKE(HPU_DT_F64, n[1]) };
+	const double coef = 0.5 / (CLIP_CHUNKED_TOTAL + 1e-6);
+	const float *norm = (const float *)(uintptr_t)total->storage->va;
+	double *v[2];
+	int64_t bad = 0;
+
+	for (unsigned int i = 0; i < 2; i++) {
+		v[i] = (double *)(uintptr_t)g[i]->storage->va;
+		for (int64_t k = 0; k < n[i]; k++)
+			v[i][k] = clip_chunked_grad(i + 1, (uint64_t)k);
+	}
+	EXPECT(hpu_op_clip_grad_norm(S, total, g, 2, 0.5, 2) == 0);
+	EXPECT(*norm == (float)CLIP_CHUNKED_TOTAL);
+	for (unsigned int i = 0; i < 2; i++)
+		for (int64_t k = 0; k < n[i]; k++)
+			bad += v[i][k] != clip_chunked_grad(i + 1, (uint64_t)k) * coef;
+	EXPECT(bad == 0);
+	v[0][5] = NAN;
+	EXPECT(hpu_op_clip_grad_norm(S, total, g, 2, 0.5, INFINITY) == 0);
+	EXPECT(isnan(*norm) && isnan(v[0][0]) && isnan(v[1][n[1] - 1]));
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -569,6 +610,7 @@ int main(void)
 		{ "CPU fallback: dropout draws Philox4x32-10", test_fallback_dropout },
 		{ "CPU fallback: dropout draws the stream's positions in turn",
 		  test_fallback_dropout_stream },
+		{ "CPU fallback: clip_grad_norm adds the device's chunks", test_fallback_clip },
 	};
 	unsigned int n = 0, failed;
 

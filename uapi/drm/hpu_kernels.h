@@ -228,6 +228,15 @@ enum hpu_binary_op {
  */
 #define HPU_REDUCE_CHUNK (1u << 20)
 
+/*
+ * CLIP_GRAD_NORM reads and scales each grad in chunks of HPU_CLIP_CHUNK
+ * elements, each a work item: the 2-norm's square is the sum, in order
+ * (grad after grad, chunk after chunk), of the chunks' partial sums of
+ * squares (double), whatever the split of the launch; the max norm is
+ * exact whatever the chunks.
+ */
+#define HPU_CLIP_CHUNK (1u << 19)
+
 enum hpu_reduce_op {
 	HPU_REDUCE_SUM = 0,
 	HPU_REDUCE_MEAN = 1,

@@ -508,7 +508,19 @@ static int hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h
 	return 0;
 }
 
-/* CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or inf). */
+/* Partial a with b, the next element's square or |x|, or the next chunk's partial: NaN stays. */
+static double hpu_clip_join(bool max_norm, double a, double b)
+{
+	if (!max_norm)
+		return a + b;
+	return b > a || isnan(b) ? b : a;
+}
+
+/*
+ * CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or
+ * inf).  The total joins each HPU_CLIP_CHUNK chunk's partial in order, as
+ * the device does, and a NaN norm spreads to every grad (torch's way).
+ */
 static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 {
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, zero[HPU_MAX_DIMS] = { 0 };
@@ -517,17 +529,26 @@ static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 	unsigned int i;
 
 	for (i = 1; i < op->num_tensors; i++) {
-		if (!hpu_layout_numel(&op->l[i]))
+		int64_t n = hpu_layout_numel(&op->l[i]), k = 0;
+		double part = 0;
+
+		if (!n)
 			continue;
 		do {
 			double g = fabs(hpu_hload(&h[i], idx));
 
-			total = max_norm ? fmax(total, g) : total + g * g;
+			part = hpu_clip_join(max_norm, part, max_norm ? g : g * g);
+			if (++k % HPU_CLIP_CHUNK == 0 || k == n) {
+				total = hpu_clip_join(max_norm, total, part);
+				part = 0;
+			}
 		} while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
 	}
 	total = max_norm ? total : sqrt(total);
 	hpu_hstore(&h[0], zero, total);
-	scale = fmin(1, op->scalars[0] / (total + 1e-6));
+	scale = op->scalars[0] / (total + 1e-6);
+	if (scale > 1)
+		scale = 1;
 	for (i = 1; i < op->num_tensors; i++) {
 		if (!hpu_layout_numel(&op->l[i]))
 			continue;
