@@ -5,8 +5,9 @@
  * rows (and columns for its weight and bias gradients), embedding rows;
  * the embedding backward splits its scatter-add over grad_weight's elements
  * so that no two parts add to the same one.  Rows and columns may be long,
- * so their loops keep a pace (hpu_kpace()); indices are checked where they
- * index.
+ * so their loops keep a pace (hpu_kpace()); no item visits more than
+ * HPU_KERNEL_MAX_ITEM_WORK elements.  Indices are checked by a first phase,
+ * before anything is written, and again where they index.
  */
 #include "hpu_kernel_nn.h"
 #include "hpu_philox.h"
@@ -559,15 +560,21 @@ const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
 /* ---- embedding ---- */
 
 /*
+ * Phase 0 checks every index (hpu_kscan_indices()), so that a bad one fails
+ * the launch before a row is written; phase 1 gathers or scatter-adds.
+ */
+#define HPU_EMB_PHASES 2
+
+/*
  * t[table] a float [V, D], t[rows] a float of indices' shape + [D], indices
  * (t[2]) index values in [0, V), a0 the padding index or -1.  rows may not
  * be table itself: a gather in place would read rows it has overwritten.
+ * Items: the scan's, then per phase 1 item of the kernel's.
  */
 static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned int rows)
 {
 	const struct hpu_kview *tv = &c->t[table], *rv = &c->t[rows], *iv = &c->t[2];
-	uint64_t shape[HPU_TENSOR_MAX_DIMS], n = hpu_kview_numel(iv);
-	struct hpu_kpace p = hpu_kpace_start(c);
+	uint64_t shape[HPU_TENSOR_MAX_DIMS];
 
 	if (c->num_tensors != 3 || tv->ndim != 2 || !hpu_dtype_is_float(tv->dtype) ||
 	    !hpu_dtype_is_float(rv->dtype) || !hpu_kview_is_index(iv) ||
@@ -578,28 +585,44 @@ static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned
 	shape[iv->ndim] = tv->shape[1];
 	if (!hpu_kview_has_shape(rv, iv->ndim + 1, shape))
 		return -1;
-	for (uint64_t i = 0; i < n; i++) {
-		int64_t v = hpu_kget_i(iv, i);
-
-		if (hpu_kpace(&p, 1) || v < 0 || (uint64_t)v >= tv->shape[0])
-			return -1;
-	}
 	return 0;
 }
 
-/* Items: indices, each a row of D. */
+/* Phase 0's items over the indices in a launch whose table is t[table]. */
+static void hpu_emb_scan(const struct hpu_kcall *c, unsigned int table, uint64_t begin,
+			 uint64_t end)
+{
+	hpu_kscan_indices(c, &c->t[2], c->t[table].shape[0], begin, end, "an index out of range");
+}
+
+/*
+ * Items: indices, each a row of D, at most HPU_KERNEL_MAX_ITEM_WORK
+ * elements (longer rows are refused).
+ */
 static int hpu_emb_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
-	if (hpu_emb_check(c, 1, 0))
+	uint64_t n = hpu_kview_numel(&c->t[2]);
+
+	if (hpu_emb_check(c, 1, 0) || c->t[1].shape[1] > HPU_KERNEL_MAX_ITEM_WORK)
 		return -1;
-	*items = hpu_kview_numel(&c->t[2]);
+	items[0] = hpu_kscan_items(n);
+	items[1] = n;
 	return 0;
 }
 
-/* A row of D each. */
+/* The indices, then a row of D each. */
 static uint64_t hpu_emb_fwd_work(const struct hpu_kcall *c, uint64_t items)
 {
+	if (!c->state->phase)
+		return hpu_kview_numel(&c->t[2]);
 	return hpu_kwork_rows(items, c->t[1].shape[1]);
+}
+
+static uint64_t hpu_emb_fwd_item_work(const struct hpu_kcall *c)
+{
+	if (!c->state->phase)
+		return hpu_kscan_item_work(hpu_kview_numel(&c->t[2]));
+	return hpu_kwork_rows(1, c->t[1].shape[1]);
 }
 
 static void hpu_emb_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
@@ -608,6 +631,10 @@ static void hpu_emb_fwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 	struct hpu_kpace p = hpu_kpace_start(c);
 	int64_t v;
 
+	if (!c->state->phase) {
+		hpu_emb_scan(c, 1, begin, end);
+		return;
+	}
 	for (uint64_t n = begin; n < end && !hpu_kpace(&p, 1); n++) {
 		struct hpu_krow dst = hpu_krow(out, out->ndim - 1, n), src;
 
@@ -624,32 +651,48 @@ const struct hpu_kernel_def hpu_kernel_embedding = {
 	.min_tensors = 3,
 	.max_tensors = 3,
 	.outputs = hpu_kernel_writes_t0,
+	.phases = HPU_EMB_PHASES,
 	.check = hpu_emb_fwd_check,
 	.work = hpu_emb_fwd_work,
+	.item_work = hpu_emb_fwd_item_work,
 	.run = hpu_emb_fwd_run,
 };
 
 /*
  * An item is one column of a block of grad_weight rows, summed in fp64 on
  * the stack: it scans every index and adds those of its block, so parts
- * never add to the same element and each sum is in index order.
+ * never add to the same element and each sum is in index order.  An item
+ * then visits every index and its block, at most HPU_KERNEL_MAX_ITEM_WORK
+ * elements: a launch of more than HPU_EMB_BWD_MAX_INDICES is refused.
  */
 #define HPU_EMB_BLOCK 512
+#define HPU_EMB_BWD_MAX_INDICES (HPU_KERNEL_MAX_ITEM_WORK - HPU_EMB_BLOCK)
 
 static int hpu_emb_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
 	const struct hpu_kview *gw = &c->t[0];
+	uint64_t n = hpu_kview_numel(&c->t[2]);
 
-	if (hpu_emb_check(c, 0, 1))
+	if (hpu_emb_check(c, 0, 1) || n > HPU_EMB_BWD_MAX_INDICES)
 		return -1;
-	*items = (gw->shape[0] + HPU_EMB_BLOCK - 1) / HPU_EMB_BLOCK * gw->shape[1];
+	items[0] = hpu_kscan_items(n);
+	items[1] = (gw->shape[0] + HPU_EMB_BLOCK - 1) / HPU_EMB_BLOCK * gw->shape[1];
 	return 0;
 }
 
-/* Each item scans every index and adds to a block of rows. */
+/* The indices; then each item scans every index and adds to a block of rows. */
 static uint64_t hpu_emb_bwd_work(const struct hpu_kcall *c, uint64_t items)
 {
+	if (!c->state->phase)
+		return hpu_kview_numel(&c->t[2]);
 	return hpu_kmul_sat(items, hpu_kview_numel(&c->t[2]) + HPU_EMB_BLOCK);
+}
+
+static uint64_t hpu_emb_bwd_item_work(const struct hpu_kcall *c)
+{
+	uint64_t n = hpu_kview_numel(&c->t[2]);
+
+	return c->state->phase ? n + HPU_EMB_BLOCK : hpu_kscan_item_work(n);
 }
 
 static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
@@ -659,6 +702,10 @@ static void hpu_emb_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t 
 	struct hpu_kpace p = hpu_kpace_start(c);
 	double acc[HPU_EMB_BLOCK];
 
+	if (!c->state->phase) {
+		hpu_emb_scan(c, 0, begin, end);
+		return;
+	}
 	for (uint64_t it = begin; it < end && !hpu_kpace(&p, HPU_EMB_BLOCK); it++) {
 		uint64_t j = it % d, v0 = it / d * HPU_EMB_BLOCK;
 		uint64_t nv = gw->shape[0] - v0 < HPU_EMB_BLOCK ? gw->shape[0] - v0 : HPU_EMB_BLOCK;
@@ -691,7 +738,9 @@ const struct hpu_kernel_def hpu_kernel_embedding_bwd = {
 	.min_tensors = 3,
 	.max_tensors = 3,
 	.outputs = hpu_kernel_writes_t0,
+	.phases = HPU_EMB_PHASES,
 	.check = hpu_emb_bwd_check,
 	.work = hpu_emb_bwd_work,
+	.item_work = hpu_emb_bwd_item_work,
 	.run = hpu_emb_bwd_run,
 };

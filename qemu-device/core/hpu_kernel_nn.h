@@ -149,4 +149,43 @@ static inline uint32_t hpu_kernel_writes_t0(const struct hpu_kcall *c)
 	return 1;
 }
 
+/*
+ * A phase that checks every index of a tensor before a later one uses
+ * them, so that a bad one fails the launch before anything is written:
+ * its items are chunks of HPU_KSCAN_CHUNK indices.
+ */
+#define HPU_KSCAN_CHUNK HPU_KERNEL_MAX_ITEM_WORK
+
+/* The scan's items over n indices. */
+static inline uint64_t hpu_kscan_items(uint64_t n)
+{
+	return (n + HPU_KSCAN_CHUNK - 1) / HPU_KSCAN_CHUNK;
+}
+
+/* The most indices one item of the scan over n reads. */
+static inline uint64_t hpu_kscan_item_work(uint64_t n)
+{
+	return n < HPU_KSCAN_CHUNK ? n : HPU_KSCAN_CHUNK;
+}
+
+/* Items [begin, end) of the scan of index tensor v: each index in [0, n), else the launch fails. */
+static inline void hpu_kscan_indices(const struct hpu_kcall *c, const struct hpu_kview *v,
+				     uint64_t n, uint64_t begin, uint64_t end, const char *why)
+{
+	uint64_t first = begin * HPU_KSCAN_CHUNK, count = hpu_kview_numel(v) - first;
+	struct hpu_kpace p = hpu_kpace_start(c);
+	struct hpu_kcur k;
+
+	if (begin == end)
+		return;
+	if (count > (end - begin) * HPU_KSCAN_CHUNK)
+		count = (end - begin) * HPU_KSCAN_CHUNK;
+	hpu_kcur_init(&k, v, first);
+	hpu_kfor(&p, i, count) {
+		if (!hpu_kindex_ok(c, hpu_kload_index(k.dtype, hpu_kcur_ptr(&k)), n, why))
+			return;
+		hpu_kcur_next(&k);
+	}
+}
+
 #endif /* HPU_KERNEL_NN_H */

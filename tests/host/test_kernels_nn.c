@@ -1383,24 +1383,139 @@ static void test_backward_of_no_rows(void)
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
+/* ---- items within HPU_KERNEL_MAX_ITEM_WORK ---- */
+
+/* Every item of every phase of valid launch c visits at most HPU_KERNEL_MAX_ITEM_WORK elements. */
+static void expect_items_bounded(const struct hpu_kernel_def *def, const struct hpu_kcall *c)
+{
+	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	unsigned int phases = def->phases ? def->phases : 1;
+
+	HPU_KEXPECT(def->check(c, items) == 0);
+	for (c->state->phase = 0; c->state->phase < phases; c->state->phase++) {
+		uint64_t k = c->state->phase, work = def->work ? def->work(c, items[k]) : items[k];
+
+		if (items[k])
+			HPU_KEXPECT((def->item_work ? def->item_work(c) : (work - 1) / items[k] + 1) <=
+				    HPU_KERNEL_MAX_ITEM_WORK);
+	}
+	c->state->phase = 0;
+}
+
+/*
+ * A launch with dims *a and *b (b may be NULL) just past a bound, at + 1, is
+ * refused by check(); at the bound it is not, and its items keep it.
+ */
+static void expect_bound(const struct hpu_kernel_def *def, struct hpu_kcall *c, uint64_t *a,
+			 uint64_t *b, uint64_t at)
+{
+	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+
+	*a = at + 1;
+	if (b)
+		*b = at + 1;
+	HPU_KEXPECT(def->check(c, items) != 0);
+	*a = at;
+	if (b)
+		*b = at;
+	expect_items_bounded(def, c);
+}
+
+#define EMB_BWD_MAX_INDICES (HPU_KERNEL_MAX_ITEM_WORK - 512)
+
+/*
+ * An embedding row of at most HPU_KERNEL_MAX_ITEM_WORK elements, an
+ * embedding backward of at most EMB_BWD_MAX_INDICES indices (each of its
+ * items scans them all).
+ */
+static void test_embedding_bounds(void)
+{
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(1, HPU_KERNEL_MAX_ITEM_WORK + 1), 0), /* out */
+		tensor(F32, 2, HPU_KT_DIMS(1, HPU_KERNEL_MAX_ITEM_WORK + 1), 0), /* table */
+		tensor(I32, 1, HPU_KT_DIMS(EMB_BWD_MAX_INDICES + 1), 0),        /* ids */
+		tensor(F32, 2, HPU_KT_DIMS(EMB_BWD_MAX_INDICES + 1, 1), 0),     /* grad_out */
+		tensor(F32, 2, HPU_KT_DIMS(1, 1), 0),                          /* grad_weight */
+	};
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
+	c.args[0] = -1;
+	c.t[2].shape[0] = 1;
+	expect_bound(&hpu_kernel_embedding, &c, &c.t[0].shape[1], &c.t[1].shape[1],
+		     HPU_KERNEL_MAX_ITEM_WORK);
+	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding, &c, HPU_KSPLIT_ONE) == 0);
+
+	for (uint64_t i = 0; i <= EMB_BWD_MAX_INDICES; i++)
+		hpu_kt_set(t[3], i, 1);
+	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[4], t[3], t[2]);
+	c.args[0] = -1;
+	expect_bound(&hpu_kernel_embedding_bwd, &c, &c.t[1].shape[0], &c.t[2].shape[0],
+		     EMB_BWD_MAX_INDICES);
+	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding_bwd, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_kt_get(t[4], 0) == EMB_BWD_MAX_INDICES);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+/*
+ * check() reads no index (n may be 2^32): a bad one, the last of millions,
+ * fails the launch in its first phase, before anything is written.
+ */
+static void test_embedding_bad_last_index(void)
+{
+	const uint64_t n = 3ull << 20;
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(n, 1), 0),                   /* out */
+		tensor(F32, 2, HPU_KT_DIMS(4, 1), 0),                   /* table, grad_weight */
+		tensor(I64, 1, HPU_KT_DIMS(n), 0),                      /* ids */
+	};
+	struct hpu_kcall c;
+	double *before[2];
+
+	hpu_kt_fill_random(t[0], 1, -1, 1);
+	hpu_kt_fill_random(t[1], 2, -1, 1);
+	before[0] = hpu_kt_values(t[0]);
+	before[1] = hpu_kt_values(t[1]);
+	kt_set_i(t[2], n - 1, 4);
+	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
+		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
+		c.args[0] = -1;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT_NEAR(t[0], before[0], 0, 0);
+		/* The backward's bound on the indices: its last. */
+		kt_set_i(t[2], EMB_BWD_MAX_INDICES - 1, 4);
+		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[1], t[0], t[2]);
+		c.args[0] = -1;
+		c.t[1].shape[0] = c.t[2].shape[0] = EMB_BWD_MAX_INDICES;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding_bwd, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT_NEAR(t[1], before[1], 0, 0);
+		kt_set_i(t[2], EMB_BWD_MAX_INDICES - 1, 0);
+	}
+	free(before[0]);
+	free(before[1]);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
 /* ---- indices overwritten while a kernel runs ---- */
 
 #define OVERWRITTEN_ROWS 8u
 
 /*
- * Runs a launch on one range, as an engine part would, with a state of its
- * own (hpu_krun() would also call the overlap a write to an input): why a
- * part failed the launch, or NULL.
+ * Runs a launch's phases each on one range, as engine parts would, with a
+ * state of its own (hpu_krun() would also call the overlap a write to an
+ * input): why a part failed the launch, or NULL.
  */
 static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *c)
 {
 	struct hpu_kstate state = { .fault = NULL };
-	uint64_t items;
+	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	unsigned int phases = def->phases ? def->phases : 1;
 
 	c->state = &state;
-	if (def->check(c, &items))
+	if (def->check(c, items))
 		return "refused";
-	def->run(c, 0, items);
+	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++)
+		def->run(c, 0, items[state.phase]);
 	return state.fault;
 }
 
@@ -1579,6 +1694,9 @@ static const struct hpu_ktest_case cases[] = {
 	  test_backward_of_no_rows },
 	{ "nll_loss, cross_entropy, embedding: an index overwritten mid-run fails the launch",
 	  test_indices_overwritten_mid_run },
+	{ "embedding, embedding_bwd: rows and indices within an item's bound", test_embedding_bounds },
+	{ "embedding, embedding_bwd: a bad last index of millions writes nothing",
+	  test_embedding_bad_last_index },
 	{ "every kernel's check() rejections", test_rejections },
 };
 

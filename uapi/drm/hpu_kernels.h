@@ -162,11 +162,13 @@ enum hpu_kernel_id {
 	 * mean, rstd, weight.  a0, a1 as forward (absent grads are not written). */
 	HPU_KERNEL_LAYER_NORM_BWD = 17,
 	/* t: out [..., D], weight [V, D], indices [...] index.  a0: padding
-	 * index (-1: none); every index must be in [0, V). */
+	 * index (-1: none); every index must be in [0, V).  D is at most
+	 * HPU_KERNEL_MAX_ITEM_WORK. */
 	HPU_KERNEL_EMBEDDING = 18,
 	/* t: grad_weight (io) [V, D], grad_out [..., D], indices.  a0 as
 	 * forward; rows of grad_out are added to grad_weight's rows named by
-	 * indices (scatter-add), none to the padding index's. */
+	 * indices (scatter-add), none to the padding index's.  At most
+	 * HPU_KERNEL_MAX_ITEM_WORK - 512 indices. */
 	HPU_KERNEL_EMBEDDING_BWD = 19,
 	/* t: param (io), grad, momentum_buf (io).  s: lr, momentum, dampening,
 	 * weight_decay.  a0: bit 0 nesterov, bit 1 first step (the buffer is
