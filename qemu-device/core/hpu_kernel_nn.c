@@ -259,6 +259,13 @@ const struct hpu_kernel_def hpu_kernel_dropout = {
 
 /* ---- layer norm ---- */
 
+/*
+ * A row item walks its row this many times; rows are refused past
+ * HPU_KERNEL_MAX_ITEM_WORK / passes elements.
+ */
+#define HPU_LN_FWD_PASSES 3
+#define HPU_LN_BWD_PASSES 2
+
 /* What the forward and the backward share: in, its statistics and the optional weight. */
 struct hpu_ln {
 	const struct hpu_kview *in, *mean, *rstd, *weight;
@@ -290,10 +297,15 @@ static bool hpu_ln_trailing_ok(const struct hpu_ln *ln, const struct hpu_kview *
 	       hpu_kview_has_shape(v, ln->in->ndim - ln->lead, ln->in->shape + ln->lead);
 }
 
-/* a0 in [1, in's ndim]; a1 two flag bits; mean and rstd F32 of the leading shape. */
-static int hpu_ln_check(const struct hpu_kcall *c, unsigned int ntensors, const struct hpu_ln *ln)
+/*
+ * a0 in [1, in's ndim]; a1 two flag bits; mean and rstd F32 of the leading
+ * shape; rows that an item walking them passes times keeps within its bound.
+ */
+static int hpu_ln_check(const struct hpu_kcall *c, unsigned int ntensors, const struct hpu_ln *ln,
+			unsigned int passes)
 {
 	if (c->num_tensors != ntensors || c->args[0] < 1 || c->args[0] > ln->in->ndim ||
+	    ln->cols > HPU_KERNEL_MAX_ITEM_WORK / passes ||
 	    (c->args[1] & ~3) || !hpu_dtype_is_float(ln->in->dtype) ||
 	    ln->mean->dtype != HPU_DTYPE_F32 || ln->rstd->dtype != HPU_DTYPE_F32 ||
 	    !hpu_kview_has_shape(ln->mean, ln->lead, ln->in->shape) ||
@@ -334,7 +346,7 @@ static int hpu_ln_fwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
 	struct hpu_ln ln = hpu_ln_fwd_get(c);
 
-	if (hpu_ln_check(c, 6, &ln) || !hpu_kview_float_like(&c->t[0], ln.in) ||
+	if (hpu_ln_check(c, 6, &ln, HPU_LN_FWD_PASSES) || !hpu_kview_float_like(&c->t[0], ln.in) ||
 	    (ln.has_bias && !hpu_ln_trailing_ok(&ln, &c->t[5])) || !(c->scalars[0] >= 0))
 		return -1;
 	*items = ln.rows;
@@ -346,6 +358,11 @@ static uint64_t hpu_ln_fwd_work(const struct hpu_kcall *c, uint64_t items)
 	struct hpu_ln ln = hpu_ln_fwd_get(c);
 
 	return hpu_kwork_rows(items, ln.cols);
+}
+
+static uint64_t hpu_ln_fwd_item_work(const struct hpu_kcall *c)
+{
+	return hpu_kwork_rows(HPU_LN_FWD_PASSES, hpu_ln_fwd_get(c).cols);
 }
 
 /* Biased variance, as torch; out may be in itself (each element is read before it is written). */
@@ -396,6 +413,7 @@ const struct hpu_kernel_def hpu_kernel_layer_norm = {
 	.outputs = hpu_ln_outputs,
 	.check = hpu_ln_fwd_check,
 	.work = hpu_ln_fwd_work,
+	.item_work = hpu_ln_fwd_item_work,
 	.run = hpu_ln_fwd_run,
 };
 
@@ -411,15 +429,30 @@ static uint32_t hpu_ln_bwd_outputs(const struct hpu_kcall *c)
 }
 
 /*
- * Items are the rows of grad_in, then the columns of grad_weight and
- * grad_bias (sums over rows).  A grad_in that is grad_out or in itself
- * would change what the column sums read, so that launch is one item doing
- * the columns first.
+ * Two phases.  Phase 0 sums grad_weight and grad_bias over the rows:
+ * items are a column's chunk of HPU_LN_ROW_CHUNK rows (chunk-major), each
+ * leaving its two partial sums in the scratch.  Phase 1's items are the
+ * rows of grad_in, then the columns, each joining its chunks' partials in
+ * order into grad_weight and grad_bias: every sum is the same whatever the
+ * split, and one of a single chunk is the plain sum over the rows.  All
+ * that phase 0 reads is read before a row of grad_in is written, which may
+ * be grad_out or in itself.
  */
-static bool hpu_ln_bwd_serial(const struct hpu_kcall *c, const struct hpu_ln *ln)
+#define HPU_LN_ROW_CHUNK HPU_KERNEL_MAX_ITEM_WORK
+
+struct hpu_ln_part {
+	double sw, sb;
+};
+
+static bool hpu_ln_bwd_sums(const struct hpu_ln *ln)
 {
-	return (ln->has_weight || ln->has_bias) &&
-	       (hpu_kview_aliases(&c->t[0], &c->t[3]) || hpu_kview_aliases(&c->t[0], ln->in));
+	return ln->has_weight || ln->has_bias;
+}
+
+/* Each column's chunks of rows (a column of no rows is one chunk of none). */
+static uint64_t hpu_ln_bwd_chunks(const struct hpu_ln *ln)
+{
+	return ln->rows ? (ln->rows + HPU_LN_ROW_CHUNK - 1) / HPU_LN_ROW_CHUNK : 1;
 }
 
 /* grad_weight and grad_bias hold sums that every row reads into, so they may not be an input. */
@@ -432,31 +465,58 @@ static bool hpu_ln_bwd_sum_aliases(const struct hpu_kcall *c, const struct hpu_l
 	return ln->has_weight && hpu_kview_aliases(sum, ln->weight);
 }
 
+/*
+ * The partials fit the scratch whenever in has at most
+ * HPU_KERNEL_MAX_ELEMENTS: several chunks mean fewer than 2^12 columns.
+ */
 static int hpu_ln_bwd_check(const struct hpu_kcall *c, uint64_t *items)
 {
 	struct hpu_ln ln = hpu_ln_bwd_get(c);
+	uint64_t parts;
 
-	if (hpu_ln_check(c, 8, &ln) || !hpu_kview_float_like(&c->t[0], ln.in) ||
+	if (hpu_ln_check(c, 8, &ln, HPU_LN_BWD_PASSES) || !hpu_kview_float_like(&c->t[0], ln.in) ||
 	    !hpu_kview_float_like(&c->t[3], ln.in) ||
 	    (ln.has_weight && (!hpu_ln_trailing_ok(&ln, &c->t[1]) ||
 			       hpu_ln_bwd_sum_aliases(c, &ln, &c->t[1]))) ||
 	    (ln.has_bias && (!hpu_ln_trailing_ok(&ln, &c->t[2]) ||
 			     hpu_ln_bwd_sum_aliases(c, &ln, &c->t[2]))))
 		return -1;
-	if (hpu_ln_bwd_serial(c, &ln))
-		*items = 1;
-	else
-		*items = ln.rows + (ln.has_weight || ln.has_bias ? ln.cols : 0);
+	parts = hpu_ln_bwd_sums(&ln) ? hpu_kmul_sat(ln.cols, hpu_ln_bwd_chunks(&ln)) : 0;
+	if (parts > HPU_KERNEL_SCRATCH_MAX / sizeof(struct hpu_ln_part))
+		return -1;
+	items[0] = parts;
+	items[1] = ln.rows + (hpu_ln_bwd_sums(&ln) ? ln.cols : 0);
 	return 0;
 }
 
-/* Every row, then every column again for the weight's and bias's gradients. */
+/* Every row for the sums; then every row again, and the joins. */
 static uint64_t hpu_ln_bwd_work(const struct hpu_kcall *c, uint64_t items)
 {
 	struct hpu_ln ln = hpu_ln_bwd_get(c);
 
-	(void)items;
-	return hpu_kmul_sat(hpu_kwork_rows(ln.rows, ln.cols), ln.has_weight || ln.has_bias ? 2 : 1);
+	if (!hpu_ln_bwd_sums(&ln))
+		return c->state->phase ? hpu_kwork_rows(ln.rows, ln.cols) : 0;
+	if (!c->state->phase)
+		return hpu_kwork_rows(items, ln.rows < HPU_LN_ROW_CHUNK ? ln.rows : HPU_LN_ROW_CHUNK);
+	return hpu_kwork_rows(ln.rows, ln.cols) + hpu_kmul_sat(ln.cols, hpu_ln_bwd_chunks(&ln));
+}
+
+/* A chunk of a column; a row walked twice, or a column's join. */
+static uint64_t hpu_ln_bwd_item_work(const struct hpu_kcall *c)
+{
+	struct hpu_ln ln = hpu_ln_bwd_get(c);
+	uint64_t row = hpu_kwork_rows(HPU_LN_BWD_PASSES, ln.cols), join = hpu_ln_bwd_chunks(&ln);
+
+	if (!c->state->phase)
+		return hpu_kwork_rows(1, ln.rows < HPU_LN_ROW_CHUNK ? ln.rows : HPU_LN_ROW_CHUNK);
+	return row > join ? row : join;
+}
+
+/* One partial per phase 0 item. */
+static uint64_t hpu_ln_bwd_scratch(const struct hpu_kcall *c, uint64_t items)
+{
+	(void)c;
+	return hpu_kmul_sat(items, sizeof(struct hpu_ln_part));
 }
 
 /*
@@ -498,21 +558,28 @@ static void hpu_ln_bwd_rows(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 	}
 }
 
-/* grad_weight = sum over rows of grad_out * xhat; grad_bias = sum of grad_out. */
-static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
-			    uint64_t end, struct hpu_kpace *p)
+/*
+ * Phase 0's items [begin, end): the partials, over a chunk of rows, of
+ * grad_weight = sum of grad_out * xhat and grad_bias = sum of grad_out.
+ */
+static void hpu_ln_bwd_parts(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
+			     uint64_t end, struct hpu_kpace *p)
 {
-	for (uint64_t j = begin; j < end && !hpu_kpace(p, 1); j++) {
+	struct hpu_ln_part *part = c->state->scratch;
+
+	for (uint64_t it = begin; it < end && !hpu_kpace(p, 1); it++) {
+		uint64_t j = it % ln->cols, r0 = it / ln->cols * HPU_LN_ROW_CHUNK;
+		uint64_t n = ln->rows - r0 < HPU_LN_ROW_CHUNK ? ln->rows - r0 : HPU_LN_ROW_CHUNK;
 		struct hpu_kview gv = hpu_kview_lead(&c->t[3], ln->lead, j);
 		struct hpu_kview xv = hpu_kview_lead(ln->in, ln->lead, j);
 		struct hpu_kcur g, x, mean, rstd;
 		double sw = 0, sb = 0;
 
-		hpu_kcur_init(&g, &gv, 0);
-		hpu_kcur_init(&x, &xv, 0);
-		hpu_kcur_init(&mean, ln->mean, 0);
-		hpu_kcur_init(&rstd, ln->rstd, 0);
-		hpu_kfor(p, r, ln->rows) {
+		hpu_kcur_init(&g, &gv, r0);
+		hpu_kcur_init(&x, &xv, r0);
+		hpu_kcur_init(&mean, ln->mean, r0);
+		hpu_kcur_init(&rstd, ln->rstd, r0);
+		hpu_kfor(p, r, n) {
 			double gr = hpu_kcur_get(&g);
 
 			sw += gr * (hpu_kcur_get(&x) - hpu_kcur_get(&mean)) * hpu_kcur_get(&rstd);
@@ -522,10 +589,28 @@ static void hpu_ln_bwd_cols(const struct hpu_kcall *c, const struct hpu_ln *ln, 
 			hpu_kcur_next(&mean);
 			hpu_kcur_next(&rstd);
 		}
+		part[it] = (struct hpu_ln_part){ sw, sb };
+	}
+}
+
+/* Columns [begin, end): their partials joined in order, into grad_weight and grad_bias. */
+static void hpu_ln_bwd_join(const struct hpu_kcall *c, const struct hpu_ln *ln, uint64_t begin,
+			    uint64_t end, struct hpu_kpace *p)
+{
+	const struct hpu_ln_part *part = c->state->scratch;
+	uint64_t chunks = hpu_ln_bwd_chunks(ln);
+
+	for (uint64_t j = begin; j < end && !hpu_kpace(p, chunks); j++) {
+		struct hpu_ln_part sum = part[j];
+
+		for (uint64_t ch = 1; ch < chunks; ch++) {
+			sum.sw += part[ch * ln->cols + j].sw;
+			sum.sb += part[ch * ln->cols + j].sb;
+		}
 		if (ln->has_weight)
-			hpu_kset(&c->t[1], j, sw);
+			hpu_kset(&c->t[1], j, sum.sw);
 		if (ln->has_bias)
-			hpu_kset(&c->t[2], j, sb);
+			hpu_kset(&c->t[2], j, sum.sb);
 	}
 }
 
@@ -534,17 +619,14 @@ static void hpu_ln_bwd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	struct hpu_ln ln = hpu_ln_bwd_get(c);
 	struct hpu_kpace p = hpu_kpace_start(c);
 
-	if (hpu_ln_bwd_serial(c, &ln)) {
-		if (begin == end)
-			return;
-		hpu_ln_bwd_cols(c, &ln, 0, ln.cols, &p);
-		hpu_ln_bwd_rows(c, &ln, 0, ln.rows, &p);
+	if (!c->state->phase) {
+		hpu_ln_bwd_parts(c, &ln, begin, end, &p);
 		return;
 	}
 	if (begin < ln.rows)
 		hpu_ln_bwd_rows(c, &ln, begin, end < ln.rows ? end : ln.rows, &p);
 	if (end > ln.rows)
-		hpu_ln_bwd_cols(c, &ln, begin > ln.rows ? begin - ln.rows : 0, end - ln.rows, &p);
+		hpu_ln_bwd_join(c, &ln, begin > ln.rows ? begin - ln.rows : 0, end - ln.rows, &p);
 }
 
 const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
@@ -552,8 +634,11 @@ const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
 	.min_tensors = 8,
 	.max_tensors = 8,
 	.outputs = hpu_ln_bwd_outputs,
+	.phases = 2,
 	.check = hpu_ln_bwd_check,
 	.work = hpu_ln_bwd_work,
+	.item_work = hpu_ln_bwd_item_work,
+	.scratch = hpu_ln_bwd_scratch,
 	.run = hpu_ln_bwd_run,
 };
 

@@ -1403,23 +1403,25 @@ static void expect_items_bounded(const struct hpu_kernel_def *def, const struct 
 }
 
 /*
- * A launch with dims *a and *b (b may be NULL) just past a bound, at + 1, is
- * refused by check(); at the bound it is not, and its items keep it.
+ * A launch with dims *dims[0, n) just past a bound, at + 1, is refused by
+ * check(); at the bound it is not, and its items keep it.
  */
-static void expect_bound(const struct hpu_kernel_def *def, struct hpu_kcall *c, uint64_t *a,
-			 uint64_t *b, uint64_t at)
+static void expect_bound(const struct hpu_kernel_def *def, struct hpu_kcall *c, uint64_t at,
+			 unsigned int n, uint64_t *const *dims)
 {
 	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
 
-	*a = at + 1;
-	if (b)
-		*b = at + 1;
+	for (unsigned int i = 0; i < n; i++)
+		*dims[i] = at + 1;
 	HPU_KEXPECT(def->check(c, items) != 0);
-	*a = at;
-	if (b)
-		*b = at;
+	for (unsigned int i = 0; i < n; i++)
+		*dims[i] = at;
 	expect_items_bounded(def, c);
 }
+
+#define EXPECT_BOUND(def, c, at, ...)                                                     \
+	expect_bound(def, c, at, sizeof((uint64_t *[]){ __VA_ARGS__ }) / sizeof(uint64_t *),  \
+		     (uint64_t *[]){ __VA_ARGS__ })
 
 #define EMB_BWD_MAX_INDICES (HPU_KERNEL_MAX_ITEM_WORK - 512)
 
@@ -1442,18 +1444,96 @@ static void test_embedding_bounds(void)
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
 	c.args[0] = -1;
 	c.t[2].shape[0] = 1;
-	expect_bound(&hpu_kernel_embedding, &c, &c.t[0].shape[1], &c.t[1].shape[1],
-		     HPU_KERNEL_MAX_ITEM_WORK);
+	EXPECT_BOUND(&hpu_kernel_embedding, &c, HPU_KERNEL_MAX_ITEM_WORK, &c.t[0].shape[1],
+		     &c.t[1].shape[1]);
 	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding, &c, HPU_KSPLIT_ONE) == 0);
 
 	for (uint64_t i = 0; i <= EMB_BWD_MAX_INDICES; i++)
 		hpu_kt_set(t[3], i, 1);
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[4], t[3], t[2]);
 	c.args[0] = -1;
-	expect_bound(&hpu_kernel_embedding_bwd, &c, &c.t[1].shape[0], &c.t[2].shape[0],
-		     EMB_BWD_MAX_INDICES);
+	EXPECT_BOUND(&hpu_kernel_embedding_bwd, &c, EMB_BWD_MAX_INDICES, &c.t[1].shape[0],
+		     &c.t[2].shape[0]);
 	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding_bwd, &c, HPU_KSPLIT_THREADS) == 0);
 	HPU_KEXPECT(hpu_kt_get(t[4], 0) == EMB_BWD_MAX_INDICES);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+/*
+ * Layer norm rows an item walks three times (forward) or twice (backward):
+ * at most HPU_KERNEL_MAX_ITEM_WORK / 3 and / 2 elements.
+ */
+static void test_layer_norm_bounds(void)
+{
+	const uint64_t most = HPU_KERNEL_MAX_ITEM_WORK / 2 + 1;
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(1, most), 0), /* out, grad_in */
+		tensor(F32, 1, HPU_KT_DIMS(1), 0),        /* mean */
+		tensor(F32, 1, HPU_KT_DIMS(1), 0),        /* rstd */
+		tensor(F32, 2, HPU_KT_DIMS(1, most), 0), /* in */
+		tensor(F32, 1, HPU_KT_DIMS(0), 0),        /* no weight, bias or their grads */
+		tensor(F32, 2, HPU_KT_DIMS(1, most), 0), /* grad_out */
+	};
+	struct hpu_kcall c;
+
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM, t[0], t[1], t[2], t[3], t[4], t[4]);
+	c.args[0] = 1;
+	EXPECT_BOUND(&hpu_kernel_layer_norm, &c, HPU_KERNEL_MAX_ITEM_WORK / 3, &c.t[0].shape[1],
+		     &c.t[3].shape[1]);
+	HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[4], t[4], t[5], t[3], t[1], t[2], t[4]);
+	c.args[0] = 1;
+	EXPECT_BOUND(&hpu_kernel_layer_norm_bwd, &c, HPU_KERNEL_MAX_ITEM_WORK / 2,
+		     &c.t[0].shape[1], &c.t[3].shape[1], &c.t[4].shape[1]);
+	HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, HPU_KSPLIT_ONE) == 0);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+/*
+ * The weight and bias gradients of more rows than an item may walk, with
+ * grad_in written over grad_out: columns in chunks of rows, whose partial
+ * sums join in order, all read before any row is written.  Rows of (k, -k)
+ * and grad_out 1 give whole sums and a grad_in of 0.
+ */
+#define LN_MANY_ROWS ((uint64_t)HPU_KERNEL_MAX_ITEM_WORK + 5)
+
+static void test_layer_norm_backward_many_rows(void)
+{
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 2, HPU_KT_DIMS(LN_MANY_ROWS, 2), 0), /* grad_out, grad_in */
+		tensor(F32, 1, HPU_KT_DIMS(2), 0),                /* grad_weight */
+		tensor(F32, 1, HPU_KT_DIMS(2), 0),                /* grad_bias */
+		tensor(F32, 2, HPU_KT_DIMS(LN_MANY_ROWS, 2), 0), /* in */
+		tensor(F32, 1, HPU_KT_DIMS(LN_MANY_ROWS), 0),     /* mean */
+		tensor(F32, 1, HPU_KT_DIMS(LN_MANY_ROWS), 0),     /* rstd */
+		tensor(F32, 1, HPU_KT_DIMS(2), 0),                /* weight */
+	};
+	double sum = 0;
+	struct hpu_kcall c;
+
+	for (uint64_t r = 0; r < LN_MANY_ROWS; r++) {
+		hpu_kt_set(t[3], 2 * r, (double)(r % 7));
+		hpu_kt_set(t[3], 2 * r + 1, -(double)(r % 7));
+		hpu_kt_set(t[5], r, 1);
+		sum += (double)(r % 7);
+	}
+	hpu_kt_fill(t[6], (const double[]){ 1, 1 });
+	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[1], t[2], t[0], t[3], t[4], t[5], t[6]);
+	c.args[0] = 1;
+	c.args[1] = 3;
+	expect_items_bounded(&hpu_kernel_layer_norm_bwd, &c);
+	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
+		uint64_t bad = 0;
+
+		for (uint64_t i = 0; i < 2 * LN_MANY_ROWS; i++)
+			hpu_kt_set(t[0], i, 1);
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, split) == 0);
+		HPU_KEXPECT_NEAR(t[1], ((const double[]){ sum, -sum }), 0, 0);
+		HPU_KEXPECT_NEAR(t[2], ((const double[]){ LN_MANY_ROWS, LN_MANY_ROWS }), 0, 0);
+		for (uint64_t i = 0; i < 2 * LN_MANY_ROWS; i++)
+			bad += hpu_kt_get(t[0], i) != 0;
+		HPU_KEXPECT(bad == 0);
+	}
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
@@ -1694,6 +1774,9 @@ static const struct hpu_ktest_case cases[] = {
 	  test_backward_of_no_rows },
 	{ "nll_loss, cross_entropy, embedding: an index overwritten mid-run fails the launch",
 	  test_indices_overwritten_mid_run },
+	{ "layer_norm, layer_norm_bwd: rows within an item's bound", test_layer_norm_bounds },
+	{ "layer_norm_bwd: weight and bias grads of 2^20 + 5 rows, in place",
+	  test_layer_norm_backward_many_rows },
 	{ "embedding, embedding_bwd: rows and indices within an item's bound", test_embedding_bounds },
 	{ "embedding, embedding_bwd: a bad last index of millions writes nothing",
 	  test_embedding_bad_last_index },

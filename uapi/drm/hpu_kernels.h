@@ -156,10 +156,15 @@ enum hpu_kernel_id {
 	 * leading dims.  a1: bit 0 weight present, bit 1 bias present (an
 	 * absent operand still takes its slot with a valid descriptor, which
 	 * is not read: an empty F32 tensor, ndim 1 and shape[0] 0, will do).
-	 * s0: eps. */
+	 * s0: eps.  A row (the normalised dims) has at most
+	 * HPU_KERNEL_MAX_ITEM_WORK / 3 elements. */
 	HPU_KERNEL_LAYER_NORM = 16,
 	/* t: grad_in (out), grad_weight (out), grad_bias (out), grad_out, in,
-	 * mean, rstd, weight.  a0, a1 as forward (absent grads are not written). */
+	 * mean, rstd, weight.  a0, a1 as forward (absent grads are not written).
+	 * A row has at most HPU_KERNEL_MAX_ITEM_WORK / 2 elements; grad_weight
+	 * and grad_bias add the partial sums of chunks of
+	 * HPU_KERNEL_MAX_ITEM_WORK rows in order; grad_in may be grad_out or
+	 * in itself. */
 	HPU_KERNEL_LAYER_NORM_BWD = 17,
 	/* t: out [..., D], weight [V, D], indices [...] index.  a0: padding
 	 * index (-1: none); every index must be in [0, V).  D is at most
