@@ -249,26 +249,21 @@ static uint32_t hpu_clip_outputs(const struct hpu_kcall *c)
 /*
  * Two phases of the same items, chunks of HPU_CLIP_CHUNK elements of each
  * grad, grad after grad: phase 0 leaves each chunk's partial (sum of
- * squares, or max of |x|) in the scratch; phase 1 scales each chunk by the
- * coefficient of the total, the partials joined in chunk order, which the
- * first of its items to need it works out and keeps in the scratch (a
- * racing one computes the same bits).  So the norm is the same whatever
- * the split, and the runtime's CPU fallback adds the same partials.  The
- * total is written by finish(), which computes it too when no chunk did.
+ * squares, or max of |x|) in the scratch, and its finish() joins them in
+ * chunk order into the total norm, written out and kept; phase 1 scales
+ * each chunk by the total's coefficient.  So the norm is the same whatever
+ * the split, and the runtime's CPU fallback adds the same partials.
  */
 struct hpu_clip_scratch {
-	uint64_t ready;      /* __atomic: total is kept */
-	uint64_t total_bits; /* __atomic: the total norm's double */
-	double partial[];    /* one per chunk */
+	double total;
+	double partial[]; /* one per chunk */
 };
 
-/* Every grad's chunks, their partials and the total: well inside the scratch and an item. */
+/* Every grad's chunks' partials: well inside the scratch. */
 #define HPU_CLIP_MAX_CHUNKS \
 	((HPU_KERNEL_MAX_TENSORS - 1) * (HPU_KERNEL_MAX_ELEMENTS / HPU_CLIP_CHUNK + 1))
 _Static_assert(sizeof(struct hpu_clip_scratch) + HPU_CLIP_MAX_CHUNKS * sizeof(double) <=
 	       HPU_KERNEL_SCRATCH_MAX, "clip_grad_norm's partials fit the scratch");
-_Static_assert(HPU_CLIP_CHUNK + HPU_CLIP_MAX_CHUNKS <= HPU_KERNEL_MAX_ITEM_WORK,
-	       "a chunk and the join of every partial fit an item");
 
 static uint64_t hpu_clip_chunks_of(uint64_t n)
 {
@@ -311,7 +306,7 @@ static uint64_t hpu_clip_work(const struct hpu_kcall *c, uint64_t items)
 	return work;
 }
 
-/* A chunk, and in phase 1 the join of every partial. */
+/* The longest chunk. */
 static uint64_t hpu_clip_item_work(const struct hpu_kcall *c)
 {
 	uint64_t most = 0;
@@ -322,10 +317,10 @@ static uint64_t hpu_clip_item_work(const struct hpu_kcall *c)
 		if (n > most)
 			most = n < HPU_CLIP_CHUNK ? n : HPU_CLIP_CHUNK;
 	}
-	return most + (c->state->phase ? hpu_clip_chunks(c) : 0);
+	return most;
 }
 
-/* The kept total and a partial per item. */
+/* The total and a partial per item. */
 static uint64_t hpu_clip_scratch_len(const struct hpu_kcall *c, uint64_t items)
 {
 	(void)c;
@@ -338,30 +333,6 @@ static double hpu_clip_join(bool max_norm, double a, double b)
 	if (!max_norm)
 		return a + b;
 	return b > a || isnan(b) ? b : a; /* a NaN stays */
-}
-
-/* The total norm: the partials joined in order, worked out once. */
-static double hpu_clip_total(const struct hpu_kcall *c)
-{
-	struct hpu_clip_scratch *s = c->state->scratch;
-	bool max_norm = isinf(c->scalars[1]);
-	uint64_t chunks, bits;
-	double total = 0;
-
-	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
-		bits = __atomic_load_n(&s->total_bits, __ATOMIC_RELAXED);
-		memcpy(&total, &bits, sizeof(total));
-		return total;
-	}
-	chunks = hpu_clip_chunks(c);
-	for (uint64_t k = 0; k < chunks; k++)
-		total = hpu_clip_join(max_norm, total, s->partial[k]);
-	if (!max_norm)
-		total = sqrt(total);
-	memcpy(&bits, &total, sizeof(bits));
-	__atomic_store_n(&s->total_bits, bits, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
-	return total;
 }
 
 /* Chunk k of the launch: a cursor on its first element and how many it has. */
@@ -386,9 +357,9 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 	bool max_norm = isinf(c->scalars[1]);
 	double coef = 0;
 
-	if (c->state->phase && begin < end) {
+	if (c->state->phase) {
 		/* torch scales even by 1, and a NaN or infinite norm spreads to every grad. */
-		coef = c->scalars[0] / (hpu_clip_total(c) + 1e-6);
+		coef = c->scalars[0] / (s->total + 1e-6);
 		if (coef > 1)
 			coef = 1;
 	}
@@ -414,9 +385,20 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 	}
 }
 
+/* After phase 0: the partials joined in order, the norm written and kept for phase 1. */
 static void hpu_clip_finish(const struct hpu_kcall *c)
 {
-	hpu_kset(&c->t[0], 0, hpu_clip_total(c));
+	struct hpu_clip_scratch *s = c->state->scratch;
+	bool max_norm = isinf(c->scalars[1]);
+	uint64_t chunks = hpu_clip_chunks(c);
+	double total = 0;
+
+	if (c->state->phase)
+		return;
+	for (uint64_t k = 0; k < chunks; k++)
+		total = hpu_clip_join(max_norm, total, s->partial[k]);
+	s->total = max_norm ? total : sqrt(total);
+	hpu_kset(&c->t[0], 0, s->total);
 }
 
 const struct hpu_kernel_def hpu_kernel_clip_grad_norm = {
