@@ -286,6 +286,17 @@ static uint8_t *hpu_kview_snapshot(const struct hpu_kview *v)
 	return s;
 }
 
+uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+			uint64_t items)
+{
+	uint64_t work;
+
+	if (def->item_work)
+		return def->item_work(c);
+	work = def->work ? def->work(c, items) : items;
+	return items ? work / items + !!(work % items) : 0;
+}
+
 int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	     enum hpu_ksplit split)
 {
@@ -323,6 +334,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	}
 	/* Phase after phase, each item of one before any of the next, as the engine. */
 	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++) {
+		HPU_KEXPECT(hpu_kitem_work(def, c, items[state.phase]) <= HPU_KERNEL_MAX_ITEM_WORK);
 		hpu_krun_split(def, c, items[state.phase], split);
 		if (!state.fault && def->finish)
 			def->finish(c);

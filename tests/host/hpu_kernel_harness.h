@@ -115,10 +115,15 @@ extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
 /* What hpu_krun() returns when a part failed the launch (hpu_kfail()). */
 #define HPU_KRUN_FAULT 1
 
+/* The most elements one of items items of c's phase visits, as the engine works it out. */
+uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+			uint64_t items);
+
 /*
  * Runs a launch as the engine would, with a state of its own: the tensor
  * count against the def's bounds, check(), then for each phase run() over
- * its items as split says and finish() unless a part failed the launch.  Returns
+ * its items as split says (expecting each item within
+ * HPU_KERNEL_MAX_ITEM_WORK) and finish() unless a part failed the launch.  Returns
  * check()'s verdict (or -1 for a bad count; nothing runs when it is
  * nonzero), else HPU_KRUN_FAULT if a part failed the launch (printing
  * why), else 0.  Also expects that no tensor outside outputs() was

@@ -222,12 +222,13 @@ static void case_overlap(struct hpu_test *t)
 
 /*
  * A 2^40-element broadcast reduce reaches 4 bytes but would run 2^40
- * iterations in one item; past the element and work limits, refused.
+ * iterations in one item; past the element, work and item limits, refused.
  */
 static void case_limits(struct hpu_test *t)
 {
 	const uint64_t huge[1] = { 1ull << 40 }, over[1] = { HPU_KERNEL_MAX_ELEMENTS + 1 };
 	const uint64_t one[1] = { 1 }, two_dims[2] = { 1ull << 20, 1ull << 20 }, grad[1] = { MAXN };
+	const uint64_t long_row[2] = { 1, HPU_KERNEL_MAX_ITEM_WORK + 1 };
 	struct launch l = launch_new(HPU_KERNEL_REDUCE, 2);
 	unsigned int i;
 
@@ -251,6 +252,19 @@ static void case_limits(struct hpu_test *t)
 	for (i = 1; i < 16; i++)
 		l.t[i] = desc(HOST_B + 64 * i, F32, 1, grad, 1);
 	expect_refused(t, &l, "a clip_grad_norm of 2^37 work", __LINE__);
+	/* Rows one element past an item's bound, each an item no yield would cut. */
+	l = launch_new(HPU_KERNEL_SOFTMAX, 2);
+	l.p.args[0] = 1;
+	l.t[0] = desc(HOST_A, F32, 2, long_row, 3);
+	l.t[1] = desc(HOST_B, F32, 2, long_row, 3);
+	expect_refused(t, &l, "a softmax row past HPU_KERNEL_MAX_ITEM_WORK", __LINE__);
+	l = launch_new(HPU_KERNEL_CROSS_ENTROPY_BWD, 4);
+	l.p.args[0] = HPU_REDUCTION_SUM;
+	l.t[0] = desc(HOST_A, F32, 2, long_row, 3);
+	l.t[1] = desc(HOST_B, F32, 0, NULL, 0);
+	l.t[2] = desc(HOST_B, F32, 2, long_row, 3);
+	l.t[3] = desc(HOST_B + 64, I64, 1, one, 0);
+	expect_refused(t, &l, "a cross entropy row past HPU_KERNEL_MAX_ITEM_WORK", __LINE__);
 	engine_stop(t);
 }
 
@@ -262,7 +276,11 @@ struct maximal {
 	void (*build)(struct launch *l);
 };
 
-/* 2^32 elements, one item: a reduce, a softmax row, a layer norm row, a clip of one grad. */
+/*
+ * 2^32 elements or more, in items of at most HPU_KERNEL_MAX_ITEM_WORK: a
+ * reduce of one output, softmax and layer norm rows, a clip of one grad,
+ * 2^32 targets, a layer norm backward's long columns.
+ */
 static void max_reduce(struct launch *l)
 {
 	*l = launch_new(HPU_KERNEL_REDUCE, 2);
@@ -273,22 +291,55 @@ static void max_reduce(struct launch *l)
 
 static void max_softmax(struct launch *l)
 {
+	const uint64_t rows[2] = { MAXN / HPU_KERNEL_MAX_ITEM_WORK, HPU_KERNEL_MAX_ITEM_WORK };
+
 	*l = launch_new(HPU_KERNEL_SOFTMAX, 2);
-	l->t[0] = desc(HOST_A, F32, 1, (const uint64_t[]){ MAXN }, 1);
-	l->t[1] = desc(HOST_B, F32, 1, (const uint64_t[]){ MAXN }, 1);
+	l->p.args[0] = 1;
+	l->t[0] = desc(HOST_A, F32, 2, rows, 3);
+	l->t[1] = desc(HOST_B, F32, 2, rows, 3);
 }
 
 static void max_layer_norm(struct launch *l)
 {
-	const uint64_t in[2] = { 1, MAXN }, none[1] = { 0 }, lead[1] = { 1 };
+	const uint64_t in[2] = { 1ull << 14, 1ull << 18 }, none[1] = { 0 }, lead[1] = { 1ull << 14 };
 
 	*l = launch_new(HPU_KERNEL_LAYER_NORM, 6);
 	l->p.args[0] = 1;
-	l->t[0] = desc(HOST_A, F32, 2, in, 2);
-	l->t[1] = desc(HOST_A + 64, F32, 1, lead, 0);
-	l->t[2] = desc(HOST_A + 128, F32, 1, lead, 0);
-	l->t[3] = desc(HOST_B, F32, 2, in, 2);
+	l->t[0] = desc(HOST_A, F32, 2, in, 3);
+	l->t[1] = desc(HOST_A + 64, F32, 1, lead, 1);
+	l->t[2] = desc(HOST_A + 128, F32, 1, lead, 1);
+	l->t[3] = desc(HOST_B, F32, 2, in, 3);
 	l->t[4] = l->t[5] = desc(HOST_B + 64, F32, 1, none, 0);
+}
+
+/* Weight and bias gradients over 2^22 rows of 2^10: columns in chunks of rows. */
+static void max_layer_norm_bwd(struct launch *l)
+{
+	const uint64_t in[2] = { 1ull << 22, 1ull << 10 }, lead[1] = { 1ull << 22 };
+	const uint64_t cols[1] = { 1ull << 10 };
+
+	*l = launch_new(HPU_KERNEL_LAYER_NORM_BWD, 8);
+	l->p.args[0] = 1;
+	l->p.args[1] = 3;
+	l->t[0] = desc(HOST_A, F32, 2, in, 3);
+	l->t[1] = desc(HOST_A + 64, F32, 1, cols, 1);
+	l->t[2] = desc(HOST_A + 128, F32, 1, cols, 1);
+	l->t[3] = l->t[4] = desc(HOST_B, F32, 2, in, 3);
+	l->t[5] = l->t[6] = desc(HOST_B + 64, F32, 1, lead, 1);
+	l->t[7] = desc(HOST_B + 128, F32, 1, cols, 1);
+}
+
+/* NLL over 2^32 targets, all ignored: phase 0 checks them, phase 1 sums nothing. */
+static void max_nll_targets(struct launch *l)
+{
+	const uint64_t logp[2] = { MAXN, 1 }, n[1] = { MAXN };
+
+	*l = launch_new(HPU_KERNEL_NLL_LOSS, 3);
+	l->p.args[0] = HPU_REDUCTION_MEAN;
+	l->p.args[1] = 0;
+	l->t[0] = desc(HOST_A, F32, 0, NULL, 0);
+	l->t[1] = desc(HOST_B, F32, 2, logp, 3);
+	l->t[2] = desc(HOST_B + 64, I64, 1, n, 1);
 }
 
 static void max_clip(struct launch *l)
@@ -300,7 +351,7 @@ static void max_clip(struct launch *l)
 	l->t[1] = desc(HOST_B, F32, 1, (const uint64_t[]){ MAXN / 2 }, 1);
 }
 
-/* A reduced cross entropy: one item of 2^16 rows of 2^16 classes. */
+/* A reduced cross entropy: 2^16 rows of 2^16 classes. */
 static void max_cross_entropy(struct launch *l)
 {
 	const uint64_t logits[2] = { 1ull << 16, 1ull << 16 }, n[1] = { 1ull << 16 };
@@ -313,14 +364,15 @@ static void max_cross_entropy(struct launch *l)
 	l->t[2] = desc(HOST_B + 64, I64, 1, n, 1);
 }
 
-/* One item scanning 2^32 indices. */
+/* 15 blocks of 512 rows by 2^12 columns: 15 * 2^12 items, each scanning 2^20 - 512 indices. */
 static void max_embedding_bwd(struct launch *l)
 {
-	const uint64_t rows[2] = { 512, 1 }, grad[2] = { MAXN, 1 }, ids[1] = { MAXN };
+	const uint64_t ids[1] = { HPU_KERNEL_MAX_ITEM_WORK - 512 };
+	const uint64_t rows[2] = { 15 * 512, 1ull << 12 }, grad[2] = { ids[0], 1ull << 12 };
 
 	*l = launch_new(HPU_KERNEL_EMBEDDING_BWD, 3);
 	l->p.args[0] = -1;
-	l->t[0] = desc(HOST_A, F32, 2, rows, 0);
+	l->t[0] = desc(HOST_A, F32, 2, rows, 3);
 	l->t[1] = desc(HOST_B, F32, 2, grad, 3);
 	l->t[2] = desc(HOST_B + 64, I64, 1, ids, 1);
 }
@@ -338,6 +390,8 @@ static const struct maximal maximals[] = {
 	{ "reduce", max_reduce },
 	{ "softmax", max_softmax },
 	{ "layer_norm", max_layer_norm },
+	{ "layer_norm_bwd", max_layer_norm_bwd },
+	{ "nll_loss targets", max_nll_targets },
 	{ "clip_grad_norm", max_clip },
 	{ "cross_entropy", max_cross_entropy },
 	{ "embedding_bwd", max_embedding_bwd },

@@ -1392,13 +1392,9 @@ static void expect_items_bounded(const struct hpu_kernel_def *def, const struct 
 	unsigned int phases = def->phases ? def->phases : 1;
 
 	HPU_KEXPECT(def->check(c, items) == 0);
-	for (c->state->phase = 0; c->state->phase < phases; c->state->phase++) {
-		uint64_t k = c->state->phase, work = def->work ? def->work(c, items[k]) : items[k];
-
-		if (items[k])
-			HPU_KEXPECT((def->item_work ? def->item_work(c) : (work - 1) / items[k] + 1) <=
-				    HPU_KERNEL_MAX_ITEM_WORK);
-	}
+	for (c->state->phase = 0; c->state->phase < phases; c->state->phase++)
+		HPU_KEXPECT(hpu_kitem_work(def, c, items[c->state->phase]) <=
+			    HPU_KERNEL_MAX_ITEM_WORK);
 	c->state->phase = 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <drm/hpu_kernels.h>
 #include <drm/hpu_packets.h>
 #include <drm/hpu_philox.h>
 
@@ -567,6 +568,31 @@ static double clip_chunked_grad(unsigned int i, uint64_t k)
 	return (float)((int32_t)h / 2147483648.0);
 }
 
+/*
+ * A softmax row one element longer than a device item may visit runs on
+ * the host, counted; a row of exactly the bound is launched.
+ */
+static void test_fallback_long_rows(void)
+{
+	const int64_t n = HPU_KERNEL_MAX_ITEM_WORK + 1;
+	struct hpu_tensor *in = FAKE(HPU_DT_F32, 1, n), *out = FAKE(HPU_DT_F32, 1, n);
+	struct hpu_tensor *fits = FAKE(HPU_DT_F32, 1, n - 1), *fits_out = FAKE(HPU_DT_F32, 1, n - 1);
+	unsigned int before = launches;
+	uint64_t count = 0, was;
+	const float *o;
+
+	EXPECT(hpu_fallback_count(&fake_dev, "softmax", &was) == 0);
+	memset((void *)(uintptr_t)in->storage->va, 0, (size_t)n * sizeof(float));
+	EXPECT(hpu_op_softmax(S, out, in, 1, false) == 0);
+	o = (const float *)(uintptr_t)out->storage->va;
+	EXPECT(o[0] == (float)(1.0 / (double)n) && o[n - 1] == o[0]);
+	EXPECT(hpu_fallback_count(&fake_dev, "softmax", &count) == 0 && count == was + 1);
+	EXPECT(launches == before);
+	EXPECT(hpu_op_softmax(S, fits_out, fits, 1, false) == 0);
+	EXPECT(hpu_fallback_count(&fake_dev, "softmax", &count) == 0 && count == was + 1);
+	EXPECT(launches == before + 1);
+}
+
 static void test_fallback_clip(void)
 {
 	const int64_t n[2] = { 2 * HPU_CLIP_CHUNK + 77, HPU_CLIP_CHUNK + 3 };
@@ -611,6 +637,7 @@ int main(void)
 		{ "CPU fallback: dropout draws the stream's positions in turn",
 		  test_fallback_dropout_stream },
 		{ "CPU fallback: clip_grad_norm adds the device's chunks", test_fallback_clip },
+		{ "CPU fallback: a row past the device's item bound", test_fallback_long_rows },
 	};
 	unsigned int n = 0, failed;
 

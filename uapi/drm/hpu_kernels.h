@@ -41,8 +41,13 @@
  * for CROSS_ENTROPY and the loss backwards, N for NLL_LOSS; twice every
  * grad's for CLIP_GRAD_NORM; the indices' plus 512 for each column of each
  * block of 512 rows of grad_weight for EMBEDDING_BWD (a row of no elements
- * still counts one).  A queue reset stops a running launch within
- * milliseconds, however large.
+ * still counts one); the indices or targets once more for EMBEDDING(_BWD)
+ * and the losses, which check them all before they write anything.  The
+ * work comes in items (an element, a row, a chunk), none of more than
+ * HPU_KERNEL_MAX_ITEM_WORK elements (the kernels' row and count limits
+ * below follow from it): between two items the device may turn to another
+ * queue's work, so a launch holds the engine for an item at most.  A queue
+ * reset stops a running launch within milliseconds, however large.
  *
  * Version 1: bump HPU_KERNEL_PARAMS_VERSION only to add kernels, ops or
  * flags; the device rejects versions it does not know.
@@ -120,19 +125,23 @@ enum hpu_kernel_id {
 	 * ARG ops).  MEAN wants a float out.  Integral in and out SUM in
 	 * int64, wrapping.  Over no element: SUM 0, MEAN NaN, others rejected. */
 	HPU_KERNEL_REDUCE = 5,
-	/* t: out, in.  a0: dim.  a1: 1 for log_softmax.  Float. */
+	/* t: out, in.  a0: dim.  a1: 1 for log_softmax.  Float.  A row (along
+	 * a0) has at most HPU_KERNEL_MAX_ITEM_WORK elements. */
 	HPU_KERNEL_SOFTMAX = 6,
 	/* t: grad_in (out), grad_out, out (the forward's result).  a0, a1 as forward. */
 	HPU_KERNEL_SOFTMAX_BWD = 7,
 	/* t: loss (out), logp [N, C], target [N] index.  a0: enum hpu_reduction
 	 * (loss is [N] for NONE, a scalar otherwise).  a1: ignore_index
 	 * (targets equal to it count for nothing; others must be in [0, C)).
-	 * MEAN divides by the number of targets counted. */
+	 * MEAN divides by the number of targets counted.  MEAN and SUM add the
+	 * rows' losses in groups of ceil(N / 2^19) rows (a row each up to 2^19
+	 * rows), the groups' sums in order, whatever the split. */
 	HPU_KERNEL_NLL_LOSS = 8,
 	/* t: grad_logp (out) [N, C], grad_loss, target.  a0, a1 as forward. */
 	HPU_KERNEL_NLL_LOSS_BWD = 9,
 	/* t: loss (out), logits [N, C], target [N].  a0, a1 as NLL_LOSS: the
-	 * NLL of log_softmax(logits) along dim 1. */
+	 * NLL of log_softmax(logits) along dim 1.  C is at most
+	 * HPU_KERNEL_MAX_ITEM_WORK, here and in both loss backwards. */
 	HPU_KERNEL_CROSS_ENTROPY = 10,
 	/* t: grad_logits (out), grad_loss, logits, target.  a0, a1 as forward. */
 	HPU_KERNEL_CROSS_ENTROPY_BWD = 11,

@@ -635,6 +635,59 @@ static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
 }
 
+/* Elements of l's dims from `from` on. */
+static uint64_t hpu_layout_numel_from(const struct hpu_tensor_layout *l, uint32_t from)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = from; d < l->ndim; d++)
+		n *= (uint64_t)l->shape[d];
+	return n;
+}
+
+/*
+ * Whether one of op's device work items would visit more than
+ * HPU_KERNEL_MAX_ITEM_WORK elements, which the device refuses (drm/hpu_kernels.h
+ * gives each kernel's bound): a row, or the indices an EMBEDDING_BWD item scans.
+ */
+static bool hpu_fallback_item_too_long(const struct hpu_op *op)
+{
+	const struct hpu_tensor_layout *l = op->l;
+	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, n;
+
+	switch (op->kernel) {
+	case HPU_KERNEL_SOFTMAX:
+	case HPU_KERNEL_SOFTMAX_BWD:
+		n = l[0].ndim ? (uint64_t)l[0].shape[op->args[0]] : 1;
+		break;
+	case HPU_KERNEL_CROSS_ENTROPY:
+		n = (uint64_t)l[1].shape[1];
+		break;
+	case HPU_KERNEL_NLL_LOSS_BWD:
+	case HPU_KERNEL_CROSS_ENTROPY_BWD:
+		n = (uint64_t)l[0].shape[1];
+		break;
+	case HPU_KERNEL_LAYER_NORM:
+		n = hpu_layout_numel_from(&l[3], l[3].ndim - (uint32_t)op->args[0]);
+		most /= 3;
+		break;
+	case HPU_KERNEL_LAYER_NORM_BWD:
+		n = hpu_layout_numel_from(&l[4], l[4].ndim - (uint32_t)op->args[0]);
+		most /= 2;
+		break;
+	case HPU_KERNEL_EMBEDDING:
+		n = (uint64_t)l[1].shape[1];
+		break;
+	case HPU_KERNEL_EMBEDDING_BWD:
+		n = hpu_layout_numel_from(&l[2], 0);
+		most -= 512;
+		break;
+	default:
+		return false;
+	}
+	return n > most;
+}
+
 const char *hpu_fallback_reason(const struct hpu_op *op)
 {
 	unsigned int i;
@@ -644,6 +697,8 @@ const char *hpu_fallback_reason(const struct hpu_op *op)
 	for (i = 0; i < op->num_tensors; i++)
 		if (op->t[i] && op->l[i].dtype == HPU_DT_F64)
 			return "F64 operand";
+	if (hpu_fallback_item_too_long(op))
+		return "a row or index count past the device's HPU_KERNEL_MAX_ITEM_WORK";
 	return NULL;
 }
 
