@@ -1577,9 +1577,10 @@ static void test_embedding_bad_last_index(void)
 #define OVERWRITTEN_ROWS 8u
 
 /*
- * Runs a launch's phases each on one range, as engine parts would, with a
- * state of its own (hpu_krun() would also call the overlap a write to an
- * input): why a part failed the launch, or NULL.
+ * Runs a launch's phases each on one range, then its finish(), as engine
+ * parts would, with a state and scratch of its own (hpu_krun() would also
+ * call the overlap a write to an input): why a part failed the launch, or
+ * NULL.
  */
 static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *c)
 {
@@ -1590,8 +1591,14 @@ static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *
 	c->state = &state;
 	if (def->check(c, items))
 		return "refused";
-	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++)
+	if (def->scratch)
+		state.scratch = calloc(1, def->scratch(c, items[0]));
+	for (state.phase = 0; state.phase < phases && !state.fault; state.phase++) {
 		def->run(c, 0, items[state.phase]);
+		if (!state.fault && def->finish)
+			def->finish(c);
+	}
+	free(state.scratch);
 	return state.fault;
 }
 
