@@ -128,7 +128,7 @@ const struct hpu_kernel_def hpu_kernel_softmax_bwd = {
 
 /*
  * Both losses, forward and backward, run in two phases.  Phase 0 reads the
- * targets in chunks of HPU_KERNEL_MAX_ITEM_WORK: one out of range fails the
+ * targets in chunks of HPU_KSCAN_CHUNK: one out of range fails the
  * launch before anything is written; each chunk counts the targets that are
  * not ignore_index (a1), and finish() adds the counts up (a MEAN's
  * divisor).  Phase 1's items are rows (reduction NONE, the backwards) or,
@@ -177,7 +177,7 @@ static struct hpu_loss_plan hpu_loss_plan(const struct hpu_kcall *c)
 	const struct hpu_kview *x = hpu_loss_x(c);
 	struct hpu_loss_plan pl = { .n = x->shape[0], .classes = x->shape[1], .group_rows = 1 };
 
-	pl.chunks = (pl.n + HPU_KERNEL_MAX_ITEM_WORK - 1) / HPU_KERNEL_MAX_ITEM_WORK;
+	pl.chunks = hpu_kscan_items(pl.n);
 	pl.reduced = !hpu_loss_is_bwd(c) && c->args[0] != HPU_REDUCTION_NONE;
 	if (pl.reduced && pl.n > HPU_LOSS_GROUPS_MAX)
 		pl.group_rows = (pl.n + HPU_LOSS_GROUPS_MAX - 1) / HPU_LOSS_GROUPS_MAX;
@@ -249,9 +249,8 @@ static void hpu_loss_count(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 	struct hpu_kpace p = hpu_kpace_start(c);
 
 	for (uint64_t k = begin; k < end; k++) {
-		uint64_t first = k * HPU_KERNEL_MAX_ITEM_WORK, counted = 0;
-		uint64_t len = n - first < HPU_KERNEL_MAX_ITEM_WORK ? n - first :
-								    HPU_KERNEL_MAX_ITEM_WORK;
+		uint64_t first = k * HPU_KSCAN_CHUNK, counted = 0;
+		uint64_t len = hpu_kscan_item_work(n - first);
 		struct hpu_kcur cur;
 
 		hpu_kcur_init(&cur, tv, first);
@@ -273,14 +272,6 @@ static void hpu_loss_count(const struct hpu_kcall *c, uint64_t begin, uint64_t e
 static uint64_t hpu_loss_count_work(const struct hpu_kcall *c)
 {
 	return hpu_loss_targets(c)->shape[0];
-}
-
-/* The most elements one chunk of targets visits. */
-static uint64_t hpu_loss_count_item_work(const struct hpu_kcall *c)
-{
-	uint64_t n = hpu_loss_targets(c)->shape[0];
-
-	return n < HPU_KERNEL_MAX_ITEM_WORK ? n : HPU_KERNEL_MAX_ITEM_WORK;
 }
 
 /*
@@ -397,7 +388,7 @@ static uint64_t hpu_loss_item_work(const struct hpu_kcall *c)
 	struct hpu_loss_plan pl = hpu_loss_plan(c);
 
 	if (c->state->phase == 0)
-		return hpu_loss_count_item_work(c);
+		return hpu_kscan_item_work(pl.n);
 	if (c->kernel == HPU_KERNEL_NLL_LOSS)
 		return pl.group_rows;
 	return hpu_kmul_sat(pl.group_rows, pl.classes ? pl.classes : 1);

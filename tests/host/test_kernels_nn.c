@@ -1572,6 +1572,94 @@ static void test_embedding_bad_last_index(void)
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
+/*
+ * The losses' check() reads no target: a bad one, the last of millions,
+ * fails the launch in its first phase, before anything is written, for a
+ * forward of each reduction and a backward.
+ */
+static void test_loss_bad_last_target(void)
+{
+	const uint64_t n = (3ull << 20) + 5;
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 1, HPU_KT_DIMS(n), 0),    /* loss NONE, grad_loss */
+		tensor(F32, 0, NULL, 0),              /* loss SUM */
+		tensor(F32, 2, HPU_KT_DIMS(n, 2), 0), /* logits, logp, grad */
+		tensor(I64, 1, HPU_KT_DIMS(n), 0),    /* targets */
+	};
+	double *before[3];
+	struct hpu_kcall c;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		hpu_kt_fill_random(t[i], i + 1, -1, 1);
+		before[i] = hpu_kt_values(t[i]);
+	}
+	kt_set_i(t[3], n - 1, 2);
+	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
+		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS, t[0], t[2], t[3]);
+		c.args[1] = -100;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_nll_loss, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT_NEAR(t[0], before[0], 0, 0);
+		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY, t[1], t[2], t[3]);
+		c.args[0] = HPU_REDUCTION_SUM;
+		c.args[1] = -100;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_cross_entropy, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT_NEAR(t[1], before[1], 0, 0);
+		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS_BWD, t[2], t[0], t[3]);
+		c.args[1] = -100;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_nll_loss_bwd, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT_NEAR(t[2], before[2], 0, 0);
+	}
+	for (unsigned int i = 0; i < 3; i++)
+		free(before[i]);
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
+/*
+ * A reduced loss over more than 2^19 rows adds them in groups (here of two
+ * rows), the groups' sums in order: every split gives the same bits, and
+ * no item is past the bound (one item over every row would be).
+ */
+static void test_loss_reduced_many_rows(void)
+{
+	const uint64_t n = (1ull << 19) + 3;
+	struct hpu_ktensor *t[] = {
+		tensor(F32, 0, NULL, 0),
+		tensor(F32, 2, HPU_KT_DIMS(n, 2), 0),
+		tensor(I64, 1, HPU_KT_DIMS(n), 0),
+	};
+	double sum = 0;
+	float first = 0;
+	struct hpu_kcall c;
+
+	hpu_kt_fill_random(t[1], 7, -3, 3);
+	for (uint64_t i = 0; i < n; i++)
+		kt_set_i(t[2], i, i % 3 ? (int64_t)(i & 1) : -100);
+	/* Groups of two rows: each group's sum in double, then the groups in order. */
+	for (uint64_t g = 0; g < n; g += 2) {
+		double part = 0;
+
+		for (uint64_t i = g; i < g + 2 && i < n; i++) {
+			double a = hpu_kt_get(t[1], 2 * i), b = hpu_kt_get(t[1], 2 * i + 1);
+			double m = a > b ? a : b, lse = m + log(exp(a - m) + exp(b - m));
+
+			if (i % 3)
+				part += lse - (i & 1 ? b : a);
+		}
+		sum += part;
+	}
+	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
+		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY, t[0], t[1], t[2]);
+		c.args[0] = HPU_REDUCTION_MEAN;
+		c.args[1] = -100;
+		HPU_KEXPECT(hpu_krun(&hpu_kernel_cross_entropy, &c, split) == 0);
+		if (!split)
+			first = (float)hpu_kt_get(t[0], 0);
+		HPU_KEXPECT((float)hpu_kt_get(t[0], 0) == first);
+		HPU_KEXPECT(fabs(hpu_kt_get(t[0], 0) - sum / (double)(n - (n + 2) / 3)) < 1e-6);
+	}
+	free_tensors(t, HPU_ARRAY_SIZE(t));
+}
+
 /* ---- indices overwritten while a kernel runs ---- */
 
 #define OVERWRITTEN_ROWS 8u
@@ -1783,6 +1871,10 @@ static const struct hpu_ktest_case cases[] = {
 	{ "embedding, embedding_bwd: rows and indices within an item's bound", test_embedding_bounds },
 	{ "embedding, embedding_bwd: a bad last index of millions writes nothing",
 	  test_embedding_bad_last_index },
+	{ "nll_loss, cross_entropy, nll_loss_bwd: a bad last target of millions writes nothing",
+	  test_loss_bad_last_target },
+	{ "cross_entropy MEAN over 2^19 + 3 rows: groups of rows, the same whatever the split",
+	  test_loss_reduced_many_rows },
 	{ "every kernel's check() rejections", test_rejections },
 };
 
