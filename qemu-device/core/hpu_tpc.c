@@ -358,8 +358,8 @@ static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 			return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK",
 					      l->def->name);
 		if (hpu_tpc_item_work(l) > HPU_KERNEL_MAX_ITEM_WORK)
-			return hpu_pkt_refuse(job, "kernel %s: an item of phase %u past HPU_KERNEL_MAX_ITEM_WORK",
-					      l->def->name, k);
+			return hpu_pkt_refuse(job, "kernel %s: an item of phase %u past "
+					      "HPU_KERNEL_MAX_ITEM_WORK", l->def->name, k);
 		l->parts[k] = hpu_tpc_split(l, k);
 	}
 	l->state.phase = 0;
@@ -409,8 +409,8 @@ static void hpu_tpc_decoded(const struct hpu_tpc_launch *l, struct hpu_tpc_decod
 }
 
 /*
- * Yield with the launch's parts before global part number done (all phases
- * counted) done: what the job keeps to go on from there.
+ * Yield, the parts before done having run (parts numbered through the
+ * phases, one after the other): the job keeps what the launch goes on with.
  */
 static enum hpu_pkt_status hpu_tpc_yield(struct hpu_job *job, struct hpu_tpc_launch *l,
 					 const struct hpu_tpc_decoded *d, uint64_t done)

@@ -9,8 +9,11 @@
  * over (hpu_job_slice_over()), a launch yields between two parts and goes
  * on with the parts left when the job runs again, mapped, decoded and
  * checked anew (its staged outputs written back meanwhile, hpu_tmem.h).
- * A launch that would work past HPU_KERNEL_MAX_WORK or whose tensors are
- * larger than HPU_KERNEL_MAX_ELEMENTS is refused.
+ * A kernel's items may come in phases, every item of one before any of
+ * the next, with a scratch the launch keeps across its yields.  A launch
+ * that would work past HPU_KERNEL_MAX_WORK, have an item past
+ * HPU_KERNEL_MAX_ITEM_WORK (an item is never cut by a yield) or whose
+ * tensors are larger than HPU_KERNEL_MAX_ELEMENTS is refused.
  *
  * The pool also runs the MME's GEMMs (hpu_mme.h).  It has one thread per
  * host CPU, the engine thread first: more would only take turns, with each
