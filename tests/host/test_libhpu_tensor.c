@@ -570,7 +570,8 @@ static double clip_chunked_grad(unsigned int i, uint64_t k)
 
 /*
  * A softmax row one element longer than a device item may visit runs on
- * the host, counted; a row of exactly the bound is launched.
+ * the host, counted; a row of exactly the bound is launched.  So does a
+ * layer norm row past its bound (a third of it: it walks a row thrice).
  */
 static void test_fallback_long_rows(void)
 {
@@ -590,6 +591,13 @@ static void test_fallback_long_rows(void)
 	EXPECT(launches == before);
 	EXPECT(hpu_op_softmax(S, fits_out, fits, 1, false) == 0);
 	EXPECT(hpu_fallback_count(&fake_dev, "softmax", &count) == 0 && count == was + 1);
+	EXPECT(launches == before + 1);
+	EXPECT(hpu_fallback_count(&fake_dev, "layer_norm", &was) == 0);
+	in->l.shape[1] = out->l.shape[1] = HPU_KERNEL_MAX_ITEM_WORK / 3 + 1;
+	EXPECT(hpu_op_layer_norm(S, out, FAKE(HPU_DT_F32, 1), FAKE(HPU_DT_F32, 1), in, NULL, NULL,
+				 1, 1e-5) == 0);
+	EXPECT(o[0] == 0);
+	EXPECT(hpu_fallback_count(&fake_dev, "layer_norm", &count) == 0 && count == was + 1);
 	EXPECT(launches == before + 1);
 }
 

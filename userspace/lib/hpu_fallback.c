@@ -635,16 +635,6 @@ static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
 }
 
-/* Elements of l's dims from `from` on. */
-static uint64_t hpu_layout_numel_from(const struct hpu_tensor_layout *l, uint32_t from)
-{
-	uint64_t n = 1;
-
-	for (uint32_t d = from; d < l->ndim; d++)
-		n *= (uint64_t)l->shape[d];
-	return n;
-}
-
 /*
  * Whether one of op's device work items would visit more than
  * HPU_KERNEL_MAX_ITEM_WORK elements, which the device refuses (drm/hpu_kernels.h
@@ -668,18 +658,20 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 		n = (uint64_t)l[0].shape[1];
 		break;
 	case HPU_KERNEL_LAYER_NORM:
-		n = hpu_layout_numel_from(&l[3], l[3].ndim - (uint32_t)op->args[0]);
+		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
+					      l[3].shape + l[3].ndim - op->args[0]);
 		most /= 3;
 		break;
 	case HPU_KERNEL_LAYER_NORM_BWD:
-		n = hpu_layout_numel_from(&l[4], l[4].ndim - (uint32_t)op->args[0]);
+		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
+					      l[4].shape + l[4].ndim - op->args[0]);
 		most /= 2;
 		break;
 	case HPU_KERNEL_EMBEDDING:
 		n = (uint64_t)l[1].shape[1];
 		break;
 	case HPU_KERNEL_EMBEDDING_BWD:
-		n = hpu_layout_numel_from(&l[2], 0);
+		n = (uint64_t)hpu_layout_numel(&l[2]);
 		most -= 512;
 		break;
 	default:
