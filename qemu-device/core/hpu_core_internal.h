@@ -128,5 +128,7 @@ void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm);
  * The engine thread's alone.
  */
 void hpu_qman_drop_kept(struct hpu_job *job, bool write_back);
+/* Free every queue's preempted jobs and what the jobs kept, unwritten: the core goes away. */
+void hpu_qman_destroy(struct hpu_dev_core *core);
 
 #endif /* HPU_CORE_INTERNAL_H */

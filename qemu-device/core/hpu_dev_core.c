@@ -522,10 +522,7 @@ int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, voi
 
 void hpu_core_destroy(struct hpu_dev_core *core)
 {
-	unsigned int q;
-
-	for (q = 0; q < HPU_QMAN_QUEUES; q++)
-		hpu_qman_drop_kept(&core->qman.queues[q].job, false);
+	hpu_qman_destroy(core);
 	if (core->qman.retired)
 		hpu_hbm_put(core->qman.retired);
 	if (core->hbm)

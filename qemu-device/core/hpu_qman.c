@@ -23,6 +23,8 @@ static const char *const hpu_event_names[] = {
 	[HPU_EVENT_DMA_ERROR] = "DMA error",
 	[HPU_EVENT_ABORTED] = "aborted",
 	[HPU_EVENT_BAD_KERNEL] = "bad kernel",
+	[HPU_EVENT_PREEMPTED] = "preempted",
+	[HPU_EVENT_NOT_RESUMABLE] = "not resumable",
 };
 
 bool hpu_job_cancelled(const struct hpu_job *job)
@@ -92,22 +94,97 @@ static void hpu_q_move_ci(struct hpu_dev_core *core, unsigned int q, uint32_t ci
 		return;
 	HPU_Q_REG(core, q, CI) = ci;
 	core->qman.queues[q].deferred_ns = 0;
+	/* A PREEMPT names the job at CI: one that ended lets it lapse. */
+	__atomic_store_n(&core->qman.queues[q].preempt, 0, __ATOMIC_RELAXED);
 	if (hpu_qman_is_uq(q))
 		hpu_uq_ci_moved(core, q);
+}
+
+/* Queue q's entry of the job with this tag (a free one: free_one), or -1.  Lock held. */
+static int hpu_qman_saved_find(const struct hpu_qman_queue *qq, uint64_t tag, bool free_one)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++)
+		if (free_one ? !qq->saved[i] : qq->saved[i] && qq->saved[i]->tag == tag)
+			return (int)i;
+	return -1;
+}
+
+static uint32_t hpu_q_read_preempt_free(struct hpu_dev_core *core, unsigned int q)
+{
+	uint32_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++)
+		n += !core->qman.queues[q].saved[i];
+	return n;
+}
+
+/* Queue q's entries go to the engine, which frees them: nothing is written back.  Lock held. */
+static void hpu_qman_drop_saved(struct hpu_dev_core *core, unsigned int q)
+{
+	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	unsigned int i;
+
+	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
+		if (!qq->saved[i])
+			continue;
+		qq->saved[i]->next = core->qman.dropped;
+		core->qman.dropped = qq->saved[i];
+		qq->saved[i] = NULL;
+		hpu_qman_kick(core);
+	}
+}
+
+/* An entry and what its job kept are freed, unwritten.  The engine's. */
+static void hpu_qman_saved_free(struct hpu_dev_core *core, struct hpu_qman_saved *s)
+{
+	if (s->held)
+		hpu_tmem_free_held(core, s->held);
+	free(s->scratch);
+	free(s);
+}
+
+/* PREEMPT of kernel queue q: the engine sets its job at CI aside.  Lock held. */
+static void hpu_q_preempt(struct hpu_dev_core *core, unsigned int q)
+{
+	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	const char *why = NULL;
+
+	if (HPU_Q_REG(core, q, PI) == HPU_Q_REG(core, q, CI))
+		why = "the queue has no job";
+	else if (qq->abort)
+		why = "a reset is pending";
+	else if (!hpu_q_read_preempt_free(core, q))
+		why = "no free entry";
+	if (why) {
+		hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 " CTRL PREEMPT: %s",
+				hpu_qman_queue_id(q), why);
+		return;
+	}
+	__atomic_store_n(&qq->preempt, 1, __ATOMIC_RELAXED);
+	/* A parked job is ready now, to be set aside. */
+	hpu_qman_kick(core);
 }
 
 void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	uint32_t known = HPU_Q_CTRL_RESET | (hpu_qman_is_uq(q) ? 0 : HPU_Q_CTRL_PREEMPT);
 
-	if (value & ~HPU_Q_CTRL_RESET) {
+	if (value & ~known) {
 		hpu_guest_error(core, HPU_ERR_BAD_CTRL,
 				"queue 0x%" PRIx32 " CTRL: unknown bits 0x%08" PRIx32,
-				hpu_qman_queue_id(q), value & ~HPU_Q_CTRL_RESET);
+				hpu_qman_queue_id(q), value & ~known);
 		return;
 	}
-	if (!value)
+	if (value == HPU_Q_CTRL_PREEMPT)
+		hpu_q_preempt(core, q);
+	if (!(value & HPU_Q_CTRL_RESET))
 		return;
+	hpu_qman_drop_saved(core, q);
 	if (qq->running || qq->parked) {
 		/* The engine ends the job (ABORTED), then sets CI; STATUS reads busy until then. */
 		qq->abort_pi = HPU_Q_REG(core, q, PI);
@@ -128,6 +205,8 @@ const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
 	[HPU_Q_CTRL / 4] = { "CTRL", HPU_REG_W, NULL, hpu_q_write_ctrl },
 	[HPU_Q_DEFERRED_US / 4] = { "DEFERRED_US", HPU_REG_R, NULL, NULL, hpu_q_read_deferred },
 	[HPU_Q_ABORT_IN_CALL / 4] = { "ABORT_IN_CALL", HPU_REG_R, NULL, NULL },
+	[HPU_Q_PREEMPT_FREE / 4] = { "PREEMPT_FREE", HPU_REG_R, NULL, NULL,
+				     hpu_q_read_preempt_free },
 };
 
 void hpu_qman_reset(struct hpu_dev_core *core)
@@ -146,6 +225,7 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 		qq->recheck = false;
 		qq->deferred_ns = 0;
 		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+		hpu_qman_drop_saved(core, q);
 	}
 }
 
@@ -160,12 +240,87 @@ void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm)
 	hpu_qman_kick(core);
 }
 
+/*
+ * The job's progress goes into a new entry (NULL, logged, without memory for one).  The
+ * engine's, unlocked: what the job kept moves with it, its command buffer is copied.
+ */
+static struct hpu_qman_saved *hpu_qman_save(struct hpu_job *job)
+{
+	struct hpu_qman_saved *s = malloc(sizeof(*s) + job->cb_size);
+
+	if (!s) {
+		hpu_log(job->core, "queue 0x%" PRIx32 ": no memory to set job tag 0x%" PRIx64
+			" aside", hpu_qman_queue_id(job->queue), job->tag);
+		return NULL;
+	}
+	*s = (struct hpu_qman_saved){
+		.tag = job->tag, .asid = job->asid, .cb_size = job->cb_size,
+		.priv_offset = job->priv_offset, .pos = job->pos, .engine = job->engine,
+		.moved = job->moved, .call_addr = job->call.addr, .call_size = job->call.size,
+		.call_pos = job->call.pos, .held = job->held, .scratch = job->scratch,
+		.scratch_len = job->scratch_len, .decoded_len = job->decoded_len,
+	};
+	memcpy(s->decoded, job->decoded, job->decoded_len);
+	memcpy(s->cb, job->cb, job->cb_size);
+	job->held = NULL;
+	job->scratch = NULL;
+	job->scratch_len = 0;
+	return s;
+}
+
+/* The job goes on from the entry, which is freed.  The engine's. */
+static void hpu_qman_unsave(struct hpu_job *job, struct hpu_qman_saved *s)
+{
+	job->pos = s->pos;
+	job->engine = s->engine;
+	job->moved = s->moved;
+	job->call.addr = s->call_addr;
+	job->call.size = s->call_size;
+	job->call.pos = s->call_pos;
+	job->call.win_len = 0;
+	job->held = s->held;
+	job->scratch = s->scratch;
+	job->scratch_len = s->scratch_len;
+	job->decoded_len = s->decoded_len;
+	memcpy(job->decoded, s->decoded, s->decoded_len);
+	free(s);
+}
+
+/*
+ * A RESUME descriptor's job takes its entry back; an entry of another job is dropped, and
+ * none fails the job.  The engine's, unlocked; the descriptor and command buffer are read.
+ */
+static int hpu_qman_resume(struct hpu_job *job)
+{
+	struct hpu_dev_core *core = job->core;
+	struct hpu_qman_queue *qq = &core->qman.queues[job->queue];
+	struct hpu_qman_saved *s = NULL;
+	int i;
+
+	hpu_core_lock(core);
+	i = hpu_qman_saved_find(qq, job->tag, false);
+	if (i >= 0) {
+		s = qq->saved[i];
+		qq->saved[i] = NULL;
+	}
+	hpu_core_unlock(core);
+	if (s && s->asid == job->asid && s->cb_size == job->cb_size &&
+	    s->priv_offset == job->priv_offset && !memcmp(s->cb, job->cb, job->cb_size)) {
+		hpu_qman_unsave(job, s);
+		return 0;
+	}
+	if (s)
+		hpu_qman_saved_free(core, s);
+	return hpu_job_fail(job, HPU_EVENT_NOT_RESUMABLE, 0);
+}
+
 /* Fetch a kernel queue's descriptor (job->slot) and command buffer; a bad one fails the job. */
 static int hpu_job_load(struct hpu_job *job)
 {
 	struct hpu_dev_core *core = job->core;
 	uint8_t desc[sizeof(struct hpu_queue_desc)];
 	uint64_t cb_addr;
+	uint32_t flags;
 
 	if (core->ops->dma_read(core->opaque, job->slot, desc, sizeof(desc)))
 		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, job->slot);
@@ -174,33 +329,66 @@ static int hpu_job_load(struct hpu_job *job)
 	job->priv_offset = hpu_ld_le32(desc + HPU_DESC_OFF(priv_offset));
 	job->asid = hpu_ld_le32(desc + HPU_DESC_OFF(asid));
 	job->tag = hpu_ld_le64(desc + HPU_DESC_OFF(tag));
+	flags = hpu_ld_le32(desc + HPU_DESC_OFF(flags));
 	if (job->cb_size % 8 || job->cb_size > HPU_JOB_CB_MAX ||
-	    job->priv_offset > job->cb_size || hpu_ld_le32(desc + HPU_DESC_OFF(flags)) ||
+	    job->priv_offset > job->cb_size || flags & ~HPU_QUEUE_DESC_RESUME ||
 	    job->asid >= HPU_MMU_NUM_ASIDS)
 		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, 0);
 	/* The fetch must not wrap around the top of the bus address space. */
 	if (job->cb_size && (cb_addr + (job->cb_size - 1) < cb_addr ||
 			     core->ops->dma_read(core->opaque, cb_addr, job->cb, job->cb_size)))
 		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, cb_addr);
-	return 0;
+	return flags & HPU_QUEUE_DESC_RESUME ? hpu_qman_resume(job) : 0;
+}
+
+/* Post an event of the job.  May drop the lock. */
+static void hpu_qman_post(struct hpu_dev_core *core, const struct hpu_job *job, uint32_t type,
+			  uint64_t addr)
+{
+	const struct hpu_event ev = {
+		.type = type,
+		.queue = hpu_qman_queue_id(job->queue),
+		.asid = job->asid,
+		.engine = job->engine,
+		.tag = job->tag,
+		.addr = addr,
+	};
+
+	hpu_eq_post(core, &ev);
 }
 
 /* Log a failed job and post its event.  May drop the lock. */
 static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job)
 {
-	const struct hpu_event ev = {
-		.type = job->fault,
-		.queue = hpu_qman_queue_id(job->queue),
-		.asid = job->asid,
-		.engine = job->engine,
-		.tag = job->tag,
-		.addr = job->fault_addr,
-	};
-
 	hpu_log(core, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at "
-		"0x%" PRIx64 ", engine 0x%" PRIx32, ev.queue, job->tag, job->asid,
-		hpu_event_names[job->fault], job->fault_addr, job->engine);
-	hpu_eq_post(core, &ev);
+		"0x%" PRIx64 ", engine 0x%" PRIx32, hpu_qman_queue_id(job->queue), job->tag,
+		job->asid, hpu_event_names[job->fault], job->fault_addr, job->engine);
+	hpu_qman_post(core, job, job->fault, job->fault_addr);
+}
+
+/*
+ * The step's job goes into the entry s if the PREEMPT still stands (no reset came, its
+ * tag has no entry) and the event is posted; CI is the caller's to move.  Lock held (and
+ * dropped to post).
+ */
+static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue *qq,
+			       struct hpu_qman_saved *s)
+{
+	struct hpu_job *job = &qq->job;
+	int slot = hpu_qman_saved_find(qq, 0, true);
+
+	if (job->gen != core->gen || qq->abort || !qq->preempt)
+		return false;
+	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
+	if (slot < 0 || hpu_qman_saved_find(qq, s->tag, false) >= 0) {
+		hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64
+				" not set aside: %s", hpu_qman_queue_id(job->queue), s->tag,
+				slot < 0 ? "no free entry" : "its tag has an entry");
+		return false;
+	}
+	qq->saved[slot] = s;
+	hpu_qman_post(core, job, HPU_EVENT_PREEMPTED, s->pos);
+	return true;
 }
 
 /*
@@ -263,7 +451,7 @@ static bool hpu_qman_ready(struct hpu_dev_core *core, unsigned int q)
 
 	if (qq->running)
 		return false;
-	return qq->parked ? qq->recheck || qq->abort :
+	return qq->parked ? qq->recheck || qq->abort || qq->preempt :
 			    HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI);
 }
 
@@ -273,6 +461,13 @@ void hpu_qman_drop_kept(struct hpu_job *job, bool write_back)
 	hpu_job_drop_scratch(job);
 }
 
+/* A PREEMPT stands for the job (any thread of its step may ask). */
+static bool hpu_job_preempting(const struct hpu_job *job)
+{
+	return __atomic_load_n(&job->core->qman.queues[job->queue].preempt, __ATOMIC_RELAXED) &&
+	       !hpu_job_cancelled(job);
+}
+
 bool hpu_job_slice_over(struct hpu_job *job)
 {
 	struct hpu_dev_core *core = job->core;
@@ -280,6 +475,8 @@ bool hpu_job_slice_over(struct hpu_job *job)
 	bool others = false;
 	unsigned int r;
 
+	if (hpu_job_preempting(job))
+		return true;
 	if (now < __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
 		return false;
 	hpu_core_lock(core);
@@ -340,6 +537,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		       job->call.size;
 	uint32_t pos = job->pos;
 	uint64_t call_pos = job->call.pos;
+	struct hpu_qman_saved *saved = NULL;
 	enum hpu_pkt_status status;
 	struct hpu_hbm *hbm;
 
@@ -376,14 +574,26 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		hpu_qman_drop_kept(job, false);
 	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
 		status = HPU_PKT_FAILED;
+	else if (hpu_job_preempting(job))
+		status = HPU_PKT_YIELDED; /* a parked job, or one just loaded */
 	else
 		status = hpu_pkt_run(job);
+	if (status != HPU_PKT_DONE && status != HPU_PKT_FAILED && hpu_job_preempting(job)) {
+		saved = hpu_qman_save(job);
+		if (!saved)
+			__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
+	}
 	if (status != HPU_PKT_YIELDED)
 		hpu_qman_drop_kept(job, true);
 	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
 		hpu_uq_job_end(job, status);
 
 	hpu_core_lock(core);
+	/* A job set aside ends as a completed one does, CI moving past it. */
+	if (saved && hpu_qman_set_aside(core, qq, saved))
+		status = HPU_PKT_DONE;
+	else if (saved)
+		hpu_qman_unsave(job, saved);
 	if ((status == HPU_PKT_DONE || status == HPU_PKT_FAILED) && job->gen == core->gen)
 		hpu_qman_note_abort(core, job, in_call, pos, call_pos);
 	hpu_qman_end_step(core, qq, status);
@@ -404,6 +614,33 @@ static void hpu_qman_free_retired(struct hpu_dev_core *core)
 	hpu_core_unlock(core);
 	hpu_hbm_put(hbm);
 	hpu_core_lock(core);
+}
+
+/* Free the entries resets dropped.  Lock held, dropped meanwhile. */
+static void hpu_qman_free_dropped(struct hpu_dev_core *core)
+{
+	struct hpu_qman_saved *s = core->qman.dropped, *next;
+
+	core->qman.dropped = NULL;
+	hpu_core_unlock(core);
+	for (; s; s = next) {
+		next = s->next;
+		hpu_qman_saved_free(core, s);
+	}
+	hpu_core_lock(core);
+}
+
+void hpu_qman_destroy(struct hpu_dev_core *core)
+{
+	unsigned int q;
+
+	hpu_core_lock(core);
+	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
+		hpu_qman_drop_saved(core, q);
+		hpu_qman_drop_kept(&core->qman.queues[q].job, false);
+	}
+	hpu_qman_free_dropped(core);
+	hpu_core_unlock(core);
 }
 
 /* Under the lock: the next queue that can make progress, round robin, or -1. */
@@ -431,6 +668,8 @@ void hpu_core_engine_run(struct hpu_dev_core *core)
 	while (!core->qman.stopping) {
 		if (core->qman.retired)
 			hpu_qman_free_retired(core);
+		else if (core->qman.dropped)
+			hpu_qman_free_dropped(core);
 		else if ((q = hpu_qman_next(core, true)) >= 0)
 			hpu_qman_step(core, (unsigned int)q);
 		else
@@ -468,7 +707,8 @@ bool hpu_core_engine_wait(struct hpu_dev_core *core)
 
 	hpu_core_lock(core);
 	until = start + core->qman.poll_ns;
-	while (!core->qman.stopping && !core->qman.retired && hpu_qman_next(core, false) < 0) {
+	while (!core->qman.stopping && !core->qman.retired && !core->qman.dropped &&
+	       hpu_qman_next(core, false) < 0) {
 		uint32_t kicks = __atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE);
 
 		if (hpu_core_now_ns() >= until) {

@@ -32,6 +32,13 @@
  * window, a longer one halves it, so a device used in steps (a training
  * loop's, an eager stream's) polls across their gaps and an idle one
  * costs no CPU.
+ *
+ * A kernel queue's job can be set aside (Q_CTRL PREEMPT, 1.6): at its next
+ * yield point the engine moves what the job slot holds of its progress into
+ * an entry of the queue's table (struct hpu_qman_saved) and CI moves on; a
+ * descriptor with HPU_QUEUE_DESC_RESUME takes the entry back.  Resets move
+ * entries to a list the engine frees, since their staging buffers count in
+ * the engine's held bytes.
  */
 #ifndef HPU_QMAN_H
 #define HPU_QMAN_H
@@ -44,6 +51,20 @@
 #include "hpu_job.h"
 #include "hpu_regs.h"
 
+/* A preempted job's progress: what struct hpu_job holds beyond its descriptor. */
+struct hpu_qman_saved {
+	struct hpu_qman_saved *next; /* on hpu_qman.dropped */
+	uint64_t tag;
+	uint32_t asid, cb_size, priv_offset, pos, engine;
+	uint64_t moved, call_addr, call_size, call_pos;
+	struct hpu_tmem_set *held;
+	void *scratch;
+	uint64_t scratch_len;
+	uint32_t decoded_len;
+	uint8_t decoded[HPU_JOB_DECODED_MAX];
+	uint8_t cb[]; /* cb_size bytes: a RESUME must run the same command buffer */
+};
+
 /* The engine's side of one queue, under the core lock unless noted. */
 struct hpu_qman_queue {
 	bool running;      /* the engine is in this queue's job (of the current reset generation) */
@@ -52,6 +73,8 @@ struct hpu_qman_queue {
 	uint64_t deferred_ns; /* the job at CI was ready while other queues ran (DEFERRED_US) */
 	uint32_t abort;    /* Q_CTRL RESET pending; __atomic, the engine polls it mid-job */
 	uint32_t abort_pi; /* CI once the abort is done */
+	uint32_t preempt;  /* Q_CTRL PREEMPT pending; __atomic, as abort */
+	struct hpu_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
 	struct hpu_job job; /* the engine's alone */
 };
 
@@ -80,6 +103,7 @@ struct hpu_qman {
 	uint32_t poll_ns;    /* how long the engine polls before it sleeps */
 	bool stopping;
 	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
+	struct hpu_qman_saved *dropped; /* entries a reset dropped, for the engine to free */
 	unsigned int next;   /* round robin */
 	int current;         /* the queue the engine is in, or -1 */
 	uint64_t step_ns;    /* when the engine went in */

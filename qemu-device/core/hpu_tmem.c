@@ -182,10 +182,15 @@ void hpu_tmem_drop_held(struct hpu_job *job, bool write_back)
 	if (!held)
 		return;
 	job->held = NULL;
-	job->core->qman.held -= held->staged;
 	if (write_back && !hpu_job_cancelled(job) && hpu_tmem_write_back(job, held))
 		hpu_log(job->core, "queue 0x%" PRIx32 ": a yielded packet's staged outputs were "
 			"not written back", hpu_qman_queue_id(job->queue));
+	hpu_tmem_free_held(job->core, held);
+}
+
+void hpu_tmem_free_held(struct hpu_dev_core *core, struct hpu_tmem_set *held)
+{
+	core->qman.held -= held->staged;
 	hpu_tmem_release(held);
 	free(held);
 }

@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 5
+#define HPU_REGS_VERSION_MINOR 6
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -103,6 +103,7 @@ enum hpu_err_code {
 	HPU_ERR_BAD_RESET_KEY = 4, /* RESET written with a value other than the key */
 	HPU_ERR_BAD_CTRL = 5,      /* unknown bit written to a control register */
 	HPU_ERR_BAD_QUEUE = 6,     /* queue or event ring programmed with a bad size or while active */
+	HPU_ERR_PREEMPT = 7,       /* (1.6) HPU_Q_CTRL_PREEMPT refused (see there) */
 };
 
 /*
@@ -180,6 +181,12 @@ enum hpu_err_code {
  */
 #define HPU_Q_ABORT_IN_CALL 0x20
 #define HPU_Q_IN_CALL_PARKED (1u << 31)
+/*
+ * RO (1.6), kernel queues: entries free in the queue's table of preempted
+ * jobs (HPU_Q_PREEMPT_SLOTS of them, see HPU_Q_CTRL_PREEMPT).
+ */
+#define HPU_Q_PREEMPT_FREE 0x24
+#define HPU_Q_PREEMPT_SLOTS 4u
 
 #define HPU_Q_STATUS_BUSY (1u << 0)    /* a job is executing */
 #define HPU_Q_STATUS_WAITING (1u << 1) /* stalled on an HPU_PKT_WAIT */
@@ -191,8 +198,26 @@ enum hpu_err_code {
  */
 #define HPU_Q_STATUS_ENGINE (1u << 2)
 
-/* Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI. */
+/*
+ * Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI.  On a
+ * kernel queue it also drops every entry of its table of preempted jobs (1.6).
+ */
 #define HPU_Q_CTRL_RESET (1u << 0)
+/*
+ * (1.6) Kernel queues: set the job at CI aside at its next yield point (between two
+ * packets, between the steps of a LIN_DMA, TPC_LAUNCH or MME_GEMM, or where it waits on a
+ * WAIT).  Its progress (packet offset, CALL position, the packet's partial work, its
+ * staging buffers and kernel scratch) goes into a free entry of the queue's table, keyed
+ * by the descriptor's tag; the device posts HPU_EVENT_PREEMPTED (addr: the offset of the
+ * packet it goes on at) and CI moves past the job.  Pushed again with
+ * HPU_QUEUE_DESC_RESUME, the job takes its entry back and goes on where it stopped.  A job
+ * that ends first (completed or failed) ends as usual: the request lapses.  Refused with
+ * HPU_ERR_PREEMPT: no job queued (PI == CI), no free entry (HPU_Q_PREEMPT_FREE 0), a reset
+ * pending, or (then the job goes on) its tag has an entry when the set-aside comes; written
+ * together with RESET, RESET wins.  A user queue refuses the bit
+ * (HPU_ERR_BAD_CTRL).
+ */
+#define HPU_Q_CTRL_PREEMPT (1u << 1)
 
 /*
  * The longest the engine runs one queue's job before it lets other queues'
@@ -208,9 +233,17 @@ struct hpu_queue_desc {
 	uint32_t cb_size;     /* bytes, a multiple of 8, at most HPU_CB_MAX_SIZE + HPU_QUEUE_TAIL_MAX */
 	uint32_t priv_offset; /* privileged packets are legal only at or after this offset */
 	uint32_t asid;        /* context the job's addresses are translated in */
-	uint32_t flags;       /* none defined: must be 0 */
+	uint32_t flags;       /* HPU_QUEUE_DESC_*; others must be 0 */
 	uint64_t tag;         /* reported in this job's events */
 };
+
+/*
+ * (1.6) Resume the job with this tag that HPU_Q_CTRL_PREEMPT set aside on this queue:
+ * cb_size, priv_offset, asid and the command buffer's bytes must be those it had (cb_addr
+ * may differ).  The entry is taken either way; no entry or a different job fails the job
+ * with HPU_EVENT_NOT_RESUMABLE, having run nothing.
+ */
+#define HPU_QUEUE_DESC_RESUME (1u << 0)
 
 /*
  * Event queue: a ring of struct hpu_event in host memory.  The device writes
@@ -227,7 +260,7 @@ struct hpu_queue_desc {
 
 #define HPU_EQ_STATUS_OVERFLOW (1u << 0)
 
-/* A job failed; the rest of it, kernel tail included, was skipped. */
+/* A job failed; the rest of it, kernel tail included, was skipped (but see HPU_EVENT_PREEMPTED). */
 enum hpu_event_type {
 	HPU_EVENT_MMU_FAULT = 1,       /* addr: the VA with no valid, permitted mapping */
 	/* Packet errors name a packet by its offset in the job's command buffer, or inside a CALL by its VA. */
@@ -236,6 +269,9 @@ enum hpu_event_type {
 	HPU_EVENT_DMA_ERROR = 4,       /* addr: the bus address that failed */
 	HPU_EVENT_ABORTED = 5,         /* the queue was reset while the job ran */
 	HPU_EVENT_BAD_KERNEL = 6,      /* (1.2) addr: a GEMM or launch whose parameters break its rules */
+	/* (1.6) Not a failure: HPU_Q_CTRL_PREEMPT set the job aside; addr: where it goes on. */
+	HPU_EVENT_PREEMPTED = 7,
+	HPU_EVENT_NOT_RESUMABLE = 8,   /* (1.6) a RESUME whose tag has no entry, or not its job */
 };
 
 /* Events of user queue u (1.3) carry this queue number. */

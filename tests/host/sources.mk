@@ -13,6 +13,8 @@ HOST_TEST_SRCS_test_dev_call := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_call := $(HPU_DEV_TEST_LIBS)
 HOST_TEST_SRCS_test_dev_uq := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_uq := $(HPU_DEV_TEST_LIBS)
+HOST_TEST_SRCS_test_dev_preempt := $(HPU_DEV_TEST_SRCS)
+HOST_TEST_LIBS_test_dev_preempt := $(HPU_DEV_TEST_LIBS)
 # The compute suite adds test kernels in front of the library's table, and weighs the memory held.
 HOST_TEST_SRCS_test_dev_compute := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hpu_kernel_lookup \

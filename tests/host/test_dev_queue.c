@@ -504,7 +504,7 @@ static const struct hpu_desc_case hpu_desc_cases[] = {
 						     .tag = 2 }, HPU_EVENT_ILLEGAL_PACKET, 0 },
 	{ "priv_offset past the size", { .cb_size = 8, .priv_offset = 16, .asid = ASID, .tag = 3 },
 	  HPU_EVENT_ILLEGAL_PACKET, 0 },
-	{ "non-zero flags", { .cb_size = 8, .asid = ASID, .flags = 1, .tag = 4 },
+	{ "unknown flags", { .cb_size = 8, .asid = ASID, .flags = 2, .tag = 4 },
 	  HPU_EVENT_ILLEGAL_PACKET, 0 },
 	{ "ASID out of range", { .cb_size = 8, .asid = HPU_MMU_NUM_ASIDS, .tag = 5 },
 	  HPU_EVENT_ILLEGAL_PACKET, 0 },
@@ -724,7 +724,7 @@ static void hpu_case_queue_reset_idle(struct hpu_test *t)
 	EXPECT_DONE(t, 0);
 	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
 
-	hpu_wr(t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET | 2);
+	hpu_wr(t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET | 4);
 	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_CTRL);
 	hpu_wr(t, REG_Q(0, CTRL), 0);
 	HPU_EXPECT_CLEAN(t);
@@ -979,7 +979,7 @@ static void hpu_case_event_ring_rules(struct hpu_test *t)
 static void hpu_case_queue_holes(struct hpu_test *t)
 {
 	static const uint32_t holes[] = {
-		HPU_REG_Q(0, 0x24), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
+		HPU_REG_Q(0, 0x28), HPU_REG_Q(3, 0x3c), HPU_REG_Q(HPU_NUM_QUEUES, 0),
 		HPU_REG_EQ_STATUS + 4, HPU_REG_EQ_RING_LO - 4, HPU_REG_QUEUE_BASE - 4,
 	};
 	size_t i;

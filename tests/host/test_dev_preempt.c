@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device-core tests of preemption (1.6): a kernel queue's job set aside by
+ * Q_CTRL PREEMPT at a yield point, the queue going on with the next job,
+ * and the job pushed again with HPU_QUEUE_DESC_RESUME going on where it
+ * stopped; the table of set-aside jobs, its limits and its resets.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpu_core_internal.h"
+#include "hpu_dev_harness.h"
+#include "hpu_mme.h"
+#include "hpu_tpc.h"
+
+#define Q 1u
+#define COPY_SIZE BUF_SIZE
+#define MME_ENGINE(q) (HPU_ENGINE_MME + (q) % hpu_test_cfg.num_mme)
+#define NOT_RESUMABLE_LOGS 1 /* the failed job */
+
+/* A kernel queue's job as the driver keeps it, to push it again byte for byte. */
+struct job {
+	struct hpu_cb cb;
+	uint32_t priv; /* the driver's tail (a completion) starts here */
+	uint64_t tag;
+};
+
+/* The user's packets in job->cb, then the driver's tail. */
+static void job_seal(struct job *job, uint64_t tag)
+{
+	job->tag = tag;
+	job->priv = job->cb.len;
+	cb_completion(&job->cb, BUS(COMPLETION_OFF(Q)), COMPLETION_VALUE + tag);
+}
+
+static void push(struct hpu_test *t, const struct job *job, uint32_t flags)
+{
+	uint32_t slot = hpu_rd(t, REG_Q(Q, PI)) % Q_RING_ENTRIES;
+	struct hpu_queue_desc d = {
+		.cb_addr = BUS(CB_OFF(Q, slot)),
+		.cb_size = job->cb.len,
+		.priv_offset = job->priv,
+		.asid = ASID,
+		.flags = flags,
+		.tag = job->tag,
+	};
+
+	memcpy(t->mem + CB_OFF(Q, slot), job->cb.b, job->cb.len);
+	write_desc(t, Q, &d);
+}
+
+static uint32_t free_entries(struct hpu_test *t)
+{
+	return hpu_rd(t, REG_Q(Q, PREEMPT_FREE));
+}
+
+/* A job that parks on a WAIT of sync object 0 (until it is 1), at offset 0. */
+static void job_wait(struct job *job, uint64_t tag)
+{
+	job->cb.len = 0;
+	cb_sync(&job->cb, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	job_seal(job, tag);
+}
+
+/* Queue the job, then set it aside where it parks: PREEMPTED at its WAIT. */
+static void preempt_waiting(struct hpu_test *t, const struct job *job)
+{
+	push(t, job, 0);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	run(t);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, HPU_ENGINE_QMAN, job->tag, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+}
+
+/* Another file's job behind the preempted one: it runs to its completion. */
+static void bystander(struct hpu_test *t)
+{
+	static struct job nop;
+
+	nop.cb.len = 0;
+	cb_nop(&nop.cb);
+	job_seal(&nop, 0xb0);
+	push(t, &nop, 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 0xb0);
+}
+
+/* ---- a copy ---- */
+
+static void case_copy(struct hpu_test *t)
+{
+	static struct job copy;
+	unsigned int copied = 0, i, reads;
+
+	setup(t);
+	fill_pattern(t->mem + SRC_OFF, COPY_SIZE, 3);
+	cb_dma(&copy.cb, VA_HOST + DST_OFF, VA_HOST + SRC_OFF, COPY_SIZE, 0);
+	job_seal(&copy, 1);
+	push(t, &copy, 0);
+	/* Inside the copy's first steps. */
+	hook_at(t, 40, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	run(t);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, DMA_ENGINE(Q), 1, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	HPU_CHECK(t, completion(t, Q) != COMPLETION_VALUE + 1);
+	for (i = 0; i < COPY_SIZE; i++)
+		copied += t->mem[DST_OFF + i] == t->mem[SRC_OFF + i];
+	HPU_CHECK(t, copied > 0 && copied < COPY_SIZE);
+
+	bystander(t);
+
+	t->dma_reads = 0;
+	push(t, &copy, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 1);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, COPY_SIZE));
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+	/* It went on: not every page of the source was read again. */
+	reads = t->dma_reads;
+	t->dma_reads = 0;
+	push(t, &copy, 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	printf("# resumed copy: %u DMA reads, whole copy %u\n", reads, t->dma_reads);
+	HPU_CHECK(t, reads < t->dma_reads);
+}
+
+/* ---- a GEMM, staged ---- */
+
+#define GEMM_BATCH 4u
+#define GEMM_DIM 64u
+#define GEMM_ELEMS (GEMM_BATCH * GEMM_DIM * GEMM_DIM)
+#define GEMM_BYTES (GEMM_ELEMS * 4u)
+/* A, B and C in host pages: every operand is staged, C's buffer held as the GEMM yields. */
+#define GEMM_A_OFF SRC_OFF
+#define GEMM_B_OFF (SRC_OFF + GEMM_BYTES)
+#define GEMM_C_OFF DST_OFF
+
+/* C = A B + C over a batch of 64 x 64 fp32 matrices, a step each (hpu_mme_plan()). */
+static void job_gemm(struct hpu_test *t, struct job *job, uint64_t tag)
+{
+	struct hpu_pkt_mme_gemm p = {
+		.header = HPU_PKT_HEADER(HPU_PKT_MME_GEMM, 0),
+		.dtype_ab = HPU_DTYPE_F32, .dtype_c = HPU_DTYPE_F32, .batch = GEMM_BATCH,
+		.m = GEMM_DIM, .n = GEMM_DIM, .k = GEMM_DIM,
+		.a = VA_HOST + GEMM_A_OFF, .b = VA_HOST + GEMM_B_OFF, .c = VA_HOST + GEMM_C_OFF,
+		.lda = GEMM_DIM, .ldb = GEMM_DIM, .ldc = GEMM_DIM,
+		.stride_a = GEMM_DIM * GEMM_DIM, .stride_b = GEMM_DIM * GEMM_DIM,
+		.stride_c = GEMM_DIM * GEMM_DIM, .alpha = 0x3f800000u, .beta = 0x3f800000u,
+	};
+	struct hpu_mme_plan plan;
+	float *f = (float *)(t->mem + GEMM_A_OFF);
+	unsigned int i;
+
+	HPU_CHECK(t, !hpu_mme_plan(&plan, GEMM_BATCH, GEMM_DIM, GEMM_DIM, GEMM_DIM, 1) &&
+		     plan.steps == GEMM_BATCH);
+	for (i = 0; i < 3 * GEMM_ELEMS; i++)
+		f[i] = (float)((i * 7u) % 13u) * 0.37f - 2.0f;
+	job->cb.len = 0;
+	memcpy(job->cb.b, &p, sizeof(p));
+	job->cb.len = sizeof(p);
+	job_seal(job, tag);
+	t->core->tpc.cpus = 1;
+}
+
+/* C as the GEMM left it, compared with an uninterrupted run's. */
+static bool c_is(struct hpu_test *t, const uint8_t *want)
+{
+	return !memcmp(t->mem + GEMM_C_OFF, want, GEMM_BYTES);
+}
+
+/* The GEMM at C0 (C's start), set aside after its first step, its staged C held. */
+static void preempt_gemm(struct hpu_test *t, const struct job *gemm, const uint8_t *c0)
+{
+	memcpy(t->mem + GEMM_C_OFF, c0, GEMM_BYTES);
+	push(t, gemm, 0);
+	/* While it gathers A: the first DMAs after the descriptor and command buffer. */
+	hook_at(t, 3, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	run(t);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, MME_ENGINE(Q), gemm->tag, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK(t, t->core->qman.held >= GEMM_BYTES);
+	/* Its staged output is not written back while it is set aside. */
+	HPU_CHECK(t, c_is(t, c0));
+}
+
+static void case_gemm(struct hpu_test *t)
+{
+	static uint8_t c0[GEMM_BYTES], once[GEMM_BYTES];
+	static struct job gemm;
+
+	setup(t);
+	job_gemm(t, &gemm, 2);
+	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	push(t, &gemm, 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	memcpy(once, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	HPU_CHECK(t, !c_is(t, c0));
+
+	preempt_gemm(t, &gemm, c0);
+	bystander(t);
+	push(t, &gemm, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 2);
+	HPU_CHECK(t, c_is(t, once));
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+}
+
+/* The GEMM set aside, then a reset (reg written with value): the held C is freed, unwritten. */
+static void gemm_dropped(struct hpu_test *t, struct job *gemm, uint8_t *c0, uint64_t tag,
+			 uint32_t reg, uint32_t value)
+{
+	setup(t);
+	job_gemm(t, gemm, tag);
+	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	preempt_gemm(t, gemm, c0);
+	hpu_wr(t, reg, value);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+	run(t);
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+	HPU_CHECK(t, c_is(t, c0));
+}
+
+/* A queue reset drops the queue's entries. */
+static void case_gemm_reset(struct hpu_test *t)
+{
+	static uint8_t c0[GEMM_BYTES];
+	static struct job gemm;
+
+	gemm_dropped(t, &gemm, c0, 3, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
+	/* Nothing to go on from: the RESUME fails having run nothing. */
+	push(t, &gemm, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 3, 0,
+		     NOT_RESUMABLE_LOGS, __LINE__);
+	HPU_CHECK(t, c_is(t, c0));
+	HPU_CHECK(t, completion(t, Q) != COMPLETION_VALUE + 3);
+}
+
+/* A device reset drops every queue's entries; the core's end frees those left (ASan). */
+static void case_device_reset(struct hpu_test *t)
+{
+	static uint8_t c0[GEMM_BYTES];
+	static struct job gemm;
+
+	gemm_dropped(t, &gemm, c0, 4, HPU_REG_RESET, HPU_RESET_KEY);
+	setup(t);
+	preempt_gemm(t, &gemm, c0);
+}
+
+/* ---- the table and its refusals ---- */
+
+static void case_table_full(struct hpu_test *t)
+{
+	struct job jobs[HPU_Q_PREEMPT_SLOTS + 1];
+	unsigned int i;
+
+	setup(t);
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
+		job_wait(&jobs[i], 0x10 + i);
+		preempt_waiting(t, &jobs[i]);
+		HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1 - i);
+	}
+	job_wait(&jobs[i], 0x10 + i);
+	push(t, &jobs[i], 0);
+	run(t);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
+
+	/* Satisfied, the last job ends; a set-aside one goes on at its WAIT and ends too. */
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	push(t, &jobs[1], HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 0x11);
+	HPU_CHECK_EQ(t, free_entries(t), 1);
+	/* The other three stay for the core's end to free. */
+}
+
+static void case_refusals(struct hpu_test *t)
+{
+	struct job a, b;
+
+	setup(t);
+	/* No job at the head. */
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
+	/* User queues have no table. */
+	hpu_wr(t, HPU_REG_UQ(0, HPU_UQ_CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_CTRL);
+
+	/* A RESUME of a tag never set aside fails, having run nothing. */
+	job_wait(&a, 0x20);
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	push(t, &a, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 0x20, 0,
+		     NOT_RESUMABLE_LOGS, __LINE__);
+	HPU_CHECK(t, completion(t, Q) != COMPLETION_VALUE + 0x20);
+	hpu_st_le32(t->mem + SYNC_OFF, 0);
+
+	/* PREEMPT twice: one entry. */
+	push(t, &a, 0);
+	run(t);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_CLEAN(t);
+	run(t);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, HPU_ENGINE_QMAN, 0x20, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+
+	/* A second job of that tag is not set aside: it stays parked. */
+	job_wait(&b, 0x20);
+	push(t, &b, 0);
+	run(t);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_CLEAN(t);
+	run(t);
+	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hpu_wr(t, REG_Q(Q, PI), hpu_rd(t, REG_Q(Q, PI)));
+	run(t);
+	EXPECT_DONE(t, Q);
+
+	/* A RESUME of that tag with another command buffer (of its size) fails; the entry goes. */
+	b.cb.len = 0;
+	cb_sync(&b.cb, HPU_PKT_WAIT, SYNC_VA(1), 1);
+	job_seal(&b, 0x20);
+	push(t, &b, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 0x20, 0,
+		     NOT_RESUMABLE_LOGS, __LINE__);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+	push(t, &a, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 0x20, 0,
+		     NOT_RESUMABLE_LOGS, __LINE__);
+	EXPECT_DONE(t, Q);
+}
+
+static const struct hpu_test_case cases[] = {
+	{ "a copy set aside mid-packet goes on where it stopped", case_copy },
+	{ "a staged GEMM set aside between steps ends as one run does, to the bit", case_gemm },
+	{ "a queue reset drops set-aside jobs, their staged outputs unwritten", case_gemm_reset },
+	{ "a device reset drops every set-aside job", case_device_reset },
+	{ "a full table refuses PREEMPT; an entry is resumed at its WAIT", case_table_full },
+	{ "PREEMPT and RESUME refusals", case_refusals },
+};
+
+int main(void)
+{
+	return hpu_run_suite(cases, HPU_ARRAY_SIZE(cases));
+}
