@@ -34,6 +34,12 @@
 #include "hpu_uq.h"
 #include "hpu_vm.h"
 
+/*
+ * The newest register map minor the driver reads (1.5: ABORT_IN_CALL); it binds a device of
+ * that or a later minor, whatever HPU_REGS_VERSION_MINOR the shared header has grown to.
+ */
+#define HPU_DRV_REGS_MINOR 5
+
 static char *fw_name = HPU_FW_DEFAULT_NAME;
 module_param(fw_name, charp, 0444);
 MODULE_PARM_DESC(fw_name, "Firmware image in the firmware search path");
@@ -116,10 +122,10 @@ static int hpu_map_regs(struct hpu_device *hdev)
 	}
 	/* Every register the driver reads: an older map would answer them with device errors. */
 	version = hpu_rreg(hdev, HPU_REG_REGS_VERSION);
-	if (version >> 16 != HPU_REGS_VERSION_MAJOR || (version & 0xffff) < HPU_REGS_VERSION_MINOR) {
+	if (version >> 16 != HPU_REGS_VERSION_MAJOR || (version & 0xffff) < HPU_DRV_REGS_MINOR) {
 		dev_err(&pdev->dev, "register map %u.%u; the driver needs %u.%u or a later %u.x\n",
 			version >> 16, version & 0xffff, HPU_REGS_VERSION_MAJOR,
-			HPU_REGS_VERSION_MINOR, HPU_REGS_VERSION_MAJOR);
+			HPU_DRV_REGS_MINOR, HPU_REGS_VERSION_MAJOR);
 		return -ENODEV;
 	}
 
