@@ -5,9 +5,11 @@
  * and the job pushed again with HPU_QUEUE_DESC_RESUME going on where it
  * stopped; the table of set-aside jobs, its limits and its resets.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hpu_core_internal.h"
 #include "hpu_dev_harness.h"
@@ -75,8 +77,8 @@ static void preempt_waiting(struct hpu_test *t, const struct job *job)
 	EXPECT_DONE(t, Q);
 }
 
-/* Another file's job behind the preempted one: it runs to its completion. */
-static void bystander(struct hpu_test *t)
+/* Another file's job, queued behind the preempted one. */
+static void push_bystander(struct hpu_test *t)
 {
 	static struct job nop;
 
@@ -84,6 +86,12 @@ static void bystander(struct hpu_test *t)
 	cb_nop(&nop.cb);
 	job_seal(&nop, 0xb0);
 	push(t, &nop, 0);
+}
+
+/* The bystander runs to its completion. */
+static void bystander(struct hpu_test *t)
+{
+	push_bystander(t);
 	run(t);
 	EXPECT_DONE(t, Q);
 	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 0xb0);
@@ -256,6 +264,77 @@ static void case_device_reset(struct hpu_test *t)
 	preempt_gemm(t, &gemm, c0);
 }
 
+/* ---- on the engine's thread ---- */
+
+/* 4 GiB of VA over one 2 MiB page of HBM: a fill of seconds' worth of steps. */
+#define VA_ALIAS 0x400000000ull
+#define ALIASES 2048u
+/* Loose bounds for a loaded host: a DMA step takes microseconds, a NOP less. */
+#define PREEMPT_WAIT_NS 500000000ull
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait (60 s at most) until the queue's CI reads ci; the nanoseconds it took. */
+static uint64_t wait_ci(struct hpu_test *t, uint32_t ci)
+{
+	const struct timespec tick = { .tv_nsec = 100000 };
+	uint64_t start = now_ns();
+
+	while (hpu_rd(t, REG_Q(Q, CI)) != ci && now_ns() - start < 60000000000ull)
+		nanosleep(&tick, NULL);
+	return now_ns() - start;
+}
+
+/* What the driver would do for a job queued behind a long one: set it aside, resume it after. */
+static void case_threaded(struct hpu_test *t)
+{
+	const struct timespec settle = { .tv_nsec = 20000000 };
+	static struct job fill;
+	uint64_t set_aside, behind, resumed;
+	unsigned int i, wrong = 0;
+	pthread_t engine;
+
+	setup(t);
+	for (i = 0; i < ALIASES; i++)
+		pt_map_page(t, ASID, VA_ALIAS + (uint64_t)i * HPU_MMU_HUGE_SIZE, HBM_BUF,
+			    PTE_RW | HPU_PTE_HUGE);
+	cb_dma(&fill.cb, VA_ALIAS, 0x5a, (uint64_t)ALIASES * HPU_MMU_HUGE_SIZE,
+	       HPU_PKT_LIN_DMA_MEMSET);
+	cb_dma(&fill.cb, VA_HOST + DST_OFF, VA_HBM, HPU_MMU_HUGE_SIZE, 0);
+	job_seal(&fill, 5);
+	push(t, &fill, 0);
+	if (pthread_create(&engine, NULL, engine_thread, t->core)) {
+		HPU_CHECK(t, false);
+		return;
+	}
+	nanosleep(&settle, NULL);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	set_aside = wait_ci(t, 1);
+	push_bystander(t);
+	behind = wait_ci(t, 2);
+	push(t, &fill, HPU_QUEUE_DESC_RESUME);
+	resumed = wait_ci(t, 3);
+	hpu_core_engine_stop(t->core);
+	pthread_join(engine, NULL);
+	printf("# set aside %.2f ms after PREEMPT; the next job ended %.2f ms after its push; "
+	       "the fill's rest took %.0f ms\n", set_aside / 1e6, behind / 1e6, resumed / 1e6);
+	HPU_CHECK(t, set_aside < PREEMPT_WAIT_NS && behind < PREEMPT_WAIT_NS);
+	HPU_CHECK(t, resumed > behind);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, DMA_ENGINE(Q), 5, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 5);
+	for (i = 0; i < HPU_MMU_HUGE_SIZE; i++)
+		wrong += t->mem[DST_OFF + i] != 0x5a;
+	HPU_CHECK_EQ(t, wrong, 0);
+}
+
 /* ---- the table and its refusals ---- */
 
 static void case_table_full(struct hpu_test *t)
@@ -356,6 +435,7 @@ static const struct hpu_test_case cases[] = {
 	{ "a staged GEMM set aside between steps ends as one run does, to the bit", case_gemm },
 	{ "a queue reset drops set-aside jobs, their staged outputs unwritten", case_gemm_reset },
 	{ "a device reset drops every set-aside job", case_device_reset },
+	{ "on the engine's thread: a long fill set aside at once, resumed", case_threaded },
 	{ "a full table refuses PREEMPT; an entry is resumed at its WAIT", case_table_full },
 	{ "PREEMPT and RESUME refusals", case_refusals },
 };
