@@ -139,6 +139,49 @@ static void case_copy(struct hpu_test *t)
 	HPU_CHECK(t, reads < t->dma_reads);
 }
 
+/* ---- a CALL ---- */
+
+#define CALLEE_OFF DST_OFF
+
+/* Parked on a WAIT inside a callee, set aside there: resumed, the callee goes on at the WAIT. */
+static void case_call(struct hpu_test *t)
+{
+	struct hpu_cb callee = { .len = 0 };
+	static struct job job;
+
+	setup(t);
+	cb_sync(&callee, HPU_PKT_SIGNAL, SYNC_VA(1), 1);
+	cb_sync(&callee, HPU_PKT_WAIT, SYNC_VA(0), 1);
+	cb_sync(&callee, HPU_PKT_SIGNAL, SYNC_VA(2), 1);
+	memcpy(t->mem + CALLEE_OFF, callee.b, callee.len);
+	cb_nop(&job.cb);
+	cb_u32(&job.cb, HPU_PKT_HEADER(HPU_PKT_CALL, 0));
+	cb_u32(&job.cb, 0);
+	cb_u64(&job.cb, VA_HOST + CALLEE_OFF);
+	cb_u64(&job.cb, callee.len);
+	cb_sync(&job.cb, HPU_PKT_SIGNAL, SYNC_VA(3), 1);
+	job_seal(&job, 6);
+	push(t, &job, 0);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	run(t);
+	/* At the CALL, after the NOP. */
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, HPU_ENGINE_QMAN, 6, 8, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+
+	bystander(t);
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	push(t, &job, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 6);
+	/* The callee's SIGNAL before the WAIT ran once. */
+	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+	HPU_CHECK_EQ(t, sync_value(t, 2), 1);
+	HPU_CHECK_EQ(t, sync_value(t, 3), 1);
+}
+
 /* ---- a GEMM, staged ---- */
 
 #define GEMM_BATCH 4u
@@ -432,6 +475,7 @@ static void case_refusals(struct hpu_test *t)
 
 static const struct hpu_test_case cases[] = {
 	{ "a copy set aside mid-packet goes on where it stopped", case_copy },
+	{ "a job parked in a callee, set aside, goes on at the callee's WAIT", case_call },
 	{ "a staged GEMM set aside between steps ends as one run does, to the bit", case_gemm },
 	{ "a queue reset drops set-aside jobs, their staged outputs unwritten", case_gemm_reset },
 	{ "a device reset drops every set-aside job", case_device_reset },
