@@ -307,6 +307,63 @@ static void case_device_reset(struct hpu_test *t)
 	preempt_gemm(t, &gemm, c0);
 }
 
+/* ---- a TPC launch with a scratch ---- */
+
+#define PARAMS_OFF SRC_OFF
+#define TENTH_OFF (SYNC_OFF + 0x400u)
+
+/*
+ * A SUM of 2^26 copies of 0.1 (a broadcast dim) into one output: items of a
+ * chunk each, their partials in the launch's scratch, joined at its end.
+ */
+static void job_reduce(struct hpu_test *t, struct job *job)
+{
+	const uint64_t shape[1] = { 1ull << 26 }, one[1] = { 1 };
+	struct launch l = launch_new(HPU_KERNEL_REDUCE, 2);
+	const float tenth = 0.1f;
+
+	memcpy(t->mem + TENTH_OFF, &tenth, sizeof(tenth));
+	l.t[0] = desc(VA_HBM, HPU_DTYPE_F32, 1, one, 0);
+	l.t[1] = desc(VA_HOST + TENTH_OFF, HPU_DTYPE_F32, 1, shape, 1);
+	l.p.args[0] = HPU_REDUCE_SUM;
+	l.p.args[1] = 1;
+	memcpy(t->mem + PARAMS_OFF, &l, launch_size(&l));
+	job->cb.len = 0;
+	cb_launch(&job->cb, VA_HOST + PARAMS_OFF, launch_size(&l));
+	cb_dma(&job->cb, VA_HOST + DST_OFF, VA_HBM, sizeof(float), 0);
+	job_seal(job, 7);
+}
+
+static void case_launch(struct hpu_test *t)
+{
+	static struct job reduce;
+	float once, resumed;
+
+	setup(t);
+	job_reduce(t, &reduce);
+	push(t, &reduce, 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	memcpy(&once, t->mem + DST_OFF, sizeof(once));
+	memset(t->mem + DST_OFF, 0, sizeof(once));
+
+	push(t, &reduce, 0);
+	/* As the engine reads the parameter block, after the descriptor and command buffer. */
+	hook_at(t, 3, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	run(t);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, HPU_ENGINE_TPC, 7, 0, 0, __LINE__);
+	/* Between two parts: some done, their partials in the scratch it keeps. */
+	HPU_CHECK(t, t->core->qman.queues[Q].saved[0] && t->core->qman.queues[Q].saved[0]->moved &&
+		     t->core->qman.queues[Q].saved[0]->scratch);
+	bystander(t);
+	push(t, &reduce, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	memcpy(&resumed, t->mem + DST_OFF, sizeof(resumed));
+	printf("# SUM of 2^26 x 0.1: %a, resumed %a\n", once, resumed);
+	HPU_CHECK(t, !memcmp(&resumed, &once, sizeof(once)));
+}
+
 /* ---- on the engine's thread ---- */
 
 /* 4 GiB of VA over one 2 MiB page of HBM: a fill of seconds' worth of steps. */
@@ -479,6 +536,7 @@ static const struct hpu_test_case cases[] = {
 	{ "a staged GEMM set aside between steps ends as one run does, to the bit", case_gemm },
 	{ "a queue reset drops set-aside jobs, their staged outputs unwritten", case_gemm_reset },
 	{ "a device reset drops every set-aside job", case_device_reset },
+	{ "a reduction set aside between parts keeps its scratch, sums to the bit", case_launch },
 	{ "on the engine's thread: a long fill set aside at once, resumed", case_threaded },
 	{ "a full table refuses PREEMPT; an entry is resumed at its WAIT", case_table_full },
 	{ "PREEMPT and RESUME refusals", case_refusals },
