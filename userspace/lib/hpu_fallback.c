@@ -509,7 +509,7 @@ static int hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h
 }
 
 /* Partial a with b, the next element's square or |x|, or the next chunk's partial: NaN stays. */
-static double hpu_clip_join(bool max_norm, double a, double b)
+static double hpu_host_clip_join(bool max_norm, double a, double b)
 {
 	if (!max_norm)
 		return a + b;
@@ -537,9 +537,9 @@ static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 		do {
 			double g = fabs(hpu_hload(&h[i], idx));
 
-			part = hpu_clip_join(max_norm, part, max_norm ? g : g * g);
+			part = hpu_host_clip_join(max_norm, part, max_norm ? g : g * g);
 			if (++k % HPU_CLIP_CHUNK == 0 || k == n) {
-				total = hpu_clip_join(max_norm, total, part);
+				total = hpu_host_clip_join(max_norm, total, part);
 				part = 0;
 			}
 		} while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
