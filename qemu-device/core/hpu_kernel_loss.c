@@ -243,29 +243,12 @@ static int hpu_loss_check(const struct hpu_kcall *c, unsigned int ntensors, unsi
 /* Phase 0's items [begin, end): chunks of targets checked and counted. */
 static void hpu_loss_count(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_kview *tv = hpu_loss_targets(c);
-	uint64_t classes = hpu_loss_x(c)->shape[1], n = tv->shape[0];
 	struct hpu_loss_scratch *sc = hpu_loss_scratch(c);
 	struct hpu_kpace p = hpu_kpace_start(c);
 
-	for (uint64_t k = begin; k < end; k++) {
-		uint64_t first = k * HPU_KSCAN_CHUNK, counted = 0;
-		uint64_t len = hpu_kscan_item_work(n - first);
-		struct hpu_kcur cur;
-
-		hpu_kcur_init(&cur, tv, first);
-		hpu_kfor(&p, i, len) {
-			int64_t t = hpu_kcur_get_i(&cur);
-
-			if (t != c->args[1] && (t < 0 || (uint64_t)t >= classes)) {
-				hpu_kfail(c, "a target out of range");
-				return;
-			}
-			counted += t != c->args[1];
-			hpu_kcur_next(&cur);
-		}
-		sc->chunk_counted[k] = counted;
-	}
+	for (uint64_t k = begin; k < end && !hpu_kstop(c); k++)
+		sc->chunk_counted[k] = hpu_kscan_chunk(c, hpu_loss_targets(c), hpu_loss_x(c)->shape[1],
+						       &c->args[1], k, &p, "a target out of range");
 }
 
 /* Phase 0's items in all: the targets, once. */

@@ -645,7 +645,7 @@ const struct hpu_kernel_def hpu_kernel_layer_norm_bwd = {
 /* ---- embedding ---- */
 
 /*
- * Phase 0 checks every index (hpu_kscan_indices()), so that a bad one fails
+ * Phase 0 checks every index (hpu_kscan_chunk()), so that a bad one fails
  * the launch before a row is written; phase 1 gathers or scatter-adds.
  */
 #define HPU_EMB_PHASES 2
@@ -677,7 +677,11 @@ static int hpu_emb_check(const struct hpu_kcall *c, unsigned int table, unsigned
 static void hpu_emb_scan(const struct hpu_kcall *c, unsigned int table, uint64_t begin,
 			 uint64_t end)
 {
-	hpu_kscan_indices(c, &c->t[2], c->t[table].shape[0], begin, end, "an index out of range");
+	struct hpu_kpace p = hpu_kpace_start(c);
+
+	for (uint64_t k = begin; k < end && !hpu_kstop(c); k++)
+		hpu_kscan_chunk(c, &c->t[2], c->t[table].shape[0], NULL, k, &p,
+				"an index out of range");
 }
 
 /*

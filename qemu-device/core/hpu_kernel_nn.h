@@ -168,24 +168,30 @@ static inline uint64_t hpu_kscan_item_work(uint64_t n)
 	return n < HPU_KSCAN_CHUNK ? n : HPU_KSCAN_CHUNK;
 }
 
-/* Items [begin, end) of the scan of index tensor v: each index in [0, n), else the launch fails. */
-static inline void hpu_kscan_indices(const struct hpu_kcall *c, const struct hpu_kview *v,
-				     uint64_t n, uint64_t begin, uint64_t end, const char *why)
+/*
+ * Item k of the scan of index tensor v: each index in [0, n), or equal to
+ * *ignore if ignore is not NULL, else the launch fails with why.  Returns
+ * how many of the chunk's indices are not *ignore (all of them without).
+ */
+static inline uint64_t hpu_kscan_chunk(const struct hpu_kcall *c, const struct hpu_kview *v,
+				       uint64_t n, const int64_t *ignore, uint64_t k,
+				       struct hpu_kpace *p, const char *why)
 {
-	uint64_t first = begin * HPU_KSCAN_CHUNK, count = hpu_kview_numel(v) - first;
-	struct hpu_kpace p = hpu_kpace_start(c);
-	struct hpu_kcur k;
+	uint64_t first = k * HPU_KSCAN_CHUNK, len = hpu_kscan_item_work(hpu_kview_numel(v) - first);
+	uint64_t counted = 0;
+	struct hpu_kcur cur;
 
-	if (begin == end)
-		return;
-	if (count > (end - begin) * HPU_KSCAN_CHUNK)
-		count = (end - begin) * HPU_KSCAN_CHUNK;
-	hpu_kcur_init(&k, v, first);
-	hpu_kfor(&p, i, count) {
-		if (!hpu_kindex_ok(c, hpu_kload_index(k.dtype, hpu_kcur_ptr(&k)), n, why))
-			return;
-		hpu_kcur_next(&k);
+	hpu_kcur_init(&cur, v, first);
+	hpu_kfor(p, i, len) {
+		int64_t x = hpu_kload_index(cur.dtype, hpu_kcur_ptr(&cur));
+		bool skip = ignore && x == *ignore;
+
+		if (!skip && !hpu_kindex_ok(c, x, n, why))
+			return counted;
+		counted += !skip;
+		hpu_kcur_next(&cur);
 	}
+	return counted;
 }
 
 #endif /* HPU_KERNEL_NN_H */
