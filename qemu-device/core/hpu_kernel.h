@@ -113,6 +113,19 @@ struct hpu_kernel_def {
 	void (*finish)(const struct hpu_kcall *c);
 };
 
+/*
+ * The most elements one of a phase's items items visits, work in all: the
+ * def's item_work(), else work spread evenly, rounded up.
+ */
+static inline uint64_t hpu_kernel_item_work(const struct hpu_kernel_def *def,
+					    const struct hpu_kcall *c, uint64_t items,
+					    uint64_t work)
+{
+	if (def->item_work)
+		return def->item_work(c);
+	return items ? work / items + !!(work % items) : 0;
+}
+
 /* The most scratch one launch has: a REDUCE's partials of all its chunks. */
 #define HPU_KERNEL_SCRATCH_MAX (8u << 20)
 

@@ -327,16 +327,6 @@ static int hpu_tpc_map(struct hpu_job *job, struct hpu_tpc_launch *l)
 	return 0;
 }
 
-/* The most elements one item of the launch's phase visits. */
-static uint64_t hpu_tpc_item_work(const struct hpu_tpc_launch *l)
-{
-	uint32_t k = l->state.phase;
-
-	if (l->def->item_work)
-		return l->def->item_work(&l->call);
-	return l->items[k] ? l->work[k] / l->items[k] + !!(l->work[k] % l->items[k]) : 0;
-}
-
 /* The kernel's check() and the launch's work: 0, or -1 with the job failed. */
 static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 {
@@ -357,7 +347,8 @@ static int hpu_tpc_check(struct hpu_job *job, struct hpu_tpc_launch *l)
 		if (__builtin_add_overflow(total, l->work[k], &total) || total > HPU_KERNEL_MAX_WORK)
 			return hpu_pkt_refuse(job, "kernel %s: work past HPU_KERNEL_MAX_WORK",
 					      l->def->name);
-		if (hpu_tpc_item_work(l) > HPU_KERNEL_MAX_ITEM_WORK)
+		if (hpu_kernel_item_work(l->def, &l->call, l->items[k], l->work[k]) >
+		    HPU_KERNEL_MAX_ITEM_WORK)
 			return hpu_pkt_refuse(job, "kernel %s: an item of phase %u past "
 					      "HPU_KERNEL_MAX_ITEM_WORK", l->def->name, k);
 		l->parts[k] = hpu_tpc_split(l, k);

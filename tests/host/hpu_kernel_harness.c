@@ -289,12 +289,7 @@ static uint8_t *hpu_kview_snapshot(const struct hpu_kview *v)
 uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
 			uint64_t items)
 {
-	uint64_t work;
-
-	if (def->item_work)
-		return def->item_work(c);
-	work = def->work ? def->work(c, items) : items;
-	return items ? work / items + !!(work % items) : 0;
+	return hpu_kernel_item_work(def, c, items, def->work ? def->work(c, items) : items);
 }
 
 int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
