@@ -35,10 +35,10 @@
 #include "hpu_vm.h"
 
 /*
- * The newest register map minor the driver reads (1.5: ABORT_IN_CALL); it binds a device of
+ * The newest register map minor the driver reads (1.6: preemption); it binds a device of
  * that or a later minor, whatever HPU_REGS_VERSION_MINOR the shared header has grown to.
  */
-#define HPU_DRV_REGS_MINOR 5
+#define HPU_DRV_REGS_MINOR 6
 
 static char *fw_name = HPU_FW_DEFAULT_NAME;
 module_param(fw_name, charp, 0444);

@@ -4,9 +4,10 @@
  *
  * The device writes a struct hpu_event for every job that fails (MMU
  * fault, illegal or privileged packet, DMA error, abort by a queue reset)
- * and raises HPU_IRQ_EVENT on the misc vector.  Each event names the queue
- * and the tag of the job (its hardware sequence number), which then ends
- * with the matching errno; a user queue's job has written its status into
+ * or that it set aside (PREEMPTED, not a failure) and raises HPU_IRQ_EVENT
+ * on the misc vector.  Each event names the queue and the tag of the job
+ * (its hardware sequence number), which then ends with the matching errno,
+ * or is pushed again to go on; a user queue's job has written its status into
  * its descriptor, so its event is only logged.  If the ring overflowed, the jobs the device
  * consumed without completing them and without an event fail with -EIO.
  */
@@ -53,8 +54,12 @@ static void hpu_eq_handle(struct hpu_device *hdev, const struct hpu_event *ev)
 		return;
 	}
 	dev_dbg(hpu_dev(hdev),
-		"queue %u asid %u engine 0x%x: job %llu failed: event %u at 0x%llx\n",
+		"queue %u asid %u engine 0x%x: job %llu: event %u at 0x%llx\n",
 		ev->queue, ev->asid, ev->engine, ev->tag, ev->type, ev->addr);
+	if (ev->type == HPU_EVENT_PREEMPTED) {
+		hpu_queue_job_set_aside(&hdev->queues[ev->queue], ev->tag);
+		return;
+	}
 	hpu_queue_job_failed(&hdev->queues[ev->queue], ev->tag,
 			     hpu_eq_errno(ev->type), ev->addr);
 }

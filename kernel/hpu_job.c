@@ -62,13 +62,9 @@ static u32 hpu_job_pkt_size(u32 opcode)
  * -EPERM for a privileged opcode, -EINVAL for an unknown opcode, non-zero
  * reserved header bits, pad or unknown flags, a misaligned sync,
  * timestamp or parameter-block address, or a packet running past the end.
- * A job with a WAIT and no CALL may be taken off its ring while parked on
- * that WAIT (hpu_queue.c): a WAIT in a callee could follow packets that
- * ran, and the device names the CALL when it aborts one.
  */
 static int hpu_job_check_cb(struct hpu_job *job)
 {
-	bool wait = false, call = false;
 	const void *cb = job->cb;
 	u32 off = 0, size = job->user_size;
 
@@ -98,8 +94,6 @@ static int hpu_job_check_cb(struct hpu_job *job)
 			break;
 		}
 		case HPU_PKT_WAIT:
-			wait = true;
-			fallthrough;
 		case HPU_PKT_SIGNAL: {
 			/* The same layout. */
 			const struct hpu_pkt_signal *pkt = p;
@@ -141,39 +135,12 @@ static int hpu_job_check_cb(struct hpu_job *job)
 			if (flags || pkt->pad || !IS_ALIGNED(pkt->addr, 8) || !pkt->size ||
 			    !IS_ALIGNED(pkt->size, 8) || pkt->size > HPU_CALL_MAX_SIZE)
 				return -EINVAL;
-			call = true;
 			break;
 		}
 		}
 		off += len;
 	}
-	/* A callee's WAITs are unknown here: a job with a CALL may park too. */
-	job->can_yield = wait || call;
 	return 0;
-}
-
-/* Whether offset @pos of @job's command buffer is a packet boundary SUBMIT checked, or its end. */
-static bool hpu_job_at_packet(const struct hpu_job *job, u64 pos)
-{
-	u32 off = 0;
-
-	while (off < pos && off < job->user_size)
-		off += hpu_job_pkt_size(HPU_PKT_OPCODE(*(const u32 *)(job->cb + off)));
-	return off == pos;
-}
-
-/*
- * Whether @job may run again from offset @pos of its command buffer as if
- * it had started there: the packets before it ran, and the one at @pos is
- * a WAIT (which does nothing but wait) or the driver's tail (which writes
- * the same completion again).  The copy the device runs is the driver's,
- * so the packet boundaries are those SUBMIT checked.
- */
-bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos)
-{
-	return hpu_job_at_packet(job, pos) &&
-	       (pos == job->user_size ||
-		HPU_PKT_OPCODE(*(const u32 *)(job->cb + pos)) == HPU_PKT_WAIT);
 }
 
 /*
@@ -236,32 +203,6 @@ static void hpu_job_cb_sync(struct hpu_job *job, u32 offset, u32 size)
 	if (job->cb_kind != HPU_JOB_CB_COHERENT)
 		dma_sync_single_for_device(hpu_dev(job->ctx->hdev), job->cb_dma + offset,
 					   size, DMA_TO_DEVICE);
-}
-
-/*
- * Whether @job may run again from the CALL at offset @pos of its command
- * buffer, having been parked on a WAIT its callee has at offset
- * @abort_in_call (the queue's ABORT_IN_CALL register after the reset that
- * stopped it there): if so, the driver's copy of the CALL now names the
- * callee's rest, from that WAIT on, so that nothing of the callee before
- * it runs twice.
- */
-bool hpu_job_resume_in_call(struct hpu_job *job, u64 pos, u32 abort_in_call)
-{
-	u32 at = abort_in_call & ~HPU_Q_IN_CALL_PARKED;
-	struct hpu_pkt_call *call;
-
-	if (!(abort_in_call & HPU_Q_IN_CALL_PARKED) || !hpu_job_at_packet(job, pos) ||
-	    pos == job->user_size || HPU_PKT_OPCODE(*(const u32 *)(job->cb + pos)) != HPU_PKT_CALL)
-		return false;
-	call = job->cb + pos;
-	/* The device's word, checked all the same: a WAIT inside the callee. */
-	if (!IS_ALIGNED(at, 8) || at >= call->size)
-		return false;
-	call->addr += at;
-	call->size -= at;
-	hpu_job_cb_sync(job, pos, sizeof(*call));
-	return true;
 }
 
 /* Called by the queue when the job is first pushed, with the queue's lock held. */

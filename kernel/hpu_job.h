@@ -72,8 +72,6 @@ struct hpu_job {
 	u32 cb_size;
 	u32 user_size;
 	enum hpu_job_cb_kind cb_kind;
-	/* It has a WAIT or a CALL: parked, it may leave its ring (hpu_queue.c). */
-	bool can_yield;
 
 	/* Under queue->lock once submitted. */
 	struct list_head link;		/* in queue->waiting, then queue->pending */
@@ -81,8 +79,9 @@ struct hpu_job {
 	u64 hw_seq;			/* descriptor tag and completion value; 0: never pushed */
 	u32 ring_pos;			/* ring index of its descriptor (free running) */
 	unsigned long head_since;	/* jiffies since it has been the oldest in the ring */
-	unsigned long charged;		/* jiffies it was the oldest before it left the ring */
-	u32 resume_pos;			/* where its next push starts in its command buffer */
+	unsigned long charged;		/* jiffies of its own it ran before it was set aside */
+	/* The device holds its progress (HPU_EVENT_PREEMPTED): pushed again with RESUME. */
+	bool set_aside;
 	int hw_error;			/* reported by the event queue */
 	u64 hw_error_addr;		/* and the event's address */
 	int result;			/* once ENDED: 0 or -errno */
@@ -94,8 +93,6 @@ struct hpu_job {
 };
 
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
-bool hpu_job_resumable_at(const struct hpu_job *job, u64 pos);
-bool hpu_job_resume_in_call(struct hpu_job *job, u64 pos, u32 abort_in_call);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
 struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);

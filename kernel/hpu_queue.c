@@ -28,17 +28,18 @@
  * after the other delays other files' jobs by one timeout, not by all of
  * them.
  *
- * A job parked on a WAIT at the head of its ring holds back every job
- * behind it, the device's ring being FIFO.  Once it has been parked there
- * for parked_yield_ms while jobs of other files wait behind it, the timeout
- * work takes it off: a queue reset, after which it is pushed again behind
- * the other files' jobs, from the WAIT the reset's ABORTED event names, or
- * for a job parked in a CALL's callee from the callee's WAIT that the
- * queue's ABORT_IN_CALL names (its CALL rewritten to the callee's rest), so
- * that nothing of it runs twice; its time at the head counts towards its
- * timeout.  One the reset caught past its WAIT fails -EIO.
- * The head was pushed at the reset or has become the head since, so a
- * queue takes off at most one job per parked_yield_ms.
+ * The job at the head of a ring holds back every job behind it, the
+ * device's ring being FIFO, whether it runs long or is parked on a WAIT.
+ * Once it has run preempt_ms of its own there while jobs of other files
+ * wait behind it, the timeout work sets it aside: CTRL RESET|PREEMPT, after
+ * which the device holds its progress and has dropped the jobs behind it
+ * unstarted.  Those are pushed again, other files' first, then the set-aside
+ * job with RESUME (it goes on exactly where it stopped) and the rest of its
+ * file's, in order; its time at the head counts towards its timeout.  The
+ * new head was pushed then, so a queue sets aside at most one job per
+ * preempt_ms.  A set-aside job keeps its entry in the device's table
+ * (HPU_Q_PREEMPT_SLOTS per queue; a plain reset leaves them) until its
+ * RESUME is fetched, so every one is pushed again, even a closing file's.
  *
  * A reset whose job the engine stays in for queue_reset_timeout_us
  * (STATUS.ENGINE; a job the engine is not in ends when the engine gets
@@ -74,16 +75,16 @@ module_param(queue_reset_timeout_us, uint, 0644);
 MODULE_PARM_DESC(queue_reset_timeout_us,
 		 "Time the engine may stay in a job after its queue's reset before the device malfunctions, in us");
 
-static unsigned int parked_yield_ms = 10;
-module_param(parked_yield_ms, uint, 0644);
-MODULE_PARM_DESC(parked_yield_ms,
-		 "Time a job parked on a WAIT holds the head of a ring before it makes way for other files' jobs, in ms (0: never)");
+static unsigned int preempt_ms = 10;
+module_param(preempt_ms, uint, 0644);
+MODULE_PARM_DESC(preempt_ms,
+		 "Time a job runs at the head of a ring while other files' jobs wait behind it before it is set aside for them, in ms (0: never)");
 
 /* Why the timeout work resets a queue. */
 enum hpu_queue_reset_why {
 	HPU_RESET_TIMEOUT,	/* the head job ran past the timeout */
 	HPU_RESET_CANCEL,	/* the head job's file closes */
-	HPU_RESET_YIELD,	/* the head job is parked and other files' jobs wait */
+	HPU_RESET_PREEMPT,	/* the head job had its turn and other files' jobs wait */
 };
 
 /* How often a wedged queue is looked at for its engine having let go. */
@@ -189,24 +190,24 @@ void hpu_queue_signal(struct list_head *done)
 	}
 }
 
-/* parked_yield_ms in jiffies, at least 1; 0: parked jobs never make way. */
-static unsigned long hpu_queue_yield_grace(void)
+/* preempt_ms in jiffies, at least 1; 0: jobs are never set aside. */
+static unsigned long hpu_queue_preempt_slice(void)
 {
-	unsigned int ms = READ_ONCE(parked_yield_ms);
+	unsigned int ms = READ_ONCE(preempt_ms);
 
 	return ms ? max(msecs_to_jiffies(ms), 1ul) : 0;
 }
 
 /*
  * @head, the oldest job in the ring, has a job of another file behind it:
- * if @head may be parked on a WAIT, the timeout work looks when it may
- * make way, not only when it would time out.
+ * the timeout work looks when @head may be set aside, not only when it
+ * would time out.
  */
 static void hpu_queue_watch_head_locked(struct hpu_queue *q, const struct hpu_job *head)
 {
-	unsigned long grace = hpu_queue_yield_grace(), due = head->head_since + grace;
+	unsigned long slice = hpu_queue_preempt_slice(), due = head->head_since + slice;
 
-	if (grace && head->can_yield)
+	if (slice)
 		hpu_sched_timeout_in(q, time_before(jiffies, due) ? due - jiffies : 0);
 }
 
@@ -329,11 +330,11 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	}
 
 	desc = &q->ring[q->pi % HPU_QUEUE_ENTRIES];
-	desc->cb_addr = job->cb_dma + job->resume_pos;
-	desc->cb_size = job->cb_size - job->resume_pos;
-	desc->priv_offset = job->user_size - job->resume_pos;
+	desc->cb_addr = job->cb_dma;
+	desc->cb_size = job->cb_size;
+	desc->priv_offset = job->user_size;
 	desc->asid = job->ctx->asid;
-	desc->flags = 0;
+	desc->flags = job->set_aside ? HPU_QUEUE_DESC_RESUME : 0;
 	desc->tag = job->hw_seq;
 
 	job->ring_pos = q->pi++;
@@ -376,6 +377,25 @@ void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error, u64 addr)
 	hpu_queue_collect_locked(q, &done);
 	spin_unlock_irqrestore(&q->lock, flags);
 	hpu_queue_signal(&done);
+}
+
+/*
+ * The event queue reports that the device set the job tagged @tag aside
+ * (a reset of @q with PREEMPT, in progress): it holds the job's progress.
+ */
+void hpu_queue_job_set_aside(struct hpu_queue *q, u64 tag)
+{
+	struct hpu_job *job;
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	list_for_each_entry(job, &q->pending, link) {
+		if (job->hw_seq == tag) {
+			job->set_aside = true;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
 }
 
 /* Events were dropped: jobs consumed without completing fail with -EIO. */
@@ -452,12 +472,16 @@ static bool hpu_queue_reset_ended(void *arg, u32 *status)
 	return hpu_queue_is_idle(q, *status, true);
 }
 
-/* Reset @q and wait until the device has let go of its ring; false if it did not in time. */
-static bool hpu_queue_reset(struct hpu_queue *q)
+/*
+ * Reset @q (@ctrl: HPU_Q_CTRL_RESET, with PREEMPT to set its job aside
+ * rather than abort it) and wait until the device has let go of its ring;
+ * false if it did not in time.
+ */
+static bool hpu_queue_reset(struct hpu_queue *q, u32 ctrl)
 {
 	unsigned long timeout_us = hpu_queue_reset_timeout_us();
 
-	hpu_qwreg(q, HPU_Q_CTRL, HPU_Q_CTRL_RESET);
+	hpu_qwreg(q, HPU_Q_CTRL, ctrl);
 	if (hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q))
 		return true;
 	dev_err(hpu_dev(q->hdev), "queue %u: the engine stayed in its job %lu us after a reset\n",
@@ -469,7 +493,7 @@ static bool hpu_queue_reset(struct hpu_queue *q)
 /*
  * How the job a reset was for ends, if it does: cancelled, or the device's
  * own failure (not the reset's ABORTED), else timed out, or -EIO for a job
- * that was only to make way.
+ * that was only to be set aside.
  */
 static int hpu_queue_bad_result(const struct hpu_job *bad, enum hpu_queue_reset_why why)
 {
@@ -483,31 +507,10 @@ static int hpu_queue_bad_result(const struct hpu_job *bad, enum hpu_queue_reset_
 }
 
 /*
- * @job made way for other files' jobs: it runs again from where the reset
- * stopped it if that is a WAIT (the event's address is the offset of the
- * top-level packet the job was at, docs/REGISTERS.md), or a WAIT in the
- * callee of the CALL there (ABORT_IN_CALL), else it keeps its error.  Its
- * time at the head so far counts towards its timeout.
- */
-static void hpu_queue_take_off_locked(struct hpu_queue *q, struct hpu_job *job)
-{
-	u64 pos = job->resume_pos + job->hw_error_addr;
-
-	lockdep_assert_held(&q->lock);
-
-	job->charged += jiffies - job->head_since;
-	if (job->hw_error == -ECANCELED && pos >= job->resume_pos &&
-	    (hpu_job_resumable_at(job, pos) ||
-	     hpu_job_resume_in_call(job, pos, hpu_qrreg(q, HPU_Q_ABORT_IN_CALL)))) {
-		job->resume_pos = pos;
-		job->hw_error = 0;
-	}
-}
-
-/*
- * After a reset: end the jobs it ended, and push the ones it dropped
- * before they started again, and @bad if it only made way; each file's in
- * order, but @bad's file's after the others'.
+ * After a reset: end the jobs it ended, and push again the ones it dropped
+ * before they started and @bad if it was set aside; each file's in order,
+ * but @bad's file's after the others'.  A job set aside before and dropped
+ * unfetched still has its entry in the device: pushed again with RESUME.
  */
 static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 				       enum hpu_queue_reset_why why, struct list_head *done)
@@ -518,21 +521,19 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 
 	lockdep_assert_held(&q->lock);
 
-	if (why == HPU_RESET_YIELD)
-		hpu_queue_take_off_locked(q, bad);
 	list_for_each_entry_safe(job, tmp, &q->pending, link) {
 		int err = job->hw_error;
 
 		if (hpu_queue_slot_done(q, job))
 			hpu_queue_end_locked(q, job, 0, done);
-		else if (job == bad && (why != HPU_RESET_YIELD || err))
+		else if (job == bad && (why != HPU_RESET_PREEMPT || err))
 			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, why), done);
 		else if (err)
 			hpu_queue_end_locked(q, job, err, done);
-		else if (READ_ONCE(job->ctx->closing))
+		else if (READ_ONCE(job->ctx->closing) && !job->set_aside)
 			hpu_queue_end_locked(q, job, -ECANCELED, done);
 		else {
-			/* Dropped by the reset before it started. */
+			/* Set aside, or dropped by the reset before it started. */
 			list_move_tail(&job->link, job->ctx == bad->ctx ? &last : &again);
 			hpu_queue_unqueue_locked(q, job);
 		}
@@ -574,19 +575,31 @@ static unsigned long hpu_queue_unwedge(struct hpu_queue *q)
 }
 
 /*
- * Whether @head has run past the timeout, charged for its own time: not
- * for other queues' slices it waited through; else *@left is how long it
- * has left.
+ * How long @head has been the oldest job in @q's ring, less the other
+ * queues' slices it waited through: its own time there.
+ */
+static unsigned long hpu_queue_head_ran_locked(struct hpu_queue *q, const struct hpu_job *head)
+{
+	unsigned long at_head = jiffies - head->head_since,
+		      deferred = usecs_to_jiffies(hpu_qrreg(q, HPU_Q_DEFERRED_US));
+
+	lockdep_assert_held(&q->lock);
+	return at_head > deferred ? at_head - deferred : 0;
+}
+
+/*
+ * Whether @head has run past the timeout, charged for its own time, before
+ * it was set aside too; else *@left is how long it has left.
  */
 static bool hpu_queue_timed_out_locked(struct hpu_queue *q, const struct hpu_job *head,
 				       unsigned long *left)
 {
-	unsigned long due = head->head_since + usecs_to_jiffies(hpu_qrreg(q, HPU_Q_DEFERRED_US)) +
-			    (q->timeout > head->charged ? q->timeout - head->charged : 0);
+	unsigned long ran = hpu_queue_head_ran_locked(q, head),
+		      budget = q->timeout > head->charged ? q->timeout - head->charged : 0;
 
-	if (!time_before(jiffies, due))
+	if (ran >= budget)
 		return true;
-	*left = max(due - jiffies, 1ul);
+	*left = max(budget - ran, 1ul);
 	return false;
 }
 
@@ -606,28 +619,29 @@ static bool hpu_queue_others_wait_locked(struct hpu_queue *q, const struct hpu_c
 }
 
 /*
- * Whether @head, the oldest job in @q's ring, should make way: parked on a
- * WAIT for parked_yield_ms while other files' jobs wait.  Else *@left is
- * shortened to when to look again.
+ * Whether @head, the oldest job in @q's ring, should be set aside: it ran
+ * preempt_ms of its own there while other files' jobs wait, it is still
+ * the device's job at CI, and the device has an entry free for it.  Else
+ * *@left is shortened to when to look again.
  */
-static bool hpu_queue_should_yield_locked(struct hpu_queue *q, const struct hpu_job *head,
-					  unsigned long *left)
+static bool hpu_queue_should_preempt_locked(struct hpu_queue *q, const struct hpu_job *head,
+					    unsigned long *left)
 {
-	unsigned long grace = hpu_queue_yield_grace();
+	unsigned long slice = hpu_queue_preempt_slice(), ran;
 
-	if (!grace || !head->can_yield)
+	if (!slice)
 		return false;
-	if (time_before(jiffies, head->head_since + grace)) {
-		*left = min(*left, head->head_since + grace - jiffies);
+	ran = hpu_queue_head_ran_locked(q, head);
+	if (ran < slice) {
+		*left = min(*left, slice - ran);
 		return false;
 	}
 	/* Else a job of another file entering the ring has the work look again. */
 	if (!hpu_queue_others_wait_locked(q, head->ctx))
 		return false;
-	if ((hpu_qrreg(q, HPU_Q_STATUS) & HPU_Q_STATUS_WAITING) &&
-	    hpu_queue_read_ci(q) == head->ring_pos)
+	if (hpu_queue_read_ci(q) == head->ring_pos && hpu_qrreg(q, HPU_Q_PREEMPT_FREE))
 		return true;
-	*left = min(*left, grace);
+	*left = min(*left, slice);
 	return false;
 }
 
@@ -667,14 +681,16 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	if (bad && READ_ONCE(bad->ctx->closing))
 		why = HPU_RESET_CANCEL;
 	else if (bad && !hpu_queue_timed_out_locked(q, bad, &left) &&
-		 hpu_queue_should_yield_locked(q, bad, &left))
-		why = HPU_RESET_YIELD;
-	if (!bad || (left && why != HPU_RESET_YIELD)) {
+		 hpu_queue_should_preempt_locked(q, bad, &left))
+		why = HPU_RESET_PREEMPT;
+	if (!bad || (left && why != HPU_RESET_PREEMPT)) {
 		hpu_sched_run_locked(q, 0, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
 		return left;
 	}
+	if (why == HPU_RESET_PREEMPT)
+		bad->charged += hpu_queue_head_ran_locked(q, bad);
 	/* SUBMIT leaves the ring alone until the reset is done. */
 	q->resetting = true;
 	spin_unlock_irq(&q->lock);
@@ -684,11 +700,12 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		dev_warn_ratelimited(hpu_dev(q->hdev),
 				     "queue %u: job of context %u timed out after %u ms of its own, resetting the queue\n",
 				     q->index, bad->ctx->asid, q->hdev->job_timeout_ms);
-	else if (why == HPU_RESET_YIELD)
+	else if (why == HPU_RESET_PREEMPT)
 		dev_dbg(hpu_dev(q->hdev),
-			"queue %u: job of context %u parked in other files' way, taking it off\n",
+			"queue %u: job of context %u in other files' way, setting it aside\n",
 			q->index, bad->ctx->asid);
-	if (!hpu_queue_reset(q)) {
+	if (!hpu_queue_reset(q, HPU_Q_CTRL_RESET |
+			     (why == HPU_RESET_PREEMPT ? HPU_Q_CTRL_PREEMPT : 0))) {
 		/* Its ABORTED event may have come already, or come later: this error stays. */
 		spin_lock_irq(&q->lock);
 		bad->hw_error = hpu_queue_bad_result(bad, why);
@@ -696,7 +713,7 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		spin_unlock_irq(&q->lock);
 		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
 	}
-	/* Let the events of the reset (ABORTED) and of jobs before it land. */
+	/* Let the events of the reset (ABORTED, PREEMPTED) and of jobs before it land. */
 	hpu_eq_process(q->hdev);
 
 	spin_lock_irq(&q->lock);

@@ -85,6 +85,7 @@ unsigned long hpu_queue_reset_timeout_us(void);
 bool hpu_queue_reset_wait(struct hpu_device *hdev, bool (*ended)(void *arg, u32 *status),
 			  void *arg);
 void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error, u64 addr);
+void hpu_queue_job_set_aside(struct hpu_queue *q, u64 tag);
 void hpu_queue_fail_lost(struct hpu_queue *q);
 void hpu_queue_cancel_ctx(struct hpu_queue *q, const struct hpu_ctx *ctx);
 void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job);

@@ -18,10 +18,9 @@
  *    max_file_ring_jobs of one file; the waiting jobs of all files take
  *    the room that ending jobs free in submission order, but a file at its
  *    share waits for its own jobs to end while the others' go on.  So a
- *    file cannot fill a ring with jobs that park on a WAIT: another file's
- *    job enters the ring, and the parked job at its head makes way for it
- *    within parked_yield_ms, or its timeout's reset puts it ahead of the
- *    parked ones (hpu_queue_recover()).
+ *    file cannot fill a ring with long jobs or jobs that park on a WAIT:
+ *    another file's job enters the ring, and the job at its head is set
+ *    aside for it within preempt_ms (hpu_queue_recover()).
  *
  * A delayed work per queue times out the oldest job in the ring
  * (hpu_queue_recover()), and a work per queue frees ended jobs: freeing

@@ -9,6 +9,10 @@
  *  - user_queue_flood: every user queue the hostile may take, kept full of
  *    long jobs (LIN_DMA copies within its own HBM), refilled as they end;
  *  - kernel_queue_flood: the same through SUBMIT, on every kernel queue;
+ *  - kernel_queue_flood_shared: the same, against a victim that submits
+ *    through SUBMIT too, so that its jobs queue behind the hostile's in
+ *    the same rings, 64 long jobs deep: each waits for the long job at the
+ *    head to be set aside (preemption), not for the jobs ahead to end;
  *  - staged_flood: user queues full of GEMMs whose A the engine stages
  *    (its HBM mapped out of order), so that every yield of theirs keeps
  *    or gathers again a staging buffer;
@@ -695,6 +699,11 @@ TEST_F_TIMEOUT(hostile, user_queue_flood, 180)
 TEST_F_TIMEOUT(hostile, kernel_queue_flood, 180)
 {
 	victim_under(_metadata, self, "kernel_queue_flood", flood_kernel_queues, false);
+}
+
+TEST_F_TIMEOUT(hostile, kernel_queue_flood_shared, 180)
+{
+	victim_under(_metadata, self, "kernel_queue_flood_shared", flood_kernel_queues, true);
 }
 
 TEST_F_TIMEOUT(hostile, staged_flood, 180)

@@ -4,8 +4,8 @@
  * with in-syncobjs waits for their fences; a file's jobs on one queue keep
  * their order behind a waiting job while other files' jobs go on; more
  * jobs than a ring holds all run, in order; closing a file ends its
- * waiting jobs and leaves the device working; a job parked on a WAIT at
- * the head of a ring makes way for other files' jobs.
+ * waiting jobs and leaves the device working; the job at the head of a
+ * ring, long or parked on a WAIT, is set aside for other files' jobs.
  *
  * A job parked on a device WAIT packet stands for a long job: it ends only
  * when a later job SIGNALs the sync object in HBM.
@@ -244,9 +244,9 @@ TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
 }
 
 /*
- * Jobs parked on a WAIT at the head of a ring make way for other files'
- * jobs (kernel/hpu_queue.c, parked_yield_ms): those run in about that
- * time, not a job timeout, and the parked jobs run on from their WAIT once
+ * Jobs parked on a WAIT at the head of a ring are set aside for other
+ * files' jobs (kernel/hpu_queue.c, preempt_ms): those run in about that
+ * time, not a job timeout, and the parked jobs go on from their WAIT once
  * released, in their file's order.  A job stamps the device clock into
  * page[i] after its WAIT, and counts into the page's last word before it.
  */
@@ -330,7 +330,7 @@ static int open_victim(FIXTURE_DATA(sched) *self, uint8_t **page, uint64_t *va)
 /*
  * 300 jobs of one file, each parked on the WAIT it starts with, and another
  * file's job behind them on the same queue: it ends in about
- * parked_yield_ms (the driver's default job timeout is 10 s); then the
+ * preempt_ms (the driver's default job timeout is 10 s); then the
  * parked jobs are released, and all end without an error, in order.
  */
 TEST_F_TIMEOUT(sched, a_parked_job_makes_way_for_another_files_job, 60)
@@ -361,10 +361,10 @@ TEST_F_TIMEOUT(sched, a_parked_job_makes_way_for_another_files_job, 60)
 }
 
 /*
- * A parked job that counted before its WAIT makes way too, and runs on
+ * A parked job that counted before its WAIT is set aside too, and goes on
  * from its WAIT: what ran before it does not run again, however many
- * times it made way.  Its file's later jobs keep their order behind it;
- * the other file's jobs each end in about parked_yield_ms.  in_call: the
+ * times it was set aside.  Its file's later jobs keep their order behind
+ * it; the other file's jobs each end in about preempt_ms.  in_call: the
  * jobs' packets are each a CALL's callee, whose WAIT the job runs on from.
  */
 static void made_way_runs_on(struct __test_metadata *_metadata, FIXTURE_DATA(sched) *self,
@@ -412,6 +412,84 @@ TEST_F_TIMEOUT(sched, a_job_that_made_way_runs_on_from_its_wait, 60)
 TEST_F_TIMEOUT(sched, a_job_parked_in_a_callee_makes_way_and_runs_on_from_its_wait, 60)
 {
 	made_way_runs_on(_metadata, self, true);
+}
+
+/*
+ * A long job: count +1 into the page's last word, LONG_GEMMS GEMMs of
+ * HPU_SLOW_GEMM_N fp32 matrices in HBM (a second or so), C's first page
+ * copied to page[0..], count +1 again.
+ */
+#define LONG_GEMMS 32
+
+static void long_gemm_job(struct hpu_cb *cb, const uint64_t *va, uint64_t page_va)
+{
+	cb->size = 0;
+	hpu_cb_signal(cb, page_va + COUNT_OFF, 1);
+	hpu_cb_slow_gemms(cb, va[0], va[1], va[2], LONG_GEMMS);
+	hpu_cb_dma(cb, page_va, va[2], COUNT_OFF);
+	hpu_cb_signal(cb, page_va + COUNT_OFF, 1);
+}
+
+/*
+ * A long job at the head of a ring is set aside for another file's job
+ * behind it: that one ends while the long one still runs, in about
+ * preempt_ms, not the long job's second.  The long job then goes on where
+ * it stopped: it ends without an error, with C bitwise as when it ran
+ * alone, each of its counts once, and its file's next job after it.
+ */
+TEST_F_TIMEOUT(sched, a_long_job_is_set_aside_for_another_files_job, 120)
+{
+	struct hpu_cb *cb = calloc(1, sizeof(*cb));
+	uint8_t *alone = malloc(COUNT_OFF), *theirs;
+	uint64_t va[3], seq, next, their_va = 0;
+	uint32_t *count = (uint32_t *)(self->dst + COUNT_OFF);
+	unsigned int i;
+	double s;
+	int fd2, err = -1;
+	uint32_t h;
+
+	ASSERT_NE(NULL, cb);
+	ASSERT_NE(NULL, alone);
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &va[i]));
+	}
+	/* A and B of 3.0039215f (bytes 0x40): C's sums round, so a redone block would show. */
+	cb->size = 0;
+	hpu_cb_memset(cb, va[0], 0x40, 2 * HPU_SLOW_GEMM_BYTES);
+	ASSERT_EQ(0, hpu_run(self->fd, 1, cb->buf, cb->size));
+	long_gemm_job(cb, va, self->dst_va);
+	ASSERT_EQ(0, hpu_run(self->fd, 1, cb->buf, cb->size));
+	memcpy(alone, self->dst, COUNT_OFF);
+	EXPECT_EQ(2, *count);
+	memset(self->dst, 0, HPU_PAGE);
+
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb->buf, cb->size, &seq));
+	cb->size = 0;
+	hpu_cb_signal(cb, self->dst_va + COUNT_OFF, 100);
+	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb->buf, cb->size, &next));
+	fd2 = open_victim(self, &theirs, &their_va);
+	ASSERT_LE(0, fd2);
+	/* The long job runs. */
+	usleep(50000);
+	s = victim_job_s(fd2, 1, their_va, 9);
+	TH_LOG("the other file's job ended after %.0f ms", s * 1000);
+	EXPECT_TRUE(pending(self->fd, seq)) TH_LOG("the long job ended before the other job");
+	EXPECT_LE(0, s);
+	EXPECT_GT(0.5, s);
+	EXPECT_EQ(9, theirs[0]);
+	EXPECT_GE(1, *(volatile uint32_t *)count);
+
+	ASSERT_EQ(0, hpu_wait(self->fd, seq, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(2, *(volatile uint32_t *)count) TH_LOG("the long job's counts ran again or not");
+	EXPECT_EQ(0, memcmp(alone, self->dst, COUNT_OFF)) TH_LOG("C differs from its run alone");
+	ASSERT_EQ(0, hpu_wait(self->fd, next, LONG_NS, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(102, *count);
+	close(fd2);
+	free(alone);
+	free(cb);
 }
 
 /* With a short job timeout; the driver's defaults come back whatever the test did. */

@@ -185,10 +185,11 @@ struct drm_hpu_vm_unmap {
  * malformed packet with -EINVAL; nothing is queued then; -EIO: the device
  * malfunctions.  A ring holds at most the max_file_ring_jobs module
  * parameter's jobs of one file (64 by default); the file's further jobs
- * wait in the driver, in order, while other files' jobs go on.  A job
- * without a CALL parked on a WAIT at the head of a ring for the
- * parked_yield_ms module parameter (10 by default) makes way for other
- * files' jobs behind it and later runs on from that WAIT: it does not fail.
+ * wait in the driver, in order, while other files' jobs go on.  A job that
+ * ran (or was parked on a WAIT) at the head of a ring for the preempt_ms
+ * module parameter (10 by default) while other files' jobs wait behind it
+ * is set aside for them and later goes on where it stopped: it does not
+ * fail.
  */
 struct drm_hpu_job {
 	__u64 cb_ptr;  /* user address of the command buffer */
