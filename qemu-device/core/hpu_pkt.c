@@ -298,12 +298,18 @@ illegal:
 	return NULL;
 }
 
+/* Packets are left in the job's command buffer, or in its callee (callee). */
+static bool hpu_pkt_left(const struct hpu_job *job, bool callee)
+{
+	return callee ? job->call.pos < job->call.size : job->pos < job->cb_size;
+}
+
 /* Run the packets of the job's command buffer, or of its callee while one runs, to the end. */
 static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
 {
 	bool callee = job->call.size;
 
-	while (callee ? job->call.pos < job->call.size : job->pos < job->cb_size) {
+	while (hpu_pkt_left(job, callee)) {
 		const struct hpu_pkt_desc *desc;
 		enum hpu_pkt_status status = HPU_PKT_DONE;
 		const uint8_t *pkt;
@@ -324,7 +330,8 @@ static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
 			job->call.pos += desc->size;
 		else
 			job->pos += desc->size;
-		if (hpu_job_slice_over(job))
+		/* Yield points are between packets: past its last one, a job (or callee) ends. */
+		if (hpu_pkt_left(job, callee) && hpu_job_slice_over(job))
 			return HPU_PKT_YIELDED;
 	}
 	return HPU_PKT_DONE;

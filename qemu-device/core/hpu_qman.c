@@ -127,7 +127,6 @@ static void hpu_qman_drop_saved(struct hpu_dev_core *core, unsigned int q)
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	unsigned int i;
 
-	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
 	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
 		if (!qq->saved[i])
 			continue;
@@ -147,8 +146,11 @@ static void hpu_qman_saved_free(struct hpu_dev_core *core, struct hpu_qman_saved
 	free(s);
 }
 
-/* PREEMPT of kernel queue q: the engine sets its job at CI aside.  Lock held. */
-static void hpu_q_preempt(struct hpu_dev_core *core, unsigned int q)
+/*
+ * PREEMPT of kernel queue q: the engine sets its job at CI aside, then CI moves past it, or
+ * with drop_rest to PI as it is now.  False if refused.  Lock held.
+ */
+static bool hpu_q_preempt(struct hpu_dev_core *core, unsigned int q, bool drop_rest)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	const char *why = NULL;
@@ -162,17 +164,23 @@ static void hpu_q_preempt(struct hpu_dev_core *core, unsigned int q)
 	if (why) {
 		hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 " CTRL PREEMPT: %s",
 				hpu_qman_queue_id(q), why);
-		return;
+		return false;
+	}
+	if (drop_rest) {
+		qq->abort_pi = HPU_Q_REG(core, q, PI);
+		qq->drop_rest = true;
 	}
 	__atomic_store_n(&qq->preempt, 1, __ATOMIC_RELAXED);
 	/* A parked job is ready now, to be set aside. */
 	hpu_qman_kick(core);
+	return true;
 }
 
 void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	uint32_t known = HPU_Q_CTRL_RESET | (hpu_qman_is_uq(q) ? 0 : HPU_Q_CTRL_PREEMPT);
+	bool reset = value & HPU_Q_CTRL_RESET;
 
 	if (value & ~known) {
 		hpu_guest_error(core, HPU_ERR_BAD_CTRL,
@@ -180,11 +188,15 @@ void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
 				hpu_qman_queue_id(q), value & ~known);
 		return;
 	}
-	if (value == HPU_Q_CTRL_PREEMPT)
-		hpu_q_preempt(core, q);
-	if (!(value & HPU_Q_CTRL_RESET))
+	/* With RESET, PREEMPT sets aside a job the engine started that no reset ends yet. */
+	if (value & HPU_Q_CTRL_PREEMPT &&
+	    (!reset || ((qq->running || qq->parked) && !qq->abort)) &&
+	    hpu_q_preempt(core, q, reset))
 		return;
-	hpu_qman_drop_saved(core, q);
+	if (!reset)
+		return;
+	/* Set-aside jobs are not queued: their entries stay for RESUME. */
+	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
 	if (qq->running || qq->parked) {
 		/* The engine ends the job (ABORTED), then sets CI; STATUS reads busy until then. */
 		qq->abort_pi = HPU_Q_REG(core, q, PI);
@@ -225,6 +237,8 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 		qq->recheck = false;
 		qq->deferred_ns = 0;
 		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
+		qq->drop_rest = false;
 		hpu_qman_drop_saved(core, q);
 	}
 }
@@ -368,8 +382,9 @@ static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job
 
 /*
  * The step's job goes into the entry s if the PREEMPT still stands (no reset came, its
- * tag has no entry) and the event is posted; CI is the caller's to move.  Lock held (and
- * dropped to post).
+ * tag has no entry, s is not NULL: memory was found) and the event is posted; CI is the
+ * caller's to move.  Refused, the job goes on, or with drop_rest is aborted.  Lock held
+ * (and dropped to post).
  */
 static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue *qq,
 			       struct hpu_qman_saved *s)
@@ -380,10 +395,14 @@ static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue 
 	if (job->gen != core->gen || qq->abort || !qq->preempt)
 		return false;
 	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
-	if (slot < 0 || hpu_qman_saved_find(qq, s->tag, false) >= 0) {
-		hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64
-				" not set aside: %s", hpu_qman_queue_id(job->queue), s->tag,
-				slot < 0 ? "no free entry" : "its tag has an entry");
+	if (!s || slot < 0 || hpu_qman_saved_find(qq, s->tag, false) >= 0) {
+		if (s)
+			hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 ": job tag 0x%"
+					PRIx64 " not set aside: %s", hpu_qman_queue_id(job->queue),
+					s->tag, slot < 0 ? "no free entry" : "its tag has an entry");
+		/* With RESET, the job's next step aborts it. */
+		if (qq->drop_rest)
+			__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	qq->saved[slot] = s;
@@ -439,8 +458,10 @@ static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *
 		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
 		return;
 	}
-	hpu_q_move_ci(core, q, qq->abort ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
+	hpu_q_move_ci(core, q,
+		      qq->abort || qq->drop_rest ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
 	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+	qq->drop_rest = false;
 	HPU_Q_REG(core, q, STATUS) = 0;
 }
 
@@ -531,7 +552,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 {
 	struct hpu_qman_queue *qq = &core->qman.queues[q];
 	struct hpu_job *job = &qq->job;
-	bool fresh = !qq->parked, uq = hpu_qman_is_uq(q);
+	bool fresh = !qq->parked, uq = hpu_qman_is_uq(q), preempting;
 	/* Where a job parked on a WAIT in a callee is, for a reset that ends it there. */
 	bool in_call = qq->parked && (HPU_Q_REG(core, q, STATUS) & HPU_Q_STATUS_WAITING) &&
 		       job->call.size;
@@ -578,11 +599,10 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		status = HPU_PKT_YIELDED; /* a parked job, or one just loaded */
 	else
 		status = hpu_pkt_run(job);
-	if (status != HPU_PKT_DONE && status != HPU_PKT_FAILED && hpu_job_preempting(job)) {
+	preempting = status != HPU_PKT_DONE && status != HPU_PKT_FAILED &&
+		     hpu_job_preempting(job);
+	if (preempting)
 		saved = hpu_qman_save(job);
-		if (!saved)
-			__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
-	}
 	if (status != HPU_PKT_YIELDED)
 		hpu_qman_drop_kept(job, true);
 	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
@@ -590,7 +610,7 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 
 	hpu_core_lock(core);
 	/* A job set aside ends as a completed one does, CI moving past it. */
-	if (saved && hpu_qman_set_aside(core, qq, saved))
+	if (preempting && hpu_qman_set_aside(core, qq, saved))
 		status = HPU_PKT_DONE;
 	else if (saved)
 		hpu_qman_unsave(job, saved);

@@ -72,8 +72,9 @@ struct hpu_qman_queue {
 	bool recheck;      /* something may have satisfied that WAIT; always, after a yield */
 	uint64_t deferred_ns; /* the job at CI was ready while other queues ran (DEFERRED_US) */
 	uint32_t abort;    /* Q_CTRL RESET pending; __atomic, the engine polls it mid-job */
-	uint32_t abort_pi; /* CI once the abort is done */
+	uint32_t abort_pi; /* CI once the abort, or a set-aside with drop_rest, is done */
 	uint32_t preempt;  /* Q_CTRL PREEMPT pending; __atomic, as abort */
+	bool drop_rest;    /* with it (RESET | PREEMPT): CI moves to abort_pi, not past the job */
 	struct hpu_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
 	struct hpu_job job; /* the engine's alone */
 };

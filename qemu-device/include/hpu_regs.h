@@ -200,7 +200,9 @@ enum hpu_err_code {
 
 /*
  * Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI.  On a
- * kernel queue it also drops every entry of its table of preempted jobs (1.6).
+ * kernel queue the entries of its table of preempted jobs stay (1.6): those jobs are not
+ * queued, and go on when pushed again with HPU_QUEUE_DESC_RESUME.  A pending PREEMPT is
+ * cancelled.  Written with HPU_Q_CTRL_PREEMPT, see there.
  */
 #define HPU_Q_CTRL_RESET (1u << 0)
 /*
@@ -211,11 +213,18 @@ enum hpu_err_code {
  * by the descriptor's tag; the device posts HPU_EVENT_PREEMPTED (addr: the offset of the
  * packet it goes on at) and CI moves past the job.  Pushed again with
  * HPU_QUEUE_DESC_RESUME, the job takes its entry back and goes on where it stopped.  A job
- * that ends first (completed or failed) ends as usual: the request lapses.  Refused with
- * HPU_ERR_PREEMPT: no job queued (PI == CI), no free entry (HPU_Q_PREEMPT_FREE 0), a reset
- * pending, or (then the job goes on) its tag has an entry when the set-aside comes; written
- * together with RESET, RESET wins.  A user queue refuses the bit
- * (HPU_ERR_BAD_CTRL).
+ * that ends first (completed or failed; past its last packet there is no yield point) ends
+ * as usual: the request lapses.  Refused with HPU_ERR_PREEMPT: no job queued (PI == CI),
+ * no free entry (HPU_Q_PREEMPT_FREE 0), a reset pending, or (then the job goes on) its tag
+ * has an entry when the set-aside comes.  A user queue refuses the bit (HPU_ERR_BAD_CTRL).
+ *
+ * RESET | PREEMPT: set the job aside, then drop the rest.  If the engine has started the
+ * job at CI (STATUS not 0) and no reset is pending, it is set aside as above, or ends first
+ * as usual, and then CI moves to PI as it was at the write: the jobs behind it are dropped
+ * unstarted, nothing is aborted; STATUS reads busy until then.  If it cannot be set aside
+ * (no free entry, its tag has an entry, no memory), the write is a RESET (the job is
+ * aborted; HPU_ERR_PREEMPT but for no memory); with no job started or a reset pending, it
+ * is a RESET.  A RESET written before the set-aside aborts the job.
  */
 #define HPU_Q_CTRL_PREEMPT (1u << 1)
 

@@ -3,7 +3,8 @@
  * Device-core tests of preemption (1.6): a kernel queue's job set aside by
  * Q_CTRL PREEMPT at a yield point, the queue going on with the next job,
  * and the job pushed again with HPU_QUEUE_DESC_RESUME going on where it
- * stopped; the table of set-aside jobs, its limits and its resets.
+ * stopped; RESET | PREEMPT, which sets the job aside and drops the rest; the
+ * table of set-aside jobs, its limits and its resets.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -77,6 +78,25 @@ static void preempt_waiting(struct hpu_test *t, const struct job *job)
 	EXPECT_DONE(t, Q);
 }
 
+/* A device with one job (tag 0x40, at a WAIT of sync object 0) set aside. */
+static void setup_held(struct hpu_test *t, struct job *held)
+{
+	setup(t);
+	job_wait(held, 0x40);
+	preempt_waiting(t, held);
+}
+
+/* Sync object 0 set, the job set aside at its WAIT is pushed again: it ends. */
+static void resume_waiting(struct hpu_test *t, const struct job *job)
+{
+	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	push(t, job, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + job->tag);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+}
+
 /* Another file's job, queued behind the preempted one. */
 static void push_bystander(struct hpu_test *t)
 {
@@ -99,18 +119,27 @@ static void bystander(struct hpu_test *t)
 
 /* ---- a copy ---- */
 
+/* A copy of COPY_SIZE bytes, tag 1: many steps. */
+static void job_copy(struct hpu_test *t, struct job *copy)
+{
+	fill_pattern(t->mem + SRC_OFF, COPY_SIZE, 3);
+	copy->cb.len = 0;
+	cb_dma(&copy->cb, VA_HOST + DST_OFF, VA_HOST + SRC_OFF, COPY_SIZE, 0);
+	job_seal(copy, 1);
+}
+
+/* Inside the copy's first steps, write CTRL. */
+#define COPY_HOOK_DMA 40
+
 static void case_copy(struct hpu_test *t)
 {
 	static struct job copy;
 	unsigned int copied = 0, i, reads;
 
 	setup(t);
-	fill_pattern(t->mem + SRC_OFF, COPY_SIZE, 3);
-	cb_dma(&copy.cb, VA_HOST + DST_OFF, VA_HOST + SRC_OFF, COPY_SIZE, 0);
-	job_seal(&copy, 1);
+	job_copy(t, &copy);
 	push(t, &copy, 0);
-	/* Inside the copy's first steps. */
-	hook_at(t, 40, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	hook_at(t, COPY_HOOK_DMA, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
 	run(t);
 	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, DMA_ENGINE(Q), 1, 0, 0, __LINE__);
 	EXPECT_DONE(t, Q);
@@ -241,59 +270,65 @@ static void preempt_gemm(struct hpu_test *t, const struct job *gemm, const uint8
 	HPU_CHECK(t, c_is(t, c0));
 }
 
+/* A device with the GEMM: C's start in c0, C after one uninterrupted run in once. */
+static void setup_gemm(struct hpu_test *t, struct job *gemm, uint64_t tag, uint8_t *c0,
+		       uint8_t *once)
+{
+	setup(t);
+	job_gemm(t, gemm, tag);
+	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	push(t, gemm, 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	memcpy(once, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	HPU_CHECK(t, !c_is(t, c0));
+}
+
+/* The set-aside GEMM pushed again ends as the uninterrupted run did, to the bit. */
+static void resume_gemm(struct hpu_test *t, const struct job *gemm, const uint8_t *once)
+{
+	push(t, gemm, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + gemm->tag);
+	HPU_CHECK(t, c_is(t, once));
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+}
+
 static void case_gemm(struct hpu_test *t)
 {
 	static uint8_t c0[GEMM_BYTES], once[GEMM_BYTES];
 	static struct job gemm;
 
-	setup(t);
-	job_gemm(t, &gemm, 2);
-	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
-	push(t, &gemm, 0);
-	run(t);
-	EXPECT_DONE(t, Q);
-	memcpy(once, t->mem + GEMM_C_OFF, GEMM_BYTES);
-	HPU_CHECK(t, !c_is(t, c0));
-
+	setup_gemm(t, &gemm, 2, c0, once);
 	preempt_gemm(t, &gemm, c0);
 	bystander(t);
-	push(t, &gemm, HPU_QUEUE_DESC_RESUME);
-	run(t);
-	EXPECT_DONE(t, Q);
-	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 2);
-	HPU_CHECK(t, c_is(t, once));
-	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+	resume_gemm(t, &gemm, once);
 }
 
-/* The GEMM set aside, then a reset (reg written with value): the held C is freed, unwritten. */
-static void gemm_dropped(struct hpu_test *t, struct job *gemm, uint8_t *c0, uint64_t tag,
-			 uint32_t reg, uint32_t value)
-{
-	setup(t);
-	job_gemm(t, gemm, tag);
-	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
-	preempt_gemm(t, gemm, c0);
-	hpu_wr(t, reg, value);
-	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
-	run(t);
-	HPU_CHECK_EQ(t, t->core->qman.held, 0);
-	HPU_CHECK(t, c_is(t, c0));
-}
-
-/* A queue reset drops the queue's entries. */
+/* A queue reset ends the queued jobs, not the set-aside ones: their entries stay. */
 static void case_gemm_reset(struct hpu_test *t)
 {
-	static uint8_t c0[GEMM_BYTES];
+	static uint8_t c0[GEMM_BYTES], once[GEMM_BYTES];
 	static struct job gemm;
+	struct job head;
 
-	gemm_dropped(t, &gemm, c0, 3, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
-	/* Nothing to go on from: the RESUME fails having run nothing. */
-	push(t, &gemm, HPU_QUEUE_DESC_RESUME);
+	setup_gemm(t, &gemm, 3, c0, once);
+	preempt_gemm(t, &gemm, c0);
+	/* A job parked at its WAIT, and the GEMM's RESUME behind it, which the reset drops unread. */
+	job_wait(&head, 0x41);
+	push(t, &head, 0);
 	run(t);
-	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 3, 0,
-		     NOT_RESUMABLE_LOGS, __LINE__);
+	push(t, &gemm, HPU_QUEUE_DESC_RESUME);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
+	run(t);
+	expect_event(t, HPU_EVENT_ABORTED, Q, ASID, HPU_ENGINE_QMAN, 0x41, 0, 1, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	HPU_CHECK(t, t->core->qman.held >= GEMM_BYTES);
 	HPU_CHECK(t, c_is(t, c0));
-	HPU_CHECK(t, completion(t, Q) != COMPLETION_VALUE + 3);
+	resume_gemm(t, &gemm, once);
 }
 
 /* A device reset drops every queue's entries; the core's end frees those left (ASan). */
@@ -302,7 +337,16 @@ static void case_device_reset(struct hpu_test *t)
 	static uint8_t c0[GEMM_BYTES];
 	static struct job gemm;
 
-	gemm_dropped(t, &gemm, c0, 4, HPU_REG_RESET, HPU_RESET_KEY);
+	setup(t);
+	job_gemm(t, &gemm, 4);
+	memcpy(c0, t->mem + GEMM_C_OFF, GEMM_BYTES);
+	preempt_gemm(t, &gemm, c0);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+	run(t);
+	/* The held C is freed, unwritten. */
+	HPU_CHECK_EQ(t, t->core->qman.held, 0);
+	HPU_CHECK(t, c_is(t, c0));
 	setup(t);
 	preempt_gemm(t, &gemm, c0);
 }
@@ -437,9 +481,9 @@ static void case_threaded(struct hpu_test *t)
 
 /* ---- the table and its refusals ---- */
 
-static void case_table_full(struct hpu_test *t)
+/* A device whose table is full, with one more job (tag 0x14) parked at its WAIT. */
+static void setup_full(struct hpu_test *t, struct job *jobs)
 {
-	struct job jobs[HPU_Q_PREEMPT_SLOTS + 1];
 	unsigned int i;
 
 	setup(t);
@@ -451,6 +495,14 @@ static void case_table_full(struct hpu_test *t)
 	job_wait(&jobs[i], 0x10 + i);
 	push(t, &jobs[i], 0);
 	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
+}
+
+static void case_table_full(struct hpu_test *t)
+{
+	struct job jobs[HPU_Q_PREEMPT_SLOTS + 1];
+
+	setup_full(t, jobs);
 	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
 	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
 	run(t);
@@ -530,16 +582,176 @@ static void case_refusals(struct hpu_test *t)
 	EXPECT_DONE(t, Q);
 }
 
+/* ---- RESET | PREEMPT: the head set aside, the rest dropped ---- */
+
+#define RESET_PREEMPT (HPU_Q_CTRL_RESET | HPU_Q_CTRL_PREEMPT)
+#define SIGNALS 2u
+
+/* Queue SIGNALS jobs behind the head, job i setting sync object 1 + i. */
+static void push_signals(struct hpu_test *t, struct job *sig)
+{
+	unsigned int i;
+
+	for (i = 0; i < SIGNALS; i++) {
+		sig[i].cb.len = 0;
+		cb_sync(&sig[i].cb, HPU_PKT_SIGNAL, SYNC_VA(1 + i), 1);
+		job_seal(&sig[i], 0x30 + i);
+		push(t, &sig[i], 0);
+	}
+}
+
+/* The jobs push_signals() queued ran (1) or never did (0). */
+static void expect_signals(struct hpu_test *t, uint32_t ran, int line)
+{
+	unsigned int i;
+
+	for (i = 0; i < SIGNALS; i++)
+		hpu_check_eq(t, sync_value(t, 1 + i), ran, "the signal job's sync object", line);
+}
+
+/* A long copy with jobs queued behind it: it is set aside, they are dropped, none aborted. */
+static void case_rp_copy(struct hpu_test *t)
+{
+	static struct job copy;
+	struct job sig[SIGNALS];
+	unsigned int i;
+
+	setup(t);
+	job_copy(t, &copy);
+	push(t, &copy, 0);
+	push_signals(t, sig);
+	hook_at(t, COPY_HOOK_DMA, REG_Q(Q, CTRL), RESET_PREEMPT);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, DMA_ENGINE(Q), 1, 0, 0, __LINE__);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, CI)), 1 + SIGNALS);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	HPU_CHECK_EQ(t, completion(t, Q), 0);
+	expect_signals(t, 0, __LINE__);
+	HPU_CHECK(t, memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, COPY_SIZE));
+
+	/* The driver pushes them again in their order: all end as they would have. */
+	push(t, &copy, HPU_QUEUE_DESC_RESUME);
+	for (i = 0; i < SIGNALS; i++)
+		push(t, &sig[i], 0);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, COPY_SIZE));
+	expect_signals(t, 1, __LINE__);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + sig[SIGNALS - 1].tag);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS);
+}
+
+/* No job started: a reset, at once, and the entries of jobs set aside before stay. */
+static void case_rp_unstarted(struct hpu_test *t)
+{
+	struct job held, sig[SIGNALS];
+
+	setup_held(t, &held);
+	push_signals(t, sig);
+	hpu_wr(t, REG_Q(Q, CTRL), RESET_PREEMPT);
+	EXPECT_DONE(t, Q);
+	run(t);
+	EXPECT_DONE(t, Q);
+	expect_signals(t, 0, __LINE__);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	resume_waiting(t, &held);
+}
+
+/* No free entry: a reset, the head aborted, and a guest error. */
+static void case_rp_full(struct hpu_test *t)
+{
+	struct job jobs[HPU_Q_PREEMPT_SLOTS + 1], sig[SIGNALS];
+
+	setup_full(t, jobs);
+	push_signals(t, sig);
+	hpu_wr(t, REG_Q(Q, CTRL), RESET_PREEMPT);
+	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
+	run(t);
+	expect_event(t, HPU_EVENT_ABORTED, Q, ASID, HPU_ENGINE_QMAN, 0x14, 0, 1, __LINE__);
+	EXPECT_DONE(t, Q);
+	expect_signals(t, 0, __LINE__);
+	HPU_CHECK_EQ(t, free_entries(t), 0);
+}
+
+/*
+ * CTRL = value as the head's last packet, its completion, runs: no yield point is left, it
+ * ends as usual; the jobs behind it run after it (PREEMPT) or are dropped (RESET | PREEMPT).
+ */
+static void preempt_completing(struct hpu_test *t, uint32_t value)
+{
+	struct job held, last, sig[SIGNALS];
+
+	setup_held(t, &held);
+	last.cb.len = 0;
+	job_seal(&last, 0x41);
+	push(t, &last, 0);
+	push_signals(t, sig);
+	/* Its descriptor, its command buffer, then the completion's write. */
+	hook_at(t, 3, REG_Q(Q, CTRL), value);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	EXPECT_DONE(t, Q);
+	if (value == HPU_Q_CTRL_PREEMPT) {
+		expect_signals(t, 1, __LINE__);
+		HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + sig[SIGNALS - 1].tag);
+	} else {
+		expect_signals(t, 0, __LINE__);
+		HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 0x41);
+	}
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	resume_waiting(t, &held);
+}
+
+static void case_completes(struct hpu_test *t)
+{
+	preempt_completing(t, HPU_Q_CTRL_PREEMPT);
+}
+
+static void case_rp_completes(struct hpu_test *t)
+{
+	preempt_completing(t, RESET_PREEMPT);
+}
+
+/* A plain RESET before the set-aside wins: the head is aborted. */
+static void case_rp_then_reset(struct hpu_test *t)
+{
+	struct job held, head, sig[SIGNALS];
+
+	setup_held(t, &held);
+	job_wait(&head, 0x41);
+	push(t, &head, 0);
+	run(t);
+	push_signals(t, sig);
+	hpu_wr(t, REG_Q(Q, CTRL), RESET_PREEMPT);
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
+	run(t);
+	expect_event(t, HPU_EVENT_ABORTED, Q, ASID, HPU_ENGINE_QMAN, 0x41, 0, 1, __LINE__);
+	EXPECT_DONE(t, Q);
+	expect_signals(t, 0, __LINE__);
+	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
+	resume_waiting(t, &held);
+}
+
 static const struct hpu_test_case cases[] = {
 	{ "a copy set aside mid-packet goes on where it stopped", case_copy },
 	{ "a job parked in a callee, set aside, goes on at the callee's WAIT", case_call },
 	{ "a staged GEMM set aside between steps ends as one run does, to the bit", case_gemm },
-	{ "a queue reset drops set-aside jobs, their staged outputs unwritten", case_gemm_reset },
+	{ "a queue reset leaves set-aside jobs; a GEMM resumed after one ends to the bit",
+	  case_gemm_reset },
 	{ "a device reset drops every set-aside job", case_device_reset },
 	{ "a reduction set aside between parts keeps its scratch, sums to the bit", case_launch },
 	{ "on the engine's thread: a long fill set aside at once, resumed", case_threaded },
 	{ "a full table refuses PREEMPT; an entry is resumed at its WAIT", case_table_full },
 	{ "PREEMPT and RESUME refusals", case_refusals },
+	{ "PREEMPT as a job's last packet runs: it completes, not set aside", case_completes },
+	{ "RESET|PREEMPT: a long copy set aside, the jobs behind it dropped unrun", case_rp_copy },
+	{ "RESET|PREEMPT with no job started: a reset, set-aside jobs kept", case_rp_unstarted },
+	{ "RESET|PREEMPT with the table full: the head aborted, a guest error", case_rp_full },
+	{ "RESET|PREEMPT as the head's last packet runs: it completes, the rest dropped",
+	  case_rp_completes },
+	{ "RESET|PREEMPT, then RESET before the set-aside: the head aborted", case_rp_then_reset },
 };
 
 int main(void)
