@@ -30,7 +30,7 @@
 
 static const char *const params[] = {
 	"max_file_hbm_mb", "max_file_pt_pages", "max_user_pt_pages", "max_user_files",
-	"max_user_hbm_pct",
+	"max_user_hbm_pct", "preempt_ms",
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -481,7 +481,11 @@ TEST_F_TIMEOUT(limits, gem_create_waiting_for_zeroing_dies_when_killed_and_leaks
 	ASSERT_EQ(0, hpu_gem_create(self->fd, 64 * MiB, 0, &a));
 	ASSERT_EQ(0, take_free_hbm(self->fd, &rest));
 
-	/* Zeroing the freed buffer waits on queue 0 behind a few long jobs of the other file. */
+	/*
+	 * Zeroing the freed buffer waits on queue 0 behind a few long jobs of the other file,
+	 * which are not set aside for it meanwhile (preempt_ms 0).
+	 */
+	ASSERT_EQ(0, set_param("preempt_ms", 0));
 	ASSERT_EQ(0, flood(other, &cb, 1, 3));
 	ASSERT_EQ(0, hpu_gem_close(self->fd, a));
 	EXPECT_EQ(64 * MiB, hpu_usage(self->bdf, "hbm_scrubbing"));
