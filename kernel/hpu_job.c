@@ -18,6 +18,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
+#include <linux/lockdep.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -338,6 +339,7 @@ static void hpu_job_number_locked(struct hpu_job *job)
 	struct hpu_ctx *ctx = job->ctx;
 	u32 queue = job->queue->index;
 
+	lockdep_assert_held(&ctx->submit_lock);
 	job->seq = hpu_ctx_next_seq_locked(ctx);
 	/* A file's jobs on one queue end in submission order: one timeline each. */
 	dma_fence_init(&job->fence, &hpu_job_fence_ops, &job->queue->fence_lock,

@@ -597,6 +597,7 @@ static bool hpu_queue_timed_out_locked(struct hpu_queue *q, const struct hpu_job
 	unsigned long ran = hpu_queue_head_ran_locked(q, head),
 		      budget = q->timeout > head->charged ? q->timeout - head->charged : 0;
 
+	lockdep_assert_held(&q->lock);
 	if (ran >= budget)
 		return true;
 	*left = max(budget - ran, 1ul);
@@ -608,6 +609,7 @@ static bool hpu_queue_others_wait_locked(struct hpu_queue *q, const struct hpu_c
 {
 	struct hpu_job *job;
 
+	lockdep_assert_held(&q->lock);
 	if (q->queued > ctx->ring_jobs[q->index])
 		return true;
 	if (q->queued < HPU_QUEUE_ENTRIES - 1)
@@ -629,6 +631,7 @@ static bool hpu_queue_should_preempt_locked(struct hpu_queue *q, const struct hp
 {
 	unsigned long slice = hpu_queue_preempt_slice(), ran;
 
+	lockdep_assert_held(&q->lock);
 	if (!slice)
 		return false;
 	ran = hpu_queue_head_ran_locked(q, head);

@@ -205,6 +205,7 @@ static void hpu_uq_retire_counts_locked(struct hpu_device *hdev, struct hpu_uq *
 {
 	u64 submitted, completed, failed;
 
+	lockdep_assert_held(&hdev->uqs.lock);
 	hpu_uq_count_locked(hdev, uq, &submitted, &completed, &failed);
 	/* Ends first: a reader never sees more ended than submitted. */
 	atomic64_add(completed, &hdev->stats.jobs_completed);
