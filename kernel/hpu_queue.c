@@ -162,6 +162,7 @@ static bool hpu_queue_consumed(const struct hpu_job *job, u32 ci)
 /* @job, in the ring, leaves it (ended, or dropped by a reset). */
 static void hpu_queue_unqueue_locked(struct hpu_queue *q, struct hpu_job *job)
 {
+	lockdep_assert_held(&q->lock);
 	q->queued--;
 	job->ctx->ring_jobs[q->index]--;
 }
@@ -207,6 +208,7 @@ static void hpu_queue_watch_head_locked(struct hpu_queue *q, const struct hpu_jo
 {
 	unsigned long slice = hpu_queue_preempt_slice(), due = head->head_since + slice;
 
+	lockdep_assert_held(&q->lock);
 	if (slice)
 		hpu_sched_timeout_in(q, time_before(jiffies, due) ? due - jiffies : 0);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: the host unit tests (also under ASan/UBSan), then one guest boot
-# running every in-guest suite.  Gathers the TAP of both, prints "N passed, M
+# `make test`: the source checks (tests/lint), the host unit tests (also under
+# ASan/UBSan), then one guest boot running every in-guest suite.  Gathers the TAP of both, prints "N passed, M
 # failed" last, and exits non-zero on any failure, a sanitizer report, a guest
 # kernel warning/oops, or a timeout.
 set -uo pipefail
@@ -9,6 +9,14 @@ res=$top/build/test-results
 rm -rf "$res"
 mkdir -p "$res"
 problems=()
+
+# Rules the sources keep (tests/lint/*.sh, each TAP on stdout).
+for t in "$top"/tests/lint/*.sh; do
+	name=$(basename "$t" .sh)
+	echo "# source check $name"
+	"$t" >"$res/lint-$name.tap" 2>&1 || problems+=("source check $name failed")
+	cat "$res/lint-$name.tap"
+done
 
 for t in "$top"/build/tests/host/test_*; do
 	[ -x "$t" ] || continue
