@@ -28,13 +28,14 @@
  *                       or "unknown (...)" when neither config space nor sysfs tells)
  *     status:          ready | in reset | malfunction | unknown (<number>)
  *     firmware:        1.0.0 (interface 1.0)
- *     hbm:             16 GiB (17179869184 bytes)
- *     engines:         dma 4, mme 2, tpc 8
- *     capabilities:    fp32 bf16 fp16 fp8 (unknown bits as 0x...; "none" if 0)
- *     abi:             1.0
+ *     hbm:             32 GiB (34359738368 bytes)
+ *     engines:         dma 8, mme 2, tpc 8
+ *     capabilities:    fp32 bf16 (also fp16, fp8; unknown bits as 0x...; "none" if 0)
+ *     abi:             1.2
  *     hw revision:     1
- *     queues:          4                      (driver ABI 1.1 on: this line and below)
- *     contexts:        1 of 64 open           (hpu-smi's own included)
+ *     queues:          4, and 16 user queues  (driver ABI 1.1 on: this line and below;
+ *                                              user queues 0 before 1.2)
+ *     contexts:        1 of 1023 open         (hpu-smi's own included)
  *     hbm used:        2 MiB of 31.9 GiB (2097152 bytes)
  *     jobs:            12 submitted, 11 completed, 1 failed
  *
