@@ -106,7 +106,7 @@ HPU_API void hpu_device_close(struct hpu_device *dev);
 enum hpu_device_status {
 	HPU_DEVICE_STATUS_READY = 1,       /* firmware running, accepting work */
 	HPU_DEVICE_STATUS_IN_RESET = 2,    /* a reset is in progress */
-	HPU_DEVICE_STATUS_MALFUNCTION = 3, /* unusable until reset */
+	HPU_DEVICE_STATUS_MALFUNCTION = 3, /* unusable until the driver is reloaded */
 };
 
 /* Data types the engines compute in (hpu_device_info.capabilities). */
@@ -264,7 +264,7 @@ HPU_API int hpu_host_unregister(struct hpu_device *dev, void *ptr);
 
 /*
  * The device address of pinned host memory (allocated or registered), for
- * device-to-device copies and, later, kernels.  -ENOENT if ptr is not pinned.
+ * copies, GEMMs and kernels that read or write it.  -ENOENT if ptr is not pinned.
  */
 HPU_API int hpu_host_get_device_pointer(struct hpu_device *dev, const void *ptr,
 					uint64_t *devptr);
