@@ -51,11 +51,17 @@ struct hpu_ctx {
 	u32 blocked_scan[HPU_NUM_QUEUES];
 	u32 ring_jobs[HPU_NUM_QUEUES];
 
-	/* Serializes SUBMIT, so that sequence numbers follow the push order. */
+	/*
+	 * Serializes SUBMIT, so that sequence numbers follow the push order.
+	 * Held while waiting for old fences and while pushing (q->lock, fence
+	 * locks: the lock order is in hpu_device.h).
+	 */
 	struct mutex submit_lock;
 	/*
 	 * Protects @seq, @history and @last.  Written under @submit_lock;
-	 * WAIT and VM_UNMAP read under it alone.  Nests inside vm.lock.
+	 * WAIT and VM_UNMAP read under it alone.  A leaf, nested inside
+	 * submit_lock and vm.lock; taken with interrupts on, so never in an
+	 * interrupt or a fence callback.
 	 */
 	spinlock_t fence_lock;
 	u64 seq;					/* last sequence number given */

@@ -1,6 +1,56 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * hpu: the per-device state shared by all parts of the driver.
+ *
+ * Lock order, outermost first.  A lock is taken only while holding locks
+ * listed above it; the nestings that exist are named, and two locks with no
+ * named nesting are never held together.
+ *
+ * Sleeping locks:
+ *  - mmap_lock (core): the doorbell page's fault handler (hpu_uq.c) holds it
+ *    and takes uqs.lock.  No driver lock is held across an access to user
+ *    memory (copy_{from,to}_user(), VM_MAP's pin_user_pages_fast()).
+ *  - ctx->submit_lock: SUBMIT, and the driver's context's zeroing jobs (the
+ *    scrub work).  Waits for the context's old fences under it: no fence
+ *    needs a mutex to signal.  Takes ctx->fence_lock, the out-syncobj's
+ *    lock, fence locks (callbacks on the in-fences; the fences of jobs a
+ *    gone device ends) and q->lock.
+ *  - ctx->vm.lock, also the lock of the context's page tables: takes
+ *    mmu.lock (table pages), hbm.lock (a mapping's release may free its
+ *    buffer), uqs.lock (hpu_uq_mark(), hpu_uq_marks_passed()) and
+ *    ctx->fence_lock.
+ *  - uqs.lock: held across a user queue's reset, which sleeps until the
+ *    engine lets go; takes no other driver lock.
+ *  - mmu.lock, hbm.lock, usage.lock: leaves, held to allocate and free.
+ * The driver's mutexes are held across GFP_KERNEL allocations: none is
+ * taken in reclaim (the driver has no shrinker).  dma_resv is never locked
+ * (buffers are private, no PRIME).
+ *
+ * Spinlocks, under which nothing sleeps:
+ *  - eq->lock: the misc interrupt and queue recovery.  Takes q->lock and,
+ *    signalling the jobs that events end, the queues' fence locks.
+ *  - fence locks: each queue's q->fence_lock (its jobs' fences) and other
+ *    drivers' in-fences' locks.  dma_fence_signal() runs the callbacks under
+ *    them: hpu_sched_dep_signalled() takes q->lock of any queue,
+ *    hpu_scrub_job_cb() only a wait queue's and the workqueue's.  A
+ *    callback must not signal a fence: two fence locks, or one twice, would
+ *    nest.
+ *  - q->lock: ends jobs and pushes them into the ring; their fences are
+ *    signalled once it is dropped (hpu_queue_signal()).  Takes only the
+ *    timer and workqueue locks of (re)arming the scheduler's works.
+ *  - ctx->fence_lock: a leaf, taken with interrupts on: never in an
+ *    interrupt or a fence callback.
+ *  - irq_mask_lock: a leaf.
+ * eq->lock, the fence locks, q->lock and irq_mask_lock are always taken with
+ * interrupts off.
+ *
+ * Contexts: the queue vectors' handler takes q->lock, then signals; the misc
+ * vector's takes eq->lock (and so the above) and wakes UQUEUE_WAIT sleepers;
+ * fence callbacks may run in either.  None of them takes a mutex or
+ * ctx->fence_lock.  The doorbell fault handler sleeps on uqs.lock under
+ * mmap_lock.  drm_dev_enter() sections (SRCU readers) nest either way with
+ * any lock: drm_dev_unplug() is called with none held.  The driver's works
+ * are cancelled and flushed with no driver lock held.
  */
 #ifndef HPU_DEVICE_H
 #define HPU_DEVICE_H
@@ -56,7 +106,7 @@ struct hpu_device {
 
 	/*
 	 * Serializes read-modify-write cycles of HPU_REG_IRQ_MASK.  Taken with
-	 * interrupts off so that any context may (un)mask a source.
+	 * interrupts off so that any context may (un)mask a source; a leaf.
 	 */
 	spinlock_t irq_mask_lock;
 

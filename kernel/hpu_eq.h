@@ -21,7 +21,7 @@ struct hpu_eq {
 	/*
 	 * Serializes consumers of the ring (the misc interrupt and queue
 	 * recovery) and protects @ci.  Taken with interrupts off; nests
-	 * outside the queue locks.
+	 * outside the queue locks and the fence locks (events end jobs).
 	 */
 	spinlock_t lock;
 	u32 ci;				/* events consumed (free running) */

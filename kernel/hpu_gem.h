@@ -27,7 +27,8 @@ struct hpu_device;
 struct hpu_hbm {
 	/*
 	 * Protects @mm, the byte counts and the chunk lists.  Held only to
-	 * allocate and free ranges, never while a job runs.
+	 * allocate and free ranges, never while waiting for a job.  A leaf;
+	 * nests inside vm.lock (a mapping's release may free its buffer).
 	 */
 	struct mutex lock;
 	struct drm_mm mm;

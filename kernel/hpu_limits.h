@@ -31,7 +31,7 @@ struct hpu_user {
 
 /* Device-wide: the users with contexts, and what their files hold. */
 struct hpu_usage {
-	struct mutex lock;		/* protects @users and each user's counts */
+	struct mutex lock;		/* protects @users and each user's counts; a leaf */
 	struct xarray users;		/* uid -> struct hpu_user */
 	atomic64_t tables;		/* page-table pages of open files */
 	atomic64_t hbm;			/* bytes of files' buffers */

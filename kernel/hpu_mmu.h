@@ -19,7 +19,8 @@ struct hpu_mmu {
 	/*
 	 * Protects @used_pages, @dirty_pages, @next_page and @tables, and serializes the
 	 * writes to the context table.  Entries of a context's own tables are
-	 * written under that context's lock (struct hpu_pgtable.lock).
+	 * written under that context's lock (struct hpu_pgtable.lock, its
+	 * vm.lock), inside which this one nests.  A leaf.
 	 */
 	struct mutex lock;
 	unsigned long *used_pages;	/* one bit per 4 KiB page of the region */

@@ -37,7 +37,11 @@ struct hpu_queue {
 	dma_addr_t slots_dma;
 	bool irq_requested;
 
-	/* Lock of the fences of this queue's jobs. */
+	/*
+	 * Lock of the fences of this queue's jobs.  Their callbacks run under
+	 * it and may take @lock of any queue, so it is never taken under one:
+	 * fences are signalled after @lock is dropped (hpu_queue_signal()).
+	 */
 	spinlock_t fence_lock;
 
 	/*
@@ -45,7 +49,7 @@ struct hpu_queue {
 	 * @scan, @resetting, @wedged, the contexts' blocked_scan[index] and the
 	 * scheduler fields of the jobs on @waiting and @pending.  Taken in
 	 * the queue's and the event interrupt and in fence callbacks: always
-	 * with interrupts off.
+	 * with interrupts off.  Nests inside the event queue's and the fence locks.
 	 */
 	spinlock_t lock;
 	u32 pi;				/* producer index (free running) */

@@ -48,7 +48,9 @@ struct hpu_uqs {
 	/*
 	 * Protects the queues' ownership, watchdog and @dropped fields (@ctx
 	 * and @live are also read locklessly by sleeping waiters) and orders
-	 * queue resets.  Taken in the doorbell fault handler.
+	 * queue resets, held across their waits.  Taken in the doorbell fault
+	 * handler, so under mmap_lock: never held across a user-memory access.
+	 * Nests inside vm.lock; takes no other driver lock.
 	 */
 	struct mutex lock;
 	u32 count;		/* queues the device has (0: none) */

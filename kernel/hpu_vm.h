@@ -25,7 +25,9 @@ struct hpu_vm {
 	/*
 	 * Protects @mm and the mappings in it, the page tables @pgt, @zombies
 	 * and @host_pinned.  Held across page-table writes; never while
-	 * pinning user pages or waiting for a job.
+	 * pinning user pages or waiting for a job (though uqs.lock, taken
+	 * under it, may be held by a user queue's reset).  mmu.lock, the HBM
+	 * lock, uqs.lock and ctx->fence_lock nest inside it.
 	 */
 	struct mutex lock;
 	struct drm_mm mm;		/* allocated VA ranges: struct hpu_mapping */
