@@ -93,7 +93,12 @@ void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done
 	}
 }
 
-/* Add @job (if any) to @q's waiting jobs, and push what may run of them. */
+/*
+ * Add @job (if any) to @q's waiting jobs, and push what may run of them.
+ * Without @job it is a fence callback, which must not signal fences (the
+ * lock order, hpu_device.h): with the device gone it leaves the waiting
+ * jobs to hpu_queues_halt().
+ */
 static void hpu_sched_add_run(struct hpu_queue *q, struct hpu_job *job)
 {
 	unsigned long flags;
@@ -102,6 +107,8 @@ static void hpu_sched_add_run(struct hpu_queue *q, struct hpu_job *job)
 	int idx;
 
 	alive = drm_dev_enter(&q->hdev->drm, &idx);
+	if (!alive && !job)
+		return;
 	spin_lock_irqsave(&q->lock, flags);
 	if (job) {
 		job->state = HPU_JOB_WAITING;
