@@ -29,7 +29,7 @@ HOST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -MMD -MP
 # them.
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	-Wno-maybe-uninitialized
-INCLUDES = -Iuapi -Iqemu-device/include -Iqemu-device/core -Ifirmware-stub/include \
+INCLUDES = -Iuapi -Ihw -Iqemu-device/core \
 	-Iuserspace/include $(shell pkg-config --cflags libdrm 2>/dev/null)
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/host/test_*.c))
@@ -52,9 +52,9 @@ qemu: setup
 
 firmware: $(FW_IMAGE)
 
-$(MKFW): firmware-stub/hpu_mkfw.c firmware-stub/include/hpu_fw_if.h | setup
+$(MKFW): firmware-stub/hpu_mkfw.c hw/hpu_fw_if.h | setup
 	@mkdir -p $(@D)
-	$(CC) $(HOST_CFLAGS) -Ifirmware-stub/include $< -lz -o $@
+	$(CC) $(HOST_CFLAGS) -Ihw $< -lz -o $@
 
 $(FW_IMAGE): $(MKFW) firmware-stub/hpu_fw_payload.txt
 	@mkdir -p $(@D)
@@ -91,8 +91,8 @@ include tests/host/sources.mk
 
 .SECONDEXPANSION:
 # A test built from several sources gets one .d, so depend on every header.
-HOST_TEST_HEADERS := $(wildcard uapi/drm/*.h qemu-device/include/*.h qemu-device/core/*.h \
-	firmware-stub/include/*.h userspace/include/hpu/*.h tests/host/*.h)
+HOST_TEST_HEADERS := $(wildcard uapi/drm/*.h hw/*.h qemu-device/core/*.h userspace/include/hpu/*.h \
+	tests/host/*.h)
 
 $(BUILD)/tests/host/%: tests/host/%.c $$(HOST_TEST_SRCS_$$*) $(HOST_TEST_HEADERS) | setup userspace
 	$(call host-test-link,)
