@@ -39,7 +39,7 @@ BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
 # Host halves of benchmarks (host_<name>.c), run by tests/run-bench.sh before the guest boots.
 BENCH_HOST_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/host_*.c))
 
-.PHONY: all setup qemu firmware module userspace userspace-san userspace-tsan host-tests guest-tests run test bench \
+.PHONY: all setup qemu firmware module check-dkms userspace userspace-san userspace-tsan host-tests guest-tests run test bench \
 	install clean $(addprefix bench-,$(BENCHES))
 
 all: qemu firmware module userspace userspace-san userspace-tsan host-tests guest-tests
@@ -62,6 +62,18 @@ $(FW_IMAGE): $(MKFW) firmware-stub/hpu_fw_payload.txt
 
 module: setup
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# The module built once more from its DKMS package alone (scripts/dkms-tree.sh), so that a file
+# the driver reads from outside the package fails here and not on a user's machine. Run by
+# `make test`; again only when the package's sources change.
+DKMS_CHECK := $(BUILD)/dkms-check
+check-dkms: $(DKMS_CHECK)/built
+
+$(DKMS_CHECK)/built: Kbuild dkms.conf scripts/dkms-tree.sh $(wildcard kernel/Kbuild kernel/*.[ch] \
+		uapi/drm/*.h hw/*.h) | setup
+	scripts/dkms-tree.sh $(DKMS_CHECK)/src
+	$(MAKE) -C $(KDIR) M=$(DKMS_CHECK)/src modules
+	touch $@
 
 userspace: setup
 	$(MAKE) -C userspace O=$(BUILD)/userspace
@@ -137,7 +149,7 @@ endef
 run: all
 	tests/guest/run-guest.sh -- tests/guest/show-smi.sh
 
-test: all
+test: all check-dkms
 	tests/run-tests.sh
 
 bench: all

@@ -6,12 +6,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$top/dkms.conf")
 src=/usr/src/hpu-$ver
 
-# DKMS builds from a copy of the sources it keeps.
+# DKMS builds from a copy it keeps of the driver's sources (and only those).
 dkms remove "hpu/$ver" --all >/dev/null 2>&1 || true
-rm -rf "$src"
-mkdir -p "$src"
-(cd "$top" && git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0) |
-	(cd "$top" && xargs -0 cp --parents -t "$src")
+"$top/scripts/dkms-tree.sh" "$src"
 dkms install "hpu/$ver" -k "${KVER:-$(uname -r)}"
 
 install -D -m 0644 "$top/build/firmware/hpu/hpu-fw.bin" /lib/firmware/hpu/hpu-fw.bin
