@@ -5,7 +5,7 @@
  * storages are the tests' own, and no op falls back, so there are no
  * per-op counters.
  */
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 
 void hpu_storage_put(struct hpu_storage *st)
 {

@@ -21,8 +21,8 @@ HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hpu_kernel_lo
 	-Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=free
 HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib \
 	-lhpu -pthread -ldl
-HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/hpu_suballoc.c userspace/lib/hpu_cb.c \
-	userspace/lib/hpu_error.c
+HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/mem/hpu_suballoc.c \
+	userspace/lib/submit/hpu_cb.c userspace/lib/util/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_internals := -pthread
 # Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
 HPU_KERNEL_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lm -pthread
@@ -32,9 +32,8 @@ HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hpu_kernel_reduce.c \
 	qemu-device/core/hpu_kernel_eltwise.c tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_reduce := $(HPU_KERNEL_TEST_LIBS)
-HOST_TEST_SRCS_test_libhpu_tensor := userspace/lib/hpu_layout.c userspace/lib/hpu_encode.c \
-	userspace/lib/hpu_ops.c userspace/lib/hpu_ops_api.c userspace/lib/hpu_fallback.c \
-	userspace/lib/hpu_error.c
+HOST_TEST_SRCS_test_libhpu_tensor := $(addprefix userspace/lib/ops/,hpu_layout.c hpu_encode.c \
+	hpu_ops.c hpu_ops_api.c hpu_fallback.c) userspace/lib/util/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
 HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hpu_kernel_nn.c \
 	qemu-device/core/hpu_kernel_loss.c tests/host/hpu_kernel_harness.c
@@ -45,13 +44,14 @@ HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)
-HOST_TEST_SRCS_test_libhpu_graph := userspace/lib/hpu_ir.c userspace/lib/hpu_recompile.c userspace/lib/hpu_compiler.c \
-	userspace/lib/hpu_recipe_cache.c userspace/lib/hpu_metrics.c userspace/lib/hpu_encode.c \
-	userspace/lib/hpu_layout.c userspace/lib/hpu_cb.c userspace/lib/hpu_suballoc.c \
-	userspace/lib/hpu_error.c userspace/lib/hpu_disk_cache.c
+HOST_TEST_SRCS_test_libhpu_graph := $(addprefix userspace/lib/recipe/,hpu_ir.c hpu_recompile.c \
+	hpu_compiler.c hpu_recipe_cache.c hpu_disk_cache.c) \
+	$(addprefix userspace/lib/ops/,hpu_encode.c hpu_layout.c) userspace/lib/submit/hpu_cb.c \
+	$(addprefix userspace/lib/util/,hpu_error.c hpu_bytes.c hpu_counters.c) \
+	userspace/lib/mem/hpu_suballoc.c userspace/lib/top/hpu_metrics.c
 HOST_TEST_LIBS_test_libhpu_graph := -pthread -lm -lz
 # The dynamic-shape helpers sit on the graph's sources; the tensor calls of padding are faked.
-HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph) userspace/lib/hpu_dynamic.c \
+HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph) userspace/lib/graph/hpu_dynamic.c \
 	tests/host/hpu_graph_fakes.c
 HOST_TEST_LIBS_test_libhpu_dynamic := $(HOST_TEST_LIBS_test_libhpu_graph)
 # The disk recipe cache on the graph's sources: files, a thread, forked processes.

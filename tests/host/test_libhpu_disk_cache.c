@@ -32,7 +32,7 @@
 
 #include <drm/hpu_kernels.h>
 
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 #include "test_libhpu_tap.h"
 
 #define GRAPHS 12

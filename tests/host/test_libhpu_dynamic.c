@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 #include "test_libhpu_tap.h"
 
 /*

@@ -17,7 +17,7 @@
 
 #include <drm/hpu_packets.h>
 
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 #include "test_libhpu_tap.h"
 
 /* What the graph needs of the rest of the library, faked. */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 #include "test_libhpu_tap.h"
 
 #define KIB (1ull << 10)

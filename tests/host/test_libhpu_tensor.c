@@ -18,7 +18,7 @@
 #include <drm/hpu_packets.h>
 #include <drm/hpu_philox.h>
 
-#include "../../userspace/lib/hpu_internal.h"
+#include "../../userspace/lib/top/top.h"
 #include "test_libhpu_tap.h"
 
 /* The fake device. */

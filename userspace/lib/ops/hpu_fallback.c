@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPU fallback: ops the device cannot run - a dtype it lacks (F64) or an
+ * op it has no kernel for (cumsum) - run here.  The stream is synchronized
+ * by reading every operand's span to host memory, the op is computed in
+ * double precision over the same layouts the device would get, and the
+ * outputs' spans are written back, ordered on the stream like any op.
+ * Integers pass through doubles: exact up to 2^53.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <drm/hpu_kernels.h>
+#include <drm/hpu_philox.h>
+
+#include "../ops/ops.h"
+
+/* An operand in host memory: element offset o lives at span + (o - lo) * size. */
+struct hpu_hview {
+	uint8_t *span;
+	int64_t lo;
+	size_t size;
+	const struct hpu_tensor_layout *l;
+};
+
+static uint8_t *hpu_helem(const struct hpu_hview *h, const int64_t *idx)
+{
+	return h->span + (hpu_layout_offset(h->l, idx) - h->lo) * h->size;
+}
+
+static double hpu_hload(const struct hpu_hview *h, const int64_t *idx)
+{
+	const uint8_t *p = hpu_helem(h, idx);
+	union { float f; double d; int32_t i32; int64_t i64; uint32_t u32; uint16_t u16; } v;
+
+	memcpy(&v, p, h->size);
+	switch (h->l->dtype) {
+	case HPU_DT_F32: return v.f;
+	case HPU_DT_BF16: v.u32 = (uint32_t)v.u16 << 16; return v.f;
+	case HPU_DT_I32: return v.i32;
+	case HPU_DT_I64: return (double)v.i64;
+	case HPU_DT_U8: return *p;
+	default: return v.d;
+	}
+}
+
+static void hpu_hstore(const struct hpu_hview *h, const int64_t *idx, double x)
+{
+	uint8_t *p = hpu_helem(h, idx);
+	union { float f; double d; int32_t i32; int64_t i64; uint32_t u32; uint16_t u16; } v;
+
+	switch (h->l->dtype) {
+	case HPU_DT_F32: v.f = (float)x; break;
+	case HPU_DT_BF16:
+		v.f = (float)x;
+		/* Round to nearest even, as the device does. */
+		v.u16 = isnan(v.f) ? (uint16_t)((v.u32 >> 16) | 0x40)
+				   : (uint16_t)((v.u32 + 0x7fff + ((v.u32 >> 16) & 1)) >> 16);
+		break;
+	case HPU_DT_I32: v.i32 = (int32_t)(int64_t)x; break;
+	case HPU_DT_I64: v.i64 = (int64_t)x; break;
+	case HPU_DT_U8: v.u16 = (uint8_t)(int64_t)x; break;
+	default: v.d = x; break;
+	}
+	memcpy(p, &v, h->size);
+}
+
+static double hpu_unary_fn(int64_t fn, double x, double s)
+{
+	switch (fn) {
+	case HPU_UNARY_NEG: return -x;
+	case HPU_UNARY_ABS: return fabs(x);
+	case HPU_UNARY_RELU: return x > 0 ? x : 0;
+	case HPU_UNARY_GELU: return 0.5 * x * (1 + erf(x / M_SQRT2));
+	case HPU_UNARY_GELU_TANH:
+		return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+	case HPU_UNARY_TANH: return tanh(x);
+	case HPU_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+	case HPU_UNARY_EXP: return exp(x);
+	case HPU_UNARY_LOG: return log(x);
+	case HPU_UNARY_SQRT: return sqrt(x);
+	case HPU_UNARY_RSQRT: return 1 / sqrt(x);
+	case HPU_UNARY_RECIPROCAL: return 1 / x;
+	case HPU_UNARY_POW_SCALAR: return pow(x, s);
+	default: return x; /* COPY */
+	}
+}
+
+static double hpu_binary_fn(int64_t fn, double a, double b, double alpha)
+{
+	switch (fn) {
+	case HPU_BINARY_ADD: return a + alpha * b;
+	case HPU_BINARY_SUB: return a - alpha * b;
+	case HPU_BINARY_MUL: return a * b;
+	case HPU_BINARY_DIV: return a / b;
+	case HPU_BINARY_MAX: return isnan(a) || a > b ? a : b;
+	case HPU_BINARY_MIN: return isnan(a) || a < b ? a : b;
+	case HPU_BINARY_POW: return pow(a, b);
+	case HPU_BINARY_EQ: return a == b;
+	case HPU_BINARY_NE: return a != b;
+	case HPU_BINARY_LT: return a < b;
+	case HPU_BINARY_LE: return a <= b;
+	case HPU_BINARY_GT: return a > b;
+	default: return a >= b; /* GE */
+	}
+}
+
+static double hpu_gelu_grad(double x, bool tanh_approx)
+{
+	double k = sqrt(2 / M_PI), u, t;
+
+	if (!tanh_approx)
+		return 0.5 * (1 + erf(x / M_SQRT2)) + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+	u = k * (x + 0.044715 * x * x * x);
+	t = tanh(u);
+	return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+
+/* One element of an elementwise kernel: v[i] is operand i, outputs are written back. */
+static void hpu_elementwise_fn(const struct hpu_op *op, double *v, double step)
+{
+	const double *s = op->scalars;
+	double g, d;
+
+	switch (op->kernel) {
+	case HPU_KERNEL_UNARY: v[0] = hpu_unary_fn(op->args[0], v[1], s[0]); break;
+	case HPU_KERNEL_BINARY:
+		v[0] = hpu_binary_fn(op->args[0], v[1], op->args[1] ? s[1] : v[2],
+				     op->args[0] <= HPU_BINARY_SUB ? s[0] : 1);
+		break;
+	case HPU_KERNEL_WHERE: v[0] = v[1] != 0 ? v[2] : v[3]; break;
+	case HPU_KERNEL_FILL: v[0] = s[0]; break;
+	case HPU_KERNEL_DROPOUT_BWD: v[0] = v[2] != 0 ? v[1] / (1 - s[0]) : 0; break;
+	case HPU_KERNEL_RELU_BWD: v[0] = v[2] > 0 ? v[1] : 0; break;
+	case HPU_KERNEL_GELU_BWD: v[0] = v[1] * hpu_gelu_grad(v[2], op->args[0]); break;
+	case HPU_KERNEL_SGD: /* param, grad, buf; lr, momentum, dampening, weight_decay */
+		g = v[1] + s[3] * v[0];
+		if (s[1] != 0) {
+			v[2] = (op->args[0] & 2) ? g : s[1] * v[2] + (1 - s[2]) * g;
+			g = (op->args[0] & 1) ? g + s[1] * v[2] : v[2];
+		}
+		v[0] -= s[0] * g;
+		break;
+	case HPU_KERNEL_ADADELTA: /* param, grad, square_avg, acc_delta; lr, rho, eps, wd */
+		g = v[1] + s[3] * v[0];
+		v[2] = s[1] * v[2] + (1 - s[1]) * g * g;
+		d = sqrt(v[3] + s[2]) / sqrt(v[2] + s[2]) * g;
+		v[3] = s[1] * v[3] + (1 - s[1]) * d * d;
+		v[0] -= s[0] * d;
+		break;
+	case HPU_KERNEL_ADAMW: /* param, grad, m, v, step; lr, beta1, beta2, eps, wd */
+		v[0] *= 1 - s[0] * s[4];
+		v[2] = s[1] * v[2] + (1 - s[1]) * v[1];
+		v[3] = s[2] * v[3] + (1 - s[2]) * v[1] * v[1];
+		v[0] -= s[0] / (1 - pow(s[1], step)) * v[2] /
+			(sqrt(v[3]) / sqrt(1 - pow(s[2], step)) + s[3]);
+		break;
+	}
+}
+
+static int hpu_host_elementwise(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *l0 = &op->l[0];
+	uint32_t written = op->outputs;
+	int64_t idx[HPU_MAX_DIMS] = { 0 };
+	double v[HPU_OP_TENSORS], step = 0;
+	unsigned int i;
+
+	if (op->kernel == HPU_KERNEL_ADAMW) {
+		/* The step count is a scalar: once per launch, not per element. */
+		step = hpu_hload(&h[4], idx) + 1;
+		hpu_hstore(&h[4], idx, step);
+		written &= ~(1u << 4);
+	}
+	if (!hpu_layout_numel(l0))
+		return 0;
+	do {
+		for (i = 0; i < op->num_tensors; i++)
+			v[i] = op->t[i] ? hpu_hload(&h[i], idx) : 0;
+		hpu_elementwise_fn(op, v, step);
+		for (i = 0; i < op->num_tensors; i++)
+			if (written & (1u << i))
+				hpu_hstore(&h[i], idx, v[i]);
+	} while (hpu_index_next(l0->ndim, l0->shape, idx));
+	return 0;
+}
+
+/*
+ * REDUCE: out keeps in's dims, the reduced ones of size 1 (hpu_reduce_out()).
+ * A SUM or MEAN over more than HPU_REDUCE_CHUNK elements adds the chunks'
+ * partial sums in order, as the device does.
+ */
+static int hpu_host_reduce(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[1], *out = &op->l[0];
+	int64_t n = hpu_layout_numel(out), idx[HPU_MAX_DIMS] = { 0 }, oidx[HPU_MAX_DIMS];
+	int64_t fn = op->args[0], count = n ? hpu_layout_numel(in) / n : 0;
+	int64_t chunks = count > HPU_REDUCE_CHUNK ? (count - 1) / HPU_REDUCE_CHUNK + 1 : 1;
+	double *acc = calloc(2 * (size_t)n + 1, sizeof(double)), *arg = acc + n;
+	double *part = chunks > 1 ? calloc((size_t)(n * chunks), sizeof(double)) : NULL;
+	unsigned int d, dim = (unsigned int)__builtin_ctz((unsigned int)op->args[1]);
+	int64_t kstride[HPU_MAX_DIMS], k = 1;
+
+	/* An element's place in its output's walk: row-major over the reduced dims. */
+	for (d = in->ndim; d-- > 0;) {
+		kstride[d] = op->args[1] >> d & 1 ? k : 0;
+		k *= op->args[1] >> d & 1 ? in->shape[d] : 1;
+	}
+	if (!acc || (chunks > 1 && !part)) {
+		free(acc);
+		free(part);
+		return hpu_error_set(ENOMEM, "out of memory");
+	}
+	if (hpu_layout_numel(in)) {
+		uint8_t *seen = calloc((size_t)n, 1);
+
+		if (!seen) {
+			free(acc);
+			return hpu_error_set(ENOMEM, "out of memory");
+		}
+		do {
+			int64_t o = 0;
+			double x = hpu_hload(&h[1], idx);
+			bool better;
+
+			k = 0;
+			for (d = 0; d < in->ndim; d++) {
+				oidx[d] = out->shape[d] == 1 ? 0 : idx[d];
+				o = o * out->shape[d] + oidx[d];
+				k += idx[d] * kstride[d];
+			}
+			better = !seen[o] ||
+				 ((fn == HPU_REDUCE_MAX || fn == HPU_REDUCE_ARGMAX)
+					  ? (x > acc[o] || (isnan(x) && !isnan(acc[o])))
+					  : (x < acc[o] || (isnan(x) && !isnan(acc[o]))));
+			if (fn <= HPU_REDUCE_MEAN) {
+				if (part)
+					part[o * chunks + k / HPU_REDUCE_CHUNK] += x;
+				else
+					acc[o] += x;
+			} else if (better) {
+				acc[o] = x;
+				arg[o] = (double)idx[dim];
+			}
+			seen[o] = 1;
+		} while (hpu_index_next(in->ndim, in->shape, idx));
+		free(seen);
+	}
+	for (int64_t o = 0; part && o < n; o++)
+		for (int64_t ch = 0; ch < chunks; ch++)
+			acc[o] += part[o * chunks + ch];
+	free(part);
+	memset(oidx, 0, sizeof(oidx));
+	for (int64_t o = 0; o < n; o++, hpu_index_next(out->ndim, out->shape, oidx)) {
+		double r = fn == HPU_REDUCE_MEAN ? acc[o] / (double)count
+			   : fn >= HPU_REDUCE_ARGMAX ? arg[o] : acc[o];
+
+		hpu_hstore(&h[0], oidx, r);
+	}
+	free(acc);
+	return 0;
+}
+
+/* Steps idx over the starts of the rows along dim (idx[dim] = 0); false after the last. */
+static bool hpu_row_next(const struct hpu_tensor_layout *l, unsigned int dim, int64_t *idx)
+{
+	int64_t shape[HPU_MAX_DIMS];
+
+	memcpy(shape, l->shape, sizeof(shape));
+	shape[dim] = 1;
+	return hpu_index_next(l->ndim, shape, idx);
+}
+
+/* SOFTMAX(_BWD): t out/grad_in, in/grad_out[, out]; a0 dim, a1 log. */
+static int hpu_host_softmax(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *l = &op->l[0];
+	unsigned int dim = (unsigned int)op->args[0];
+	bool log_ = op->args[1], bwd = op->kernel == HPU_KERNEL_SOFTMAX_BWD;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, j, n = l->shape[dim];
+
+	if (!hpu_layout_numel(l))
+		return 0;
+	do {
+		double m = -INFINITY, sum = 0, y, g;
+
+		for (j = 0, idx[dim] = 0; j < n; idx[dim] = ++j) {
+			if (bwd) { /* sum of grad_out (log) or of grad_out * out */
+				g = hpu_hload(&h[1], idx);
+				sum += log_ ? g : g * hpu_hload(&h[2], idx);
+			} else if ((y = hpu_hload(&h[1], idx)) > m) {
+				m = y;
+			}
+		}
+		for (j = 0, idx[dim] = 0; !bwd && j < n; idx[dim] = ++j)
+			sum += exp(hpu_hload(&h[1], idx) - m);
+		for (j = 0, idx[dim] = 0; j < n; idx[dim] = ++j) {
+			if (bwd) {
+				g = hpu_hload(&h[1], idx);
+				y = hpu_hload(&h[2], idx);
+				y = log_ ? g - exp(y) * sum : y * (g - sum);
+			} else {
+				y = hpu_hload(&h[1], idx) - m;
+				y = log_ ? y - log(sum) : exp(y) / sum;
+			}
+			hpu_hstore(&h[0], idx, y);
+		}
+		idx[dim] = 0;
+	} while (hpu_row_next(l, dim, idx));
+	return 0;
+}
+
+/*
+ * NLL_LOSS, CROSS_ENTROPY and their backwards.  Forward: t loss, x, target;
+ * backward: t grad_x, grad_loss, [logits,] target.
+ */
+static int hpu_host_loss(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	bool bwd = op->kernel == HPU_KERNEL_NLL_LOSS_BWD || op->kernel == HPU_KERNEL_CROSS_ENTROPY_BWD;
+	bool ce = op->kernel == HPU_KERNEL_CROSS_ENTROPY || op->kernel == HPU_KERNEL_CROSS_ENTROPY_BWD;
+	const struct hpu_hview *x = bwd ? (ce ? &h[2] : NULL) : &h[1], *tg = &h[op->num_tensors - 1];
+	const struct hpu_tensor_layout *shape = bwd ? &op->l[0] : &op->l[1];
+	int64_t N = shape->shape[0], C = shape->shape[1], i, c, counted = 0, zero[HPU_MAX_DIMS] = { 0 };
+	int64_t reduction = op->args[0], ignore = op->args[1];
+	double total = 0, scale;
+
+	for (i = 0; i < N; i++)
+		counted += (int64_t)hpu_hload(tg, (int64_t[]){ i }) != ignore;
+	scale = reduction == HPU_REDUCTION_MEAN ? 1.0 / (double)counted : 1.0;
+	for (i = 0; i < N; i++) {
+		int64_t t = (int64_t)hpu_hload(tg, (int64_t[]){ i });
+		double m = -INFINITY, lse = 0, g, loss;
+
+		for (c = 0; ce && c < C; c++)
+			m = fmax(m, hpu_hload(x, (int64_t[]){ i, c }));
+		for (c = 0; ce && c < C; c++)
+			lse += exp(hpu_hload(x, (int64_t[]){ i, c }) - m);
+		lse = ce ? m + log(lse) : 0;
+		if (!bwd) {
+			loss = t == ignore ? 0 : -(hpu_hload(x, (int64_t[]){ i, t }) - lse);
+			if (reduction == HPU_REDUCTION_NONE)
+				hpu_hstore(&h[0], (int64_t[]){ i }, loss);
+			total += loss;
+			continue;
+		}
+		g = hpu_hload(&h[1], reduction == HPU_REDUCTION_NONE ? (int64_t[]){ i } : zero) * scale;
+		for (c = 0; c < C; c++) {
+			double p = ce ? exp(hpu_hload(x, (int64_t[]){ i, c }) - lse) : 0;
+
+			hpu_hstore(&h[0], (int64_t[]){ i, c },
+				   t == ignore ? 0 : g * ((ce ? p : 0) - (c == t)));
+		}
+	}
+	if (!bwd && reduction != HPU_REDUCTION_NONE)
+		hpu_hstore(&h[0], zero, total * scale);
+	return 0;
+}
+
+/* GEMM: t out [B, m, n], a [B, m, k], b [B, k, n], bias (broadcast to out) or NULL. */
+static int hpu_host_gemm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const int64_t *s = op->l[0].shape, k = op->l[1].shape[2];
+	int64_t b, i, j, p;
+
+	for (b = 0; b < s[0]; b++)
+		for (i = 0; i < s[1]; i++)
+			for (j = 0; j < s[2]; j++) {
+				double acc = op->t[3] ? hpu_hload(&h[3], (int64_t[]){ b, i, j }) : 0;
+
+				for (p = 0; p < k; p++)
+					acc += hpu_hload(&h[1], (int64_t[]){ b, i, p }) *
+					       hpu_hload(&h[2], (int64_t[]){ b, p, j });
+				hpu_hstore(&h[0], (int64_t[]){ b, i, j }, acc);
+			}
+	return 0;
+}
+
+static int hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *l = &op->l[0];
+	unsigned int dim = (unsigned int)op->args[0];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, j;
+
+	if (!hpu_layout_numel(l))
+		return 0;
+	do {
+		double sum = 0;
+
+		for (j = 0, idx[dim] = 0; j < l->shape[dim]; idx[dim] = ++j) {
+			sum += hpu_hload(&h[1], idx);
+			hpu_hstore(&h[0], idx, sum);
+		}
+		idx[dim] = 0;
+	} while (hpu_row_next(l, dim, idx));
+	return 0;
+}
+
+/* LAYER_NORM: t out, mean, rstd, in, weight, bias; a0 trailing dims normalised, s0 eps. */
+static int hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[3];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+
+	if (!hpu_layout_numel(in))
+		return 0;
+	do {
+		double sum = 0, var = 0, mean, rstd, y;
+
+		do
+			sum += hpu_hload(&h[3], idx);
+		while (hpu_index_next(dims, inner, idx + lead));
+		mean = sum / (double)n;
+		do
+			var += (hpu_hload(&h[3], idx) - mean) * (hpu_hload(&h[3], idx) - mean);
+		while (hpu_index_next(dims, inner, idx + lead));
+		rstd = 1 / sqrt(var / (double)n + op->scalars[0]);
+		hpu_hstore(&h[1], idx, mean);
+		hpu_hstore(&h[2], idx, rstd);
+		do {
+			y = (hpu_hload(&h[3], idx) - mean) * rstd;
+			if (op->t[4])
+				y *= hpu_hload(&h[4], idx + lead);
+			if (op->t[5])
+				y += hpu_hload(&h[5], idx + lead);
+			hpu_hstore(&h[0], idx, y);
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
+}
+
+/*
+ * LAYER_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
+ * rstd, weight.  With xhat = (x - mean) * rstd and g = grad_out * weight:
+ * grad_in = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+ */
+static int hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[4];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+	unsigned int p;
+
+	for (p = 1; p <= 2; p++) /* the parameter grads accumulate over the rows */
+		if (op->t[p])
+			do
+				hpu_hstore(&h[p], idx + lead, 0);
+			while (hpu_index_next(dims, inner, idx + lead));
+	if (!hpu_layout_numel(in))
+		return 0;
+	do {
+		double mean = hpu_hload(&h[5], idx), rstd = hpu_hload(&h[6], idx);
+		double sg = 0, sgx = 0, go, xhat, g;
+
+		do {
+			go = hpu_hload(&h[3], idx);
+			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
+			g = op->t[7] ? go * hpu_hload(&h[7], idx + lead) : go;
+			sg += g;
+			sgx += g * xhat;
+			if (op->t[1])
+				hpu_hstore(&h[1], idx + lead, hpu_hload(&h[1], idx + lead) + go * xhat);
+			if (op->t[2])
+				hpu_hstore(&h[2], idx + lead, hpu_hload(&h[2], idx + lead) + go);
+		} while (hpu_index_next(dims, inner, idx + lead));
+		do {
+			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
+			g = hpu_hload(&h[3], idx) * (op->t[7] ? hpu_hload(&h[7], idx + lead) : 1);
+			hpu_hstore(&h[0], idx, rstd * (g - sg / (double)n - xhat * sgx / (double)n));
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
+}
+
+/*
+ * EMBEDDING(_BWD): rows of t[rows] [..., D] and of the table t[table]
+ * [V, D] named by t[2]'s indices; the backward adds into the table,
+ * skipping the padding index a0.
+ */
+static int hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	bool bwd = op->kernel == HPU_KERNEL_EMBEDDING_BWD;
+	const struct hpu_hview *table = bwd ? &h[0] : &h[1], *rows = bwd ? &h[1] : &h[0];
+	const struct hpu_tensor_layout *ix = &op->l[2];
+	int64_t idx[HPU_MAX_DIMS + 1] = { 0 }, d, D = op->l[bwd ? 0 : 1].shape[1];
+
+	if (!hpu_layout_numel(ix))
+		return 0;
+	do {
+		int64_t row = (int64_t)hpu_hload(&h[2], idx);
+
+		for (d = 0; d < D; d++) {
+			int64_t at[2] = { row, d };
+
+			idx[ix->ndim] = d;
+			if (!bwd)
+				hpu_hstore(&h[0], idx, hpu_hload(table, at));
+			else if (row != op->args[0])
+				hpu_hstore(&h[0], at, hpu_hload(table, at) + hpu_hload(rows, idx));
+		}
+		idx[ix->ndim] = 0;
+	} while (hpu_index_next(ix->ndim, ix->shape, idx));
+	return 0;
+}
+
+/* Partial a with b, the next element's square or |x|, or the next chunk's partial: NaN stays. */
+static double hpu_host_clip_join(bool max_norm, double a, double b)
+{
+	if (!max_norm)
+		return a + b;
+	return b > a || isnan(b) ? b : a;
+}
+
+/*
+ * CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or
+ * inf).  The total joins each HPU_CLIP_CHUNK chunk's partial in order, as
+ * the device does, and a NaN norm spreads to every grad (torch's way).
+ */
+static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, zero[HPU_MAX_DIMS] = { 0 };
+	bool max_norm = isinf(op->scalars[1]);
+	double total = 0, scale;
+	unsigned int i;
+
+	for (i = 1; i < op->num_tensors; i++) {
+		int64_t n = hpu_layout_numel(&op->l[i]), k = 0;
+		double part = 0;
+
+		if (!n)
+			continue;
+		do {
+			double g = fabs(hpu_hload(&h[i], idx));
+
+			part = hpu_host_clip_join(max_norm, part, max_norm ? g : g * g);
+			if (++k % HPU_CLIP_CHUNK == 0 || k == n) {
+				total = hpu_host_clip_join(max_norm, total, part);
+				part = 0;
+			}
+		} while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
+	}
+	total = max_norm ? total : sqrt(total);
+	hpu_hstore(&h[0], zero, total);
+	scale = op->scalars[0] / (total + 1e-6);
+	if (scale > 1)
+		scale = 1;
+	for (i = 1; i < op->num_tensors; i++) {
+		if (!hpu_layout_numel(&op->l[i]))
+			continue;
+		do
+			hpu_hstore(&h[i], idx, hpu_hload(&h[i], idx) * scale);
+		while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
+	}
+	return 0;
+}
+
+/* DROPOUT: t out, mask, in, rng {seed, offset} (I64, read exactly); s0 p. */
+static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[2];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, seed, offset, k = 0;
+	double p = op->scalars[0];
+	uint8_t *rng_seed = hpu_helem(&h[3], (int64_t[]){ 0 });
+	uint8_t *rng_offset = hpu_helem(&h[3], (int64_t[]){ 1 });
+	float u[HPU_PHILOX_WORDS];
+	uint64_t block = UINT64_MAX; /* whose draws u holds */
+
+	memcpy(&seed, rng_seed, sizeof(seed));
+	memcpy(&offset, rng_offset, sizeof(offset));
+	if (hpu_layout_numel(in)) {
+		do {
+			uint64_t m = (uint64_t)(offset + k++);
+			bool kept;
+
+			/* A block makes four draws in a row: one block function for each four. */
+			if (m / HPU_PHILOX_WORDS != block) {
+				block = m / HPU_PHILOX_WORDS;
+				hpu_philox_uniforms((uint64_t)seed, block, 1, u);
+			}
+			kept = u[m % HPU_PHILOX_WORDS] >= p;
+
+			hpu_hstore(&h[0], idx, kept ? hpu_hload(&h[2], idx) / (1 - p) : 0);
+			hpu_hstore(&h[1], idx, kept);
+		} while (hpu_index_next(in->ndim, in->shape, idx));
+	}
+	offset += k;
+	memcpy(rng_offset, &offset, sizeof(offset));
+	return 0;
+}
+
+/* The host's version of each kernel the device has, and of the ops it lacks. */
+static const struct {
+	uint32_t kernel;
+	int (*run)(const struct hpu_op *op, const struct hpu_hview *h);
+} hpu_host_kernels[] = {
+	{ HPU_KERNEL_UNARY, hpu_host_elementwise },
+	{ HPU_KERNEL_BINARY, hpu_host_elementwise },
+	{ HPU_KERNEL_WHERE, hpu_host_elementwise },
+	{ HPU_KERNEL_FILL, hpu_host_elementwise },
+	{ HPU_KERNEL_REDUCE, hpu_host_reduce },
+	{ HPU_KERNEL_SOFTMAX, hpu_host_softmax },
+	{ HPU_KERNEL_SOFTMAX_BWD, hpu_host_softmax },
+	{ HPU_KERNEL_NLL_LOSS, hpu_host_loss },
+	{ HPU_KERNEL_NLL_LOSS_BWD, hpu_host_loss },
+	{ HPU_KERNEL_CROSS_ENTROPY, hpu_host_loss },
+	{ HPU_KERNEL_CROSS_ENTROPY_BWD, hpu_host_loss },
+	{ HPU_KERNEL_DROPOUT, hpu_host_dropout },
+	{ HPU_KERNEL_DROPOUT_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_RELU_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_GELU_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_LAYER_NORM, hpu_host_layer_norm },
+	{ HPU_KERNEL_LAYER_NORM_BWD, hpu_host_layer_norm_bwd },
+	{ HPU_KERNEL_EMBEDDING, hpu_host_embedding },
+	{ HPU_KERNEL_EMBEDDING_BWD, hpu_host_embedding },
+	{ HPU_KERNEL_SGD, hpu_host_elementwise },
+	{ HPU_KERNEL_ADADELTA, hpu_host_elementwise },
+	{ HPU_KERNEL_ADAMW, hpu_host_elementwise },
+	{ HPU_KERNEL_CLIP_GRAD_NORM, hpu_host_clip },
+	{ HPU_OPK_GEMM, hpu_host_gemm },
+	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
+};
+
+static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(hpu_host_kernels); i++)
+		if (hpu_host_kernels[i].kernel == op->kernel)
+			return hpu_host_kernels[i].run(op, h);
+	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
+}
+
+/*
+ * Whether one of op's device work items would visit more than
+ * HPU_KERNEL_MAX_ITEM_WORK elements, which the device refuses (drm/hpu_kernels.h
+ * gives each kernel's bound): a row, or the indices an EMBEDDING_BWD item scans.
+ */
+static bool hpu_fallback_item_too_long(const struct hpu_op *op)
+{
+	const struct hpu_tensor_layout *l = op->l;
+	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, n;
+
+	switch (op->kernel) {
+	case HPU_KERNEL_SOFTMAX:
+	case HPU_KERNEL_SOFTMAX_BWD:
+		n = l[0].ndim ? (uint64_t)l[0].shape[op->args[0]] : 1;
+		break;
+	case HPU_KERNEL_CROSS_ENTROPY:
+		n = (uint64_t)l[1].shape[1];
+		break;
+	case HPU_KERNEL_NLL_LOSS_BWD:
+	case HPU_KERNEL_CROSS_ENTROPY_BWD:
+		n = (uint64_t)l[0].shape[1];
+		break;
+	case HPU_KERNEL_LAYER_NORM:
+		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
+					      l[3].shape + l[3].ndim - op->args[0]);
+		most /= 3;
+		break;
+	case HPU_KERNEL_LAYER_NORM_BWD:
+		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
+					      l[4].shape + l[4].ndim - op->args[0]);
+		most /= 2;
+		break;
+	case HPU_KERNEL_EMBEDDING:
+		n = (uint64_t)l[1].shape[1];
+		break;
+	case HPU_KERNEL_EMBEDDING_BWD:
+		n = (uint64_t)hpu_layout_numel(&l[2]);
+		most -= 512;
+		break;
+	default:
+		return false;
+	}
+	return n > most;
+}
+
+const char *hpu_fallback_reason(const struct hpu_op *op)
+{
+	unsigned int i;
+
+	if (op->kernel == HPU_OPK_CUMSUM)
+		return "no device kernel";
+	for (i = 0; i < op->num_tensors; i++)
+		if (op->t[i] && op->l[i].dtype == HPU_DT_F64)
+			return "F64 operand";
+	if (hpu_fallback_item_too_long(op))
+		return "a row or index count past the device's HPU_KERNEL_MAX_ITEM_WORK";
+	return NULL;
+}
+
+static bool hpu_env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, "1");
+}
+
+static bool hpu_fallback_strict(struct hpu_device *dev)
+{
+	int strict = atomic_load(&dev->fallback.strict);
+
+	return strict ? strict == 1 : hpu_env_set("HPU_FALLBACK_STRICT");
+}
+
+int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *reason)
+{
+	struct hpu_hview h[HPU_OP_TENSORS] = { 0 };
+	int index = hpu_op_index(op->name);
+	unsigned int i;
+	int ret = 0;
+
+	if (hpu_fallback_strict(s->dev))
+		return hpu_error_set(EOPNOTSUPP, "%s would fall back to the CPU (%s): strict mode",
+				     op->name, reason);
+	if (hpu_env_set("HPU_LOG_FALLBACK"))
+		fprintf(stderr, "hpu: fallback: %s (%s)\n", op->name, reason);
+	if (index >= 0)
+		atomic_fetch_add(&s->dev->fallback.counts[index], 1);
+	for (i = 0; i < op->num_tensors && !ret; i++) {
+		if (!op->t[i])
+			continue;
+		h[i].l = &op->l[i];
+		h[i].size = hpu_dt_size(op->l[i].dtype);
+		ret = hpu_span_read(s, op->t[i]->storage, &op->l[i], (void **)&h[i].span, &h[i].lo);
+	}
+	if (!ret)
+		ret = hpu_host_compute(op, h);
+	for (i = 0; i < op->num_tensors && !ret; i++)
+		if ((op->outputs & (1u << i)) && op->t[i])
+			ret = hpu_span_write(s, op->t[i]->storage, &op->l[i], h[i].span, h[i].lo);
+	for (i = 0; i < op->num_tensors; i++)
+		free(h[i].span);
+	return ret;
+}
+
+int hpu_fallback_count(struct hpu_device *dev, const char *op, uint64_t *count)
+{
+	int index;
+
+	if (!dev || !op || !count)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "%s is NULL",
+							    !dev ? "dev" : !op ? "op" : "count"));
+	index = hpu_op_index(op);
+	if (index < 0)
+		return hpu_error_in(__func__, hpu_error_set(ENOENT, "no op is named \"%s\"", op));
+	*count = atomic_load(&dev->fallback.counts[index]);
+	return 0;
+}
+
+int hpu_fallback_total(struct hpu_device *dev, uint64_t *count)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	if (!dev || !count)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "%s is NULL",
+							    dev ? "count" : "dev"));
+	for (i = 0; i < HPU_FALLBACK_OPS; i++)
+		total += atomic_load(&dev->fallback.counts[i]);
+	*count = total;
+	return 0;
+}
+
+int hpu_fallback_set_strict(struct hpu_device *dev, bool strict)
+{
+	if (!dev)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
+	atomic_store(&dev->fallback.strict, strict ? 1 : 2);
+	return 0;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening and closing a device: the node, then each layer's state on it,
+ * set up in order and torn down in the other.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "../top/top.h"
+
+/* What a recipe file must have been compiled for besides its key (hpu_disk_cache.c). */
+static struct hpu_disk_compat hpu_disk_compat_of(const struct hpu_device_info *info,
+						 uint32_t fw_version)
+{
+	return (struct hpu_disk_compat){
+		.abi_version = info->abi_version.major << 16 | info->abi_version.minor,
+		.fw_version = fw_version,
+		.fw_if_version = info->fw_if_version.major << 16 | info->fw_if_version.minor,
+		.hw_revision = info->hw_revision,
+		.pci_revision = info->pci_revision,
+		.pci_id = (uint32_t)info->pci_vendor_id << 16 | info->pci_device_id,
+		.num_dma = info->num_dma_engines,
+		.num_mme = info->num_mme_engines,
+		.num_tpc = info->num_tpc_engines,
+		.num_queues = info->num_queues,
+		.capabilities_lo = (uint32_t)info->capabilities,
+		.capabilities_hi = (uint32_t)(info->capabilities >> 32),
+	};
+}
+
+/* Everything but the node: command submission, memory, streams and events. */
+static int hpu_device_setup(struct hpu_device *dev)
+{
+	struct hpu_device_info info;
+	struct hpu_disk_compat compat;
+	uint32_t fw;
+	int ret;
+
+	ret = hpu_device_query(dev, &info);
+	if (ret)
+		return ret;
+	dev->abi_version = info.abi_version;
+	dev->num_queues = info.num_queues;
+	dev->num_user_queues = info.num_user_queues;
+	pthread_mutex_init(&dev->lock, NULL);
+	hpu_list_init(&dev->streams);
+	hpu_list_init(&dev->events);
+	ret = hpu_jobs_init(&dev->jobs, info.num_queues);
+	if (ret)
+		goto err_lock;
+	dev->retire = &hpu_jobs_retire;
+	ret = hpu_mem_init(dev);
+	if (ret)
+		goto err_jobs;
+	ret = hpu_host_init(dev);
+	if (ret)
+		goto err_mem;
+	fw = info.fw_version.major << 16 | info.fw_version.minor << 8 | info.fw_version.patch;
+	hpu_recipe_cache_init(&dev->recipes, fw);
+	compat = hpu_disk_compat_of(&info, fw);
+	dev->recipes.disk = hpu_disk_cache_from_env(&compat);
+	hpu_metrics_device_open(dev);
+	return 0;
+
+err_mem:
+	hpu_suballoc_destroy(dev->mem);
+err_jobs:
+	hpu_jobs_fini(&dev->jobs);
+err_lock:
+	pthread_mutex_destroy(&dev->lock);
+	return ret;
+}
+
+static int hpu_device_create(const char *path, struct hpu_device **devp)
+{
+	struct hpu_device *dev;
+	int ret;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return hpu_error_set(ENOMEM, "out of memory");
+	ret = hpu_node_open(path, dev);
+	if (ret) {
+		free(dev);
+		return ret;
+	}
+	ret = hpu_device_setup(dev);
+	if (ret) {
+		hpu_node_close(dev);
+		free(dev);
+		return ret;
+	}
+	*devp = dev;
+	return 0;
+}
+
+static int hpu_device_open_index(unsigned int index, struct hpu_device **devp)
+{
+	struct hpu_discovery found;
+	int ret;
+
+	ret = hpu_discover(&found);
+	if (ret)
+		return ret;
+	if (index < found.count)
+		ret = hpu_device_create(found.descs[index].path, devp);
+	else if (found.inaccessible)
+		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found, %u device nodes not accessible)",
+				    index, found.count, found.inaccessible);
+	else
+		ret = hpu_error_set(ENODEV, "no hpu device %u (%u found)", index, found.count);
+	hpu_discovery_free(&found);
+	return ret;
+}
+
+int hpu_device_open(unsigned int index, struct hpu_device **devp)
+{
+	if (!devp)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
+	*devp = NULL;
+	return hpu_error_in(__func__, hpu_device_open_index(index, devp));
+}
+
+int hpu_device_open_path(const char *path, struct hpu_device **devp)
+{
+	int ret;
+
+	if (!devp)
+		return hpu_error_in(__func__, hpu_error_set(EINVAL, "devp is NULL"));
+	*devp = NULL;
+	if (!path)
+		ret = hpu_error_set(EINVAL, "path is NULL");
+	else
+		ret = hpu_device_create(path, devp);
+	return hpu_error_in(__func__, ret);
+}
+
+void hpu_device_close(struct hpu_device *dev)
+{
+	struct hpu_list *it;
+
+	if (!dev)
+		return;
+	/* What lazy streams recorded is enqueued work: it runs first. */
+	for (it = dev->streams.next; it != &dev->streams; it = it->next)
+		hpu_lazy_flush_stream(hpu_container_of(it, struct hpu_stream, node));
+	/* Slabs are unmapped only once no job can touch them. */
+	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
+	hpu_events_close(dev);
+	hpu_streams_close(dev);
+	/* Its queued writes hold recipes, which must go while the device is open. */
+	hpu_disk_cache_close(dev->recipes.disk);
+	hpu_recipe_cache_fini(&dev->recipes);
+	hpu_metrics_device_close(dev);
+	hpu_suballoc_destroy(dev->mem);
+	hpu_uqueues_close(dev);
+	hpu_host_fini(dev);
+	hpu_jobs_fini(&dev->jobs);
+	pthread_mutex_destroy(&dev->lock);
+	hpu_node_close(dev);
+	free(dev);
+}
