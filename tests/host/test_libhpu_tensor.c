@@ -18,7 +18,7 @@
 #include <drm/hpu_packets.h>
 #include <drm/hpu_philox.h>
 
-#include "../../userspace/lib/top/top.h"
+#include "../../userspace/lib/ops/ops.h"
 #include "test_libhpu_tap.h"
 
 /* The fake device. */
@@ -34,33 +34,6 @@ int hpu_launch(struct hpu_stream *s, const struct hpu_op *op)
 	launched = *op;
 	launches++;
 	return 0;
-}
-
-/* Eager streams only here: lazy mode has its own test (test_libhpu_graph). */
-bool hpu_stream_lazy(struct hpu_stream *s)
-{
-	(void)s;
-	return false;
-}
-
-int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
-{
-	(void)s;
-	(void)op;
-	return -ENOSYS;
-}
-
-int hpu_lazy_flush(struct hpu_stream *s)
-{
-	(void)s;
-	return 0;
-}
-
-int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op)
-{
-	(void)s;
-	(void)op;
-	return -ENOSYS;
 }
 
 static uint8_t *fake_bytes(const struct hpu_storage *st, int64_t lo, uint32_t dtype)

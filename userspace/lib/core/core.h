@@ -95,6 +95,8 @@ struct hpu_recipe_cache {
 struct hpu_suballoc;
 struct hpu_stream;
 struct hpu_retire_ops;
+struct hpu_stream_hooks;
+struct hpu_op_hooks;
 
 /* An open device. */
 struct hpu_device {
@@ -110,6 +112,9 @@ struct hpu_device {
 	uint32_t next_queue;
 	unsigned int next_stream_id;
 	struct hpu_stream *default_stream;
+	/* The upper layers' hooks, set at open: submit/ and ops/ never call up. */
+	const struct hpu_stream_hooks *stream_hooks;
+	const struct hpu_op_hooks *op_hooks;
 	struct hpu_jobs jobs;
 	const struct hpu_retire_ops *retire; /* the jobs', for the memory layer */
 	struct hpu_suballoc *mem;    /* device memory */

@@ -21,7 +21,11 @@ int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
 int hpu_lazy_flush(struct hpu_stream *s);
 /* Whether ops on s are recorded (HPU_LAZY_MODE decides until set). */
 bool hpu_stream_lazy(struct hpu_stream *s);
-/* Locks s and flushes: before a synchronize, a query, a destroy. */
+/* The op hook (struct hpu_op_hooks): a capturing or lazy stream records op. */
+int hpu_graph_op_take(struct hpu_stream *s, const struct hpu_op *op, const char *reason);
+/* At the stream's last reference: frees what it recorded. */
+void hpu_lazy_release(struct hpu_stream *s);
+/* Locks s and flushes: before a device closes. */
 int hpu_lazy_flush_stream(struct hpu_stream *s);
 
 /* hpu_graph.c, with s->lock held: records op (checked already) into s->capture. */

@@ -51,6 +51,30 @@ int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 	return ret;
 }
 
+int hpu_graph_op_take(struct hpu_stream *s, const struct hpu_op *op, const char *reason)
+{
+	int ret;
+
+	if (reason && s->capture)
+		return hpu_error_set(EBUSY, "%s runs on the host (%s): stream %u is capturing a "
+				     "graph, which takes device ops only", op->name, reason, s->id);
+	if (reason)
+		/* The host reads the operands: what a lazy stream recorded runs first. */
+		return hpu_lazy_flush(s);
+	if (s->capture)
+		ret = hpu_graph_capture_record_locked(s, op);
+	else if (hpu_stream_lazy(s))
+		ret = hpu_lazy_record(s, op);
+	else
+		return 0;
+	return ret ? ret : 1;
+}
+
+void hpu_lazy_release(struct hpu_stream *s)
+{
+	hpu_ir_free(s->graph);
+}
+
 /* Binds the persistent buffers and launches, through the recipe cache. */
 static int hpu_lazy_launch(struct hpu_stream *s, struct hpu_ir *ir)
 {

@@ -10,7 +10,6 @@
 
 #include <drm/hpu_kernels.h>
 
-#include "../graph/graph.h" /* FIXME upward, until the flush hook */
 #include "../ops/ops.h"
 
 /* The public op numbers are the ABI's, so they pass through unconverted. */
@@ -233,16 +232,11 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op)
 			return ret;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (reason && s->capture)
-		ret = hpu_error_set(EBUSY, "%s runs on the host (%s): stream %u is capturing a "
-				    "graph, which takes device ops only", op->name, reason, s->id);
-	else if (reason)
-		/* The host reads the operands: what a lazy stream recorded runs first. */
-		ret = hpu_lazy_flush(s);
-	else if (s->capture)
-		ret = hpu_graph_capture_record_locked(s, op);
-	else
-		ret = hpu_stream_lazy(s) ? hpu_lazy_record(s, op) : hpu_launch(s, op);
+	ret = s->dev->op_hooks ? s->dev->op_hooks->take(s, op, reason) : 0;
+	if (ret > 0)
+		ret = 0;
+	else if (!ret && !reason)
+		ret = hpu_launch(s, op);
 	pthread_mutex_unlock(&s->lock);
 	return !ret && reason ? hpu_fallback_run(s, op, reason) : ret;
 }

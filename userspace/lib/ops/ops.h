@@ -121,6 +121,15 @@ struct hpu_op {
 	double scalars[8];
 };
 
+/*
+ * The graph layer's say before an op runs (dev->op_hooks, NULL in host tests).
+ * take(), with s->lock held (reason: why op runs on the host, or NULL): 1 if
+ * it recorded op, 0 to run it now, or -errno.
+ */
+struct hpu_op_hooks {
+	int (*take)(struct hpu_stream *s, const struct hpu_op *op, const char *reason);
+};
+
 /* Checks what every op shares, then runs it on the device or falls back. */
 int hpu_op_run(struct hpu_stream *s, struct hpu_op *op);
 /* A number for each op name (for the fallback counts), -1 for a name that is no op. */

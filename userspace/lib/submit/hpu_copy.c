@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../graph/graph.h" /* FIXME upward, until the flush hook */
 #include "../submit/submit.h"
 
 enum hpu_copy_kind {
@@ -78,7 +77,7 @@ static int hpu_staging_take(struct hpu_stream *s, struct hpu_staging **stp)
 	void *host;
 	int ret;
 
-	ret = hpu_lazy_flush(s);
+	ret = hpu_stream_flush(s);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&st->lock);

@@ -19,7 +19,6 @@
 
 #include <drm/hpu_accel.h>
 
-#include "../graph/graph.h" /* FIXME upward, until the flush hook */
 #include "../submit/submit.h"
 
 #define HPU_RING_MIN 16
@@ -85,13 +84,31 @@ int hpu_stream_submit_group(struct hpu_stream *s, const struct hpu_job_cb *jobs,
 	return 0;
 }
 
+int hpu_stream_flush(struct hpu_stream *s)
+{
+	const struct hpu_stream_hooks *hooks = s->dev->stream_hooks;
+
+	return hooks ? hooks->flush(s) : 0;
+}
+
+/* Locks s and flushes it. */
+static int hpu_stream_flush_unlocked(struct hpu_stream *s)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = hpu_stream_flush(s);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
 int hpu_stream_submit(struct hpu_stream *s, struct hpu_cb *cb, const char *what)
 {
 	struct hpu_job_cb job;
 	int ret;
 
 	/* Recorded ops come first: they were enqueued before this. */
-	ret = hpu_lazy_flush(s);
+	ret = hpu_stream_flush(s);
 	if (ret)
 		return ret;
 	hpu_cb_signal(cb, s->done_va, 1);
@@ -240,8 +257,8 @@ void hpu_stream_put(struct hpu_stream *s)
 	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	hpu_pinned_free(s->dev, s->done_va);
-	hpu_params_release(s);
-	hpu_ir_free(s->graph);
+	if (s->dev->stream_hooks)
+		s->dev->stream_hooks->release(s);
 	pthread_mutex_destroy(&s->lock);
 	free(s->ring);
 	free(s);
@@ -280,8 +297,9 @@ void hpu_stream_destroy(struct hpu_stream *s)
 		return;
 	/* Recorded ops are enqueued work: they run.  A failure is not reported, as for jobs. */
 	pthread_mutex_lock(&s->lock);
-	hpu_stream_capture_abort(s);
-	hpu_lazy_flush(s);
+	if (s->dev->stream_hooks)
+		s->dev->stream_hooks->abort(s);
+	hpu_stream_flush(s);
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->dev->lock);
 	hpu_list_del(&s->node);
@@ -307,7 +325,7 @@ int hpu_stream_synchronize(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_lazy_flush(s);
+	ret = hpu_stream_flush(s);
 	if (!ret)
 		ret = hpu_stream_settle_all(s, HPU_FOREVER);
 	pthread_mutex_unlock(&s->lock);
@@ -321,7 +339,7 @@ int hpu_stream_query(struct hpu_stream *s)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	ret = hpu_lazy_flush(s);
+	ret = hpu_stream_flush(s);
 	if (!ret)
 		ret = hpu_stream_settle_all(s, 0);
 	if (ret == -ETIME)
@@ -343,7 +361,7 @@ int hpu_device_synchronize(struct hpu_device *dev)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
 	pthread_mutex_lock(&dev->lock);
 	for (it = dev->streams.next; it != &dev->streams && !ret; it = it->next)
-		ret = hpu_lazy_flush_stream(hpu_container_of(it, struct hpu_stream, node));
+		ret = hpu_stream_flush_unlocked(hpu_container_of(it, struct hpu_stream, node));
 	pthread_mutex_unlock(&dev->lock);
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	pthread_mutex_lock(&dev->lock);

@@ -146,7 +146,25 @@ struct hpu_settle {
 	uint32_t target;
 };
 
-/* The stream's lock is held for these.  A submit first flushes what a lazy stream recorded. */
+/*
+ * What the layers above hold back on a stream (lazy mode's recorded ops, a
+ * capture, parameter blocks): hooks they set on the device at open
+ * (dev->stream_hooks, NULL in host tests), so that submission never calls up.
+ */
+struct hpu_stream_hooks {
+	/*
+	 * With s->lock held: runs what s holds back, as everything that needs the
+	 * stream's work done or ordered does first; -EBUSY while it captures.
+	 */
+	int (*flush)(struct hpu_stream *s);
+	/* With s->lock held, for a stream the user destroys: its capture fails. */
+	void (*abort)(struct hpu_stream *s);
+	/* At the stream's last reference: frees what the layers above keep on it. */
+	void (*release)(struct hpu_stream *s);
+};
+
+/* The stream's lock is held for these.  A submit first flushes (hpu_stream_flush()). */
+int hpu_stream_flush(struct hpu_stream *s);
 int hpu_stream_submit(struct hpu_stream *stream, struct hpu_cb *cb, const char *what);
 /*
  * Submits jobs together, the last on the stream's queue; each must end by

@@ -28,6 +28,21 @@ static struct hpu_disk_compat hpu_disk_compat_of(const struct hpu_device_info *i
 	};
 }
 
+/* At a stream's last reference: what the op and graph layers keep on it. */
+static void hpu_stream_release_above(struct hpu_stream *s)
+{
+	hpu_params_release(s);
+	hpu_lazy_release(s);
+}
+
+static const struct hpu_stream_hooks hpu_stream_hooks = {
+	.flush = hpu_lazy_flush,
+	.abort = hpu_stream_capture_abort,
+	.release = hpu_stream_release_above,
+};
+
+static const struct hpu_op_hooks hpu_op_hooks = { .take = hpu_graph_op_take };
+
 /* Everything but the node: command submission, memory, streams and events. */
 static int hpu_device_setup(struct hpu_device *dev)
 {
@@ -45,6 +60,8 @@ static int hpu_device_setup(struct hpu_device *dev)
 	pthread_mutex_init(&dev->lock, NULL);
 	hpu_list_init(&dev->streams);
 	hpu_list_init(&dev->events);
+	dev->stream_hooks = &hpu_stream_hooks;
+	dev->op_hooks = &hpu_op_hooks;
 	ret = hpu_jobs_init(&dev->jobs, info.num_queues);
 	if (ret)
 		goto err_lock;
