@@ -2,7 +2,7 @@
 /*
  * The host half of bench-dma: what it costs the machine running the
  * emulator to wake a sleeping thread, the floor under a job's round trip
- * whenever the device's engine thread sleeps (hpu_qman.h).  Two threads
+ * whenever the device's engine thread sleeps (hdm_qman.h).  Two threads
  * take turns through a condition variable, as a doorbell wakes the engine;
  * the waker spins until the wakee says it runs, and sleeps a little before
  * the next wake-up so that the wakee's CPU goes idle in between, as the

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hpu_dev_core.h"
+#include "hdm_core.h"
 #include "hpu_kernels.h"
-#include "hpu_le.h"
+#include "hdm_le.h"
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

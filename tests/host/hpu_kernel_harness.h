@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hpu_kernel.h"
+#include "hdm_kernel.h"
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -26,19 +26,19 @@ HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/mem/hpu_suballoc.c \
 HOST_TEST_LIBS_test_libhpu_internals := -pthread
 # Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
 HPU_KERNEL_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lm -pthread
-HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hpu_kernel_eltwise.c \
+HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hdm_kernel_eltwise.c \
 	tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
-HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hpu_kernel_reduce.c \
-	qemu-device/core/hpu_kernel_eltwise.c tests/host/hpu_kernel_harness.c
+HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hdm_kernel_reduce.c \
+	qemu-device/core/hdm_kernel_eltwise.c tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_reduce := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_libhpu_tensor := $(addprefix userspace/lib/ops/,hpu_layout.c hpu_encode.c \
 	hpu_ops.c hpu_ops_api.c hpu_fallback.c) userspace/lib/util/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
-HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hpu_kernel_nn.c \
-	qemu-device/core/hpu_kernel_loss.c tests/host/hpu_kernel_harness.c
+HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hdm_kernel_nn.c \
+	qemu-device/core/hdm_kernel_loss.c tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
-HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hpu_kernel_optim.c \
+HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hdm_kernel_optim.c \
 	tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.

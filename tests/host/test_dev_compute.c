@@ -21,10 +21,10 @@
 #include <time.h>
 
 #include "hpu_dev_harness.h"
-#include "hpu_kernel.h"
-#include "hpu_mme.h"
-#include "hpu_mmu.h"
-#include "hpu_tpc.h"
+#include "hdm_kernel.h"
+#include "hdm_mme.h"
+#include "hdm_mmu.h"
+#include "hdm_tpc.h"
 
 /* HBM the test maps besides setup()'s: one run of 2 MiB pages, and 2 MiB pages out of order. */
 #define VA_DATA 0x400000000ull
@@ -108,7 +108,7 @@ static void alloc_start(void)
 	__atomic_store_n(&allocs.on, true, __ATOMIC_RELAXED);
 }
 
-/* What the MME promises, staged bytes (hpu_tmem.h) aside: bounded buffers, bounded in all. */
+/* What the MME promises, staged bytes (hdm_tmem.h) aside: bounded buffers, bounded in all. */
 static void alloc_check(struct hpu_test *t, uint64_t staged, int line)
 {
 	__atomic_store_n(&allocs.on, false, __ATOMIC_RELAXED);
@@ -409,7 +409,7 @@ static void gemm_setup(const struct gemm_case *c, struct gemm *g, struct operand
 	};
 }
 
-/* Bytes of the operands the engine stages (hpu_tmem.h): all but those in one run of HBM. */
+/* Bytes of the operands the engine stages (hdm_tmem.h): all but those in one run of HBM. */
 static uint64_t gemm_staged(const struct gemm_case *c, const struct operand *a,
 			    const struct operand *b, const struct operand *c0)
 {
@@ -1456,7 +1456,7 @@ static uint64_t run_beside_other(struct hpu_test *t, struct hpu_cb *cb)
 
 /*
  * Queue 1 waited for about a slice of queue 0's long packet, not for all of
- * it; for a slice stretched by the packet's staging (hpu_tmem.h) if staged.
+ * it; for a slice stretched by the packet's staging (hdm_tmem.h) if staged.
  */
 static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us, bool staged,
 			   int line)

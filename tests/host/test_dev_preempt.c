@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "hpu_core_internal.h"
+#include "hdm_internal.h"
 #include "hpu_dev_harness.h"
-#include "hpu_mme.h"
-#include "hpu_tpc.h"
+#include "hdm_mme.h"
+#include "hdm_tpc.h"
 
 #define Q 1u
 #define COPY_SIZE BUF_SIZE

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hpu_core_internal.h"
+#include "hdm_internal.h"
 #include "hpu_dev_harness.h"
 
 /* ---- command buffers ---- */

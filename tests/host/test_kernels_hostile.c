@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "hpu_dev_harness.h"
-#include "hpu_hbm.h"
-#include "hpu_kernel.h"
+#include "hdm_hbm.h"
+#include "hdm_kernel.h"
 
 #define F32 HPU_DTYPE_F32
 #define BF16 HPU_DTYPE_BF16

@@ -7,9 +7,9 @@
  */
 #include <string.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_dma.h"
-#include "hpu_mmu.h"
+#include "hdm_internal.h"
+#include "hdm_dma.h"
+#include "hdm_mmu.h"
 
 static int hpu_dma_xlat(struct hpu_job *job, uint64_t va, uint64_t len, bool write,
 			struct hpu_mmu_run *run)

@@ -9,7 +9,7 @@
  * the domain once: int64 when every operand is integral (so wide integers
  * stay exact and wrap), double otherwise.
  */
-#include "hpu_kernel.h"
+#include "hdm_kernel.h"
 
 /* Elements a block loop handles at a time: small enough for the stack. */
 #define HPU_KBLOCK 256

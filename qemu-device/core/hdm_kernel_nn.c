@@ -9,7 +9,7 @@
  * HPU_KERNEL_MAX_ITEM_WORK elements.  Indices are checked by a first phase,
  * before anything is written, and again where they index.
  */
-#include "hpu_kernel_nn.h"
+#include "hdm_kernel_nn.h"
 #include "hpu_philox.h"
 
 /* ---- elementwise backwards: grad_in = f(grad_out, x) ---- */

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "hpu_hbm.h"
-#include "hpu_le.h"
+#include "hdm_hbm.h"
+#include "hdm_le.h"
 
 #define HPU_HBM_WORD_BITS 64
 

@@ -5,10 +5,10 @@
 #include <inttypes.h>
 #include <stddef.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_le.h"
-#include "hpu_pkt.h"
-#include "hpu_tmem.h"
+#include "hdm_internal.h"
+#include "hdm_le.h"
+#include "hdm_pkt.h"
+#include "hdm_tmem.h"
 
 #define HPU_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
 

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hpu_job.h"
+#include "hdm_job.h"
 #include "hpu_kernels.h"
 
 /* Every tensor of a launch may be a distinct range. */
@@ -116,7 +116,7 @@ int hpu_tmem_yield(struct hpu_job *job, struct hpu_tmem_set *set);
  */
 void hpu_tmem_drop_held(struct hpu_job *job, bool write_back);
 
-/* Free held buffers no job holds now (a preempted job's, hpu_qman.h), unwritten.  The engine's. */
+/* Free held buffers no job holds now (a preempted job's, hdm_qman.h), unwritten.  The engine's. */
 void hpu_tmem_free_held(struct hpu_dev_core *core, struct hpu_tmem_set *held);
 
 /* Whether mapped range i of the set is staged (its host pointer changes at each mapping). */

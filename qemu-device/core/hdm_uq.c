@@ -6,14 +6,14 @@
  * reads both through the MMU in the context the driver bound, runs every
  * packet as a user packet, and writes each job's status back into its
  * descriptor.  The lifecycle (running, parked, aborted) is the kernel
- * queues', in hpu_qman.c.
+ * queues', in hdm_qman.c.
  */
 #include <inttypes.h>
 #include <stddef.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_dma.h"
-#include "hpu_le.h"
+#include "hdm_internal.h"
+#include "hdm_dma.h"
+#include "hdm_le.h"
 
 #define HPU_UQ_DESC_OFF(field) offsetof(struct hpu_uq_desc, field)
 

@@ -13,14 +13,14 @@
 
 #include <time.h>
 
-#include "hpu_dev_core.h"
-#include "hpu_pkt.h"
+#include "hdm_core.h"
+#include "hdm_pkt.h"
 
 #define HPU_CORE_REG(core, reg) ((core)->regs[HPU_REG_##reg / 4])
 
 /*
  * A register every queue of the engine has (RING_LO/HI, RING_SIZE, PI, CI,
- * STATUS), kernel or user (hpu_qman.h numbers them); the two blocks lay it
+ * STATUS), kernel or user (hdm_qman.h numbers them); the two blocks lay it
  * out at different offsets.
  */
 static inline uint32_t *hpu_q_reg(struct hpu_dev_core *core, unsigned int q, uint32_t k_off,
@@ -70,7 +70,7 @@ struct hpu_reg_desc {
 	uint32_t (*read)(struct hpu_dev_core *core, unsigned int unit);
 };
 
-/* Register blocks other than the device's own, in hpu_eq.c, hpu_qman.c and hpu_uq.c. */
+/* Register blocks other than the device's own, in hdm_eq.c, hdm_qman.c and hdm_uq.c. */
 #define HPU_EQ_REG_WORDS ((HPU_REG_EQ_STATUS - HPU_REG_EQ_RING_LO) / 4 + 1)
 extern const struct hpu_reg_desc hpu_eq_reg_descs[HPU_EQ_REG_WORDS];
 extern const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4];
@@ -105,14 +105,14 @@ static inline const char *hpu_ring_size_check(uint32_t size)
 /* Append an event for the driver.  Lock held, but dropped around the DMA: re-check core->gen. */
 void hpu_eq_post(struct hpu_dev_core *core, const struct hpu_event *ev);
 
-/* Queue registers user queues share with kernel queues (hpu_qman.c): checks and writes. */
+/* Queue registers user queues share with kernel queues (hdm_qman.c): checks and writes. */
 const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size);
 const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
 void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi);
 void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value);
 uint32_t hpu_q_read_deferred(struct hpu_dev_core *core, unsigned int q);
 
-/* A user queue's job, on the engine's thread (hpu_uq.c); see hpu_qman.h. */
+/* A user queue's job, on the engine's thread (hdm_uq.c); see hdm_qman.h. */
 int hpu_uq_job_load(struct hpu_job *job);
 void hpu_uq_job_end(struct hpu_job *job, enum hpu_pkt_status status);
 /* User queue q's CI moved: an armed queue interrupts.  Lock held. */

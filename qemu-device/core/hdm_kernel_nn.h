@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Operand helpers of the neural-network, loss and optimizer kernel families
- * (hpu_kernel_nn.c, hpu_kernel_loss.c, hpu_kernel_optim.c).
+ * (hdm_kernel_nn.c, hdm_kernel_loss.c, hdm_kernel_optim.c).
  */
 #ifndef HPU_KERNEL_NN_H
 #define HPU_KERNEL_NN_H
 
-#include "hpu_kernel.h"
+#include "hdm_kernel.h"
 
 /* Element i (row-major over v's shape), widened / rounded by v's dtype. */
 static inline double hpu_kget(const struct hpu_kview *v, uint64_t i)

@@ -24,10 +24,10 @@
 #include <stdint.h>
 
 #include "hpu_fw_if.h"
-#include "hpu_hbm.h"
-#include "hpu_qman.h"
+#include "hdm_hbm.h"
+#include "hdm_qman.h"
 #include "hpu_regs.h"
-#include "hpu_tpc.h"
+#include "hdm_tpc.h"
 
 /* One word per 32-bit register, up to the end of the last user queue's block. */
 #define HPU_CORE_NR_REGS (HPU_REG_UQ(HPU_NUM_UQ, 0) / 4)
@@ -71,7 +71,7 @@ struct hpu_dev_core {
 	const struct hpu_core_ops *ops;
 	void *opaque;
 	struct hpu_core_config cfg;
-	pthread_mutex_t lock; /* guards everything below, see hpu_core_internal.h */
+	pthread_mutex_t lock; /* guards everything below, see hdm_internal.h */
 	uint32_t regs[HPU_CORE_NR_REGS]; /* indexed by offset / 4 */
 	/* BOOT_ADDR and BOOT_SIZE latched at START: later writes cannot race the load. */
 	uint64_t boot_addr;

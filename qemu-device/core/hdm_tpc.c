@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_kernel.h"
-#include "hpu_le.h"
-#include "hpu_tmem.h"
-#include "hpu_tpc.h"
+#include "hdm_internal.h"
+#include "hdm_kernel.h"
+#include "hdm_le.h"
+#include "hdm_tmem.h"
+#include "hdm_tpc.h"
 
 #define HPU_PARAMS_OFF(field) offsetof(struct hpu_kernel_params, field)
 #define HPU_TDESC_OFF(field) offsetof(struct hpu_tensor_desc, field)

@@ -7,7 +7,7 @@
  * (hpu_kpace()).  Targets are checked in a first phase, before anything is
  * written, and again where they index.
  */
-#include "hpu_kernel_nn.h"
+#include "hdm_kernel_nn.h"
 
 /* log(sum(exp(row))), shifted by the row's max so that exp cannot overflow. */
 static double hpu_krow_logsumexp(const struct hpu_krow *w, struct hpu_kpace *p)

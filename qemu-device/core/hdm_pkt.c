@@ -11,13 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_dma.h"
-#include "hpu_le.h"
-#include "hpu_mme.h"
-#include "hpu_mmu.h"
-#include "hpu_pkt.h"
-#include "hpu_tpc.h"
+#include "hdm_internal.h"
+#include "hdm_dma.h"
+#include "hdm_le.h"
+#include "hdm_mme.h"
+#include "hdm_mmu.h"
+#include "hdm_pkt.h"
+#include "hdm_tpc.h"
 
 #define HPU_PKT_OFF(type, field) offsetof(struct hpu_pkt_##type, field)
 

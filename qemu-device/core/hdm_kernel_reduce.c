@@ -13,7 +13,7 @@
  * MIN and ARGMIN are MAX and ARGMAX of an order-reversed key (-v, or ~v
  * for integers, which cannot overflow), so one comparison serves all four.
  */
-#include "hpu_kernel.h"
+#include "hdm_kernel.h"
 
 /* A launch, as every output element's walk needs it. */
 struct hpu_kreduce {

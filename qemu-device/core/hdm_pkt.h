@@ -6,7 +6,7 @@
 #ifndef HPU_PKT_H
 #define HPU_PKT_H
 
-#include "hpu_job.h"
+#include "hdm_job.h"
 
 enum hpu_pkt_status {
 	HPU_PKT_FAILED = -1, /* the job's fault says why */

@@ -6,8 +6,8 @@
 #include <inttypes.h>
 #include <stddef.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_le.h"
+#include "hdm_internal.h"
+#include "hdm_le.h"
 
 #define HPU_EV_OFF(field) offsetof(struct hpu_event, field)
 

@@ -4,7 +4,7 @@
  */
 #include <stddef.h>
 
-#include "hpu_kernel.h"
+#include "hdm_kernel.h"
 
 static const struct hpu_kernel_def *const hpu_kernels[] = {
 	[HPU_KERNEL_UNARY] = &hpu_kernel_unary,

@@ -6,7 +6,7 @@
  * scale any grad, so it runs in two phases of chunks: the norm's partials,
  * then the scaling.  Long walks keep a pace (hpu_kpace()).
  */
-#include "hpu_kernel_nn.h"
+#include "hdm_kernel_nn.h"
 
 /* x in [lo, hi]; false for NaN. */
 static bool hpu_in_range(double x, double lo, double hi)

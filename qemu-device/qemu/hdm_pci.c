@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hpu PCI device: QEMU glue around the device core in hpu_dev_core.c.
+ * hpu PCI device: QEMU glue around the device core in hdm_core.c.
  *
  * This file only adapts QEMU services (BAR0, BAR1 and BAR4 MMIO, MSI-X,
  * bus-master DMA, a virtual-clock timer for the deferred boot, a thread for
@@ -21,7 +21,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 
-#include "hpu_dev_core.h"
+#include "hdm_core.h"
 
 #define TYPE_HPU_PCI "hpu"
 

@@ -5,7 +5,7 @@
  * Debian's OpenBLAS declares cblas_sbgemm but is built without it.  A bf16
  * C is computed in fp32 and rounded once.
  *
- * Steps (hpu_mme.h) run on several threads at once, each with working
+ * Steps (hdm_mme.h) run on several threads at once, each with working
  * buffers of its own.  OpenBLAS limited to one thread computes on its
  * caller's, and its pthread build (Debian's default) locks the table of
  * buffers it packs into, so such calls can overlap.  Its sequential build
@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_kernel.h"
-#include "hpu_le.h"
-#include "hpu_mme.h"
-#include "hpu_tmem.h"
+#include "hdm_internal.h"
+#include "hdm_kernel.h"
+#include "hdm_le.h"
+#include "hdm_mme.h"
+#include "hdm_tmem.h"
 
 #define HPU_GEMM_OFF(field) offsetof(struct hpu_pkt_mme_gemm, field)
 

@@ -135,7 +135,7 @@ static inline uint64_t hpu_kernel_item_work(const struct hpu_kernel_def *def,
 /* NULL for an unknown id. */
 const struct hpu_kernel_def *hpu_kernel_lookup(uint32_t id);
 
-/* The library, by family (hpu_kernel_eltwise.c, hpu_kernel_reduce.c, hpu_kernel_nn.c, hpu_kernel_optim.c). */
+/* The library, by family (hdm_kernel_eltwise.c, hdm_kernel_reduce.c, hdm_kernel_nn.c, hdm_kernel_optim.c). */
 extern const struct hpu_kernel_def hpu_kernel_unary, hpu_kernel_binary, hpu_kernel_where, hpu_kernel_fill;
 extern const struct hpu_kernel_def hpu_kernel_reduce;
 extern const struct hpu_kernel_def hpu_kernel_softmax, hpu_kernel_softmax_bwd;

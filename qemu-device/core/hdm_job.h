@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu job: one descriptor's command buffer as the engine runs it, and how
- * it failed.  Owned by the engine thread; see hpu_qman.h for the lifecycle.
+ * it failed.  Owned by the engine thread; see hdm_qman.h for the lifecycle.
  */
 #ifndef HPU_JOB_H
 #define HPU_JOB_H
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpu_hbm.h"
+#include "hdm_hbm.h"
 #include "hpu_packets.h"
 #include "hpu_regs.h"
 
@@ -39,7 +39,7 @@ struct hpu_job_call {
 struct hpu_job {
 	struct hpu_dev_core *core;
 	struct hpu_hbm *hbm; /* referenced while the engine runs the job */
-	unsigned int queue;  /* the engine's number of it, see hpu_qman.h */
+	unsigned int queue;  /* the engine's number of it, see hdm_qman.h */
 	uint32_t gen;        /* core generation when the step began: a reset abandons the job */
 	/*
 	 * Monotonic time the step's slice ends at (hpu_job_slice_over()); any

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hpu_hbm.h"
+#include "hdm_hbm.h"
 
 /* What a run of device virtual addresses maps to. */
 struct hpu_mmu_run {

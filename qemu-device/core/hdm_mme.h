@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu matrix engine: runs MME_GEMM packets (format in hpu_packets.h) with
- * OpenBLAS on the operands' host memory (hpu_tmem.h), on the TPC pool's
- * threads (hpu_tpc.h).
+ * OpenBLAS on the operands' host memory (hdm_tmem.h), on the TPC pool's
+ * threads (hdm_tpc.h).
  *
  * Parameters the packet's rules refuse fail the job with BAD_KERNEL at the
  * packet, before any memory is touched; unmapped operands fail it with an
  * MMU fault.  Work and host memory are bounded per call whatever the shapes:
  * a queue reset is noticed between calls.  Once the job's slice is over
- * (hpu_qman.h), a GEMM whose operands all lie in HBM yields between two
+ * (hdm_qman.h), a GEMM whose operands all lie in HBM yields between two
  * blocks of C and goes on with the blocks left when the job runs again,
  * decoded and checked anew.
  */
 #ifndef HPU_MME_H
 #define HPU_MME_H
 
-#include "hpu_pkt.h"
+#include "hdm_pkt.h"
 
 /* Beyond what the ABI asks: OpenBLAS takes dimensions and leading dimensions as int. */
 #define HPU_MME_DIM_MAX 0x7fffffffu

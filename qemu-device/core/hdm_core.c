@@ -10,10 +10,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_le.h"
-#include "hpu_mme.h"
-#include "hpu_tmem.h"
+#include "hdm_internal.h"
+#include "hdm_le.h"
+#include "hdm_mme.h"
+#include "hdm_tmem.h"
 
 /* Registers of the device block (identity to interrupts). */
 #define HPU_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
@@ -191,7 +191,7 @@ static const struct hpu_reg_block hpu_bar0_blocks[] = {
 		      hpu_uq_reg_descs, HPU_QMAN_UQ(0)),
 };
 
-/* The doorbell pages mirror registers of the user queues' BAR0 blocks (hpu_uq.c). */
+/* The doorbell pages mirror registers of the user queues' BAR0 blocks (hdm_uq.c). */
 static const struct hpu_reg_block hpu_uq_db_blocks[] = {
 	HPU_REG_BLOCK(0, HPU_UQ_DB_PAGE_SIZE, HPU_NUM_UQ, "user queue", hpu_uq_db_reg_descs,
 		      HPU_QMAN_UQ(0)),

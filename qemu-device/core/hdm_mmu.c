@@ -4,7 +4,7 @@
  */
 #include <errno.h>
 
-#include "hpu_mmu.h"
+#include "hdm_mmu.h"
 #include "hpu_regs.h"
 
 #define HPU_MMU_HUGE_LEVEL 2

@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "hpu_job.h"
-#include "hpu_pkt.h"
+#include "hdm_job.h"
+#include "hdm_pkt.h"
 
 /* Bytes moved between two checks for cancellation; also the bounce buffer size. */
 #define HPU_DMA_STEP (64u << 10)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpu_core_internal.h"
-#include "hpu_mmu.h"
-#include "hpu_tmem.h"
+#include "hdm_internal.h"
+#include "hdm_mmu.h"
+#include "hdm_tmem.h"
 
 int hpu_tmem_extent(uint64_t va, uint32_t ndim, const uint64_t *shape, const int64_t *strides,
 		    unsigned int esize, uint64_t *lo, uint64_t *len)

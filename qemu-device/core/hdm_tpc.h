@@ -2,20 +2,20 @@
 /*
  * hpu tensor engines: run TPC_LAUNCH packets.  The engine thread reads the
  * launch's parameter block through the MMU, checks it and its tensors,
- * maps them (hpu_tmem.h), lets the kernel check its operands, then splits
+ * maps them (hdm_tmem.h), lets the kernel check its operands, then splits
  * the kernel's work items into parts, one per TPC, that the engine thread
  * and a pool of worker threads take in turn.  A queue reset is noticed
  * between parts, and inside items of long work.  Once the job's slice is
  * over (hpu_job_slice_over()), a launch yields between two parts and goes
  * on with the parts left when the job runs again, mapped, decoded and
- * checked anew (its staged outputs written back meanwhile, hpu_tmem.h).
+ * checked anew (its staged outputs written back meanwhile, hdm_tmem.h).
  * A kernel's items may come in phases, every item of one before any of
  * the next, with a scratch the launch keeps across its yields.  A launch
  * that would work past HPU_KERNEL_MAX_WORK, have an item past
  * HPU_KERNEL_MAX_ITEM_WORK (an item is never cut by a yield) or whose
  * tensors are larger than HPU_KERNEL_MAX_ELEMENTS is refused.
  *
- * The pool also runs the MME's GEMMs (hpu_mme.h).  It has one thread per
+ * The pool also runs the MME's GEMMs (hdm_mme.h).  It has one thread per
  * host CPU, the engine thread first: more would only take turns, with each
  * other and with the vCPUs.
  * The engine thread alone starts runs, one at a time.
@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hpu_pkt.h"
+#include "hdm_pkt.h"
 
 /*
  * Parts are sized by work, the elements their items visit (an item of an

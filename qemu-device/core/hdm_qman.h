@@ -6,7 +6,7 @@
  * The engine's queues are the HPU_NUM_QUEUES kernel queues, numbered 0..,
  * then the HPU_NUM_UQ user queues (1.3): user queue u is the engine's
  * queue HPU_QMAN_UQ(u).  Both kinds share one lifecycle; a user queue's
- * job differs in how it is fetched and ended (hpu_uq.c): its descriptor and
+ * job differs in how it is fetched and ended (hdm_uq.c): its descriptor and
  * command buffer are read through the MMU in the bound context, any
  * privileged packet fails it, its status is written back into the
  * descriptor, and its event names HPU_EVENT_QUEUE_UQ(u).
@@ -47,8 +47,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hpu_dma.h"
-#include "hpu_job.h"
+#include "hdm_dma.h"
+#include "hdm_job.h"
 #include "hpu_regs.h"
 
 /* A preempted job's progress: what struct hpu_job holds beyond its descriptor. */
@@ -108,7 +108,7 @@ struct hpu_qman {
 	unsigned int next;   /* round robin */
 	int current;         /* the queue the engine is in, or -1 */
 	uint64_t step_ns;    /* when the engine went in */
-	uint64_t held;       /* bytes of the jobs' held staging buffers (hpu_tmem.h); the engine's */
+	uint64_t held;       /* bytes of the jobs' held staging buffers (hdm_tmem.h); the engine's */
 	uint64_t held_max;   /* HPU_TMEM_HELD_MAX (tests lower it) */
 	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
 	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
