@@ -16,21 +16,21 @@
 #include "hdm_tmem.h"
 
 /* Registers of the device block (identity to interrupts). */
-#define HPU_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
+#define HDM_DEV_REG_WORDS (HPU_REG_IRQ_MASK / 4 + 1)
 
-static const char *const hpu_boot_status_names[] = {
+static const char *const hdm_boot_status_names[] = {
 	[HPU_FW_BOOT_IDLE] = "IDLE",
 	[HPU_FW_BOOT_LOADING] = "LOADING",
 	[HPU_FW_BOOT_READY] = "READY",
 	[HPU_FW_BOOT_FAILED] = "FAILED",
 };
 
-void hpu_core_lock(struct hpu_dev_core *core)
+void hdm_core_lock(struct hdm_core *core)
 {
 	pthread_mutex_lock(&core->lock);
 }
 
-void hpu_core_unlock(struct hpu_dev_core *core)
+void hdm_core_unlock(struct hdm_core *core)
 {
 	bool raise = core->irq_pending;
 
@@ -41,14 +41,14 @@ void hpu_core_unlock(struct hpu_dev_core *core)
 }
 
 /* Interrupt causes all share the misc vector. */
-void hpu_irq_set(struct hpu_dev_core *core, uint32_t cause)
+void hdm_irq_set(struct hdm_core *core, uint32_t cause)
 {
-	HPU_CORE_REG(core, IRQ_CAUSE) |= cause;
-	if (cause & ~HPU_CORE_REG(core, IRQ_MASK))
+	HDM_CORE_REG(core, IRQ_CAUSE) |= cause;
+	if (cause & ~HDM_CORE_REG(core, IRQ_MASK))
 		core->irq_pending = true;
 }
 
-static void hpu_vlog(struct hpu_dev_core *core, const char *fmt, va_list ap)
+static void hdm_vlog(struct hdm_core *core, const char *fmt, va_list ap)
 {
 	char msg[160];
 
@@ -56,46 +56,46 @@ static void hpu_vlog(struct hpu_dev_core *core, const char *fmt, va_list ap)
 	core->ops->log_guest_error(core->opaque, msg);
 }
 
-void hpu_log(struct hpu_dev_core *core, const char *fmt, ...)
+void hdm_log(struct hdm_core *core, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	hpu_vlog(core, fmt, ap);
+	hdm_vlog(core, fmt, ap);
 	va_end(ap);
 }
 
-void hpu_guest_error(struct hpu_dev_core *core, enum hpu_err_code code, const char *fmt, ...)
+void hdm_guest_error(struct hdm_core *core, enum hpu_err_code code, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	hpu_vlog(core, fmt, ap);
+	hdm_vlog(core, fmt, ap);
 	va_end(ap);
-	HPU_CORE_REG(core, ERR_CODE) = code;
-	hpu_irq_set(core, HPU_IRQ_ERROR);
+	HDM_CORE_REG(core, ERR_CODE) = code;
+	hdm_irq_set(core, HPU_IRQ_ERROR);
 }
 
-static int hpu_reset(struct hpu_dev_core *core);
+static int hdm_reset(struct hdm_core *core);
 
-static void hpu_write_reset(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+static void hdm_write_reset(struct hdm_core *core, unsigned int unit HDM_UNUSED,
 			    uint32_t value)
 {
 	if (value != HPU_RESET_KEY) {
-		hpu_guest_error(core, HPU_ERR_BAD_RESET_KEY,
+		hdm_guest_error(core, HPU_ERR_BAD_RESET_KEY,
 				"RESET written with 0x%08" PRIx32 ", not the reset key", value);
 		return;
 	}
-	hpu_reset(core);
+	hdm_reset(core);
 }
 
-static void hpu_write_boot_ctrl(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+static void hdm_write_boot_ctrl(struct hdm_core *core, unsigned int unit HDM_UNUSED,
 				uint32_t value)
 {
-	uint32_t status = HPU_CORE_REG(core, BOOT_STATUS);
+	uint32_t status = HDM_CORE_REG(core, BOOT_STATUS);
 
 	if (value & ~HPU_BOOT_CTRL_START) {
-		hpu_guest_error(core, HPU_ERR_BAD_CTRL, "BOOT_CTRL: unknown bits 0x%08" PRIx32,
+		hdm_guest_error(core, HPU_ERR_BAD_CTRL, "BOOT_CTRL: unknown bits 0x%08" PRIx32,
 				value & ~HPU_BOOT_CTRL_START);
 		return;
 	}
@@ -103,132 +103,132 @@ static void hpu_write_boot_ctrl(struct hpu_dev_core *core, unsigned int unit HPU
 		return;
 	/* FAILED may be retried; READY needs a reset first. */
 	if (status != HPU_FW_BOOT_IDLE && status != HPU_FW_BOOT_FAILED) {
-		hpu_guest_error(core, HPU_ERR_BOOT_BUSY, "BOOT_CTRL: START while boot status is %s",
-				hpu_boot_status_names[status]);
+		hdm_guest_error(core, HPU_ERR_BOOT_BUSY, "BOOT_CTRL: START while boot status is %s",
+				hdm_boot_status_names[status]);
 		return;
 	}
-	core->boot_addr = (uint64_t)HPU_CORE_REG(core, BOOT_ADDR_HI) << 32 |
-			  HPU_CORE_REG(core, BOOT_ADDR_LO);
-	core->boot_size = HPU_CORE_REG(core, BOOT_SIZE);
-	HPU_CORE_REG(core, BOOT_ERROR) = HPU_FW_ERR_NONE;
-	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_LOADING;
+	core->boot_addr = (uint64_t)HDM_CORE_REG(core, BOOT_ADDR_HI) << 32 |
+			  HDM_CORE_REG(core, BOOT_ADDR_LO);
+	core->boot_size = HDM_CORE_REG(core, BOOT_SIZE);
+	HDM_CORE_REG(core, BOOT_ERROR) = HPU_FW_ERR_NONE;
+	HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_LOADING;
 	core->ops->schedule_boot(core->opaque);
 }
 
-static void hpu_write_irq_cause(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+static void hdm_write_irq_cause(struct hdm_core *core, unsigned int unit HDM_UNUSED,
 				uint32_t value)
 {
-	HPU_CORE_REG(core, IRQ_CAUSE) &= ~value;
+	HDM_CORE_REG(core, IRQ_CAUSE) &= ~value;
 }
 
-static void hpu_write_irq_mask(struct hpu_dev_core *core, unsigned int unit HPU_UNUSED,
+static void hdm_write_irq_mask(struct hdm_core *core, unsigned int unit HDM_UNUSED,
 			       uint32_t value)
 {
-	uint32_t unmasked = HPU_CORE_REG(core, IRQ_MASK) & ~value;
+	uint32_t unmasked = HDM_CORE_REG(core, IRQ_MASK) & ~value;
 
-	HPU_CORE_REG(core, IRQ_MASK) = value;
+	HDM_CORE_REG(core, IRQ_MASK) = value;
 	/* MSI-X is an edge: re-signal causes that were held back by the mask. */
-	if (HPU_CORE_REG(core, IRQ_CAUSE) & unmasked)
+	if (HDM_CORE_REG(core, IRQ_CAUSE) & unmasked)
 		core->irq_pending = true;
 }
 
-#define HPU_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn, NULL }
+#define HDM_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn, NULL }
 
-static const struct hpu_reg_desc hpu_reg_descs[HPU_DEV_REG_WORDS] = {
-	HPU_REG_DESC(ID, HPU_REG_R, NULL),
-	HPU_REG_DESC(REGS_VERSION, HPU_REG_R, NULL),
-	HPU_REG_DESC(HW_REV, HPU_REG_R, NULL),
-	HPU_REG_DESC(SCRATCH, HPU_REG_R | HPU_REG_W, NULL),
-	HPU_REG_DESC(RESET, HPU_REG_W, hpu_write_reset),
-	HPU_REG_DESC(ERR_CODE, HPU_REG_R, NULL),
-	HPU_REG_DESC(BOOT_ADDR_LO, HPU_REG_R | HPU_REG_W, NULL),
-	HPU_REG_DESC(BOOT_ADDR_HI, HPU_REG_R | HPU_REG_W, NULL),
-	HPU_REG_DESC(BOOT_SIZE, HPU_REG_R | HPU_REG_W, NULL),
-	HPU_REG_DESC(BOOT_CTRL, HPU_REG_W, hpu_write_boot_ctrl),
-	HPU_REG_DESC(BOOT_STATUS, HPU_REG_R, NULL),
-	HPU_REG_DESC(BOOT_ERROR, HPU_REG_R, NULL),
-	HPU_REG_DESC(FW_VERSION, HPU_REG_R, NULL),
-	HPU_REG_DESC(FW_IF_VERSION, HPU_REG_R, NULL),
-	HPU_REG_DESC(HBM_SIZE_LO, HPU_REG_R, NULL),
-	HPU_REG_DESC(HBM_SIZE_HI, HPU_REG_R, NULL),
-	HPU_REG_DESC(NUM_DMA, HPU_REG_R, NULL),
-	HPU_REG_DESC(NUM_MME, HPU_REG_R, NULL),
-	HPU_REG_DESC(NUM_TPC, HPU_REG_R, NULL),
-	HPU_REG_DESC(CAPS, HPU_REG_R, NULL),
-	HPU_REG_DESC(NUM_UQ, HPU_REG_R, NULL),
-	HPU_REG_DESC(IRQ_CAUSE, HPU_REG_R | HPU_REG_W, hpu_write_irq_cause),
-	HPU_REG_DESC(IRQ_MASK, HPU_REG_R | HPU_REG_W, hpu_write_irq_mask),
+static const struct hdm_reg_desc hdm_reg_descs[HDM_DEV_REG_WORDS] = {
+	HDM_REG_DESC(ID, HDM_REG_R, NULL),
+	HDM_REG_DESC(REGS_VERSION, HDM_REG_R, NULL),
+	HDM_REG_DESC(HW_REV, HDM_REG_R, NULL),
+	HDM_REG_DESC(SCRATCH, HDM_REG_R | HDM_REG_W, NULL),
+	HDM_REG_DESC(RESET, HDM_REG_W, hdm_write_reset),
+	HDM_REG_DESC(ERR_CODE, HDM_REG_R, NULL),
+	HDM_REG_DESC(BOOT_ADDR_LO, HDM_REG_R | HDM_REG_W, NULL),
+	HDM_REG_DESC(BOOT_ADDR_HI, HDM_REG_R | HDM_REG_W, NULL),
+	HDM_REG_DESC(BOOT_SIZE, HDM_REG_R | HDM_REG_W, NULL),
+	HDM_REG_DESC(BOOT_CTRL, HDM_REG_W, hdm_write_boot_ctrl),
+	HDM_REG_DESC(BOOT_STATUS, HDM_REG_R, NULL),
+	HDM_REG_DESC(BOOT_ERROR, HDM_REG_R, NULL),
+	HDM_REG_DESC(FW_VERSION, HDM_REG_R, NULL),
+	HDM_REG_DESC(FW_IF_VERSION, HDM_REG_R, NULL),
+	HDM_REG_DESC(HBM_SIZE_LO, HDM_REG_R, NULL),
+	HDM_REG_DESC(HBM_SIZE_HI, HDM_REG_R, NULL),
+	HDM_REG_DESC(NUM_DMA, HDM_REG_R, NULL),
+	HDM_REG_DESC(NUM_MME, HDM_REG_R, NULL),
+	HDM_REG_DESC(NUM_TPC, HDM_REG_R, NULL),
+	HDM_REG_DESC(CAPS, HDM_REG_R, NULL),
+	HDM_REG_DESC(NUM_UQ, HDM_REG_R, NULL),
+	HDM_REG_DESC(IRQ_CAUSE, HDM_REG_R | HDM_REG_W, hdm_write_irq_cause),
+	HDM_REG_DESC(IRQ_MASK, HDM_REG_R | HDM_REG_W, hdm_write_irq_mask),
 };
 
 /* A group of identical register units: the device's own, the event queue, each queue. */
-struct hpu_reg_block {
+struct hdm_reg_block {
 	uint32_t base;
 	uint32_t stride; /* bytes from one unit to the next */
 	unsigned int units;
 	const char *unit_name; /* names units "queue 2"; NULL when there is one */
-	const struct hpu_reg_desc *descs;
+	const struct hdm_reg_desc *descs;
 	unsigned int words; /* descs of a unit; the rest of its stride is a hole */
 	unsigned int first_unit; /* callbacks get first_unit + unit: a queue's engine number */
 };
 
-#define HPU_REG_BLOCK(base, stride, units, name, descs, first) \
+#define HDM_REG_BLOCK(base, stride, units, name, descs, first) \
 	{ base, stride, units, name, descs, sizeof(descs) / sizeof((descs)[0]), first }
 
 /* An address space of registers: a BAR, as its accesses are reported. */
-struct hpu_reg_space {
+struct hdm_reg_space {
 	const char *name;
-	const struct hpu_reg_block *blocks;
+	const struct hdm_reg_block *blocks;
 	size_t nr_blocks;
 };
 
-static const struct hpu_reg_block hpu_bar0_blocks[] = {
-	HPU_REG_BLOCK(0, HPU_DEV_REG_WORDS * 4, 1, NULL, hpu_reg_descs, 0),
-	HPU_REG_BLOCK(HPU_REG_EQ_RING_LO, HPU_EQ_REG_WORDS * 4, 1, NULL, hpu_eq_reg_descs, 0),
-	HPU_REG_BLOCK(HPU_REG_UQ_IRQ_PENDING, 4, 1, NULL, hpu_uq_irq_reg_descs, 0),
-	HPU_REG_BLOCK(HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue",
-		      hpu_qman_reg_descs, 0),
-	HPU_REG_BLOCK(HPU_REG_UQ_BASE, HPU_REG_UQ_STRIDE, HPU_NUM_UQ, "user queue",
-		      hpu_uq_reg_descs, HPU_QMAN_UQ(0)),
+static const struct hdm_reg_block hdm_bar0_blocks[] = {
+	HDM_REG_BLOCK(0, HDM_DEV_REG_WORDS * 4, 1, NULL, hdm_reg_descs, 0),
+	HDM_REG_BLOCK(HPU_REG_EQ_RING_LO, HDM_EQ_REG_WORDS * 4, 1, NULL, hdm_eq_reg_descs, 0),
+	HDM_REG_BLOCK(HPU_REG_UQ_IRQ_PENDING, 4, 1, NULL, hdm_uq_irq_reg_descs, 0),
+	HDM_REG_BLOCK(HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue",
+		      hdm_qman_reg_descs, 0),
+	HDM_REG_BLOCK(HPU_REG_UQ_BASE, HPU_REG_UQ_STRIDE, HPU_NUM_UQ, "user queue",
+		      hdm_uq_reg_descs, HDM_QMAN_UQ(0)),
 };
 
 /* The doorbell pages mirror registers of the user queues' BAR0 blocks (hdm_uq.c). */
-static const struct hpu_reg_block hpu_uq_db_blocks[] = {
-	HPU_REG_BLOCK(0, HPU_UQ_DB_PAGE_SIZE, HPU_NUM_UQ, "user queue", hpu_uq_db_reg_descs,
-		      HPU_QMAN_UQ(0)),
+static const struct hdm_reg_block hdm_uq_db_blocks[] = {
+	HDM_REG_BLOCK(0, HPU_UQ_DB_PAGE_SIZE, HPU_NUM_UQ, "user queue", hdm_uq_db_reg_descs,
+		      HDM_QMAN_UQ(0)),
 };
 
-#define HPU_REG_SPACE(name, blocks) { name, blocks, sizeof(blocks) / sizeof((blocks)[0]) }
+#define HDM_REG_SPACE(name, blocks) { name, blocks, sizeof(blocks) / sizeof((blocks)[0]) }
 
-static const struct hpu_reg_space hpu_bar0 = HPU_REG_SPACE("register", hpu_bar0_blocks);
-static const struct hpu_reg_space hpu_uq_db = HPU_REG_SPACE("doorbell", hpu_uq_db_blocks);
+static const struct hdm_reg_space hdm_bar0 = HDM_REG_SPACE("register", hdm_bar0_blocks);
+static const struct hdm_reg_space hdm_uq_db = HDM_REG_SPACE("doorbell", hdm_uq_db_blocks);
 
 /* Image fields are little-endian whatever the host is. */
-#define HPU_FW_FIELD(img, field) hpu_ld_le32((img) + offsetof(struct hpu_fw_header, field))
+#define HDM_FW_FIELD(img, field) hdm_ld_le32((img) + offsetof(struct hpu_fw_header, field))
 
-static enum hpu_fw_boot_error hpu_fw_check(const uint8_t *img, uint32_t size)
+static enum hpu_fw_boot_error hdm_fw_check(const uint8_t *img, uint32_t size)
 {
-	uint32_t if_version = HPU_FW_FIELD(img, if_version);
+	uint32_t if_version = HDM_FW_FIELD(img, if_version);
 	uLong crc;
 
-	if (HPU_FW_FIELD(img, magic) != HPU_FW_MAGIC)
+	if (HDM_FW_FIELD(img, magic) != HPU_FW_MAGIC)
 		return HPU_FW_ERR_BAD_MAGIC;
 	if (HPU_FW_IF_MAJOR(if_version) != HPU_FW_IF_VERSION_MAJOR ||
 	    HPU_FW_IF_MINOR(if_version) > HPU_FW_IF_VERSION_MINOR)
 		return HPU_FW_ERR_BAD_IF_VERSION;
-	if (HPU_FW_FIELD(img, header_size) != HPU_FW_HEADER_SIZE ||
-	    (uint64_t)HPU_FW_HEADER_SIZE + HPU_FW_FIELD(img, payload_size) != size)
+	if (HDM_FW_FIELD(img, header_size) != HPU_FW_HEADER_SIZE ||
+	    (uint64_t)HPU_FW_HEADER_SIZE + HDM_FW_FIELD(img, payload_size) != size)
 		return HPU_FW_ERR_BAD_SIZE;
-	if (HPU_FW_FIELD(img, flags) || HPU_FW_FIELD(img, reserved))
+	if (HDM_FW_FIELD(img, flags) || HDM_FW_FIELD(img, reserved))
 		return HPU_FW_ERR_BAD_FLAGS;
 	crc = crc32(0, img, HPU_FW_CRC_OFFSET);
 	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, size - HPU_FW_HEADER_SIZE);
-	if (crc != hpu_ld_le32(img + HPU_FW_CRC_OFFSET))
+	if (crc != hdm_ld_le32(img + HPU_FW_CRC_OFFSET))
 		return HPU_FW_ERR_BAD_CRC;
 	return HPU_FW_ERR_NONE;
 }
 
 /* Copy the image latched at START into boot SRAM. */
-static enum hpu_fw_boot_error hpu_boot_fetch(struct hpu_dev_core *core, uint64_t addr,
+static enum hpu_fw_boot_error hdm_boot_fetch(struct hdm_core *core, uint64_t addr,
 					     uint32_t size)
 {
 	if (size < HPU_FW_HEADER_SIZE || size > HPU_FW_MAX_IMAGE_SIZE)
@@ -241,70 +241,70 @@ static enum hpu_fw_boot_error hpu_boot_fetch(struct hpu_dev_core *core, uint64_t
 	return HPU_FW_ERR_NONE;
 }
 
-static void hpu_boot_ready(struct hpu_dev_core *core)
+static void hdm_boot_ready(struct hdm_core *core)
 {
 	const uint8_t *img = core->boot_sram;
 
-	HPU_CORE_REG(core, FW_VERSION) = HPU_FW_FIELD(img, fw_version);
-	HPU_CORE_REG(core, FW_IF_VERSION) = HPU_FW_FIELD(img, if_version);
-	HPU_CORE_REG(core, HBM_SIZE_LO) = (uint32_t)core->cfg.hbm_size;
-	HPU_CORE_REG(core, HBM_SIZE_HI) = (uint32_t)(core->cfg.hbm_size >> 32);
-	HPU_CORE_REG(core, NUM_DMA) = core->cfg.num_dma;
-	HPU_CORE_REG(core, NUM_MME) = core->cfg.num_mme;
-	HPU_CORE_REG(core, NUM_TPC) = core->cfg.num_tpc;
-	HPU_CORE_REG(core, CAPS) = core->cfg.caps;
-	HPU_CORE_REG(core, NUM_UQ) = HPU_NUM_UQ;
-	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_READY;
+	HDM_CORE_REG(core, FW_VERSION) = HDM_FW_FIELD(img, fw_version);
+	HDM_CORE_REG(core, FW_IF_VERSION) = HDM_FW_FIELD(img, if_version);
+	HDM_CORE_REG(core, HBM_SIZE_LO) = (uint32_t)core->cfg.hbm_size;
+	HDM_CORE_REG(core, HBM_SIZE_HI) = (uint32_t)(core->cfg.hbm_size >> 32);
+	HDM_CORE_REG(core, NUM_DMA) = core->cfg.num_dma;
+	HDM_CORE_REG(core, NUM_MME) = core->cfg.num_mme;
+	HDM_CORE_REG(core, NUM_TPC) = core->cfg.num_tpc;
+	HDM_CORE_REG(core, CAPS) = core->cfg.caps;
+	HDM_CORE_REG(core, NUM_UQ) = HPU_NUM_UQ;
+	HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_READY;
 }
 
-void hpu_core_boot_run(struct hpu_dev_core *core)
+void hdm_core_boot_run(struct hdm_core *core)
 {
 	enum hpu_fw_boot_error err;
 	uint64_t addr;
 	uint32_t size, gen;
 
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	/* A run scheduled before a reset finds the device no longer LOADING. */
-	if (HPU_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_LOADING)
+	if (HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_LOADING)
 		goto out;
 
 	/* Unlocked: the image may be fetched from the device's own BAR. */
 	addr = core->boot_addr;
 	size = core->boot_size;
 	gen = core->gen;
-	hpu_core_unlock(core);
-	err = hpu_boot_fetch(core, addr, size);
-	hpu_core_lock(core);
+	hdm_core_unlock(core);
+	err = hdm_boot_fetch(core, addr, size);
+	hdm_core_lock(core);
 	if (gen != core->gen)
 		goto out;
 
 	if (err == HPU_FW_ERR_NONE)
-		err = hpu_fw_check(core->boot_sram, core->boot_size);
+		err = hdm_fw_check(core->boot_sram, core->boot_size);
 	/* Without HBM nothing may run: no doorbell is taken until READY. */
 	if (!core->hbm)
 		err = HPU_FW_ERR_NO_HBM;
 	if (err == HPU_FW_ERR_NONE) {
-		hpu_boot_ready(core);
+		hdm_boot_ready(core);
 	} else {
-		hpu_log(core, "firmware boot failed: %s (image 0x%" PRIx64 ", %" PRIu32 " bytes)",
+		hdm_log(core, "firmware boot failed: %s (image 0x%" PRIx64 ", %" PRIu32 " bytes)",
 			hpu_fw_boot_error_name(err), core->boot_addr, core->boot_size);
-		HPU_CORE_REG(core, BOOT_ERROR) = err;
-		HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
+		HDM_CORE_REG(core, BOOT_ERROR) = err;
+		HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
 	}
-	hpu_irq_set(core, HPU_IRQ_BOOT_DONE);
+	hdm_irq_set(core, HPU_IRQ_BOOT_DONE);
 out:
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 }
 
 /* A decoded register access. */
-struct hpu_reg_ref {
-	const struct hpu_reg_block *block;
-	const struct hpu_reg_desc *desc;
+struct hdm_reg_ref {
+	const struct hdm_reg_block *block;
+	const struct hdm_reg_desc *desc;
 	unsigned int unit; /* within the block */
 	unsigned int arg;  /* the unit the callbacks get */
 };
 
-static const char *hpu_reg_name(const struct hpu_reg_ref *ref, char *buf, size_t len)
+static const char *hdm_reg_name(const struct hdm_reg_ref *ref, char *buf, size_t len)
 {
 	if (!ref->block->unit_name)
 		return ref->desc->name;
@@ -313,19 +313,19 @@ static const char *hpu_reg_name(const struct hpu_reg_ref *ref, char *buf, size_t
 }
 
 /* The register an access targets; false after reporting why there is none. */
-static bool hpu_decode(struct hpu_dev_core *core, const struct hpu_reg_space *space,
-		       uint64_t offset, unsigned int size, const char *dir, struct hpu_reg_ref *ref)
+static bool hdm_decode(struct hdm_core *core, const struct hdm_reg_space *space,
+		       uint64_t offset, unsigned int size, const char *dir, struct hdm_reg_ref *ref)
 {
 	size_t i;
 
 	if (size != 4 || offset % 4) {
-		hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
+		hdm_guest_error(core, HPU_ERR_BAD_ACCESS,
 				"%u-byte %s %s at 0x%" PRIx64 ": only aligned 32-bit accesses",
 				size, space->name, dir, offset);
 		return false;
 	}
 	for (i = 0; i < space->nr_blocks; i++) {
-		const struct hpu_reg_block *block = &space->blocks[i];
+		const struct hdm_reg_block *block = &space->blocks[i];
 		uint64_t rel = offset - block->base;
 		unsigned int word;
 
@@ -340,173 +340,173 @@ static bool hpu_decode(struct hpu_dev_core *core, const struct hpu_reg_space *sp
 			return true;
 		break;
 	}
-	hpu_guest_error(core, HPU_ERR_BAD_ACCESS, "%s %s at unmapped offset 0x%" PRIx64,
+	hdm_guest_error(core, HPU_ERR_BAD_ACCESS, "%s %s at unmapped offset 0x%" PRIx64,
 			space->name, dir, offset);
 	return false;
 }
 
-static uint32_t hpu_space_read(struct hpu_dev_core *core, const struct hpu_reg_space *space,
+static uint32_t hdm_space_read(struct hdm_core *core, const struct hdm_reg_space *space,
 			       uint64_t offset, unsigned int size)
 {
-	struct hpu_reg_ref ref;
+	struct hdm_reg_ref ref;
 	uint32_t value = 0;
 
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	/* Write-only registers read as zero. */
-	if (hpu_decode(core, space, offset, size, "read", &ref) && (ref.desc->access & HPU_REG_R))
+	if (hdm_decode(core, space, offset, size, "read", &ref) && (ref.desc->access & HDM_REG_R))
 		value = ref.desc->read ? ref.desc->read(core, ref.arg) : core->regs[offset / 4];
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	return value;
 }
 
-static void hpu_space_write(struct hpu_dev_core *core, const struct hpu_reg_space *space,
+static void hdm_space_write(struct hdm_core *core, const struct hdm_reg_space *space,
 			    uint64_t offset, uint64_t value, unsigned int size)
 {
-	struct hpu_reg_ref ref;
+	struct hdm_reg_ref ref;
 	const char *why;
 	char name[32];
 
-	hpu_core_lock(core);
-	if (!hpu_decode(core, space, offset, size, "write", &ref))
+	hdm_core_lock(core);
+	if (!hdm_decode(core, space, offset, size, "write", &ref))
 		goto out;
-	if (!(ref.desc->access & HPU_REG_W)) {
-		hpu_guest_error(core, HPU_ERR_READ_ONLY, "write of 0x%08" PRIx64 " to read-only %s",
-				value, hpu_reg_name(&ref, name, sizeof(name)));
+	if (!(ref.desc->access & HDM_REG_W)) {
+		hdm_guest_error(core, HPU_ERR_READ_ONLY, "write of 0x%08" PRIx64 " to read-only %s",
+				value, hdm_reg_name(&ref, name, sizeof(name)));
 		goto out;
 	}
 	why = ref.desc->check ? ref.desc->check(core, ref.arg, (uint32_t)value) : NULL;
 	if (why)
-		hpu_guest_error(core, HPU_ERR_BAD_QUEUE,
+		hdm_guest_error(core, HPU_ERR_BAD_QUEUE,
 				"write of 0x%08" PRIx64 " to %s refused: %s", value,
-				hpu_reg_name(&ref, name, sizeof(name)), why);
+				hdm_reg_name(&ref, name, sizeof(name)), why);
 	else if (ref.desc->write)
 		ref.desc->write(core, ref.arg, (uint32_t)value);
 	else
 		core->regs[offset / 4] = (uint32_t)value;
 out:
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 }
 
-uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+uint32_t hdm_core_mmio_read(struct hdm_core *core, uint64_t offset, unsigned int size)
 {
-	return hpu_space_read(core, &hpu_bar0, offset, size);
+	return hdm_space_read(core, &hdm_bar0, offset, size);
 }
 
-void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+void hdm_core_mmio_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size)
 {
-	hpu_space_write(core, &hpu_bar0, offset, value, size);
+	hdm_space_write(core, &hdm_bar0, offset, value, size);
 }
 
-uint32_t hpu_core_uq_db_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+uint32_t hdm_core_uq_db_read(struct hdm_core *core, uint64_t offset, unsigned int size)
 {
-	return hpu_space_read(core, &hpu_uq_db, offset, size);
+	return hdm_space_read(core, &hdm_uq_db, offset, size);
 }
 
-void hpu_core_uq_db_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+void hdm_core_uq_db_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			  unsigned int size)
 {
-	hpu_space_write(core, &hpu_uq_db, offset, value, size);
+	hdm_space_write(core, &hdm_uq_db, offset, value, size);
 }
 
 /* Whether a BAR4 access is one the MMU region takes, after reporting why not. */
-static bool hpu_mmu_bar_check(struct hpu_dev_core *core, uint64_t offset, unsigned int size,
+static bool hdm_mmu_bar_check(struct hdm_core *core, uint64_t offset, unsigned int size,
 			      const char *dir)
 {
 	if (!(size == 4 || size == 8) || offset % size || offset >= HPU_MMU_REGION_SIZE) {
-		hpu_guest_error(core, HPU_ERR_BAD_ACCESS,
+		hdm_guest_error(core, HPU_ERR_BAD_ACCESS,
 				"%u-byte BAR4 %s at 0x%" PRIx64 ": only aligned 4- and 8-byte accesses",
 				size, dir, offset);
 		return false;
 	}
 	/* Reads as zeros, ignores writes. */
 	if (!core->hbm) {
-		hpu_log(core, "BAR4 %s at 0x%" PRIx64 ": no HBM since the last reset", dir, offset);
+		hdm_log(core, "BAR4 %s at 0x%" PRIx64 ": no HBM since the last reset", dir, offset);
 		return false;
 	}
 	return true;
 }
 
-uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size)
+uint64_t hdm_core_mmu_read(struct hdm_core *core, uint64_t offset, unsigned int size)
 {
 	const uint8_t *p;
 	uint64_t value = 0, avail;
 
-	hpu_core_lock(core);
-	if (hpu_mmu_bar_check(core, offset, size, "read")) {
-		p = hpu_hbm_map(core->hbm, offset, false, &avail);
+	hdm_core_lock(core);
+	if (hdm_mmu_bar_check(core, offset, size, "read")) {
+		p = hdm_hbm_map(core->hbm, offset, false, &avail);
 		if (p)
-			value = size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p);
+			value = size == 8 ? hdm_ld_le64(p) : hdm_ld_le32(p);
 	}
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	return value;
 }
 
-void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+void hdm_core_mmu_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			unsigned int size)
 {
 	uint8_t *p;
 	uint64_t avail;
 
-	hpu_core_lock(core);
-	if (hpu_mmu_bar_check(core, offset, size, "write")) {
-		p = hpu_hbm_map(core->hbm, offset, true, &avail);
+	hdm_core_lock(core);
+	if (hdm_mmu_bar_check(core, offset, size, "write")) {
+		p = hdm_hbm_map(core->hbm, offset, true, &avail);
 		if (size == 8)
-			hpu_st_le64(p, value);
+			hdm_st_le64(p, value);
 		else
-			hpu_st_le32(p, (uint32_t)value);
+			hdm_st_le32(p, (uint32_t)value);
 	}
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 }
 
 /*
  * Lock held.  Without host memory for HBM the device stays FAILED (BOOT_ERROR
  * NO_HBM) with core->hbm NULL, until a reset finds some.
  */
-static int hpu_reset(struct hpu_dev_core *core)
+static int hdm_reset(struct hdm_core *core)
 {
-	struct hpu_hbm *old = core->hbm;
+	struct hdm_hbm *old = core->hbm;
 
-	if (HPU_CORE_REG(core, BOOT_STATUS) == HPU_FW_BOOT_LOADING)
+	if (HDM_CORE_REG(core, BOOT_STATUS) == HPU_FW_BOOT_LOADING)
 		core->ops->cancel_boot(core->opaque);
 
 	/* Capability registers stay zero until a boot succeeds. */
 	memset(core->regs, 0, sizeof(core->regs));
 	core->boot_addr = 0;
 	core->boot_size = 0;
-	HPU_CORE_REG(core, ID) = HPU_ID_VALUE;
-	HPU_CORE_REG(core, REGS_VERSION) = HPU_REGS_VERSION;
-	HPU_CORE_REG(core, HW_REV) = HPU_HW_REVISION;
-	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_IDLE;
-	HPU_CORE_REG(core, IRQ_MASK) = UINT32_MAX;
+	HDM_CORE_REG(core, ID) = HPU_ID_VALUE;
+	HDM_CORE_REG(core, REGS_VERSION) = HPU_REGS_VERSION;
+	HDM_CORE_REG(core, HW_REV) = HPU_HW_REVISION;
+	HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_IDLE;
+	HDM_CORE_REG(core, IRQ_MASK) = UINT32_MAX;
 
 	/* Work in flight (a boot fetch, a job, an event write) sees this and lets go. */
 	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
 	core->eq_posting = false;
-	hpu_qman_reset(core);
-	core->hbm = hpu_hbm_new(core->cfg.hbm_size);
+	hdm_qman_reset(core);
+	core->hbm = hdm_hbm_new(core->cfg.hbm_size);
 	if (old)
-		hpu_qman_retire(core, old);
+		hdm_qman_retire(core, old);
 	if (core->hbm)
 		return 0;
-	hpu_log(core, "reset: the host has no room for %" PRIu64 " bytes of HBM", core->cfg.hbm_size);
-	HPU_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
-	HPU_CORE_REG(core, BOOT_ERROR) = HPU_FW_ERR_NO_HBM;
+	hdm_log(core, "reset: the host has no room for %" PRIu64 " bytes of HBM", core->cfg.hbm_size);
+	HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_FAILED;
+	HDM_CORE_REG(core, BOOT_ERROR) = HPU_FW_ERR_NO_HBM;
 	return -ENOMEM;
 }
 
-int hpu_core_reset(struct hpu_dev_core *core)
+int hdm_core_reset(struct hdm_core *core)
 {
 	int err;
 
-	hpu_core_lock(core);
-	err = hpu_reset(core);
-	hpu_core_unlock(core);
+	hdm_core_lock(core);
+	err = hdm_reset(core);
+	hdm_core_unlock(core);
 	return err;
 }
 
-int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
-		  const struct hpu_core_config *cfg)
+int hdm_core_init(struct hdm_core *core, const struct hdm_core_ops *ops, void *opaque,
+		  const struct hdm_core_config *cfg)
 {
 	memset(core, 0, sizeof(*core));
 	core->ops = ops;
@@ -514,35 +514,35 @@ int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, voi
 	core->cfg = *cfg;
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
-	core->qman.held_max = HPU_TMEM_HELD_MAX;
-	hpu_mme_init();
-	hpu_tpc_init(&core->tpc);
-	return hpu_core_reset(core);
+	core->qman.held_max = HDM_TMEM_HELD_MAX;
+	hdm_mme_init();
+	hdm_tpc_init(&core->tpc);
+	return hdm_core_reset(core);
 }
 
-void hpu_core_destroy(struct hpu_dev_core *core)
+void hdm_core_destroy(struct hdm_core *core)
 {
-	hpu_qman_destroy(core);
+	hdm_qman_destroy(core);
 	if (core->qman.retired)
-		hpu_hbm_put(core->qman.retired);
+		hdm_hbm_put(core->qman.retired);
 	if (core->hbm)
-		hpu_hbm_put(core->hbm);
-	hpu_tpc_destroy(&core->tpc);
+		hdm_hbm_put(core->hbm);
+	hdm_tpc_destroy(&core->tpc);
 	pthread_cond_destroy(&core->qman.work);
 	pthread_mutex_destroy(&core->lock);
 }
 
-size_t hpu_core_hbm_chunks(struct hpu_dev_core *core)
+size_t hdm_core_hbm_chunks(struct hdm_core *core)
 {
 	size_t n;
 
-	hpu_core_lock(core);
-	n = core->hbm ? hpu_hbm_chunks(core->hbm) : 0;
-	hpu_core_unlock(core);
+	hdm_core_lock(core);
+	n = core->hbm ? hdm_hbm_chunks(core->hbm) : 0;
+	hdm_core_unlock(core);
 	return n;
 }
 
-int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t err_len)
+int hdm_core_check_config(const struct hdm_core_config *cfg, char *err, size_t err_len)
 {
 	const struct {
 		const char *name;
@@ -554,17 +554,17 @@ int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t e
 	};
 	size_t i;
 
-	if (cfg->hbm_size < HPU_CORE_HBM_MIN || cfg->hbm_size > HPU_CORE_HBM_MAX ||
-	    cfg->hbm_size % HPU_CORE_HBM_ALIGN) {
+	if (cfg->hbm_size < HDM_CORE_HBM_MIN || cfg->hbm_size > HDM_CORE_HBM_MAX ||
+	    cfg->hbm_size % HDM_CORE_HBM_ALIGN) {
 		snprintf(err, err_len,
 			 "HBM size %" PRIu64 " is not a multiple of 2 MiB from 66 MiB to 1 TiB",
 			 cfg->hbm_size);
 		return -EINVAL;
 	}
 	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
-		if (!engines[i].count || engines[i].count > HPU_CORE_MAX_ENGINES) {
+		if (!engines[i].count || engines[i].count > HDM_CORE_MAX_ENGINES) {
 			snprintf(err, err_len, "%s engine count %" PRIu32 " is outside 1..%d",
-				 engines[i].name, engines[i].count, HPU_CORE_MAX_ENGINES);
+				 engines[i].name, engines[i].count, HDM_CORE_MAX_ENGINES);
 			return -EINVAL;
 		}
 	}

@@ -4,8 +4,8 @@
  * QEMU so the host unit tests can drive it directly.
  *
  * The embedder (the QEMU glue or a test) supplies DMA, interrupts, a deferred
- * boot, a clock and a guest-error log through struct hpu_core_ops, and runs
- * the engine (hpu_core_engine_*) on a thread of its own.  The core never
+ * boot, a clock and a guest-error log through struct hdm_core_ops, and runs
+ * the engine (hdm_core_engine_*) on a thread of its own.  The core never
  * trusts the guest: every bad access is logged and reported in ERR_CODE or
  * as an event.
  *
@@ -15,8 +15,8 @@
  * dma_write or irq_raise (those may re-enter the device or take the
  * embedder's lock).
  */
-#ifndef HPU_DEV_CORE_H
-#define HPU_DEV_CORE_H
+#ifndef HDM_CORE_H
+#define HDM_CORE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -30,18 +30,18 @@
 #include "hdm_tpc.h"
 
 /* One word per 32-bit register, up to the end of the last user queue's block. */
-#define HPU_CORE_NR_REGS (HPU_REG_UQ(HPU_NUM_UQ, 0) / 4)
+#define HDM_CORE_NR_REGS (HPU_REG_UQ(HPU_NUM_UQ, 0) / 4)
 
 /* Upper bound on each engine count, so a mistyped property is caught. */
-#define HPU_CORE_MAX_ENGINES 64
+#define HDM_CORE_MAX_ENGINES 64
 
 /* HBM is carved in 2 MiB pages, so its size must be a multiple of that. */
-#define HPU_CORE_HBM_ALIGN (2ull << 20)
+#define HDM_CORE_HBM_ALIGN (2ull << 20)
 /* Beyond the MMU region there must be room for buffers; the top keeps the chunk table small. */
-#define HPU_CORE_HBM_MIN (HPU_MMU_REGION_SIZE + HPU_CORE_HBM_ALIGN)
-#define HPU_CORE_HBM_MAX (1ull << 40)
+#define HDM_CORE_HBM_MIN (HPU_MMU_REGION_SIZE + HDM_CORE_HBM_ALIGN)
+#define HDM_CORE_HBM_MAX (1ull << 40)
 
-struct hpu_core_config {
+struct hdm_core_config {
 	uint64_t hbm_size; /* bytes */
 	uint32_t num_dma;
 	uint32_t num_mme;
@@ -50,14 +50,14 @@ struct hpu_core_config {
 };
 
 /* dma_read, dma_write, irq_raise and now_ns are also called from the engine's thread. */
-struct hpu_core_ops {
+struct hdm_core_ops {
 	/* Read len bytes of guest memory at bus_addr; 0 or -errno. */
 	int (*dma_read)(void *opaque, uint64_t bus_addr, void *buf, uint64_t len);
 	/* Write len bytes of guest memory at bus_addr; 0 or -errno. */
 	int (*dma_write)(void *opaque, uint64_t bus_addr, const void *buf, uint64_t len);
 	/* Signal an MSI-X vector. */
 	void (*irq_raise)(void *opaque, unsigned int vector);
-	/* Call hpu_core_boot_run() later, outside the MMIO access. */
+	/* Call hdm_core_boot_run() later, outside the MMIO access. */
 	void (*schedule_boot)(void *opaque);
 	/* Drop a boot scheduled by schedule_boot() that has not run yet. */
 	void (*cancel_boot)(void *opaque);
@@ -67,12 +67,12 @@ struct hpu_core_ops {
 	uint64_t (*now_ns)(void *opaque);
 };
 
-struct hpu_dev_core {
-	const struct hpu_core_ops *ops;
+struct hdm_core {
+	const struct hdm_core_ops *ops;
 	void *opaque;
-	struct hpu_core_config cfg;
+	struct hdm_core_config cfg;
 	pthread_mutex_t lock; /* guards everything below, see hdm_internal.h */
-	uint32_t regs[HPU_CORE_NR_REGS]; /* indexed by offset / 4 */
+	uint32_t regs[HDM_CORE_NR_REGS]; /* indexed by offset / 4 */
 	/* BOOT_ADDR and BOOT_SIZE latched at START: later writes cannot race the load. */
 	uint64_t boot_addr;
 	uint32_t boot_size;
@@ -80,64 +80,64 @@ struct hpu_dev_core {
 	/* Bumped by every reset: work begun before is abandoned.  The engine reads it unlocked. */
 	uint32_t gen;
 	bool irq_pending;     /* raise the misc vector once the lock is dropped */
-	struct hpu_hbm *hbm;  /* NULL after a reset found no host memory for it */
+	struct hdm_hbm *hbm;  /* NULL after a reset found no host memory for it */
 	bool eq_posting;      /* the engine is writing an event entry */
-	struct hpu_qman qman;
-	struct hpu_tpc_pool tpc; /* its own lock; used by the engine thread alone */
+	struct hdm_qman qman;
+	struct hdm_tpc_pool tpc; /* its own lock; used by the engine thread alone */
 };
 
 /* 0 if cfg describes a device we can model, else -EINVAL with the reason in err. */
-int hpu_core_check_config(const struct hpu_core_config *cfg, char *err, size_t err_len);
+int hdm_core_check_config(const struct hdm_core_config *cfg, char *err, size_t err_len);
 
 /*
- * cfg must have passed hpu_core_check_config(); leaves the device reset,
- * and returns as hpu_core_reset() (to be destroyed either way).
+ * cfg must have passed hdm_core_check_config(); leaves the device reset,
+ * and returns as hdm_core_reset() (to be destroyed either way).
  */
-int hpu_core_init(struct hpu_dev_core *core, const struct hpu_core_ops *ops, void *opaque,
-		  const struct hpu_core_config *cfg);
+int hdm_core_init(struct hdm_core *core, const struct hdm_core_ops *ops, void *opaque,
+		  const struct hdm_core_config *cfg);
 /* The engine must be stopped (and its thread joined) first. */
-void hpu_core_destroy(struct hpu_dev_core *core);
+void hdm_core_destroy(struct hdm_core *core);
 /*
  * A full reset: registers, queues, events, and HBM back to zeros.  0, or
  * -ENOMEM when the host has no memory for HBM: the device is then FAILED
  * (BOOT_ERROR NO_HBM), and stays so until a reset (by the guest's RESET
  * too) finds some.
  */
-int hpu_core_reset(struct hpu_dev_core *core);
+int hdm_core_reset(struct hdm_core *core);
 
 /* BAR0: the registers. */
-uint32_t hpu_core_mmio_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
-void hpu_core_mmio_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+uint32_t hdm_core_mmio_read(struct hdm_core *core, uint64_t offset, unsigned int size);
+void hdm_core_mmio_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			 unsigned int size);
 
 /*
  * BAR HPU_BAR_UQ_DOORBELL: the user queues' doorbell pages (HPU_NUM_UQ of
  * HPU_UQ_DB_PAGE_SIZE bytes), with BAR0's rules of access.
  */
-uint32_t hpu_core_uq_db_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
-void hpu_core_uq_db_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+uint32_t hdm_core_uq_db_read(struct hdm_core *core, uint64_t offset, unsigned int size);
+void hdm_core_uq_db_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			  unsigned int size);
 
 /* BAR4: HBM [0, HPU_MMU_REGION_SIZE), aligned 4- and 8-byte accesses. */
-uint64_t hpu_core_mmu_read(struct hpu_dev_core *core, uint64_t offset, unsigned int size);
-void hpu_core_mmu_write(struct hpu_dev_core *core, uint64_t offset, uint64_t value,
+uint64_t hdm_core_mmu_read(struct hdm_core *core, uint64_t offset, unsigned int size);
+void hdm_core_mmu_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 			unsigned int size);
 
 /* The deferred half of BOOT_CTRL=START: fetch, verify and start the image. */
-void hpu_core_boot_run(struct hpu_dev_core *core);
+void hdm_core_boot_run(struct hdm_core *core);
 
 /*
- * The engine, for one thread: loop on hpu_core_engine_wait(), which blocks
+ * The engine, for one thread: loop on hdm_core_engine_wait(), which blocks
  * until some queue can make progress (false once stopped), then
- * hpu_core_engine_run(), which runs jobs until none can.  A test may call
- * hpu_core_engine_run() alone, synchronously.
+ * hdm_core_engine_run(), which runs jobs until none can.  A test may call
+ * hdm_core_engine_run() alone, synchronously.
  */
-bool hpu_core_engine_wait(struct hpu_dev_core *core);
-void hpu_core_engine_run(struct hpu_dev_core *core);
+bool hdm_core_engine_wait(struct hdm_core *core);
+void hdm_core_engine_run(struct hdm_core *core);
 /* Ends the engine: the job running is abandoned at its next step, wait returns false. */
-void hpu_core_engine_stop(struct hpu_dev_core *core);
+void hdm_core_engine_stop(struct hdm_core *core);
 
 /* Host chunks backing HBM now (it is allocated lazily). */
-size_t hpu_core_hbm_chunks(struct hpu_dev_core *core);
+size_t hdm_core_hbm_chunks(struct hdm_core *core);
 
-#endif /* HPU_DEV_CORE_H */
+#endif /* HDM_CORE_H */

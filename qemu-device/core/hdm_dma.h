@@ -12,8 +12,8 @@
  * the job's slice is over (a packet may move terabytes): job->moved says
  * how far it got, and the same packet run again goes on from there.
  */
-#ifndef HPU_DMA_H
-#define HPU_DMA_H
+#ifndef HDM_DMA_H
+#define HDM_DMA_H
 
 #include <stdint.h>
 
@@ -21,19 +21,19 @@
 #include "hdm_pkt.h"
 
 /* Bytes moved between two checks for cancellation; also the bounce buffer size. */
-#define HPU_DMA_STEP (64u << 10)
+#define HDM_DMA_STEP (64u << 10)
 
-enum hpu_pkt_status hpu_dma_copy(struct hpu_job *job, uint64_t dst, uint64_t src, uint64_t size);
-enum hpu_pkt_status hpu_dma_fill(struct hpu_job *job, uint64_t dst, uint8_t value, uint64_t size);
+enum hdm_pkt_status hdm_dma_copy(struct hdm_job *job, uint64_t dst, uint64_t src, uint64_t size);
+enum hdm_pkt_status hdm_dma_fill(struct hdm_job *job, uint64_t dst, uint8_t value, uint64_t size);
 
 /*
  * Small naturally aligned accesses (sync objects, timestamps, user-queue
  * descriptors): len is a power of two up to 32.
  */
-int hpu_dma_load(struct hpu_job *job, uint64_t va, void *buf, uint32_t len);
-int hpu_dma_store(struct hpu_job *job, uint64_t va, const void *buf, uint32_t len);
+int hdm_dma_load(struct hdm_job *job, uint64_t va, void *buf, uint32_t len);
+int hdm_dma_store(struct hdm_job *job, uint64_t va, const void *buf, uint32_t len);
 
 /* Read len bytes at va into buf (a user queue's command buffer): no cancellation check. */
-int hpu_dma_read(struct hpu_job *job, uint64_t va, void *buf, uint64_t len);
+int hdm_dma_read(struct hdm_job *job, uint64_t va, void *buf, uint64_t len);
 
-#endif /* HPU_DMA_H */
+#endif /* HDM_DMA_H */

@@ -11,9 +11,9 @@
 #include "hdm_hbm.h"
 #include "hdm_le.h"
 
-#define HPU_HBM_WORD_BITS 64
+#define HDM_HBM_WORD_BITS 64
 
-struct hpu_hbm {
+struct hdm_hbm {
 	uint64_t size;
 	unsigned int refs;   /* __atomic */
 	size_t nr_touched;   /* __atomic */
@@ -21,15 +21,15 @@ struct hpu_hbm {
 	uint64_t *touched;   /* a bit per chunk, set with __atomic */
 };
 
-struct hpu_hbm *hpu_hbm_new(uint64_t size)
+struct hdm_hbm *hdm_hbm_new(uint64_t size)
 {
-	uint64_t chunks = size >> HPU_HBM_CHUNK_SHIFT;
-	struct hpu_hbm *hbm = calloc(1, sizeof(*hbm));
+	uint64_t chunks = size >> HDM_HBM_CHUNK_SHIFT;
+	struct hdm_hbm *hbm = calloc(1, sizeof(*hbm));
 
 	if (!hbm)
 		return NULL;
 	/* A bit per 2 MiB, and address space: a reset asks again, so a refusal is no crash. */
-	hbm->touched = calloc((chunks + HPU_HBM_WORD_BITS - 1) / HPU_HBM_WORD_BITS,
+	hbm->touched = calloc((chunks + HDM_HBM_WORD_BITS - 1) / HDM_HBM_WORD_BITS,
 			      sizeof(*hbm->touched));
 	hbm->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -45,13 +45,13 @@ struct hpu_hbm *hpu_hbm_new(uint64_t size)
 	return hbm;
 }
 
-struct hpu_hbm *hpu_hbm_get(struct hpu_hbm *hbm)
+struct hdm_hbm *hdm_hbm_get(struct hdm_hbm *hbm)
 {
 	__atomic_add_fetch(&hbm->refs, 1, __ATOMIC_RELAXED);
 	return hbm;
 }
 
-void hpu_hbm_put(struct hpu_hbm *hbm)
+void hdm_hbm_put(struct hdm_hbm *hbm)
 {
 	if (__atomic_sub_fetch(&hbm->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -60,62 +60,62 @@ void hpu_hbm_put(struct hpu_hbm *hbm)
 	free(hbm);
 }
 
-uint64_t hpu_hbm_size(const struct hpu_hbm *hbm)
+uint64_t hdm_hbm_size(const struct hdm_hbm *hbm)
 {
 	return hbm->size;
 }
 
-size_t hpu_hbm_chunks(const struct hpu_hbm *hbm)
+size_t hdm_hbm_chunks(const struct hdm_hbm *hbm)
 {
 	return __atomic_load_n(&hbm->nr_touched, __ATOMIC_RELAXED);
 }
 
-static bool hpu_hbm_touched(const struct hpu_hbm *hbm, uint64_t chunk)
+static bool hdm_hbm_touched(const struct hdm_hbm *hbm, uint64_t chunk)
 {
-	uint64_t word = __atomic_load_n(&hbm->touched[chunk / HPU_HBM_WORD_BITS], __ATOMIC_RELAXED);
+	uint64_t word = __atomic_load_n(&hbm->touched[chunk / HDM_HBM_WORD_BITS], __ATOMIC_RELAXED);
 
-	return word & (1ull << (chunk % HPU_HBM_WORD_BITS));
+	return word & (1ull << (chunk % HDM_HBM_WORD_BITS));
 }
 
-static void hpu_hbm_touch(struct hpu_hbm *hbm, uint64_t chunk)
+static void hdm_hbm_touch(struct hdm_hbm *hbm, uint64_t chunk)
 {
-	uint64_t bit = 1ull << (chunk % HPU_HBM_WORD_BITS);
+	uint64_t bit = 1ull << (chunk % HDM_HBM_WORD_BITS);
 
-	if (hpu_hbm_touched(hbm, chunk))
+	if (hdm_hbm_touched(hbm, chunk))
 		return;
-	if (!(__atomic_fetch_or(&hbm->touched[chunk / HPU_HBM_WORD_BITS], bit, __ATOMIC_RELAXED) &
+	if (!(__atomic_fetch_or(&hbm->touched[chunk / HDM_HBM_WORD_BITS], bit, __ATOMIC_RELAXED) &
 	      bit))
 		__atomic_add_fetch(&hbm->nr_touched, 1, __ATOMIC_RELAXED);
 }
 
-uint8_t *hpu_hbm_map(struct hpu_hbm *hbm, uint64_t off, bool write, uint64_t *avail)
+uint8_t *hdm_hbm_map(struct hdm_hbm *hbm, uint64_t off, bool write, uint64_t *avail)
 {
-	uint64_t chunk = off >> HPU_HBM_CHUNK_SHIFT;
+	uint64_t chunk = off >> HDM_HBM_CHUNK_SHIFT;
 
-	*avail = HPU_HBM_CHUNK_SIZE - (off & (HPU_HBM_CHUNK_SIZE - 1));
+	*avail = HDM_HBM_CHUNK_SIZE - (off & (HDM_HBM_CHUNK_SIZE - 1));
 	if (write)
-		hpu_hbm_touch(hbm, chunk);
-	else if (!hpu_hbm_touched(hbm, chunk))
+		hdm_hbm_touch(hbm, chunk);
+	else if (!hdm_hbm_touched(hbm, chunk))
 		return NULL;
 	return hbm->base + off;
 }
 
-uint8_t *hpu_hbm_span(struct hpu_hbm *hbm, uint64_t off, uint64_t len, bool write)
+uint8_t *hdm_hbm_span(struct hdm_hbm *hbm, uint64_t off, uint64_t len, bool write)
 {
 	uint64_t chunk;
 
 	if (write)
-		for (chunk = off >> HPU_HBM_CHUNK_SHIFT; chunk <= (off + len - 1) >> HPU_HBM_CHUNK_SHIFT;
+		for (chunk = off >> HDM_HBM_CHUNK_SHIFT; chunk <= (off + len - 1) >> HDM_HBM_CHUNK_SHIFT;
 		     chunk++)
-			hpu_hbm_touch(hbm, chunk);
+			hdm_hbm_touch(hbm, chunk);
 	return hbm->base + off;
 }
 
-void hpu_hbm_zero(struct hpu_hbm *hbm, uint64_t off, uint64_t len)
+void hdm_hbm_zero(struct hdm_hbm *hbm, uint64_t off, uint64_t len)
 {
 	while (len) {
 		uint64_t avail;
-		uint8_t *p = hpu_hbm_map(hbm, off, false, &avail);
+		uint8_t *p = hdm_hbm_map(hbm, off, false, &avail);
 		uint64_t n = len < avail ? len : avail;
 
 		if (p)
@@ -125,10 +125,10 @@ void hpu_hbm_zero(struct hpu_hbm *hbm, uint64_t off, uint64_t len)
 	}
 }
 
-uint64_t hpu_hbm_ld64(struct hpu_hbm *hbm, uint64_t off)
+uint64_t hdm_hbm_ld64(struct hdm_hbm *hbm, uint64_t off)
 {
 	uint64_t avail;
-	const uint8_t *p = hpu_hbm_map(hbm, off, false, &avail);
+	const uint8_t *p = hdm_hbm_map(hbm, off, false, &avail);
 
-	return p ? hpu_ld_le64(p) : 0;
+	return p ? hdm_ld_le64(p) : 0;
 }

@@ -14,12 +14,12 @@
  * it: HBM is computed on in place, and other engines or the host may write
  * it meanwhile.  A value read from a tensor that becomes an address is
  * read once and bounds-checked at its use; out of range, the part fails
- * the launch (hpu_kfail()).  Every tensor has at most
+ * the launch (hdm_kfail()).  Every tensor has at most
  * HPU_KERNEL_MAX_ELEMENTS elements (the engine checked), so no product of
- * dims overflows; an item whose own work can be long polls hpu_kpace().
+ * dims overflows; an item whose own work can be long polls hdm_kpace().
  */
-#ifndef HPU_KERNEL_H
-#define HPU_KERNEL_H
+#ifndef HDM_KERNEL_H
+#define HDM_KERNEL_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -28,7 +28,7 @@
 
 #include "hpu_kernels.h"
 
-struct hpu_kview {
+struct hdm_kview {
 	uint8_t *base;
 	uint32_t dtype; /* enum hpu_dtype, known to the engine */
 	uint32_t ndim;
@@ -37,39 +37,39 @@ struct hpu_kview {
 };
 
 /* What a launch's check() and parts share with the engine that runs them. */
-struct hpu_kstate {
+struct hdm_kstate {
 	/* Whether the launch was cancelled (a queue reset): its parts stop; NULL: never. */
 	bool (*cancelled)(const void *job);
 	const void *job;
 	/* Why a part failed the launch, or NULL (__atomic): the engine then refuses it. */
 	const char *fault;
 	/*
-	 * hpu_kernel_def.scratch bytes, zero when the launch starts, that its
+	 * hdm_kernel_def.scratch bytes, zero when the launch starts, that its
 	 * items and finish() share; the same across the launch's yields.
 	 */
 	void *scratch;
-	/* The phase work() and run() are called for (hpu_kernel_def.phases). */
+	/* The phase work() and run() are called for (hdm_kernel_def.phases). */
 	uint32_t phase;
 };
 
 /* One launch, decoded to host order. */
-struct hpu_kcall {
+struct hdm_kcall {
 	uint32_t kernel;
 	uint32_t num_tensors;
 	int64_t args[HPU_KERNEL_MAX_ARGS];
 	double scalars[HPU_KERNEL_MAX_SCALARS];
-	struct hpu_kview t[HPU_KERNEL_MAX_TENSORS];
-	struct hpu_kstate *state; /* never NULL */
+	struct hdm_kview t[HPU_KERNEL_MAX_TENSORS];
+	struct hdm_kstate *state; /* never NULL */
 };
 
-struct hpu_kernel_def {
+struct hdm_kernel_def {
 	const char *name;
 	uint8_t min_tensors, max_tensors;
 	/*
 	 * Which tensors the kernel writes (bit i: t[i]), given the call: the
 	 * engine stages and writes back only these.
 	 */
-	uint32_t (*outputs)(const struct hpu_kcall *c);
+	uint32_t (*outputs)(const struct hdm_kcall *c);
 	/*
 	 * The launch runs in this many phases (0 means 1), one after the
 	 * other: every item of a phase ends before the next phase's first
@@ -84,41 +84,41 @@ struct hpu_kernel_def {
 	 * and say how many independent work items each phase has
 	 * (items[phase], zeroed).  Nonzero: the launch fails, nothing written.
 	 */
-	int (*check)(const struct hpu_kcall *c, uint64_t *items);
+	int (*check)(const struct hdm_kcall *c, uint64_t *items);
 	/*
 	 * After a successful check(): about how many elements the items of
 	 * state->phase visit in all (saturating); NULL, or fewer than the
 	 * items: one per item.  The engine bounds the sum
 	 * (HPU_KERNEL_MAX_WORK) and sizes parts by it.
 	 */
-	uint64_t (*work)(const struct hpu_kcall *c, uint64_t items);
+	uint64_t (*work)(const struct hdm_kcall *c, uint64_t items);
 	/*
 	 * Optional: the most elements one item of state->phase visits; NULL:
 	 * work / items, rounded up (items of one size).  The engine refuses a
 	 * launch past HPU_KERNEL_MAX_ITEM_WORK: an item is never cut short by a
 	 * yield, so this bounds how long another queue waits for the engine.
 	 */
-	uint64_t (*item_work)(const struct hpu_kcall *c);
+	uint64_t (*item_work)(const struct hdm_kcall *c);
 	/*
 	 * Optional, after a successful check(): bytes of scratch the launch
-	 * needs (hpu_kstate.scratch), at most HPU_KERNEL_SCRATCH_MAX.
+	 * needs (hdm_kstate.scratch), at most HDM_KERNEL_SCRATCH_MAX.
 	 */
-	uint64_t (*scratch)(const struct hpu_kcall *c, uint64_t items);
+	uint64_t (*scratch)(const struct hdm_kcall *c, uint64_t items);
 	/* Do items [begin, end) of state->phase; parts on disjoint ranges run concurrently. */
-	void (*run)(const struct hpu_kcall *c, uint64_t begin, uint64_t end);
+	void (*run)(const struct hdm_kcall *c, uint64_t begin, uint64_t end);
 	/*
 	 * Optional, once after every part of state->phase, before the next
 	 * phase's first (joining partials, advancing an RNG offset).
 	 */
-	void (*finish)(const struct hpu_kcall *c);
+	void (*finish)(const struct hdm_kcall *c);
 };
 
 /*
  * The most elements one of a phase's items items visits, work in all: the
  * def's item_work(), else work spread evenly, rounded up.
  */
-static inline uint64_t hpu_kernel_item_work(const struct hpu_kernel_def *def,
-					    const struct hpu_kcall *c, uint64_t items,
+static inline uint64_t hdm_kernel_item_work(const struct hdm_kernel_def *def,
+					    const struct hdm_kcall *c, uint64_t items,
 					    uint64_t work)
 {
 	if (def->item_work)
@@ -127,69 +127,69 @@ static inline uint64_t hpu_kernel_item_work(const struct hpu_kernel_def *def,
 }
 
 /* The most scratch one launch has: a REDUCE's partials of all its chunks. */
-#define HPU_KERNEL_SCRATCH_MAX (8u << 20)
+#define HDM_KERNEL_SCRATCH_MAX (8u << 20)
 
 /* The most phases a kernel has. */
-#define HPU_KERNEL_MAX_PHASES 2u
+#define HDM_KERNEL_MAX_PHASES 2u
 
 /* NULL for an unknown id. */
-const struct hpu_kernel_def *hpu_kernel_lookup(uint32_t id);
+const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id);
 
 /* The library, by family (hdm_kernel_eltwise.c, hdm_kernel_reduce.c, hdm_kernel_nn.c, hdm_kernel_optim.c). */
-extern const struct hpu_kernel_def hpu_kernel_unary, hpu_kernel_binary, hpu_kernel_where, hpu_kernel_fill;
-extern const struct hpu_kernel_def hpu_kernel_reduce;
-extern const struct hpu_kernel_def hpu_kernel_softmax, hpu_kernel_softmax_bwd;
-extern const struct hpu_kernel_def hpu_kernel_nll_loss, hpu_kernel_nll_loss_bwd;
-extern const struct hpu_kernel_def hpu_kernel_cross_entropy, hpu_kernel_cross_entropy_bwd;
-extern const struct hpu_kernel_def hpu_kernel_dropout, hpu_kernel_dropout_bwd;
-extern const struct hpu_kernel_def hpu_kernel_relu_bwd, hpu_kernel_gelu_bwd;
-extern const struct hpu_kernel_def hpu_kernel_layer_norm, hpu_kernel_layer_norm_bwd;
-extern const struct hpu_kernel_def hpu_kernel_embedding, hpu_kernel_embedding_bwd;
-extern const struct hpu_kernel_def hpu_kernel_sgd, hpu_kernel_adadelta, hpu_kernel_adamw;
-extern const struct hpu_kernel_def hpu_kernel_clip_grad_norm;
+extern const struct hdm_kernel_def hdm_kernel_unary, hdm_kernel_binary, hdm_kernel_where, hdm_kernel_fill;
+extern const struct hdm_kernel_def hdm_kernel_reduce;
+extern const struct hdm_kernel_def hdm_kernel_softmax, hdm_kernel_softmax_bwd;
+extern const struct hdm_kernel_def hdm_kernel_nll_loss, hdm_kernel_nll_loss_bwd;
+extern const struct hdm_kernel_def hdm_kernel_cross_entropy, hdm_kernel_cross_entropy_bwd;
+extern const struct hdm_kernel_def hdm_kernel_dropout, hdm_kernel_dropout_bwd;
+extern const struct hdm_kernel_def hdm_kernel_relu_bwd, hdm_kernel_gelu_bwd;
+extern const struct hdm_kernel_def hdm_kernel_layer_norm, hdm_kernel_layer_norm_bwd;
+extern const struct hdm_kernel_def hdm_kernel_embedding, hdm_kernel_embedding_bwd;
+extern const struct hdm_kernel_def hdm_kernel_sgd, hdm_kernel_adadelta, hdm_kernel_adamw;
+extern const struct hdm_kernel_def hdm_kernel_clip_grad_norm;
 
 /* ---- faults and cancellation ---- */
 
 /* A part met tensor data it cannot use (an index out of range): the launch fails, parts stop. */
-static inline void hpu_kfail(const struct hpu_kcall *c, const char *why)
+static inline void hdm_kfail(const struct hdm_kcall *c, const char *why)
 {
 	__atomic_store_n(&c->state->fault, why, __ATOMIC_RELAXED);
 }
 
 /* Whether the launch's parts should stop: it was cancelled, or a part failed it. */
-static inline bool hpu_kstop(const struct hpu_kcall *c)
+static inline bool hdm_kstop(const struct hdm_kcall *c)
 {
-	const struct hpu_kstate *s = c->state;
+	const struct hdm_kstate *s = c->state;
 
 	return __atomic_load_n(&s->fault, __ATOMIC_RELAXED) || (s->cancelled && s->cancelled(s->job));
 }
 
-/* Elements a long loop visits between two looks at hpu_kstop(): well under a millisecond. */
-#define HPU_KPOLL (1u << 14)
+/* Elements a long loop visits between two looks at hdm_kstop(): well under a millisecond. */
+#define HDM_KPOLL (1u << 14)
 
 /* A long loop's pace: how many more elements it visits before it looks again; 0: stopped. */
-struct hpu_kpace {
-	const struct hpu_kcall *c;
+struct hdm_kpace {
+	const struct hdm_kcall *c;
 	uint64_t left;
 };
 
-static inline struct hpu_kpace hpu_kpace_start(const struct hpu_kcall *c)
+static inline struct hdm_kpace hdm_kpace_start(const struct hdm_kcall *c)
 {
-	return (struct hpu_kpace){ c, HPU_KPOLL };
+	return (struct hdm_kpace){ c, HDM_KPOLL };
 }
 
 /*
  * n more elements visited: whether the loop stops here (for good).  A
- * compare per call; hpu_kstop() once per HPU_KPOLL elements.
+ * compare per call; hdm_kstop() once per HDM_KPOLL elements.
  */
-static inline bool hpu_kpace(struct hpu_kpace *p, uint64_t n)
+static inline bool hdm_kpace(struct hdm_kpace *p, uint64_t n)
 {
 	if (p->left > n) {
 		p->left -= n;
 		return false;
 	}
-	if (p->left && !hpu_kstop(p->c)) {
-		p->left = HPU_KPOLL;
+	if (p->left && !hdm_kstop(p->c)) {
+		p->left = HDM_KPOLL;
 		return false;
 	}
 	p->left = 0;
@@ -197,28 +197,28 @@ static inline bool hpu_kpace(struct hpu_kpace *p, uint64_t n)
 }
 
 /*
- * The end of a long loop's next stretch from j of n: at most HPU_KPOLL
+ * The end of a long loop's next stretch from j of n: at most HDM_KPOLL
  * elements on, through pace p; j itself when the loop is done or stops.
  */
-static inline uint64_t hpu_kstretch(struct hpu_kpace *p, uint64_t j, uint64_t n)
+static inline uint64_t hdm_kstretch(struct hdm_kpace *p, uint64_t j, uint64_t n)
 {
-	uint64_t m = n - j < HPU_KPOLL ? n - j : HPU_KPOLL;
+	uint64_t m = n - j < HDM_KPOLL ? n - j : HDM_KPOLL;
 
-	return m && !hpu_kpace(p, m) ? j + m : j;
+	return m && !hdm_kpace(p, m) ? j + m : j;
 }
 
 /*
- * for (j = 0; j < n; j++) body, in stretches through pace p (hpu_kpace()):
+ * for (j = 0; j < n; j++) body, in stretches through pace p (hdm_kpace()):
  * the body stays a tight loop, and the whole ends early once the launch
  * should stop.  The body may return but not break.
  */
-#define hpu_kfor(p, j, n)                                                              \
-	for (uint64_t j = 0, j##_end; (j##_end = hpu_kstretch(p, j, n)) > j;)         \
+#define hdm_kfor(p, j, n)                                                              \
+	for (uint64_t j = 0, j##_end; (j##_end = hdm_kstretch(p, j, n)) > j;)         \
 		for (; j < j##_end; j++)
 
 /* ---- element access, shared by every kernel ---- */
 
-static inline unsigned int hpu_dtype_size(uint32_t dtype)
+static inline unsigned int hdm_dtype_size(uint32_t dtype)
 {
 	switch (dtype) {
 	case HPU_DTYPE_F32: case HPU_DTYPE_I32: return 4;
@@ -229,12 +229,12 @@ static inline unsigned int hpu_dtype_size(uint32_t dtype)
 	}
 }
 
-static inline bool hpu_dtype_is_float(uint32_t dtype)
+static inline bool hdm_dtype_is_float(uint32_t dtype)
 {
 	return dtype == HPU_DTYPE_F32 || dtype == HPU_DTYPE_BF16;
 }
 
-static inline float hpu_bf16_to_f32(uint16_t v)
+static inline float hdm_bf16_to_f32(uint16_t v)
 {
 	uint32_t bits = (uint32_t)v << 16;
 	float f;
@@ -244,7 +244,7 @@ static inline float hpu_bf16_to_f32(uint16_t v)
 }
 
 /* Round to nearest even; NaN stays a (quiet) NaN. */
-static inline uint16_t hpu_f32_to_bf16(float f)
+static inline uint16_t hdm_f32_to_bf16(float f)
 {
 	uint32_t bits;
 
@@ -260,7 +260,7 @@ static inline uint16_t hpu_f32_to_bf16(float f)
  * F32 is tested before the switch, which compilers lay out as a search
  * that tries other dtypes first: the common case is one compare.
  */
-static inline double hpu_kload_f(uint32_t dtype, const uint8_t *p)
+static inline double hdm_kload_f(uint32_t dtype, const uint8_t *p)
 {
 	if (dtype == HPU_DTYPE_F32) {
 		float v;
@@ -269,25 +269,25 @@ static inline double hpu_kload_f(uint32_t dtype, const uint8_t *p)
 		return v;
 	}
 	switch (dtype) {
-	case HPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return hpu_bf16_to_f32(v); }
+	case HPU_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return hdm_bf16_to_f32(v); }
 	case HPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
 	case HPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
 	default: return *p;
 	}
 }
 
-static inline int64_t hpu_kload_i(uint32_t dtype, const uint8_t *p)
+static inline int64_t hdm_kload_i(uint32_t dtype, const uint8_t *p)
 {
 	switch (dtype) {
 	case HPU_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
 	case HPU_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return v; }
 	case HPU_DTYPE_U8: return *p;
-	default: return (int64_t)hpu_kload_f(dtype, p);
+	default: return (int64_t)hdm_kload_f(dtype, p);
 	}
 }
 
 /* Floating stores round (fp32 first, then bf16: the order hardware does it). */
-static inline void hpu_kstore_f(uint32_t dtype, uint8_t *p, double v)
+static inline void hdm_kstore_f(uint32_t dtype, uint8_t *p, double v)
 {
 	if (dtype == HPU_DTYPE_F32) {
 		float f = (float)v;
@@ -296,20 +296,20 @@ static inline void hpu_kstore_f(uint32_t dtype, uint8_t *p, double v)
 		return;
 	}
 	switch (dtype) {
-	case HPU_DTYPE_BF16: { uint16_t b = hpu_f32_to_bf16((float)v); memcpy(p, &b, 2); break; }
+	case HPU_DTYPE_BF16: { uint16_t b = hdm_f32_to_bf16((float)v); memcpy(p, &b, 2); break; }
 	case HPU_DTYPE_I32: { int32_t i = (int32_t)(int64_t)v; memcpy(p, &i, 4); break; }
 	case HPU_DTYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
 	default: *p = v != 0; break;
 	}
 }
 
-static inline void hpu_kstore_i(uint32_t dtype, uint8_t *p, int64_t v)
+static inline void hdm_kstore_i(uint32_t dtype, uint8_t *p, int64_t v)
 {
 	switch (dtype) {
 	case HPU_DTYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
 	case HPU_DTYPE_I64: memcpy(p, &v, 8); break;
 	case HPU_DTYPE_U8: *p = v != 0; break;
-	default: hpu_kstore_f(dtype, p, (double)v); break;
+	default: hdm_kstore_f(dtype, p, (double)v); break;
 	}
 }
 
@@ -318,7 +318,7 @@ static inline void hpu_kstore_i(uint32_t dtype, uint8_t *p, int64_t v)
  * dropout draws), so a branch would mispredict half the time, and
  * compilers keep a double's ?: a branch.
  */
-static inline double hpu_kkeep(bool keep, double v)
+static inline double hdm_kkeep(bool keep, double v)
 {
 	uint64_t bits;
 
@@ -332,32 +332,32 @@ static inline double hpu_kkeep(bool keep, double v)
  * An integral element at p, read once: the value a kernel checks is the one
  * it uses, however the compiler keeps it and whoever writes p meanwhile.
  */
-static inline int64_t hpu_kload_index(uint32_t dtype, const uint8_t *p)
+static inline int64_t hdm_kload_index(uint32_t dtype, const uint8_t *p)
 {
-	int64_t x = hpu_kload_i(dtype, p);
+	int64_t x = hdm_kload_i(dtype, p);
 
 	__asm__("" : "+r"(x));
 	return x;
 }
 
 /* Index x is in [0, n); if not, the launch fails with why. */
-static inline bool hpu_kindex_ok(const struct hpu_kcall *c, int64_t x, uint64_t n, const char *why)
+static inline bool hdm_kindex_ok(const struct hdm_kcall *c, int64_t x, uint64_t n, const char *why)
 {
 	if (x >= 0 && (uint64_t)x < n)
 		return true;
-	hpu_kfail(c, why);
+	hdm_kfail(c, why);
 	return false;
 }
 
 /* a * b, or UINT64_MAX if that overflows: work estimates past any limit. */
-static inline uint64_t hpu_kmul_sat(uint64_t a, uint64_t b)
+static inline uint64_t hdm_kmul_sat(uint64_t a, uint64_t b)
 {
 	uint64_t p;
 
 	return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
 }
 
-static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)
+static inline uint64_t hdm_kview_numel(const struct hdm_kview *v)
 {
 	uint64_t n = 1;
 
@@ -371,7 +371,7 @@ static inline uint64_t hpu_kview_numel(const struct hpu_kview *v)
  * `from` on, at index 0 of the dims before: those may be empty (i must be
  * below the product of the others, so none of those is).
  */
-static inline uint8_t *hpu_kview_at_from(const struct hpu_kview *v, uint32_t from, uint64_t i)
+static inline uint8_t *hdm_kview_at_from(const struct hdm_kview *v, uint32_t from, uint64_t i)
 {
 	int64_t off = 0;
 
@@ -379,13 +379,13 @@ static inline uint8_t *hpu_kview_at_from(const struct hpu_kview *v, uint32_t fro
 		off += (int64_t)(i % v->shape[d]) * v->strides[d];
 		i /= v->shape[d];
 	}
-	return v->base + off * (int64_t)hpu_dtype_size(v->dtype);
+	return v->base + off * (int64_t)hdm_dtype_size(v->dtype);
 }
 
 /* Address of the element with row-major linear index i over v's own shape. */
-static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
+static inline uint8_t *hdm_kview_at(const struct hdm_kview *v, uint64_t i)
 {
-	return hpu_kview_at_from(v, 0, i);
+	return hdm_kview_at_from(v, 0, i);
 }
 
 /* ---- walking views ---- */
@@ -393,11 +393,11 @@ static inline uint8_t *hpu_kview_at(const struct hpu_kview *v, uint64_t i)
 /*
  * A cursor over a view's elements in row-major order, from any linear
  * index: the next element is one add away, and a dim that runs out carries
- * into the next like an odometer, where hpu_kview_at() would divide by
+ * into the next like an odometer, where hdm_kview_at() would divide by
  * every dim for every element.  Dims that continue the next inner one are
  * merged first, so a dense view walks as one row and never carries.
  */
-struct hpu_kcur {
+struct hdm_kcur {
 	uint8_t *base;
 	int64_t off;   /* bytes from base to the current element */
 	uint64_t left; /* elements from the current one to dim 0's end */
@@ -409,9 +409,9 @@ struct hpu_kcur {
 };
 
 /* A cursor on element i of v; i may be numel (a walk of no elements). */
-static inline void hpu_kcur_init(struct hpu_kcur *k, const struct hpu_kview *v, uint64_t i)
+static inline void hdm_kcur_init(struct hdm_kcur *k, const struct hdm_kview *v, uint64_t i)
 {
-	int64_t esize = hpu_dtype_size(v->dtype);
+	int64_t esize = hdm_dtype_size(v->dtype);
 	uint32_t n = 0;
 
 	k->base = v->base;
@@ -429,7 +429,7 @@ static inline void hpu_kcur_init(struct hpu_kcur *k, const struct hpu_kview *v, 
 		}
 	}
 	/* A single element (or none: the walk never starts) is a row of one. */
-	if (!n || !hpu_kview_numel(v)) {
+	if (!n || !hdm_kview_numel(v)) {
 		n = 1;
 		k->shape[0] = 1;
 		k->step[0] = 0;
@@ -446,13 +446,13 @@ static inline void hpu_kcur_init(struct hpu_kcur *k, const struct hpu_kview *v, 
 	k->left = k->shape[0] - k->idx[0];
 }
 
-static inline uint8_t *hpu_kcur_ptr(const struct hpu_kcur *k)
+static inline uint8_t *hdm_kcur_ptr(const struct hdm_kcur *k)
 {
 	return k->base + k->off;
 }
 
 /* On by m elements, m <= left: along dim 0, then carrying outwards if it ran out. */
-static inline void hpu_kcur_skip(struct hpu_kcur *k, uint64_t m)
+static inline void hdm_kcur_skip(struct hdm_kcur *k, uint64_t m)
 {
 	k->off += (int64_t)m * k->step[0];
 	k->left -= m;
@@ -469,62 +469,62 @@ static inline void hpu_kcur_skip(struct hpu_kcur *k, uint64_t m)
 	}
 }
 
-static inline void hpu_kcur_next(struct hpu_kcur *k)
+static inline void hdm_kcur_next(struct hdm_kcur *k)
 {
-	hpu_kcur_skip(k, 1);
+	hdm_kcur_skip(k, 1);
 }
 
 /*
  * The next span of k's walk: up to n elements along dim 0, step[0] bytes
  * apart, the first at *p.  Moves k past them and says how many they are.
  */
-static inline uint64_t hpu_kcur_span(struct hpu_kcur *k, uint64_t n, uint8_t **p)
+static inline uint64_t hdm_kcur_span(struct hdm_kcur *k, uint64_t n, uint8_t **p)
 {
 	uint64_t m = n < k->left ? n : k->left;
 
-	*p = hpu_kcur_ptr(k);
-	hpu_kcur_skip(k, m);
+	*p = hdm_kcur_ptr(k);
+	hdm_kcur_skip(k, m);
 	return m;
 }
 
-static inline double hpu_kcur_get(const struct hpu_kcur *k)
+static inline double hdm_kcur_get(const struct hdm_kcur *k)
 {
-	return hpu_kload_f(k->dtype, hpu_kcur_ptr(k));
+	return hdm_kload_f(k->dtype, hdm_kcur_ptr(k));
 }
 
-static inline int64_t hpu_kcur_get_i(const struct hpu_kcur *k)
+static inline int64_t hdm_kcur_get_i(const struct hdm_kcur *k)
 {
-	return hpu_kload_i(k->dtype, hpu_kcur_ptr(k));
+	return hdm_kload_i(k->dtype, hdm_kcur_ptr(k));
 }
 
-static inline void hpu_kcur_set(const struct hpu_kcur *k, double x)
+static inline void hdm_kcur_set(const struct hdm_kcur *k, double x)
 {
-	hpu_kstore_f(k->dtype, hpu_kcur_ptr(k), x);
+	hdm_kstore_f(k->dtype, hdm_kcur_ptr(k), x);
 }
 
 /* One operand's element in an elementwise walk. */
-struct hpu_kel {
+struct hdm_kel {
 	uint8_t *p;
 	uint32_t dtype;
 };
 
-static inline double hpu_kel_get(const struct hpu_kel *e)
+static inline double hdm_kel_get(const struct hdm_kel *e)
 {
-	return hpu_kload_f(e->dtype, e->p);
+	return hdm_kload_f(e->dtype, e->p);
 }
 
-static inline void hpu_kel_set(const struct hpu_kel *e, double x)
+static inline void hdm_kel_set(const struct hdm_kel *e, double x)
 {
-	hpu_kstore_f(e->dtype, e->p, x);
+	hdm_kstore_f(e->dtype, e->p, x);
 }
 
-static inline void hpu_kel_set_i(const struct hpu_kel *e, int64_t x)
+static inline void hdm_kel_set_i(const struct hdm_kel *e, int64_t x)
 {
-	hpu_kstore_i(e->dtype, e->p, x);
+	hdm_kstore_i(e->dtype, e->p, x);
 }
 
 /* Element i of an elementwise kernel: e[j] is operand t[j]'s; ctx is the kernel's own. */
-typedef void hpu_kel_fn(const void *ctx, uint64_t i, const struct hpu_kel *e);
+typedef void hdm_kel_fn(const void *ctx, uint64_t i, const struct hdm_kel *e);
 
 /*
  * A run() also built for AVX2, the copy chosen when QEMU loads: elementwise
@@ -532,13 +532,13 @@ typedef void hpu_kel_fn(const void *ctx, uint64_t i, const struct hpu_kel *e);
  * no FMA, so nothing is contracted and both copies compute the same bits.
  */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define HPU_KERNEL_AVX2 __attribute__((target_clones("avx2", "default")))
+#define HDM_KERNEL_AVX2 __attribute__((target_clones("avx2", "default")))
 #else
-#define HPU_KERNEL_AVX2
+#define HDM_KERNEL_AVX2
 #endif
 
-/* The dtypes of an elementwise kernel whose operands are all fp32, for hpu_kwalk(). */
-static const uint32_t hpu_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
+/* The dtypes of an elementwise kernel whose operands are all fp32, for hdm_kwalk(). */
+static const uint32_t hdm_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
 	HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32, HPU_DTYPE_F32,
 };
 
@@ -554,47 +554,47 @@ static const uint32_t hpu_kwalk_f32[HPU_KERNEL_MAX_TENSORS] = {
  * names (a constant array: the kernel's common case) runs a second copy of
  * the loop in which steps and dtypes are constants, which the compiler
  * turns into vector code; the elements and their order are the same.
- * Spans are at most HPU_KPOLL elements, each paced through p: true when
+ * Spans are at most HDM_KPOLL elements, each paced through p: true when
  * the walk stopped early (the launch should stop).
  */
 static inline __attribute__((always_inline)) bool
-hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t end, hpu_kel_fn *f,
-	  const void *ctx, const uint32_t *dense, struct hpu_kpace *p)
+hdm_kwalk(const struct hdm_kcall *c, unsigned int n, uint64_t begin, uint64_t end, hdm_kel_fn *f,
+	  const void *ctx, const uint32_t *dense, struct hdm_kpace *p)
 {
-	struct hpu_kcur k[HPU_KERNEL_MAX_TENSORS];
-	struct hpu_kel e[HPU_KERNEL_MAX_TENSORS];
+	struct hdm_kcur k[HPU_KERNEL_MAX_TENSORS];
+	struct hdm_kel e[HPU_KERNEL_MAX_TENSORS];
 	uint8_t *first[HPU_KERNEL_MAX_TENSORS];
 	int64_t step[HPU_KERNEL_MAX_TENSORS];
 	bool typed = true;
 	unsigned int j;
 
 	for (j = 0; j < n; j++) {
-		hpu_kcur_init(&k[j], &c->t[j], begin);
+		hdm_kcur_init(&k[j], &c->t[j], begin);
 		e[j].dtype = k[j].dtype;
 		typed &= k[j].dtype == dense[j];
 	}
 	while (begin < end) {
-		uint64_t span = end - begin < HPU_KPOLL ? end - begin : HPU_KPOLL;
+		uint64_t span = end - begin < HDM_KPOLL ? end - begin : HDM_KPOLL;
 		bool packed = typed;
 
 		/* A span: as far as every operand goes along its dim 0. */
 		for (j = 0; j < n; j++)
 			if (k[j].left < span)
 				span = k[j].left;
-		if (hpu_kpace(p, span))
+		if (hdm_kpace(p, span))
 			return true;
 		for (j = 0; j < n; j++) {
 			step[j] = k[j].step[0];
-			hpu_kcur_span(&k[j], span, &first[j]);
-			packed &= step[j] == (int64_t)hpu_dtype_size(dense[j]);
+			hdm_kcur_span(&k[j], span, &first[j]);
+			packed &= step[j] == (int64_t)hdm_dtype_size(dense[j]);
 		}
 		if (packed) {
 			for (uint64_t s = 0; s < span; s++) {
-				struct hpu_kel d[HPU_KERNEL_MAX_TENSORS];
+				struct hdm_kel d[HPU_KERNEL_MAX_TENSORS];
 
 #pragma GCC unroll 16
 				for (j = 0; j < n; j++)
-					d[j] = (struct hpu_kel){ first[j] + s * hpu_dtype_size(dense[j]),
+					d[j] = (struct hdm_kel){ first[j] + s * hdm_dtype_size(dense[j]),
 								 dense[j] };
 				f(ctx, begin + s, d);
 			}
@@ -612,4 +612,4 @@ hpu_kwalk(const struct hpu_kcall *c, unsigned int n, uint64_t begin, uint64_t en
 	return false;
 }
 
-#endif /* HPU_KERNEL_H */
+#endif /* HDM_KERNEL_H */

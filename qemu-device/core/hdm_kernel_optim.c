@@ -4,244 +4,244 @@
  * AdamW) and torch.nn.utils.clip_grad_norm_.  The steps are elementwise, so
  * items are elements; clip_grad_norm needs the total norm before it may
  * scale any grad, so it runs in two phases of chunks: the norm's partials,
- * then the scaling.  Long walks keep a pace (hpu_kpace()).
+ * then the scaling.  Long walks keep a pace (hdm_kpace()).
  */
 #include "hdm_kernel_nn.h"
 
 /* x in [lo, hi]; false for NaN. */
-static bool hpu_in_range(double x, double lo, double hi)
+static bool hdm_in_range(double x, double lo, double hi)
 {
 	return x >= lo && x <= hi;
 }
 
 /* t[0, nshaped) floats of param's (t[0]) shape; items are elements. */
-static int hpu_optim_check(const struct hpu_kcall *c, unsigned int ntensors, unsigned int nshaped,
+static int hdm_optim_check(const struct hdm_kcall *c, unsigned int ntensors, unsigned int nshaped,
 			   uint64_t *items)
 {
-	if (c->num_tensors != ntensors || !hpu_dtype_is_float(c->t[0].dtype))
+	if (c->num_tensors != ntensors || !hdm_dtype_is_float(c->t[0].dtype))
 		return -1;
 	for (unsigned int i = 1; i < nshaped; i++)
-		if (!hpu_kview_float_like(&c->t[i], &c->t[0]))
+		if (!hdm_kview_float_like(&c->t[i], &c->t[0]))
 			return -1;
-	*items = hpu_kview_numel(&c->t[0]);
+	*items = hdm_kview_numel(&c->t[0]);
 	return 0;
 }
 
 /* torch adds weight decay to the gradient only when it is set (0 * inf would be NaN). */
-static double hpu_decayed_grad(const struct hpu_kel *grad, double param, double wd)
+static double hdm_decayed_grad(const struct hdm_kel *grad, double param, double wd)
 {
-	double g = hpu_kel_get(grad);
+	double g = hdm_kel_get(grad);
 
 	return wd != 0 ? g + wd * param : g;
 }
 
 /* ---- SGD ---- */
 
-#define HPU_SGD_NESTEROV 1
-#define HPU_SGD_FIRST_STEP 2
+#define HDM_SGD_NESTEROV 1
+#define HDM_SGD_FIRST_STEP 2
 
 /* s: lr, momentum, dampening, weight_decay.  Without momentum there is no buffer to write. */
-static uint32_t hpu_sgd_outputs(const struct hpu_kcall *c)
+static uint32_t hdm_sgd_outputs(const struct hdm_kcall *c)
 {
 	return c->scalars[1] != 0 ? 5 : 1;
 }
 
 /* torch.optim.SGD's own checks; nesterov wants momentum and no dampening. */
-static int hpu_sgd_check(const struct hpu_kcall *c, uint64_t *items)
+static int hdm_sgd_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	const double *s = c->scalars;
 
-	if (!hpu_in_range(s[0], 0, INFINITY) || !hpu_in_range(s[1], 0, INFINITY) ||
-	    !isfinite(s[2]) || !hpu_in_range(s[3], 0, INFINITY) ||
-	    (c->args[0] & ~(int64_t)(HPU_SGD_NESTEROV | HPU_SGD_FIRST_STEP)) ||
-	    ((c->args[0] & HPU_SGD_NESTEROV) && (s[1] == 0 || s[2] != 0)))
+	if (!hdm_in_range(s[0], 0, INFINITY) || !hdm_in_range(s[1], 0, INFINITY) ||
+	    !isfinite(s[2]) || !hdm_in_range(s[3], 0, INFINITY) ||
+	    (c->args[0] & ~(int64_t)(HDM_SGD_NESTEROV | HDM_SGD_FIRST_STEP)) ||
+	    ((c->args[0] & HDM_SGD_NESTEROV) && (s[1] == 0 || s[2] != 0)))
 		return -1;
-	return hpu_optim_check(c, 3, 3, items);
+	return hdm_optim_check(c, 3, 3, items);
 }
 
-struct hpu_sgd {
+struct hdm_sgd {
 	double lr, momentum, dampening, wd;
 	bool nesterov, first;
 };
 
 /* e: param, grad, buf. */
 static inline __attribute__((always_inline)) void
-hpu_sgd_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+hdm_sgd_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
 {
-	const struct hpu_sgd *o = ctx;
-	double p = hpu_kel_get(&e[0]), d = hpu_decayed_grad(&e[1], p, o->wd);
+	const struct hdm_sgd *o = ctx;
+	double p = hdm_kel_get(&e[0]), d = hdm_decayed_grad(&e[1], p, o->wd);
 
 	(void)i;
 	if (o->momentum != 0) {
-		double b = o->first ? d : o->momentum * hpu_kel_get(&e[2]) + (1 - o->dampening) * d;
+		double b = o->first ? d : o->momentum * hdm_kel_get(&e[2]) + (1 - o->dampening) * d;
 
-		hpu_kel_set(&e[2], b);
+		hdm_kel_set(&e[2], b);
 		d = o->nesterov ? d + o->momentum * b : b;
 	}
-	hpu_kel_set(&e[0], p - o->lr * d);
+	hdm_kel_set(&e[0], p - o->lr * d);
 }
 
-HPU_KERNEL_AVX2 static void hpu_sgd_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HDM_KERNEL_AVX2 static void hdm_sgd_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_sgd o = {
+	const struct hdm_sgd o = {
 		c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3],
-		c->args[0] & HPU_SGD_NESTEROV, c->args[0] & HPU_SGD_FIRST_STEP,
+		c->args[0] & HDM_SGD_NESTEROV, c->args[0] & HDM_SGD_FIRST_STEP,
 	};
-	struct hpu_kpace p = hpu_kpace_start(c);
+	struct hdm_kpace p = hdm_kpace_start(c);
 
-	hpu_kwalk(c, 3, begin, end, hpu_sgd_el, &o, hpu_kwalk_f32, &p);
+	hdm_kwalk(c, 3, begin, end, hdm_sgd_el, &o, hdm_kwalk_f32, &p);
 }
 
-const struct hpu_kernel_def hpu_kernel_sgd = {
+const struct hdm_kernel_def hdm_kernel_sgd = {
 	.name = "sgd",
 	.min_tensors = 3,
 	.max_tensors = 3,
-	.outputs = hpu_sgd_outputs,
-	.check = hpu_sgd_check,
-	.run = hpu_sgd_run,
+	.outputs = hdm_sgd_outputs,
+	.check = hdm_sgd_check,
+	.run = hdm_sgd_run,
 };
 
 /* ---- Adadelta ---- */
 
 /* t: param, grad, square_avg, acc_delta. */
-static uint32_t hpu_adadelta_outputs(const struct hpu_kcall *c)
+static uint32_t hdm_adadelta_outputs(const struct hdm_kcall *c)
 {
 	(void)c;
 	return 1u | 1u << 2 | 1u << 3;
 }
 
 /* s: lr, rho, eps, weight_decay, with torch.optim.Adadelta's bounds. */
-static int hpu_adadelta_check(const struct hpu_kcall *c, uint64_t *items)
+static int hdm_adadelta_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	const double *s = c->scalars;
 
-	if (!hpu_in_range(s[0], 0, INFINITY) || !hpu_in_range(s[1], 0, 1) ||
-	    !hpu_in_range(s[2], 0, INFINITY) || !hpu_in_range(s[3], 0, INFINITY))
+	if (!hdm_in_range(s[0], 0, INFINITY) || !hdm_in_range(s[1], 0, 1) ||
+	    !hdm_in_range(s[2], 0, INFINITY) || !hdm_in_range(s[3], 0, INFINITY))
 		return -1;
-	return hpu_optim_check(c, 4, 4, items);
+	return hdm_optim_check(c, 4, 4, items);
 }
 
-struct hpu_adadelta {
+struct hdm_adadelta {
 	double lr, rho, eps, wd;
 };
 
 /* e: param, grad, square_avg, acc_delta. */
 static inline __attribute__((always_inline)) void
-hpu_adadelta_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+hdm_adadelta_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
 {
-	const struct hpu_adadelta *o = ctx;
-	double p = hpu_kel_get(&e[0]), g = hpu_decayed_grad(&e[1], p, o->wd);
-	double sq = o->rho * hpu_kel_get(&e[2]) + (1 - o->rho) * g * g;
-	double acc = hpu_kel_get(&e[3]);
+	const struct hdm_adadelta *o = ctx;
+	double p = hdm_kel_get(&e[0]), g = hdm_decayed_grad(&e[1], p, o->wd);
+	double sq = o->rho * hdm_kel_get(&e[2]) + (1 - o->rho) * g * g;
+	double acc = hdm_kel_get(&e[3]);
 	double delta = sqrt(acc + o->eps) / sqrt(sq + o->eps) * g;
 
 	(void)i;
-	hpu_kel_set(&e[2], sq);
-	hpu_kel_set(&e[3], o->rho * acc + (1 - o->rho) * delta * delta);
-	hpu_kel_set(&e[0], p - o->lr * delta);
+	hdm_kel_set(&e[2], sq);
+	hdm_kel_set(&e[3], o->rho * acc + (1 - o->rho) * delta * delta);
+	hdm_kel_set(&e[0], p - o->lr * delta);
 }
 
-HPU_KERNEL_AVX2 static void hpu_adadelta_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HDM_KERNEL_AVX2 static void hdm_adadelta_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
-	const struct hpu_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
-	struct hpu_kpace p = hpu_kpace_start(c);
+	const struct hdm_adadelta o = { c->scalars[0], c->scalars[1], c->scalars[2], c->scalars[3] };
+	struct hdm_kpace p = hdm_kpace_start(c);
 
-	hpu_kwalk(c, 4, begin, end, hpu_adadelta_el, &o, hpu_kwalk_f32, &p);
+	hdm_kwalk(c, 4, begin, end, hdm_adadelta_el, &o, hdm_kwalk_f32, &p);
 }
 
-const struct hpu_kernel_def hpu_kernel_adadelta = {
+const struct hdm_kernel_def hdm_kernel_adadelta = {
 	.name = "adadelta",
 	.min_tensors = 4,
 	.max_tensors = 4,
-	.outputs = hpu_adadelta_outputs,
-	.check = hpu_adadelta_check,
-	.run = hpu_adadelta_run,
+	.outputs = hdm_adadelta_outputs,
+	.check = hdm_adadelta_check,
+	.run = hdm_adadelta_run,
 };
 
 /* ---- AdamW ---- */
 
 /* t: param, grad, exp_avg, exp_avg_sq, step. */
-static uint32_t hpu_adamw_outputs(const struct hpu_kcall *c)
+static uint32_t hdm_adamw_outputs(const struct hdm_kcall *c)
 {
 	(void)c;
 	return 1u | 1u << 2 | 1u << 3 | 1u << 4;
 }
 
 /* s: lr, beta1, beta2, eps, weight_decay, with torch.optim.AdamW's bounds. */
-static int hpu_adamw_check(const struct hpu_kcall *c, uint64_t *items)
+static int hdm_adamw_check(const struct hdm_kcall *c, uint64_t *items)
 {
-	const struct hpu_kview *step = &c->t[4];
+	const struct hdm_kview *step = &c->t[4];
 	const double *s = c->scalars;
 
-	if (!hpu_in_range(s[0], 0, INFINITY) || !(s[1] >= 0 && s[1] < 1) ||
-	    !(s[2] >= 0 && s[2] < 1) || !hpu_in_range(s[3], 0, INFINITY) ||
-	    !hpu_in_range(s[4], 0, INFINITY) || c->num_tensors != 5 ||
+	if (!hdm_in_range(s[0], 0, INFINITY) || !(s[1] >= 0 && s[1] < 1) ||
+	    !(s[2] >= 0 && s[2] < 1) || !hdm_in_range(s[3], 0, INFINITY) ||
+	    !hdm_in_range(s[4], 0, INFINITY) || c->num_tensors != 5 ||
 	    (step->dtype != HPU_DTYPE_F32 && step->dtype != HPU_DTYPE_I64) || step->ndim != 0 ||
-	    !hpu_in_range(hpu_kget(step, 0), 0, INFINITY))
+	    !hdm_in_range(hdm_kget(step, 0), 0, INFINITY))
 		return -1;
-	return hpu_optim_check(c, 5, 4, items);
+	return hdm_optim_check(c, 5, 4, items);
 }
 
 /*
  * Every part reads the steps done so far from the step tensor, which only
  * finish() advances, so all parts use the same t = step + 1.
  */
-struct hpu_adamw {
+struct hdm_adamw {
 	double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
 };
 
 /* e: param, grad, exp_avg, exp_avg_sq. */
 static inline __attribute__((always_inline)) void
-hpu_adamw_el(const void *ctx, uint64_t i, const struct hpu_kel *e)
+hdm_adamw_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
 {
-	const struct hpu_adamw *o = ctx;
-	double g = hpu_kel_get(&e[1]), p = hpu_kel_get(&e[0]) * (1 - o->lr * o->wd);
-	double m = o->beta1 * hpu_kel_get(&e[2]) + (1 - o->beta1) * g;
-	double v = o->beta2 * hpu_kel_get(&e[3]) + (1 - o->beta2) * g * g;
+	const struct hdm_adamw *o = ctx;
+	double g = hdm_kel_get(&e[1]), p = hdm_kel_get(&e[0]) * (1 - o->lr * o->wd);
+	double m = o->beta1 * hdm_kel_get(&e[2]) + (1 - o->beta1) * g;
+	double v = o->beta2 * hdm_kel_get(&e[3]) + (1 - o->beta2) * g * g;
 
 	(void)i;
-	hpu_kel_set(&e[2], m);
-	hpu_kel_set(&e[3], v);
-	hpu_kel_set(&e[0], p - o->step_size * m / (sqrt(v) / o->bc2_sqrt + o->eps));
+	hdm_kel_set(&e[2], m);
+	hdm_kel_set(&e[3], v);
+	hdm_kel_set(&e[0], p - o->step_size * m / (sqrt(v) / o->bc2_sqrt + o->eps));
 }
 
-HPU_KERNEL_AVX2 static void hpu_adamw_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+HDM_KERNEL_AVX2 static void hdm_adamw_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	double lr = c->scalars[0], beta1 = c->scalars[1], beta2 = c->scalars[2];
-	double t = hpu_kget(&c->t[4], 0) + 1;
-	const struct hpu_adamw o = {
+	double t = hdm_kget(&c->t[4], 0) + 1;
+	const struct hdm_adamw o = {
 		lr, beta1, beta2, c->scalars[3], c->scalars[4],
 		lr / (1 - pow(beta1, t)), sqrt(1 - pow(beta2, t)),
 	};
-	struct hpu_kpace p = hpu_kpace_start(c);
+	struct hdm_kpace p = hdm_kpace_start(c);
 
-	hpu_kwalk(c, 4, begin, end, hpu_adamw_el, &o, hpu_kwalk_f32, &p);
+	hdm_kwalk(c, 4, begin, end, hdm_adamw_el, &o, hdm_kwalk_f32, &p);
 }
 
-static void hpu_adamw_finish(const struct hpu_kcall *c)
+static void hdm_adamw_finish(const struct hdm_kcall *c)
 {
-	const struct hpu_kview *step = &c->t[4];
+	const struct hdm_kview *step = &c->t[4];
 
 	if (step->dtype == HPU_DTYPE_I64)
-		hpu_kstore_i(step->dtype, step->base, hpu_kload_i(step->dtype, step->base) + 1);
+		hdm_kstore_i(step->dtype, step->base, hdm_kload_i(step->dtype, step->base) + 1);
 	else
-		hpu_kstore_f(step->dtype, step->base, hpu_kload_f(step->dtype, step->base) + 1);
+		hdm_kstore_f(step->dtype, step->base, hdm_kload_f(step->dtype, step->base) + 1);
 }
 
-const struct hpu_kernel_def hpu_kernel_adamw = {
+const struct hdm_kernel_def hdm_kernel_adamw = {
 	.name = "adamw",
 	.min_tensors = 5,
 	.max_tensors = 5,
-	.outputs = hpu_adamw_outputs,
-	.check = hpu_adamw_check,
-	.run = hpu_adamw_run,
-	.finish = hpu_adamw_finish,
+	.outputs = hdm_adamw_outputs,
+	.check = hdm_adamw_check,
+	.run = hdm_adamw_run,
+	.finish = hdm_adamw_finish,
 };
 
 /* ---- clip_grad_norm ---- */
 
 /* t: total_norm, grads...: every one written. */
-static uint32_t hpu_clip_outputs(const struct hpu_kcall *c)
+static uint32_t hdm_clip_outputs(const struct hdm_kcall *c)
 {
 	return (uint32_t)((1ull << c->num_tensors) - 1);
 }
@@ -254,34 +254,34 @@ static uint32_t hpu_clip_outputs(const struct hpu_kcall *c)
  * each chunk by the total's coefficient.  So the norm is the same whatever
  * the split, and the runtime's CPU fallback adds the same partials.
  */
-struct hpu_clip_scratch {
+struct hdm_clip_scratch {
 	double total;
 	double partial[]; /* one per chunk */
 };
 
 /* Every grad's chunks' partials: well inside the scratch. */
-#define HPU_CLIP_MAX_CHUNKS \
+#define HDM_CLIP_MAX_CHUNKS \
 	((HPU_KERNEL_MAX_TENSORS - 1) * (HPU_KERNEL_MAX_ELEMENTS / HPU_CLIP_CHUNK + 1))
-_Static_assert(sizeof(struct hpu_clip_scratch) + HPU_CLIP_MAX_CHUNKS * sizeof(double) <=
-	       HPU_KERNEL_SCRATCH_MAX, "clip_grad_norm's partials fit the scratch");
+_Static_assert(sizeof(struct hdm_clip_scratch) + HDM_CLIP_MAX_CHUNKS * sizeof(double) <=
+	       HDM_KERNEL_SCRATCH_MAX, "clip_grad_norm's partials fit the scratch");
 
-static uint64_t hpu_clip_chunks_of(uint64_t n)
+static uint64_t hdm_clip_chunks_of(uint64_t n)
 {
 	return (n + HPU_CLIP_CHUNK - 1) / HPU_CLIP_CHUNK;
 }
 
 /* The launch's chunks: its items in each phase. */
-static uint64_t hpu_clip_chunks(const struct hpu_kcall *c)
+static uint64_t hdm_clip_chunks(const struct hdm_kcall *c)
 {
 	uint64_t chunks = 0;
 
 	for (unsigned int i = 1; i < c->num_tensors; i++)
-		chunks += hpu_clip_chunks_of(hpu_kview_numel(&c->t[i]));
+		chunks += hdm_clip_chunks_of(hdm_kview_numel(&c->t[i]));
 	return chunks;
 }
 
 /* s0: max_norm (not NaN); s1: 2 or +inf. */
-static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
+static int hdm_clip_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	double type = c->scalars[1];
 
@@ -289,30 +289,30 @@ static int hpu_clip_check(const struct hpu_kcall *c, uint64_t *items)
 	    isnan(c->scalars[0]) || (type != 2 && type != INFINITY))
 		return -1;
 	for (unsigned int i = 1; i < c->num_tensors; i++)
-		if (!hpu_dtype_is_float(c->t[i].dtype))
+		if (!hdm_dtype_is_float(c->t[i].dtype))
 			return -1;
-	items[0] = items[1] = hpu_clip_chunks(c);
+	items[0] = items[1] = hdm_clip_chunks(c);
 	return 0;
 }
 
 /* Every grad's elements, once a phase. */
-static uint64_t hpu_clip_work(const struct hpu_kcall *c, uint64_t items)
+static uint64_t hdm_clip_work(const struct hdm_kcall *c, uint64_t items)
 {
 	uint64_t work = 0;
 
 	(void)items;
 	for (unsigned int i = 1; i < c->num_tensors; i++)
-		work += hpu_kview_numel(&c->t[i]);
+		work += hdm_kview_numel(&c->t[i]);
 	return work;
 }
 
 /* The longest chunk. */
-static uint64_t hpu_clip_item_work(const struct hpu_kcall *c)
+static uint64_t hdm_clip_item_work(const struct hdm_kcall *c)
 {
 	uint64_t most = 0;
 
 	for (unsigned int i = 1; i < c->num_tensors; i++) {
-		uint64_t n = hpu_kview_numel(&c->t[i]);
+		uint64_t n = hdm_kview_numel(&c->t[i]);
 
 		if (n > most)
 			most = n < HPU_CLIP_CHUNK ? n : HPU_CLIP_CHUNK;
@@ -321,14 +321,14 @@ static uint64_t hpu_clip_item_work(const struct hpu_kcall *c)
 }
 
 /* The total and a partial per item. */
-static uint64_t hpu_clip_scratch_len(const struct hpu_kcall *c, uint64_t items)
+static uint64_t hdm_clip_scratch_len(const struct hdm_kcall *c, uint64_t items)
 {
 	(void)c;
-	return sizeof(struct hpu_clip_scratch) + items * sizeof(double);
+	return sizeof(struct hdm_clip_scratch) + items * sizeof(double);
 }
 
 /* Partial a with b, the next element's square or |x|, or the next chunk's partial. */
-static double hpu_clip_join(bool max_norm, double a, double b)
+static double hdm_clip_join(bool max_norm, double a, double b)
 {
 	if (!max_norm)
 		return a + b;
@@ -336,13 +336,13 @@ static double hpu_clip_join(bool max_norm, double a, double b)
 }
 
 /* Chunk k of the launch: a cursor on its first element and how many it has. */
-static uint64_t hpu_clip_chunk(const struct hpu_kcall *c, uint64_t k, struct hpu_kcur *cur)
+static uint64_t hdm_clip_chunk(const struct hdm_kcall *c, uint64_t k, struct hdm_kcur *cur)
 {
 	for (unsigned int i = 1;; i++) {
-		uint64_t n = hpu_kview_numel(&c->t[i]), chunks = hpu_clip_chunks_of(n);
+		uint64_t n = hdm_kview_numel(&c->t[i]), chunks = hdm_clip_chunks_of(n);
 
 		if (k < chunks) {
-			hpu_kcur_init(cur, &c->t[i], k * HPU_CLIP_CHUNK);
+			hdm_kcur_init(cur, &c->t[i], k * HPU_CLIP_CHUNK);
 			n -= k * HPU_CLIP_CHUNK;
 			return n < HPU_CLIP_CHUNK ? n : HPU_CLIP_CHUNK;
 		}
@@ -350,10 +350,10 @@ static uint64_t hpu_clip_chunk(const struct hpu_kcall *c, uint64_t k, struct hpu
 	}
 }
 
-static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void hdm_clip_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
-	struct hpu_clip_scratch *s = c->state->scratch;
-	struct hpu_kpace p = hpu_kpace_start(c);
+	struct hdm_clip_scratch *s = c->state->scratch;
+	struct hdm_kpace p = hdm_kpace_start(c);
 	bool max_norm = isinf(c->scalars[1]);
 	double coef = 0;
 
@@ -364,53 +364,53 @@ static void hpu_clip_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 			coef = 1;
 	}
 	for (uint64_t it = begin; it < end; it++) {
-		struct hpu_kcur k;
-		uint64_t n = hpu_clip_chunk(c, it, &k);
+		struct hdm_kcur k;
+		uint64_t n = hdm_clip_chunk(c, it, &k);
 		double part = 0;
 
 		if (!c->state->phase) {
-			hpu_kfor(&p, j, n) {
-				double x = fabs(hpu_kcur_get(&k));
+			hdm_kfor(&p, j, n) {
+				double x = fabs(hdm_kcur_get(&k));
 
-				part = hpu_clip_join(max_norm, part, max_norm ? x : x * x);
-				hpu_kcur_next(&k);
+				part = hdm_clip_join(max_norm, part, max_norm ? x : x * x);
+				hdm_kcur_next(&k);
 			}
 			s->partial[it] = part;
 			continue;
 		}
-		hpu_kfor(&p, j, n) {
-			hpu_kcur_set(&k, hpu_kcur_get(&k) * coef);
-			hpu_kcur_next(&k);
+		hdm_kfor(&p, j, n) {
+			hdm_kcur_set(&k, hdm_kcur_get(&k) * coef);
+			hdm_kcur_next(&k);
 		}
 	}
 }
 
 /* After phase 0: the partials joined in order, the norm written and kept for phase 1. */
-static void hpu_clip_finish(const struct hpu_kcall *c)
+static void hdm_clip_finish(const struct hdm_kcall *c)
 {
-	struct hpu_clip_scratch *s = c->state->scratch;
+	struct hdm_clip_scratch *s = c->state->scratch;
 	bool max_norm = isinf(c->scalars[1]);
-	uint64_t chunks = hpu_clip_chunks(c);
+	uint64_t chunks = hdm_clip_chunks(c);
 	double total = 0;
 
 	if (c->state->phase)
 		return;
 	for (uint64_t k = 0; k < chunks; k++)
-		total = hpu_clip_join(max_norm, total, s->partial[k]);
+		total = hdm_clip_join(max_norm, total, s->partial[k]);
 	s->total = max_norm ? total : sqrt(total);
-	hpu_kset(&c->t[0], 0, s->total);
+	hdm_kset(&c->t[0], 0, s->total);
 }
 
-const struct hpu_kernel_def hpu_kernel_clip_grad_norm = {
+const struct hdm_kernel_def hdm_kernel_clip_grad_norm = {
 	.name = "clip_grad_norm",
 	.min_tensors = 1,
 	.max_tensors = HPU_KERNEL_MAX_TENSORS,
-	.outputs = hpu_clip_outputs,
+	.outputs = hdm_clip_outputs,
 	.phases = 2,
-	.check = hpu_clip_check,
-	.work = hpu_clip_work,
-	.item_work = hpu_clip_item_work,
-	.scratch = hpu_clip_scratch_len,
-	.run = hpu_clip_run,
-	.finish = hpu_clip_finish,
+	.check = hdm_clip_check,
+	.work = hdm_clip_work,
+	.item_work = hdm_clip_item_work,
+	.scratch = hdm_clip_scratch_len,
+	.run = hdm_clip_run,
+	.finish = hdm_clip_finish,
 };

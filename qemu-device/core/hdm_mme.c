@@ -23,13 +23,13 @@
 #include "hdm_mme.h"
 #include "hdm_tmem.h"
 
-#define HPU_GEMM_OFF(field) offsetof(struct hpu_pkt_mme_gemm, field)
+#define HDM_GEMM_OFF(field) offsetof(struct hpu_pkt_mme_gemm, field)
 
 /* What openblas_get_parallel() says of the pthread build. */
-#define HPU_MME_OPENBLAS_PTHREADS 1
+#define HDM_MME_OPENBLAS_PTHREADS 1
 
 /* One operand as stored: batch matrices of rows x cols, rows ld elements apart. */
-struct hpu_mme_operand {
+struct hdm_mme_operand {
 	uint64_t va, ld, stride;
 	uint64_t rows, cols;
 	unsigned int esize;
@@ -38,27 +38,27 @@ struct hpu_mme_operand {
 };
 
 /* Which block of a bf16 operand a working buffer holds. */
-struct hpu_mme_held {
+struct hdm_mme_held {
 	const uint8_t *src; /* where it starts, NULL: none yet */
 	uint64_t len, k;    /* its rows of op(A) or columns of op(B), and its length of k */
 };
 
 /* A part's fp32 working copies of bf16 blocks (or NULL), and the blocks of A and B they hold. */
-struct hpu_mme_work {
+struct hdm_mme_work {
 	float *wa, *wb, *wc;
-	struct hpu_mme_held a, b;
+	struct hdm_mme_held a, b;
 };
 
-struct hpu_gemm {
-	struct hpu_job *job;
-	struct hpu_mme_operand a, b, c;
+struct hdm_gemm {
+	struct hdm_job *job;
+	struct hdm_mme_operand a, b, c;
 	uint32_t batch, m, n, k;
 	bool trans_a, trans_b;
 	float alpha, beta;
-	struct hpu_mme_plan plan;
+	struct hdm_mme_plan plan;
 	uint64_t first;     /* the first step of this run: the GEMM yielded after the ones before */
 	uint64_t next_step; /* __atomic */
-	struct hpu_mme_work *work; /* nr_work of them, the first plan.parts with their buffers */
+	struct hdm_mme_work *work; /* nr_work of them, the first plan.parts with their buffers */
 	uint64_t nr_work;
 };
 
@@ -67,17 +67,17 @@ struct hpu_gemm {
  * (all its parameters) and where its operands were mapped.  A GEMM that
  * yielded goes on with the steps left only if it decodes to the same again.
  */
-struct hpu_mme_decoded {
+struct hdm_mme_decoded {
 	uint8_t pkt[sizeof(struct hpu_pkt_mme_gemm)];
 	const uint8_t *host[3];
 };
 
 _Static_assert(sizeof(struct hpu_pkt_mme_gemm) % sizeof(void *) == 0,
 	       "a decoded GEMM has padding");
-_Static_assert(sizeof(struct hpu_mme_decoded) <= HPU_JOB_DECODED_MAX,
+_Static_assert(sizeof(struct hdm_mme_decoded) <= HDM_JOB_DECODED_MAX,
 	       "a decoded GEMM does not fit its job");
 
-static float hpu_mme_f32(uint32_t bits)
+static float hdm_mme_f32(uint32_t bits)
 {
 	float f;
 
@@ -86,7 +86,7 @@ static float hpu_mme_f32(uint32_t bits)
 }
 
 /* Why the operand's layout is refused, or NULL; computes its byte range. */
-static const char *hpu_mme_layout(const struct hpu_gemm *g, struct hpu_mme_operand *op,
+static const char *hdm_mme_layout(const struct hdm_gemm *g, struct hdm_mme_operand *op,
 				  uint64_t *lo, uint64_t *len)
 {
 	const uint64_t shape[3] = { g->batch, op->rows, op->cols };
@@ -94,7 +94,7 @@ static const char *hpu_mme_layout(const struct hpu_gemm *g, struct hpu_mme_opera
 
 	if (op->ld < op->cols)
 		return "a leading dimension is below its row length";
-	if (op->ld > HPU_MME_DIM_MAX)
+	if (op->ld > HDM_MME_DIM_MAX)
 		return "a leading dimension is beyond 2^31 - 1";
 	/* A single matrix has no batch stride to check. */
 	if (g->batch > 1) {
@@ -102,81 +102,81 @@ static const char *hpu_mme_layout(const struct hpu_gemm *g, struct hpu_mme_opera
 			return "a batch stride overflows";
 		strides[0] = (int64_t)op->stride;
 	}
-	if (hpu_tmem_extent(op->va, 3, shape, strides, op->esize, lo, len))
+	if (hdm_tmem_extent(op->va, 3, shape, strides, op->esize, lo, len))
 		return "an operand's extent overflows";
 	return NULL;
 }
 
-static void hpu_mme_operand(struct hpu_mme_operand *op, const uint8_t *pkt, size_t va_off,
+static void hdm_mme_operand(struct hdm_mme_operand *op, const uint8_t *pkt, size_t va_off,
 			    size_t ld_off, size_t stride_off, uint64_t rows, uint64_t cols,
 			    uint32_t dtype)
 {
-	op->va = hpu_ld_le64(pkt + va_off);
-	op->ld = hpu_ld_le64(pkt + ld_off);
-	op->stride = hpu_ld_le64(pkt + stride_off);
+	op->va = hdm_ld_le64(pkt + va_off);
+	op->ld = hdm_ld_le64(pkt + ld_off);
+	op->stride = hdm_ld_le64(pkt + stride_off);
 	op->rows = rows;
 	op->cols = cols;
-	op->esize = hpu_dtype_size(dtype);
+	op->esize = hdm_dtype_size(dtype);
 }
 
 /* Decode and check the packet, and collect its operands' ranges in set. */
-static int hpu_mme_decode(struct hpu_job *job, const uint8_t *pkt, struct hpu_gemm *g,
-			  struct hpu_tmem_set *set, unsigned int cpus)
+static int hdm_mme_decode(struct hdm_job *job, const uint8_t *pkt, struct hdm_gemm *g,
+			  struct hdm_tmem_set *set, unsigned int cpus)
 {
-	uint32_t flags = HPU_PKT_FLAGS(hpu_ld_le32(pkt));
-	uint32_t dtype_ab = hpu_ld_le32(pkt + HPU_GEMM_OFF(dtype_ab));
-	uint32_t dtype_c = hpu_ld_le32(pkt + HPU_GEMM_OFF(dtype_c));
-	struct hpu_mme_operand *ops[3] = { &g->a, &g->b, &g->c };
+	uint32_t flags = HPU_PKT_FLAGS(hdm_ld_le32(pkt));
+	uint32_t dtype_ab = hdm_ld_le32(pkt + HDM_GEMM_OFF(dtype_ab));
+	uint32_t dtype_c = hdm_ld_le32(pkt + HDM_GEMM_OFF(dtype_c));
+	struct hdm_mme_operand *ops[3] = { &g->a, &g->b, &g->c };
 	uint64_t lo, len;
 	const char *why;
 	unsigned int i;
 
-	g->batch = hpu_ld_le32(pkt + HPU_GEMM_OFF(batch));
-	g->m = hpu_ld_le32(pkt + HPU_GEMM_OFF(m));
-	g->n = hpu_ld_le32(pkt + HPU_GEMM_OFF(n));
-	g->k = hpu_ld_le32(pkt + HPU_GEMM_OFF(k));
+	g->batch = hdm_ld_le32(pkt + HDM_GEMM_OFF(batch));
+	g->m = hdm_ld_le32(pkt + HDM_GEMM_OFF(m));
+	g->n = hdm_ld_le32(pkt + HDM_GEMM_OFF(n));
+	g->k = hdm_ld_le32(pkt + HDM_GEMM_OFF(k));
 	g->trans_a = flags & HPU_PKT_GEMM_TRANS_A;
 	g->trans_b = flags & HPU_PKT_GEMM_TRANS_B;
-	g->alpha = hpu_mme_f32(hpu_ld_le32(pkt + HPU_GEMM_OFF(alpha)));
-	g->beta = hpu_mme_f32(hpu_ld_le32(pkt + HPU_GEMM_OFF(beta)));
+	g->alpha = hdm_mme_f32(hdm_ld_le32(pkt + HDM_GEMM_OFF(alpha)));
+	g->beta = hdm_mme_f32(hdm_ld_le32(pkt + HDM_GEMM_OFF(beta)));
 	if ((dtype_ab != HPU_DTYPE_F32 && dtype_ab != HPU_DTYPE_BF16) ||
 	    (dtype_c != HPU_DTYPE_F32 && dtype_c != HPU_DTYPE_BF16))
-		return hpu_pkt_refuse(job, "a dtype is not F32 or BF16");
+		return hdm_pkt_refuse(job, "a dtype is not F32 or BF16");
 	if (!g->batch || !g->m || !g->n || !g->k)
-		return hpu_pkt_refuse(job, "batch, m, n or k is 0");
-	if (g->m > HPU_MME_DIM_MAX || g->n > HPU_MME_DIM_MAX || g->k > HPU_MME_DIM_MAX)
-		return hpu_pkt_refuse(job, "m, n or k is beyond 2^31 - 1");
-	if (hpu_mme_plan(&g->plan, g->batch, g->m, g->n, g->k, cpus))
-		return hpu_pkt_refuse(job, "more than 2^64 - 1 blocks to compute");
-	hpu_mme_operand(&g->a, pkt, HPU_GEMM_OFF(a), HPU_GEMM_OFF(lda), HPU_GEMM_OFF(stride_a),
+		return hdm_pkt_refuse(job, "batch, m, n or k is 0");
+	if (g->m > HDM_MME_DIM_MAX || g->n > HDM_MME_DIM_MAX || g->k > HDM_MME_DIM_MAX)
+		return hdm_pkt_refuse(job, "m, n or k is beyond 2^31 - 1");
+	if (hdm_mme_plan(&g->plan, g->batch, g->m, g->n, g->k, cpus))
+		return hdm_pkt_refuse(job, "more than 2^64 - 1 blocks to compute");
+	hdm_mme_operand(&g->a, pkt, HDM_GEMM_OFF(a), HDM_GEMM_OFF(lda), HDM_GEMM_OFF(stride_a),
 			g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, dtype_ab);
-	hpu_mme_operand(&g->b, pkt, HPU_GEMM_OFF(b), HPU_GEMM_OFF(ldb), HPU_GEMM_OFF(stride_b),
+	hdm_mme_operand(&g->b, pkt, HDM_GEMM_OFF(b), HDM_GEMM_OFF(ldb), HDM_GEMM_OFF(stride_b),
 			g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, dtype_ab);
-	hpu_mme_operand(&g->c, pkt, HPU_GEMM_OFF(c), HPU_GEMM_OFF(ldc), HPU_GEMM_OFF(stride_c),
+	hdm_mme_operand(&g->c, pkt, HDM_GEMM_OFF(c), HDM_GEMM_OFF(ldc), HDM_GEMM_OFF(stride_c),
 			g->m, g->n, dtype_c);
 	for (i = 0; i < 3; i++) {
-		why = hpu_mme_layout(g, ops[i], &lo, &len);
+		why = hdm_mme_layout(g, ops[i], &lo, &len);
 		if (why)
-			return hpu_pkt_refuse(job, "%s", why);
+			return hdm_pkt_refuse(job, "%s", why);
 		/* C is written (and read when beta is not 0). */
-		ops[i]->slot = hpu_tmem_add(set, lo, len, ops[i] == &g->c);
+		ops[i]->slot = hdm_tmem_add(set, lo, len, ops[i] == &g->c);
 	}
 	return 0;
 }
 
 /* Widen a rows x cols bf16 block, rows ld apart, to a compact fp32 one. */
-static void hpu_mme_widen(float *dst, const uint8_t *src, uint64_t rows, uint64_t cols,
+static void hdm_mme_widen(float *dst, const uint8_t *src, uint64_t rows, uint64_t cols,
 			  uint64_t ld)
 {
 	uint64_t r, c;
 
 	for (r = 0; r < rows; r++, src += ld * 2, dst += cols)
 		for (c = 0; c < cols; c++)
-			dst[c] = hpu_bf16_to_f32((uint16_t)(src[2 * c] | src[2 * c + 1] << 8));
+			dst[c] = hdm_bf16_to_f32((uint16_t)(src[2 * c] | src[2 * c + 1] << 8));
 }
 
 /* Round a compact rows x cols fp32 block into bf16 rows ld apart. */
-static void hpu_mme_narrow(uint8_t *dst, const float *src, uint64_t rows, uint64_t cols,
+static void hdm_mme_narrow(uint8_t *dst, const float *src, uint64_t rows, uint64_t cols,
 			   uint64_t ld)
 {
 	uint64_t r, c;
@@ -184,84 +184,84 @@ static void hpu_mme_narrow(uint8_t *dst, const float *src, uint64_t rows, uint64
 
 	for (r = 0; r < rows; r++, dst += ld * 2, src += cols) {
 		for (c = 0; c < cols; c++) {
-			v = hpu_f32_to_bf16(src[c]);
+			v = hdm_f32_to_bf16(src[c]);
 			dst[2 * c] = (uint8_t)v;
 			dst[2 * c + 1] = (uint8_t)(v >> 8);
 		}
 	}
 }
 
-static uint64_t hpu_mme_min(uint64_t a, uint64_t b)
+static uint64_t hdm_mme_min(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
 }
 
-static uint64_t hpu_mme_max(uint64_t a, uint64_t b)
+static uint64_t hdm_mme_max(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
 }
 
-static uint64_t hpu_mme_div_up(uint64_t a, uint64_t b)
+static uint64_t hdm_mme_div_up(uint64_t a, uint64_t b)
 {
 	return (a + b - 1) / b;
 }
 
-/* Length of the blocks cutting len: about one per HPU_MME_PART_MACS of macs, at most max_len. */
-static uint64_t hpu_mme_block(uint64_t len, double macs, uint64_t max_len)
+/* Length of the blocks cutting len: about one per HDM_MME_PART_MACS of macs, at most max_len. */
+static uint64_t hdm_mme_block(uint64_t len, double macs, uint64_t max_len)
 {
-	uint64_t blocks = len / HPU_MME_MIN_BLOCK;
+	uint64_t blocks = len / HDM_MME_MIN_BLOCK;
 
 	if (blocks < 2)
-		blocks = len / HPU_MME_SHORT_BLOCK;
-	if (macs / HPU_MME_PART_MACS < (double)blocks)
-		blocks = (uint64_t)(macs / HPU_MME_PART_MACS);
-	blocks = hpu_mme_max(blocks, hpu_mme_div_up(len, hpu_mme_max(max_len, 1)));
-	return hpu_mme_div_up(len, hpu_mme_max(blocks, 1));
+		blocks = len / HDM_MME_SHORT_BLOCK;
+	if (macs / HDM_MME_PART_MACS < (double)blocks)
+		blocks = (uint64_t)(macs / HDM_MME_PART_MACS);
+	blocks = hdm_mme_max(blocks, hdm_mme_div_up(len, hdm_mme_max(max_len, 1)));
+	return hdm_mme_div_up(len, hdm_mme_max(blocks, 1));
 }
 
-int hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+int hdm_mme_plan(struct hdm_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
 		 unsigned int cpus)
 {
-	double macs = (double)m * n * k, worth = batch * macs / HPU_MME_PART_MACS;
-	uint64_t kc = hpu_mme_div_up(k, hpu_mme_div_up(k, HPU_MME_BLOCK_K));
+	double macs = (double)m * n * k, worth = batch * macs / HDM_MME_PART_MACS;
+	uint64_t kc = hdm_mme_div_up(k, hdm_mme_div_up(k, HDM_MME_BLOCK_K));
 	/* The most columns a block of op(B) of kc rows has in a working buffer. */
-	uint64_t max_cols = hpu_mme_min(n, HPU_MME_STEP_ELEMS / kc);
+	uint64_t max_cols = hdm_mme_min(n, HDM_MME_STEP_ELEMS / kc);
 	/* Bounded work per call, and bounded working memory for bf16 operands; 1 at least. */
-	uint64_t max_rows = hpu_mme_min(HPU_MME_STEP_MACS / (max_cols * kc),
-					HPU_MME_STEP_ELEMS / hpu_mme_max(max_cols, kc));
+	uint64_t max_rows = hdm_mme_min(HDM_MME_STEP_MACS / (max_cols * kc),
+					HDM_MME_STEP_ELEMS / hdm_mme_max(max_cols, kc));
 	uint64_t blocks;
 
 	plan->block_k = kc;
-	plan->block_rows = hpu_mme_block(m, macs, max_rows);
+	plan->block_rows = hdm_mme_block(m, macs, max_rows);
 	if (plan->block_rows == m)
-		plan->block_cols = hpu_mme_block(n, macs, max_cols);
+		plan->block_cols = hdm_mme_block(n, macs, max_cols);
 	else
-		plan->block_cols = hpu_mme_div_up(n, hpu_mme_div_up(n, max_cols));
-	if (__builtin_mul_overflow(hpu_mme_div_up(m, plan->block_rows),
-				   hpu_mme_div_up(n, plan->block_cols), &blocks) ||
+		plan->block_cols = hdm_mme_div_up(n, hdm_mme_div_up(n, max_cols));
+	if (__builtin_mul_overflow(hdm_mme_div_up(m, plan->block_rows),
+				   hdm_mme_div_up(n, plan->block_cols), &blocks) ||
 	    __builtin_mul_overflow(blocks, (uint64_t)batch, &plan->steps))
 		return -1;
-	plan->parts = hpu_mme_min(cpus, plan->steps);
+	plan->parts = hdm_mme_min(cpus, plan->steps);
 	if (worth < (double)plan->parts)
 		plan->parts = worth < 1 ? 1 : (uint64_t)worth;
 	return 0;
 }
 
 /*
- * Working buffers for each part, as many parts as HPU_MME_WORK_MAX holds,
+ * Working buffers for each part, as many parts as HDM_MME_WORK_MAX holds,
  * fewer if the host runs short; false if none.
  */
-static bool hpu_mme_alloc(struct hpu_gemm *g)
+static bool hdm_mme_alloc(struct hdm_gemm *g)
 {
 	bool bf16_ab = g->a.esize == 2, bf16_c = g->c.esize == 2;
 	uint64_t rows = g->plan.block_rows, cols = g->plan.block_cols, kc = g->plan.block_k, p;
-	/* Each at most HPU_MME_STEP_ELEMS (hpu_mme_plan()). */
+	/* Each at most HDM_MME_STEP_ELEMS (hdm_mme_plan()). */
 	uint64_t a_len = bf16_ab ? rows * kc : 0, b_len = bf16_ab ? kc * cols : 0;
 	uint64_t c_len = bf16_c ? rows * cols : 0;
 	uint64_t part = (a_len + b_len + c_len) * sizeof(float) + sizeof(*g->work);
-	struct hpu_mme_work *w;
+	struct hdm_mme_work *w;
 
-	g->plan.parts = hpu_mme_min(g->plan.parts, HPU_MME_WORK_MAX / part);
+	g->plan.parts = hdm_mme_min(g->plan.parts, HDM_MME_WORK_MAX / part);
 	g->work = calloc(g->plan.parts, sizeof(*g->work));
 	g->nr_work = g->work ? g->plan.parts : 0;
 	for (p = 0; p < g->nr_work; p++) {
@@ -276,7 +276,7 @@ static bool hpu_mme_alloc(struct hpu_gemm *g)
 	return p;
 }
 
-static void hpu_mme_free(struct hpu_gemm *g)
+static void hdm_mme_free(struct hdm_gemm *g)
 {
 	uint64_t p;
 
@@ -292,12 +292,12 @@ static void hpu_mme_free(struct hpu_gemm *g)
  * The fp32 block at src (len rows of op(A) or columns of op(B), k of k) in dst,
  * its rows cols apart, widened unless there.
  */
-static const float *hpu_mme_stage(float *dst, struct hpu_mme_held *held, const uint8_t *src,
+static const float *hdm_mme_stage(float *dst, struct hdm_mme_held *held, const uint8_t *src,
 				  uint64_t len, uint64_t k, uint64_t rows, uint64_t cols, uint64_t ld)
 {
 	if (held->src != src || held->len != len || held->k != k) {
-		hpu_mme_widen(dst, src, rows, cols, ld);
-		*held = (struct hpu_mme_held){ .src = src, .len = len, .k = k };
+		hdm_mme_widen(dst, src, rows, cols, ld);
+		*held = (struct hdm_mme_held){ .src = src, .len = len, .k = k };
 	}
 	return dst;
 }
@@ -307,15 +307,15 @@ static const float *hpu_mme_stage(float *dst, struct hpu_mme_held *held, const u
  * w, in calls of block_k of k at most; stops between two if the job is
  * cancelled.
  */
-static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint64_t s)
+static void hdm_mme_step(const struct hdm_gemm *g, struct hdm_mme_work *w, uint64_t s)
 {
-	uint64_t row_blocks = hpu_mme_div_up(g->m, g->plan.block_rows);
-	uint64_t col_blocks = hpu_mme_div_up(g->n, g->plan.block_cols);
+	uint64_t row_blocks = hdm_mme_div_up(g->m, g->plan.block_rows);
+	uint64_t col_blocks = hdm_mme_div_up(g->n, g->plan.block_cols);
 	uint64_t bi = s / col_blocks / row_blocks;
 	uint64_t i = s / col_blocks % row_blocks * g->plan.block_rows;
 	uint64_t j = s % col_blocks * g->plan.block_cols;
-	uint64_t rows = hpu_mme_min(g->plan.block_rows, g->m - i);
-	uint64_t cols = hpu_mme_min(g->plan.block_cols, g->n - j);
+	uint64_t rows = hdm_mme_min(g->plan.block_rows, g->m - i);
+	uint64_t cols = hdm_mme_min(g->plan.block_cols, g->n - j);
 	uint64_t lda = g->a.ld, ldb = g->b.ld, ldc = g->c.ld, p, kc, lda_p, ldb_p;
 	/* Stored A is k x m when transposed, stored B n x k: their blocks are columns, rows. */
 	const uint8_t *a = g->a.host + (bi * g->a.stride + (g->trans_a ? i : i * lda)) * g->a.esize;
@@ -330,13 +330,13 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 	if (w->wc) {
 		/* With beta 0, C is not read. */
 		if (beta != 0.0f)
-			hpu_mme_widen(w->wc, c, rows, cols, ldc);
+			hdm_mme_widen(w->wc, c, rows, cols, ldc);
 		cf = w->wc;
 		ldc = cols;
 	}
 	for (p = 0; p < g->k; p += kc) {
-		kc = hpu_mme_min(g->plan.block_k, g->k - p);
-		if (p && hpu_job_cancelled(g->job))
+		kc = hdm_mme_min(g->plan.block_k, g->k - p);
+		if (p && hdm_job_cancelled(g->job))
 			return;
 		a_p = a + p * a_step * g->a.esize;
 		b_p = b + p * b_step * g->b.esize;
@@ -348,9 +348,9 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 		if (w->wa) {
 			lda_p = g->trans_a ? rows : kc;
 			ldb_p = g->trans_b ? kc : cols;
-			af = hpu_mme_stage(w->wa, &w->a, a_p, rows, kc, g->trans_a ? kc : rows,
+			af = hdm_mme_stage(w->wa, &w->a, a_p, rows, kc, g->trans_a ? kc : rows,
 					   lda_p, lda);
-			bf = hpu_mme_stage(w->wb, &w->b, b_p, cols, kc, g->trans_b ? cols : kc,
+			bf = hdm_mme_stage(w->wb, &w->b, b_p, cols, kc, g->trans_b ? cols : kc,
 					   ldb_p, ldb);
 		}
 		cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
@@ -360,14 +360,14 @@ static void hpu_mme_step(const struct hpu_gemm *g, struct hpu_mme_work *w, uint6
 		beta = 1.0f;
 	}
 	if (w->wc)
-		hpu_mme_narrow(c, w->wc, rows, cols, g->c.ld);
+		hdm_mme_narrow(c, w->wc, rows, cols, g->c.ld);
 }
 
 /* Whether the GEMM yields before its next step: its slice over, a step of this run taken. */
-static bool hpu_mme_yields(struct hpu_gemm *g)
+static bool hdm_mme_yields(struct hdm_gemm *g)
 {
 	return __atomic_load_n(&g->next_step, __ATOMIC_RELAXED) > g->first &&
-	       hpu_job_slice_over(g->job);
+	       hdm_job_slice_over(g->job);
 }
 
 /*
@@ -376,17 +376,17 @@ static bool hpu_mme_yields(struct hpu_gemm *g)
  * in C (in a working buffer for bf16), so a yield between them would lose
  * or change the sum.
  */
-static void hpu_mme_part(void *ctx, uint64_t p)
+static void hdm_mme_part(void *ctx, uint64_t p)
 {
-	struct hpu_gemm *g = ctx;
+	struct hdm_gemm *g = ctx;
 	uint64_t s;
 
-	while (!hpu_job_cancelled(g->job) && !hpu_mme_yields(g) &&
+	while (!hdm_job_cancelled(g->job) && !hdm_mme_yields(g) &&
 	       (s = __atomic_fetch_add(&g->next_step, 1, __ATOMIC_RELAXED)) < g->plan.steps)
-		hpu_mme_step(g, &g->work[p], s);
+		hdm_mme_step(g, &g->work[p], s);
 }
 
-void hpu_mme_init(void)
+void hdm_mme_init(void)
 {
 	/*
 	 * The MME spreads GEMMs over the TPC pool, whose threads sleep when
@@ -399,55 +399,55 @@ void hpu_mme_init(void)
 /*
  * Compute the mapped GEMM's steps, from where it yielded if it decodes as
  * it did then.  Past the job's slice it yields between two steps
- * (hpu_tmem_yield()).
+ * (hdm_tmem_yield()).
  */
-static enum hpu_pkt_status hpu_mme_run(struct hpu_job *job, struct hpu_gemm *g,
-				       const uint8_t *pkt, struct hpu_tmem_set *set)
+static enum hdm_pkt_status hdm_mme_run(struct hdm_job *job, struct hdm_gemm *g,
+				       const uint8_t *pkt, struct hdm_tmem_set *set)
 {
-	struct hpu_mme_decoded d;
+	struct hdm_mme_decoded d;
 	uint64_t done;
 
 	memset(&d, 0, sizeof(d));
 	memcpy(d.pkt, pkt, sizeof(d.pkt));
 	/* A staged operand's buffer is new at each step; the packet's VA says what it is. */
-	d.host[0] = hpu_tmem_staged(set, g->a.slot) ? NULL : g->a.host;
-	d.host[1] = hpu_tmem_staged(set, g->b.slot) ? NULL : g->b.host;
-	d.host[2] = hpu_tmem_staged(set, g->c.slot) ? NULL : g->c.host;
-	g->first = hpu_job_resume(job, &d, sizeof(d));
+	d.host[0] = hdm_tmem_staged(set, g->a.slot) ? NULL : g->a.host;
+	d.host[1] = hdm_tmem_staged(set, g->b.slot) ? NULL : g->b.host;
+	d.host[2] = hdm_tmem_staged(set, g->c.slot) ? NULL : g->c.host;
+	g->first = hdm_job_resume(job, &d, sizeof(d));
 	if (g->first >= g->plan.steps)
 		g->first = 0;
 	g->next_step = g->first;
-	hpu_tpc_pool_run(&job->core->tpc, hpu_mme_part, g, 0, g->plan.parts, NULL);
-	done = hpu_mme_min(g->next_step, g->plan.steps);
-	if (done < g->plan.steps && !hpu_job_cancelled(job)) {
-		if (hpu_tmem_yield(job, set))
-			return HPU_PKT_FAILED;
-		hpu_job_suspend(job, &d, sizeof(d), done);
-		return HPU_PKT_YIELDED;
+	hdm_tpc_pool_run(&job->core->tpc, hdm_mme_part, g, 0, g->plan.parts, NULL);
+	done = hdm_mme_min(g->next_step, g->plan.steps);
+	if (done < g->plan.steps && !hdm_job_cancelled(job)) {
+		if (hdm_tmem_yield(job, set))
+			return HDM_PKT_FAILED;
+		hdm_job_suspend(job, &d, sizeof(d), done);
+		return HDM_PKT_YIELDED;
 	}
 	/* A reset that stopped the steps fails the job here, as aborted. */
-	return hpu_tmem_write_back(job, set) ? HPU_PKT_FAILED : HPU_PKT_DONE;
+	return hdm_tmem_write_back(job, set) ? HDM_PKT_FAILED : HDM_PKT_DONE;
 }
 
-enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt)
+enum hdm_pkt_status hdm_mme_gemm(struct hdm_job *job, const uint8_t *pkt)
 {
-	struct hpu_gemm g = { .job = job };
-	enum hpu_pkt_status status = HPU_PKT_FAILED;
-	struct hpu_tmem_set set;
+	struct hdm_gemm g = { .job = job };
+	enum hdm_pkt_status status = HDM_PKT_FAILED;
+	struct hdm_tmem_set set;
 	unsigned int cpus;
 
-	hpu_tmem_init(&set);
-	cpus = openblas_get_parallel() == HPU_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
-	if (hpu_mme_decode(job, pkt, &g, &set, cpus) || hpu_tmem_map_operands(job, &set))
-		return HPU_PKT_FAILED;
+	hdm_tmem_init(&set);
+	cpus = openblas_get_parallel() == HDM_MME_OPENBLAS_PTHREADS ? job->core->tpc.cpus : 1;
+	if (hdm_mme_decode(job, pkt, &g, &set, cpus) || hdm_tmem_map_operands(job, &set))
+		return HDM_PKT_FAILED;
 	g.a.host = set.r[g.a.slot].host;
 	g.b.host = set.r[g.b.slot].host;
 	g.c.host = set.r[g.c.slot].host;
-	if (!hpu_mme_alloc(&g))
-		hpu_tmem_oom(job, "GEMM working memory", job->pos);
+	if (!hdm_mme_alloc(&g))
+		hdm_tmem_oom(job, "GEMM working memory", job->pos);
 	else
-		status = hpu_mme_run(job, &g, pkt, &set);
-	hpu_mme_free(&g);
-	hpu_tmem_release(&set);
+		status = hdm_mme_run(job, &g, pkt, &set);
+	hdm_mme_free(&g);
+	hdm_tmem_release(&set);
 	return status;
 }

@@ -12,32 +12,32 @@
  * blocks of C and goes on with the blocks left when the job runs again,
  * decoded and checked anew.
  */
-#ifndef HPU_MME_H
-#define HPU_MME_H
+#ifndef HDM_MME_H
+#define HDM_MME_H
 
 #include "hdm_pkt.h"
 
 /* Beyond what the ABI asks: OpenBLAS takes dimensions and leading dimensions as int. */
-#define HPU_MME_DIM_MAX 0x7fffffffu
+#define HDM_MME_DIM_MAX 0x7fffffffu
 
 /* Multiply-adds worth a host thread: about 0.2 ms here, far more than waking one. */
-#define HPU_MME_PART_MACS (1ull << 23)
+#define HDM_MME_PART_MACS (1ull << 23)
 /* Fewest rows (or columns) worth a step: each OpenBLAS call repacks the other operand (~3 %). */
-#define HPU_MME_MIN_BLOCK 256u
+#define HDM_MME_MIN_BLOCK 256u
 /* ... unless that leaves a GEMM worth two threads in one block (the MLP's 200 x 128 x 784). */
-#define HPU_MME_SHORT_BLOCK 64u
+#define HDM_MME_SHORT_BLOCK 64u
 
 /*
  * Multiply-adds per OpenBLAS call at most: tens of ms, the longest a queue
  * reset waits for the MME, whatever the GEMM's size.
  */
-#define HPU_MME_STEP_MACS (1ull << 30)
+#define HDM_MME_STEP_MACS (1ull << 30)
 /* Most of k one call sums: a longer k is summed in chunks, C accumulating. */
-#define HPU_MME_BLOCK_K (1ull << 20)
+#define HDM_MME_BLOCK_K (1ull << 20)
 /* Elements of an fp32 working buffer at most (a widened block of A, B or C): 64 MiB. */
-#define HPU_MME_STEP_ELEMS (1ull << 24)
+#define HDM_MME_STEP_ELEMS (1ull << 24)
 /* Host memory of a GEMM's working buffers, all parts together, whatever its shapes. */
-#define HPU_MME_WORK_MAX (1ull << 30)
+#define HDM_MME_WORK_MAX (1ull << 30)
 
 /*
  * How a GEMM runs: every batch matrix of C is cut into blocks of block_rows
@@ -48,19 +48,19 @@
  * from the shape alone, not from the host's CPUs: OpenBLAS's result for an
  * element depends (in its last bits) on where the element's block starts.
  */
-struct hpu_mme_plan {
+struct hdm_mme_plan {
 	uint64_t block_rows, block_cols, block_k;
 	uint64_t steps; /* blocks of the whole batch */
-	uint64_t parts; /* at most cpus and steps, about one per HPU_MME_PART_MACS */
+	uint64_t parts; /* at most cpus and steps, about one per HDM_MME_PART_MACS */
 };
 
 /* 0, or -1 if the GEMM has more than 2^64 - 1 steps. */
-int hpu_mme_plan(struct hpu_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
+int hdm_mme_plan(struct hdm_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
 		 unsigned int cpus);
 
 /* At device init: OpenBLAS computes on its caller's thread alone. */
-void hpu_mme_init(void);
+void hdm_mme_init(void);
 
-enum hpu_pkt_status hpu_mme_gemm(struct hpu_job *job, const uint8_t *pkt);
+enum hdm_pkt_status hdm_mme_gemm(struct hdm_job *job, const uint8_t *pkt);
 
-#endif /* HPU_MME_H */
+#endif /* HDM_MME_H */

@@ -3,8 +3,8 @@
  * hpu device MMU: translates a context's device virtual addresses through
  * the context table and page tables kept in HBM (format in hpu_regs.h).
  */
-#ifndef HPU_MMU_H
-#define HPU_MMU_H
+#ifndef HDM_MMU_H
+#define HDM_MMU_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
 #include "hdm_hbm.h"
 
 /* What a run of device virtual addresses maps to. */
-struct hpu_mmu_run {
+struct hdm_mmu_run {
 	uint64_t addr; /* HBM offset, or host bus address if host */
 	uint64_t len;  /* bytes mapped contiguously from the VA, 1..the length asked for */
 	bool host;
@@ -25,7 +25,7 @@ struct hpu_mmu_run {
  * contiguous, of the other kind, or not mapped), or -EFAULT if va itself has
  * no valid, permitted mapping.
  */
-int hpu_mmu_translate(struct hpu_hbm *hbm, uint32_t asid, uint64_t va, uint64_t len, bool write,
-		      struct hpu_mmu_run *run);
+int hdm_mmu_translate(struct hdm_hbm *hbm, uint32_t asid, uint64_t va, uint64_t len, bool write,
+		      struct hdm_mmu_run *run);
 
-#endif /* HPU_MMU_H */
+#endif /* HDM_MMU_H */

@@ -19,164 +19,164 @@
 #include "hdm_pkt.h"
 #include "hdm_tpc.h"
 
-#define HPU_PKT_OFF(type, field) offsetof(struct hpu_pkt_##type, field)
+#define HDM_PKT_OFF(type, field) offsetof(struct hpu_pkt_##type, field)
 
-struct hpu_pkt_desc {
+struct hdm_pkt_desc {
 	uint8_t size;       /* bytes; 0: no such opcode */
 	uint8_t flags;      /* flags the opcode accepts */
 	uint8_t pad;        /* offset of a __u32 that must be zero; 0: none */
 	uint8_t addr;       /* offset of a __u64 address with an alignment rule; 0: none */
 	uint8_t align;
 	uint16_t engine;    /* HPU_ENGINE_* kind it runs on (events name it) */
-	enum hpu_pkt_status (*exec)(struct hpu_job *job, const uint8_t *pkt); /* NULL: no effect */
+	enum hdm_pkt_status (*exec)(struct hdm_job *job, const uint8_t *pkt); /* NULL: no effect */
 };
 
-static enum hpu_pkt_status hpu_pkt_lin_dma(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_lin_dma(struct hdm_job *job, const uint8_t *pkt)
 {
-	uint32_t flags = HPU_PKT_FLAGS(hpu_ld_le32(pkt));
-	uint64_t src = hpu_ld_le64(pkt + HPU_PKT_OFF(lin_dma, src));
-	uint64_t dst = hpu_ld_le64(pkt + HPU_PKT_OFF(lin_dma, dst));
-	uint64_t size = hpu_ld_le64(pkt + HPU_PKT_OFF(lin_dma, size));
+	uint32_t flags = HPU_PKT_FLAGS(hdm_ld_le32(pkt));
+	uint64_t src = hdm_ld_le64(pkt + HDM_PKT_OFF(lin_dma, src));
+	uint64_t dst = hdm_ld_le64(pkt + HDM_PKT_OFF(lin_dma, dst));
+	uint64_t size = hdm_ld_le64(pkt + HDM_PKT_OFF(lin_dma, size));
 
 	if (flags & HPU_PKT_LIN_DMA_MEMSET)
-		return hpu_dma_fill(job, dst, (uint8_t)src, size);
-	return hpu_dma_copy(job, dst, src, size);
+		return hdm_dma_fill(job, dst, (uint8_t)src, size);
+	return hdm_dma_copy(job, dst, src, size);
 }
 
-static enum hpu_pkt_status hpu_pkt_signal(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_signal(struct hdm_job *job, const uint8_t *pkt)
 {
-	uint32_t value = hpu_ld_le32(pkt + HPU_PKT_OFF(signal, value));
-	uint64_t addr = hpu_ld_le64(pkt + HPU_PKT_OFF(signal, addr));
+	uint32_t value = hdm_ld_le32(pkt + HDM_PKT_OFF(signal, value));
+	uint64_t addr = hdm_ld_le64(pkt + HDM_PKT_OFF(signal, addr));
 	uint8_t sync[4];
 
 	/* One engine thread runs every queue, so this read-modify-write is atomic between them. */
-	if (hpu_dma_load(job, addr, sync, sizeof(sync)))
-		return HPU_PKT_FAILED;
-	hpu_st_le32(sync, hpu_ld_le32(sync) + value);
-	if (hpu_dma_store(job, addr, sync, sizeof(sync)))
-		return HPU_PKT_FAILED;
+	if (hdm_dma_load(job, addr, sync, sizeof(sync)))
+		return HDM_PKT_FAILED;
+	hdm_st_le32(sync, hdm_ld_le32(sync) + value);
+	if (hdm_dma_store(job, addr, sync, sizeof(sync)))
+		return HDM_PKT_FAILED;
 	job->signalled = true;
-	return HPU_PKT_DONE;
+	return HDM_PKT_DONE;
 }
 
-static enum hpu_pkt_status hpu_pkt_wait(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_wait(struct hdm_job *job, const uint8_t *pkt)
 {
-	uint32_t value = hpu_ld_le32(pkt + HPU_PKT_OFF(wait, value));
-	uint64_t addr = hpu_ld_le64(pkt + HPU_PKT_OFF(wait, addr));
+	uint32_t value = hdm_ld_le32(pkt + HDM_PKT_OFF(wait, value));
+	uint64_t addr = hdm_ld_le64(pkt + HDM_PKT_OFF(wait, addr));
 	uint8_t sync[4];
 
-	if (hpu_dma_load(job, addr, sync, sizeof(sync)))
-		return HPU_PKT_FAILED;
-	return hpu_ld_le32(sync) >= value ? HPU_PKT_DONE : HPU_PKT_STALLED;
+	if (hdm_dma_load(job, addr, sync, sizeof(sync)))
+		return HDM_PKT_FAILED;
+	return hdm_ld_le32(sync) >= value ? HDM_PKT_DONE : HDM_PKT_STALLED;
 }
 
-static enum hpu_pkt_status hpu_pkt_timestamp(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_timestamp(struct hdm_job *job, const uint8_t *pkt)
 {
-	struct hpu_dev_core *core = job->core;
+	struct hdm_core *core = job->core;
 	uint8_t ts[8];
 
-	hpu_st_le64(ts, core->ops->now_ns(core->opaque));
-	return hpu_dma_store(job, hpu_ld_le64(pkt + HPU_PKT_OFF(timestamp, addr)), ts, sizeof(ts));
+	hdm_st_le64(ts, core->ops->now_ns(core->opaque));
+	return hdm_dma_store(job, hdm_ld_le64(pkt + HDM_PKT_OFF(timestamp, addr)), ts, sizeof(ts));
 }
 
-static enum hpu_pkt_status hpu_pkt_write_completion(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_write_completion(struct hdm_job *job, const uint8_t *pkt)
 {
-	struct hpu_dev_core *core = job->core;
-	uint64_t addr = hpu_ld_le64(pkt + HPU_PKT_OFF(write_completion, addr));
+	struct hdm_core *core = job->core;
+	uint64_t addr = hdm_ld_le64(pkt + HDM_PKT_OFF(write_completion, addr));
 	uint8_t value[8];
 
-	memcpy(value, pkt + HPU_PKT_OFF(write_completion, value), sizeof(value));
+	memcpy(value, pkt + HDM_PKT_OFF(write_completion, value), sizeof(value));
 	if (core->ops->dma_write(core->opaque, addr, value, sizeof(value)))
-		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, addr);
-	return HPU_PKT_DONE;
+		return hdm_job_fail(job, HPU_EVENT_DMA_ERROR, addr);
+	return HDM_PKT_DONE;
 }
 
-static enum hpu_pkt_status hpu_pkt_interrupt(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_interrupt(struct hdm_job *job, const uint8_t *pkt)
 {
-	struct hpu_dev_core *core = job->core;
-	uint32_t vector = hpu_ld_le32(pkt + HPU_PKT_OFF(interrupt, vector));
+	struct hdm_core *core = job->core;
+	uint32_t vector = hdm_ld_le32(pkt + HDM_PKT_OFF(interrupt, vector));
 
 	/* Vector 0 is the device's own (boot, errors, events). */
 	if (vector == HPU_MSIX_VEC_MISC || vector >= HPU_MSIX_VECTORS)
-		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
+		return hdm_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
 	core->ops->irq_raise(core->opaque, vector);
-	return HPU_PKT_DONE;
+	return HDM_PKT_DONE;
 }
 
-static enum hpu_pkt_status hpu_pkt_call(struct hpu_job *job, const uint8_t *pkt);
+static enum hdm_pkt_status hdm_pkt_call(struct hdm_job *job, const uint8_t *pkt);
 
-static const struct hpu_pkt_desc hpu_pkt_descs[256] = {
+static const struct hdm_pkt_desc hdm_pkt_descs[256] = {
 	[HPU_PKT_NOP] = {
 		.size = sizeof(struct hpu_pkt_nop),
-		.pad = HPU_PKT_OFF(nop, pad),
+		.pad = HDM_PKT_OFF(nop, pad),
 	},
 	[HPU_PKT_LIN_DMA] = {
 		.size = sizeof(struct hpu_pkt_lin_dma),
 		.flags = HPU_PKT_LIN_DMA_MEMSET,
-		.pad = HPU_PKT_OFF(lin_dma, pad),
+		.pad = HDM_PKT_OFF(lin_dma, pad),
 		.engine = HPU_ENGINE_DMA,
-		.exec = hpu_pkt_lin_dma,
+		.exec = hdm_pkt_lin_dma,
 	},
 	[HPU_PKT_SIGNAL] = {
 		.size = sizeof(struct hpu_pkt_signal),
-		.addr = HPU_PKT_OFF(signal, addr),
+		.addr = HDM_PKT_OFF(signal, addr),
 		.align = 4,
-		.exec = hpu_pkt_signal,
+		.exec = hdm_pkt_signal,
 	},
 	[HPU_PKT_WAIT] = {
 		.size = sizeof(struct hpu_pkt_wait),
-		.addr = HPU_PKT_OFF(wait, addr),
+		.addr = HDM_PKT_OFF(wait, addr),
 		.align = 4,
-		.exec = hpu_pkt_wait,
+		.exec = hdm_pkt_wait,
 	},
 	[HPU_PKT_TIMESTAMP] = {
 		.size = sizeof(struct hpu_pkt_timestamp),
-		.pad = HPU_PKT_OFF(timestamp, pad),
-		.addr = HPU_PKT_OFF(timestamp, addr),
+		.pad = HDM_PKT_OFF(timestamp, pad),
+		.addr = HDM_PKT_OFF(timestamp, addr),
 		.align = 8,
-		.exec = hpu_pkt_timestamp,
+		.exec = hdm_pkt_timestamp,
 	},
 	[HPU_PKT_MME_GEMM] = {
 		.size = sizeof(struct hpu_pkt_mme_gemm),
 		.flags = HPU_PKT_GEMM_TRANS_A | HPU_PKT_GEMM_TRANS_B,
-		.pad = HPU_PKT_OFF(mme_gemm, pad),
+		.pad = HDM_PKT_OFF(mme_gemm, pad),
 		.engine = HPU_ENGINE_MME,
-		.exec = hpu_mme_gemm,
+		.exec = hdm_mme_gemm,
 	},
 	[HPU_PKT_TPC_LAUNCH] = {
 		.size = sizeof(struct hpu_pkt_tpc_launch),
-		.addr = HPU_PKT_OFF(tpc_launch, params),
+		.addr = HDM_PKT_OFF(tpc_launch, params),
 		.align = 8,
 		.engine = HPU_ENGINE_TPC,
-		.exec = hpu_tpc_launch,
+		.exec = hdm_tpc_launch,
 	},
 	[HPU_PKT_CALL] = {
 		.size = sizeof(struct hpu_pkt_call),
-		.pad = HPU_PKT_OFF(call, pad),
-		.addr = HPU_PKT_OFF(call, addr),
+		.pad = HDM_PKT_OFF(call, pad),
+		.addr = HDM_PKT_OFF(call, addr),
 		.align = 8,
-		.exec = hpu_pkt_call,
+		.exec = hdm_pkt_call,
 	},
 	[HPU_PKT_WRITE_COMPLETION] = {
 		.size = sizeof(struct hpu_pkt_write_completion),
-		.pad = HPU_PKT_OFF(write_completion, pad),
-		.addr = HPU_PKT_OFF(write_completion, addr),
+		.pad = HDM_PKT_OFF(write_completion, pad),
+		.addr = HDM_PKT_OFF(write_completion, addr),
 		.align = 8,
-		.exec = hpu_pkt_write_completion,
+		.exec = hdm_pkt_write_completion,
 	},
 	[HPU_PKT_INTERRUPT] = {
 		.size = sizeof(struct hpu_pkt_interrupt),
-		.exec = hpu_pkt_interrupt,
+		.exec = hdm_pkt_interrupt,
 	},
 };
 
 /* Where the packet running is reported: its offset in the command buffer, its VA in a callee. */
-static uint64_t hpu_pkt_addr(const struct hpu_job *job)
+static uint64_t hdm_pkt_addr(const struct hdm_job *job)
 {
 	return job->call.size ? job->call.addr + job->call.pos : job->pos;
 }
 
-int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
+int hdm_pkt_refuse(struct hdm_job *job, const char *fmt, ...)
 {
 	char why[96];
 	va_list ap;
@@ -184,15 +184,15 @@ int hpu_pkt_refuse(struct hpu_job *job, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	hpu_log(job->core, "queue 0x%" PRIx32 ": packet at 0x%" PRIx64 " refused: %s",
-		hpu_qman_queue_id(job->queue), hpu_pkt_addr(job), why);
-	return hpu_job_fail(job, HPU_EVENT_BAD_KERNEL, hpu_pkt_addr(job));
+	hdm_log(job->core, "queue 0x%" PRIx32 ": packet at 0x%" PRIx64 " refused: %s",
+		hdm_qman_queue_id(job->queue), hdm_pkt_addr(job), why);
+	return hdm_job_fail(job, HPU_EVENT_BAD_KERNEL, hdm_pkt_addr(job));
 }
 
 /* The engine that runs a packet of this kind for the job's queue. */
-static uint32_t hpu_pkt_engine(const struct hpu_job *job, uint16_t kind)
+static uint32_t hdm_pkt_engine(const struct hdm_job *job, uint16_t kind)
 {
-	const struct hpu_core_config *cfg = &job->core->cfg;
+	const struct hdm_core_config *cfg = &job->core->cfg;
 
 	switch (kind) {
 	case HPU_ENGINE_DMA:
@@ -210,24 +210,24 @@ static uint32_t hpu_pkt_engine(const struct hpu_job *job, uint16_t kind)
  * is mapped and readable.  Returns 0, or the event type of the address it
  * stopped at (*at): a packet needing bytes from there on fails there.
  */
-static uint32_t hpu_call_fetch(struct hpu_job *job, uint64_t *at)
+static uint32_t hdm_call_fetch(struct hdm_job *job, uint64_t *at)
 {
-	const struct hpu_core_ops *ops = job->core->ops;
-	struct hpu_job_call *call = &job->call;
+	const struct hdm_core_ops *ops = job->core->ops;
+	struct hdm_job_call *call = &job->call;
 	uint64_t want = call->size - call->pos;
-	struct hpu_mmu_run run;
+	struct hdm_mmu_run run;
 
-	if (want > HPU_CALL_WINDOW)
-		want = HPU_CALL_WINDOW;
+	if (want > HDM_CALL_WINDOW)
+		want = HDM_CALL_WINDOW;
 	call->win_off = call->pos;
 	for (call->win_len = 0; call->win_len < want; call->win_len += run.len) {
 		uint8_t *dst = call->win + call->win_len;
 
 		*at = call->addr + call->pos + call->win_len;
-		if (hpu_mmu_translate(job->hbm, job->asid, *at, want - call->win_len, false, &run))
+		if (hdm_mmu_translate(job->hbm, job->asid, *at, want - call->win_len, false, &run))
 			return HPU_EVENT_MMU_FAULT;
 		if (!run.host) {
-			memcpy(dst, hpu_hbm_span(job->hbm, run.addr, run.len, false), run.len);
+			memcpy(dst, hdm_hbm_span(job->hbm, run.addr, run.len, false), run.len);
 		} else if (ops->dma_read(job->core->opaque, run.addr, dst, run.len)) {
 			*at = run.addr;
 			return HPU_EVENT_DMA_ERROR;
@@ -237,9 +237,9 @@ static uint32_t hpu_call_fetch(struct hpu_job *job, uint64_t *at)
 }
 
 /* The first len bytes of the packet running (they lie inside its buffer); NULL on a fault. */
-static const uint8_t *hpu_pkt_bytes(struct hpu_job *job, uint32_t len)
+static const uint8_t *hdm_pkt_bytes(struct hdm_job *job, uint32_t len)
 {
-	struct hpu_job_call *call = &job->call;
+	struct hdm_job_call *call = &job->call;
 	uint64_t at = 0;
 	uint32_t why;
 
@@ -247,9 +247,9 @@ static const uint8_t *hpu_pkt_bytes(struct hpu_job *job, uint32_t len)
 		return job->cb + job->pos;
 	/* A packet the window does not hold whole is fetched again from its start. */
 	if (call->pos + len > call->win_off + call->win_len) {
-		why = hpu_call_fetch(job, &at);
+		why = hdm_call_fetch(job, &at);
 		if (len > call->win_len) {
-			hpu_job_fail(job, why, at);
+			hdm_job_fail(job, why, at);
 			return NULL;
 		}
 	}
@@ -261,118 +261,118 @@ static const uint8_t *hpu_pkt_bytes(struct hpu_job *job, uint32_t len)
  * saying which, else its bytes.  In a callee every privileged packet is
  * refused, and a CALL: callees do not nest.
  */
-static const uint8_t *hpu_pkt_check(struct hpu_job *job, const struct hpu_pkt_desc **desc)
+static const uint8_t *hdm_pkt_check(struct hdm_job *job, const struct hdm_pkt_desc **desc)
 {
 	bool callee = job->call.size;
 	uint64_t pos = callee ? job->call.pos : job->pos;
 	uint64_t size = callee ? job->call.size : job->cb_size;
 	/* Every packet is a multiple of 8 bytes, as is every buffer: a header always fits. */
-	const uint8_t *pkt = hpu_pkt_bytes(job, 8);
+	const uint8_t *pkt = hdm_pkt_bytes(job, 8);
 	uint32_t header, opcode;
-	const struct hpu_pkt_desc *d;
+	const struct hdm_pkt_desc *d;
 
 	if (!pkt)
 		return NULL;
-	header = hpu_ld_le32(pkt);
+	header = hdm_ld_le32(pkt);
 	opcode = HPU_PKT_OPCODE(header);
-	d = *desc = &hpu_pkt_descs[opcode];
+	d = *desc = &hdm_pkt_descs[opcode];
 	if (!d->size)
 		goto illegal;
 	if (HPU_PKT_IS_PRIVILEGED(opcode) && (callee || job->pos < job->priv_offset)) {
-		hpu_job_fail(job, HPU_EVENT_PRIV_PACKET, hpu_pkt_addr(job));
+		hdm_job_fail(job, HPU_EVENT_PRIV_PACKET, hdm_pkt_addr(job));
 		return NULL;
 	}
 	/* The size comes first: the fields checked next must lie inside the buffer. */
 	if ((callee && opcode == HPU_PKT_CALL) || HPU_PKT_RESERVED(header) ||
 	    (HPU_PKT_FLAGS(header) & ~d->flags) || d->size > size - pos)
 		goto illegal;
-	pkt = hpu_pkt_bytes(job, d->size);
+	pkt = hdm_pkt_bytes(job, d->size);
 	if (!pkt)
 		return NULL;
-	if ((d->pad && hpu_ld_le32(pkt + d->pad)) ||
-	    (d->addr && hpu_ld_le64(pkt + d->addr) % d->align))
+	if ((d->pad && hdm_ld_le32(pkt + d->pad)) ||
+	    (d->addr && hdm_ld_le64(pkt + d->addr) % d->align))
 		goto illegal;
 	return pkt;
 illegal:
-	hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, hpu_pkt_addr(job));
+	hdm_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, hdm_pkt_addr(job));
 	return NULL;
 }
 
 /* Packets are left in the job's command buffer, or in its callee (callee). */
-static bool hpu_pkt_left(const struct hpu_job *job, bool callee)
+static bool hdm_pkt_left(const struct hdm_job *job, bool callee)
 {
 	return callee ? job->call.pos < job->call.size : job->pos < job->cb_size;
 }
 
 /* Run the packets of the job's command buffer, or of its callee while one runs, to the end. */
-static enum hpu_pkt_status hpu_pkt_run_buffer(struct hpu_job *job)
+static enum hdm_pkt_status hdm_pkt_run_buffer(struct hdm_job *job)
 {
 	bool callee = job->call.size;
 
-	while (hpu_pkt_left(job, callee)) {
-		const struct hpu_pkt_desc *desc;
-		enum hpu_pkt_status status = HPU_PKT_DONE;
+	while (hdm_pkt_left(job, callee)) {
+		const struct hdm_pkt_desc *desc;
+		enum hdm_pkt_status status = HDM_PKT_DONE;
 		const uint8_t *pkt;
 
 		job->engine = HPU_ENGINE_QMAN;
 		/* At the top-level packet, as every engine reports it: in a callee, the CALL. */
-		if (hpu_job_cancelled(job))
-			return hpu_job_fail(job, HPU_EVENT_ABORTED, job->pos);
-		pkt = hpu_pkt_check(job, &desc);
+		if (hdm_job_cancelled(job))
+			return hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+		pkt = hdm_pkt_check(job, &desc);
 		if (!pkt)
-			return HPU_PKT_FAILED;
-		job->engine = hpu_pkt_engine(job, desc->engine);
+			return HDM_PKT_FAILED;
+		job->engine = hdm_pkt_engine(job, desc->engine);
 		if (desc->exec)
 			status = desc->exec(job, pkt);
-		if (status != HPU_PKT_DONE)
+		if (status != HDM_PKT_DONE)
 			return status;
 		if (callee)
 			job->call.pos += desc->size;
 		else
 			job->pos += desc->size;
 		/* Yield points are between packets: past its last one, a job (or callee) ends. */
-		if (hpu_pkt_left(job, callee) && hpu_job_slice_over(job))
-			return HPU_PKT_YIELDED;
+		if (hdm_pkt_left(job, callee) && hdm_job_slice_over(job))
+			return HDM_PKT_YIELDED;
 	}
-	return HPU_PKT_DONE;
+	return HDM_PKT_DONE;
 }
 
 /* Run the callee from job->call.pos; it is over unless a WAIT in it stalled. */
-static enum hpu_pkt_status hpu_pkt_run_callee(struct hpu_job *job)
+static enum hdm_pkt_status hdm_pkt_run_callee(struct hdm_job *job)
 {
-	enum hpu_pkt_status status = hpu_pkt_run_buffer(job);
+	enum hdm_pkt_status status = hdm_pkt_run_buffer(job);
 
-	if (status == HPU_PKT_DONE || status == HPU_PKT_FAILED)
+	if (status == HDM_PKT_DONE || status == HDM_PKT_FAILED)
 		job->call.size = 0;
 	return status;
 }
 
-static enum hpu_pkt_status hpu_pkt_call(struct hpu_job *job, const uint8_t *pkt)
+static enum hdm_pkt_status hdm_pkt_call(struct hdm_job *job, const uint8_t *pkt)
 {
-	struct hpu_job_call *call = &job->call;
-	uint64_t size = hpu_ld_le64(pkt + HPU_PKT_OFF(call, size));
+	struct hdm_job_call *call = &job->call;
+	uint64_t size = hdm_ld_le64(pkt + HDM_PKT_OFF(call, size));
 
 	if (!size || size % 8 || size > HPU_CALL_MAX_SIZE)
-		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
-	call->addr = hpu_ld_le64(pkt + HPU_PKT_OFF(call, addr));
+		return hdm_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
+	call->addr = hdm_ld_le64(pkt + HDM_PKT_OFF(call, addr));
 	call->size = size;
 	call->pos = 0;
 	call->win_off = 0;
 	call->win_len = 0;
-	return hpu_pkt_run_callee(job);
+	return hdm_pkt_run_callee(job);
 }
 
-enum hpu_pkt_status hpu_pkt_run(struct hpu_job *job)
+enum hdm_pkt_status hdm_pkt_run(struct hdm_job *job)
 {
-	enum hpu_pkt_status status;
+	enum hdm_pkt_status status;
 
 	/* Fetch the callee anew: what other queues wrote while this one waited is what runs. */
 	job->call.win_len = 0;
 	if (job->call.size) {
-		status = hpu_pkt_run_callee(job);
-		if (status != HPU_PKT_DONE)
+		status = hdm_pkt_run_callee(job);
+		if (status != HDM_PKT_DONE)
 			return status;
 		job->pos += sizeof(struct hpu_pkt_call);
 	}
-	return hpu_pkt_run_buffer(job);
+	return hdm_pkt_run_buffer(job);
 }

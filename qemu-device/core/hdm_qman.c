@@ -10,13 +10,13 @@
 #include "hdm_pkt.h"
 #include "hdm_tmem.h"
 
-#define HPU_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
+#define HDM_DESC_OFF(field) offsetof(struct hpu_queue_desc, field)
 
 /* Both kinds of ring hold descriptors of one size, so a slot is found the same way. */
 _Static_assert(sizeof(struct hpu_queue_desc) == sizeof(struct hpu_uq_desc),
 	       "kernel and user queue descriptors differ in size");
 
-static const char *const hpu_event_names[] = {
+static const char *const hdm_event_names[] = {
 	[HPU_EVENT_MMU_FAULT] = "MMU fault",
 	[HPU_EVENT_ILLEGAL_PACKET] = "illegal packet",
 	[HPU_EVENT_PRIV_PACKET] = "privileged packet",
@@ -27,81 +27,81 @@ static const char *const hpu_event_names[] = {
 	[HPU_EVENT_NOT_RESUMABLE] = "not resumable",
 };
 
-bool hpu_job_cancelled(const struct hpu_job *job)
+bool hdm_job_cancelled(const struct hdm_job *job)
 {
-	struct hpu_dev_core *core = job->core;
+	struct hdm_core *core = job->core;
 
 	return __atomic_load_n(&core->qman.queues[job->queue].abort, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&core->gen, __ATOMIC_RELAXED) != job->gen;
 }
 
 /* The engine may have work: wake it, or let it see so while it polls.  Lock held. */
-static void hpu_qman_kick(struct hpu_dev_core *core)
+static void hdm_qman_kick(struct hdm_core *core)
 {
 	__atomic_add_fetch(&core->qman.kicks, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&core->qman.work);
 }
 
 /* Parked queues look at their WAIT again. */
-static void hpu_qman_recheck(struct hpu_dev_core *core)
+static void hdm_qman_recheck(struct hdm_core *core)
 {
 	unsigned int q;
 
-	for (q = 0; q < HPU_QMAN_QUEUES; q++)
+	for (q = 0; q < HDM_QMAN_QUEUES; q++)
 		core->qman.queues[q].recheck = core->qman.queues[q].parked;
 }
 
-static const char *hpu_q_check_idle(struct hpu_dev_core *core, unsigned int q,
-				    uint32_t value HPU_UNUSED)
+static const char *hdm_q_check_idle(struct hdm_core *core, unsigned int q,
+				    uint32_t value HDM_UNUSED)
 {
-	return HPU_Q_REG(core, q, PI) == HPU_Q_REG(core, q, CI) ? NULL :
+	return HDM_Q_REG(core, q, PI) == HDM_Q_REG(core, q, CI) ? NULL :
 	       "the queue has jobs (PI != CI)";
 }
 
-const char *hpu_q_check_ring_size(struct hpu_dev_core *core, unsigned int q, uint32_t size)
+const char *hdm_q_check_ring_size(struct hdm_core *core, unsigned int q, uint32_t size)
 {
-	const char *why = hpu_q_check_idle(core, q, size);
+	const char *why = hdm_q_check_idle(core, q, size);
 
-	return why ? why : hpu_ring_size_check(size);
+	return why ? why : hdm_ring_size_check(size);
 }
 
-const char *hpu_q_check_doorbell(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+const char *hdm_q_check_doorbell(struct hdm_core *core, unsigned int q, uint32_t pi)
 {
-	uint32_t ci = HPU_Q_REG(core, q, CI);
+	uint32_t ci = HDM_Q_REG(core, q, CI);
 
-	if (HPU_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
+	if (HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
 		return "the firmware is not ready";
-	if (!HPU_Q_REG(core, q, RING_SIZE))
+	if (!HDM_Q_REG(core, q, RING_SIZE))
 		return "the queue has no ring";
 	/* Free running indices: compare distances from CI. */
-	if (pi - ci < HPU_Q_REG(core, q, PI) - ci || pi - ci > HPU_Q_REG(core, q, RING_SIZE))
+	if (pi - ci < HDM_Q_REG(core, q, PI) - ci || pi - ci > HDM_Q_REG(core, q, RING_SIZE))
 		return "PI moves back, or past the ring's free entries";
 	return NULL;
 }
 
-void hpu_q_write_pi(struct hpu_dev_core *core, unsigned int q, uint32_t pi)
+void hdm_q_write_pi(struct hdm_core *core, unsigned int q, uint32_t pi)
 {
-	HPU_Q_REG(core, q, PI) = pi;
+	HDM_Q_REG(core, q, PI) = pi;
 	/* The submitter may have set a sync object in host memory: a doorbell re-checks WAITs. */
-	hpu_qman_recheck(core);
-	hpu_qman_kick(core);
+	hdm_qman_recheck(core);
+	hdm_qman_kick(core);
 }
 
 /* Jobs up to ci ended or were dropped. */
-static void hpu_q_move_ci(struct hpu_dev_core *core, unsigned int q, uint32_t ci)
+static void hdm_q_move_ci(struct hdm_core *core, unsigned int q, uint32_t ci)
 {
-	if (HPU_Q_REG(core, q, CI) == ci)
+	if (HDM_Q_REG(core, q, CI) == ci)
 		return;
-	HPU_Q_REG(core, q, CI) = ci;
+	HDM_Q_REG(core, q, CI) = ci;
 	core->qman.queues[q].deferred_ns = 0;
 	/* A PREEMPT names the job at CI: one that ended lets it lapse. */
 	__atomic_store_n(&core->qman.queues[q].preempt, 0, __ATOMIC_RELAXED);
-	if (hpu_qman_is_uq(q))
-		hpu_uq_ci_moved(core, q);
+	if (hdm_qman_is_uq(q))
+		hdm_uq_ci_moved(core, q);
 }
 
 /* Queue q's entry of the job with this tag (a free one: free_one), or -1.  Lock held. */
-static int hpu_qman_saved_find(const struct hpu_qman_queue *qq, uint64_t tag, bool free_one)
+static int hdm_qman_saved_find(const struct hdm_qman_queue *qq, uint64_t tag, bool free_one)
 {
 	unsigned int i;
 
@@ -111,7 +111,7 @@ static int hpu_qman_saved_find(const struct hpu_qman_queue *qq, uint64_t tag, bo
 	return -1;
 }
 
-static uint32_t hpu_q_read_preempt_free(struct hpu_dev_core *core, unsigned int q)
+static uint32_t hdm_q_read_preempt_free(struct hdm_core *core, unsigned int q)
 {
 	uint32_t n = 0;
 	unsigned int i;
@@ -122,9 +122,9 @@ static uint32_t hpu_q_read_preempt_free(struct hpu_dev_core *core, unsigned int 
 }
 
 /* Queue q's entries go to the engine, which frees them: nothing is written back.  Lock held. */
-static void hpu_qman_drop_saved(struct hpu_dev_core *core, unsigned int q)
+static void hdm_qman_drop_saved(struct hdm_core *core, unsigned int q)
 {
-	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
 	unsigned int i;
 
 	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
@@ -133,15 +133,15 @@ static void hpu_qman_drop_saved(struct hpu_dev_core *core, unsigned int q)
 		qq->saved[i]->next = core->qman.dropped;
 		core->qman.dropped = qq->saved[i];
 		qq->saved[i] = NULL;
-		hpu_qman_kick(core);
+		hdm_qman_kick(core);
 	}
 }
 
 /* An entry and what its job kept are freed, unwritten.  The engine's. */
-static void hpu_qman_saved_free(struct hpu_dev_core *core, struct hpu_qman_saved *s)
+static void hdm_qman_saved_free(struct hdm_core *core, struct hdm_qman_saved *s)
 {
 	if (s->held)
-		hpu_tmem_free_held(core, s->held);
+		hdm_tmem_free_held(core, s->held);
 	free(s->scratch);
 	free(s);
 }
@@ -150,48 +150,48 @@ static void hpu_qman_saved_free(struct hpu_dev_core *core, struct hpu_qman_saved
  * PREEMPT of kernel queue q: the engine sets its job at CI aside, then CI moves past it, or
  * with drop_rest to PI as it is now.  False if refused.  Lock held.
  */
-static bool hpu_q_preempt(struct hpu_dev_core *core, unsigned int q, bool drop_rest)
+static bool hdm_q_preempt(struct hdm_core *core, unsigned int q, bool drop_rest)
 {
-	struct hpu_qman_queue *qq = &core->qman.queues[q];
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
 	const char *why = NULL;
 
-	if (HPU_Q_REG(core, q, PI) == HPU_Q_REG(core, q, CI))
+	if (HDM_Q_REG(core, q, PI) == HDM_Q_REG(core, q, CI))
 		why = "the queue has no job";
 	else if (qq->abort)
 		why = "a reset is pending";
-	else if (!hpu_q_read_preempt_free(core, q))
+	else if (!hdm_q_read_preempt_free(core, q))
 		why = "no free entry";
 	if (why) {
-		hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 " CTRL PREEMPT: %s",
-				hpu_qman_queue_id(q), why);
+		hdm_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 " CTRL PREEMPT: %s",
+				hdm_qman_queue_id(q), why);
 		return false;
 	}
 	if (drop_rest) {
-		qq->abort_pi = HPU_Q_REG(core, q, PI);
+		qq->abort_pi = HDM_Q_REG(core, q, PI);
 		qq->drop_rest = true;
 	}
 	__atomic_store_n(&qq->preempt, 1, __ATOMIC_RELAXED);
 	/* A parked job is ready now, to be set aside. */
-	hpu_qman_kick(core);
+	hdm_qman_kick(core);
 	return true;
 }
 
-void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
+void hdm_q_write_ctrl(struct hdm_core *core, unsigned int q, uint32_t value)
 {
-	struct hpu_qman_queue *qq = &core->qman.queues[q];
-	uint32_t known = HPU_Q_CTRL_RESET | (hpu_qman_is_uq(q) ? 0 : HPU_Q_CTRL_PREEMPT);
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
+	uint32_t known = HPU_Q_CTRL_RESET | (hdm_qman_is_uq(q) ? 0 : HPU_Q_CTRL_PREEMPT);
 	bool reset = value & HPU_Q_CTRL_RESET;
 
 	if (value & ~known) {
-		hpu_guest_error(core, HPU_ERR_BAD_CTRL,
+		hdm_guest_error(core, HPU_ERR_BAD_CTRL,
 				"queue 0x%" PRIx32 " CTRL: unknown bits 0x%08" PRIx32,
-				hpu_qman_queue_id(q), value & ~known);
+				hdm_qman_queue_id(q), value & ~known);
 		return;
 	}
 	/* With RESET, PREEMPT sets aside a job the engine started that no reset ends yet. */
 	if (value & HPU_Q_CTRL_PREEMPT &&
 	    (!reset || ((qq->running || qq->parked) && !qq->abort)) &&
-	    hpu_q_preempt(core, q, reset))
+	    hdm_q_preempt(core, q, reset))
 		return;
 	if (!reset)
 		return;
@@ -199,39 +199,39 @@ void hpu_q_write_ctrl(struct hpu_dev_core *core, unsigned int q, uint32_t value)
 	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
 	if (qq->running || qq->parked) {
 		/* The engine ends the job (ABORTED), then sets CI; STATUS reads busy until then. */
-		qq->abort_pi = HPU_Q_REG(core, q, PI);
+		qq->abort_pi = HDM_Q_REG(core, q, PI);
 		__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
-		hpu_qman_kick(core);
+		hdm_qman_kick(core);
 	} else {
-		hpu_q_move_ci(core, q, HPU_Q_REG(core, q, PI));
+		hdm_q_move_ci(core, q, HDM_Q_REG(core, q, PI));
 	}
 }
 
-const struct hpu_reg_desc hpu_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
-	[HPU_Q_RING_LO / 4] = { "RING_LO", HPU_REG_R | HPU_REG_W, hpu_q_check_idle, NULL },
-	[HPU_Q_RING_HI / 4] = { "RING_HI", HPU_REG_R | HPU_REG_W, hpu_q_check_idle, NULL },
-	[HPU_Q_RING_SIZE / 4] = { "RING_SIZE", HPU_REG_R | HPU_REG_W, hpu_q_check_ring_size, NULL },
-	[HPU_Q_PI / 4] = { "PI", HPU_REG_R | HPU_REG_W, hpu_q_check_doorbell, hpu_q_write_pi },
-	[HPU_Q_CI / 4] = { "CI", HPU_REG_R, NULL, NULL },
-	[HPU_Q_STATUS / 4] = { "STATUS", HPU_REG_R, NULL, NULL },
-	[HPU_Q_CTRL / 4] = { "CTRL", HPU_REG_W, NULL, hpu_q_write_ctrl },
-	[HPU_Q_DEFERRED_US / 4] = { "DEFERRED_US", HPU_REG_R, NULL, NULL, hpu_q_read_deferred },
-	[HPU_Q_ABORT_IN_CALL / 4] = { "ABORT_IN_CALL", HPU_REG_R, NULL, NULL },
-	[HPU_Q_PREEMPT_FREE / 4] = { "PREEMPT_FREE", HPU_REG_R, NULL, NULL,
-				     hpu_q_read_preempt_free },
+const struct hdm_reg_desc hdm_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
+	[HPU_Q_RING_LO / 4] = { "RING_LO", HDM_REG_R | HDM_REG_W, hdm_q_check_idle, NULL },
+	[HPU_Q_RING_HI / 4] = { "RING_HI", HDM_REG_R | HDM_REG_W, hdm_q_check_idle, NULL },
+	[HPU_Q_RING_SIZE / 4] = { "RING_SIZE", HDM_REG_R | HDM_REG_W, hdm_q_check_ring_size, NULL },
+	[HPU_Q_PI / 4] = { "PI", HDM_REG_R | HDM_REG_W, hdm_q_check_doorbell, hdm_q_write_pi },
+	[HPU_Q_CI / 4] = { "CI", HDM_REG_R, NULL, NULL },
+	[HPU_Q_STATUS / 4] = { "STATUS", HDM_REG_R, NULL, NULL },
+	[HPU_Q_CTRL / 4] = { "CTRL", HDM_REG_W, NULL, hdm_q_write_ctrl },
+	[HPU_Q_DEFERRED_US / 4] = { "DEFERRED_US", HDM_REG_R, NULL, NULL, hdm_q_read_deferred },
+	[HPU_Q_ABORT_IN_CALL / 4] = { "ABORT_IN_CALL", HDM_REG_R, NULL, NULL },
+	[HPU_Q_PREEMPT_FREE / 4] = { "PREEMPT_FREE", HDM_REG_R, NULL, NULL,
+				     hdm_q_read_preempt_free },
 };
 
-void hpu_qman_reset(struct hpu_dev_core *core)
+void hdm_qman_reset(struct hdm_core *core)
 {
 	unsigned int q;
 
 	/* A step still in progress belongs to the old generation: it defers no one now. */
 	core->qman.current = -1;
-	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
-		struct hpu_qman_queue *qq = &core->qman.queues[q];
+	for (q = 0; q < HDM_QMAN_QUEUES; q++) {
+		struct hdm_qman_queue *qq = &core->qman.queues[q];
 
 		/* A job the engine is still in reads busy until it has let go of memory. */
-		HPU_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE : 0;
+		HDM_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE : 0;
 		qq->running = false;
 		qq->parked = false;
 		qq->recheck = false;
@@ -239,35 +239,35 @@ void hpu_qman_reset(struct hpu_dev_core *core)
 		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
 		qq->drop_rest = false;
-		hpu_qman_drop_saved(core, q);
+		hdm_qman_drop_saved(core, q);
 	}
 }
 
-void hpu_qman_retire(struct hpu_dev_core *core, struct hpu_hbm *hbm)
+void hdm_qman_retire(struct hdm_core *core, struct hdm_hbm *hbm)
 {
 	/* Freeing touched HBM takes a while: never on the vCPU, unless resets come back to back. */
 	if (core->qman.retired) {
-		hpu_hbm_put(hbm);
+		hdm_hbm_put(hbm);
 		return;
 	}
 	core->qman.retired = hbm;
-	hpu_qman_kick(core);
+	hdm_qman_kick(core);
 }
 
 /*
  * The job's progress goes into a new entry (NULL, logged, without memory for one).  The
  * engine's, unlocked: what the job kept moves with it, its command buffer is copied.
  */
-static struct hpu_qman_saved *hpu_qman_save(struct hpu_job *job)
+static struct hdm_qman_saved *hdm_qman_save(struct hdm_job *job)
 {
-	struct hpu_qman_saved *s = malloc(sizeof(*s) + job->cb_size);
+	struct hdm_qman_saved *s = malloc(sizeof(*s) + job->cb_size);
 
 	if (!s) {
-		hpu_log(job->core, "queue 0x%" PRIx32 ": no memory to set job tag 0x%" PRIx64
-			" aside", hpu_qman_queue_id(job->queue), job->tag);
+		hdm_log(job->core, "queue 0x%" PRIx32 ": no memory to set job tag 0x%" PRIx64
+			" aside", hdm_qman_queue_id(job->queue), job->tag);
 		return NULL;
 	}
-	*s = (struct hpu_qman_saved){
+	*s = (struct hdm_qman_saved){
 		.tag = job->tag, .asid = job->asid, .cb_size = job->cb_size,
 		.priv_offset = job->priv_offset, .pos = job->pos, .engine = job->engine,
 		.moved = job->moved, .call_addr = job->call.addr, .call_size = job->call.size,
@@ -283,7 +283,7 @@ static struct hpu_qman_saved *hpu_qman_save(struct hpu_job *job)
 }
 
 /* The job goes on from the entry, which is freed.  The engine's. */
-static void hpu_qman_unsave(struct hpu_job *job, struct hpu_qman_saved *s)
+static void hdm_qman_unsave(struct hdm_job *job, struct hdm_qman_saved *s)
 {
 	job->pos = s->pos;
 	job->engine = s->engine;
@@ -304,80 +304,80 @@ static void hpu_qman_unsave(struct hpu_job *job, struct hpu_qman_saved *s)
  * A RESUME descriptor's job takes its entry back; an entry of another job is dropped, and
  * none fails the job.  The engine's, unlocked; the descriptor and command buffer are read.
  */
-static int hpu_qman_resume(struct hpu_job *job)
+static int hdm_qman_resume(struct hdm_job *job)
 {
-	struct hpu_dev_core *core = job->core;
-	struct hpu_qman_queue *qq = &core->qman.queues[job->queue];
-	struct hpu_qman_saved *s = NULL;
+	struct hdm_core *core = job->core;
+	struct hdm_qman_queue *qq = &core->qman.queues[job->queue];
+	struct hdm_qman_saved *s = NULL;
 	int i;
 
-	hpu_core_lock(core);
-	i = hpu_qman_saved_find(qq, job->tag, false);
+	hdm_core_lock(core);
+	i = hdm_qman_saved_find(qq, job->tag, false);
 	if (i >= 0) {
 		s = qq->saved[i];
 		qq->saved[i] = NULL;
 	}
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	if (s && s->asid == job->asid && s->cb_size == job->cb_size &&
 	    s->priv_offset == job->priv_offset && !memcmp(s->cb, job->cb, job->cb_size)) {
-		hpu_qman_unsave(job, s);
+		hdm_qman_unsave(job, s);
 		return 0;
 	}
 	if (s)
-		hpu_qman_saved_free(core, s);
-	return hpu_job_fail(job, HPU_EVENT_NOT_RESUMABLE, 0);
+		hdm_qman_saved_free(core, s);
+	return hdm_job_fail(job, HPU_EVENT_NOT_RESUMABLE, 0);
 }
 
 /* Fetch a kernel queue's descriptor (job->slot) and command buffer; a bad one fails the job. */
-static int hpu_job_load(struct hpu_job *job)
+static int hdm_job_load(struct hdm_job *job)
 {
-	struct hpu_dev_core *core = job->core;
+	struct hdm_core *core = job->core;
 	uint8_t desc[sizeof(struct hpu_queue_desc)];
 	uint64_t cb_addr;
 	uint32_t flags;
 
 	if (core->ops->dma_read(core->opaque, job->slot, desc, sizeof(desc)))
-		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, job->slot);
-	cb_addr = hpu_ld_le64(desc + HPU_DESC_OFF(cb_addr));
-	job->cb_size = hpu_ld_le32(desc + HPU_DESC_OFF(cb_size));
-	job->priv_offset = hpu_ld_le32(desc + HPU_DESC_OFF(priv_offset));
-	job->asid = hpu_ld_le32(desc + HPU_DESC_OFF(asid));
-	job->tag = hpu_ld_le64(desc + HPU_DESC_OFF(tag));
-	flags = hpu_ld_le32(desc + HPU_DESC_OFF(flags));
-	if (job->cb_size % 8 || job->cb_size > HPU_JOB_CB_MAX ||
+		return hdm_job_fail(job, HPU_EVENT_DMA_ERROR, job->slot);
+	cb_addr = hdm_ld_le64(desc + HDM_DESC_OFF(cb_addr));
+	job->cb_size = hdm_ld_le32(desc + HDM_DESC_OFF(cb_size));
+	job->priv_offset = hdm_ld_le32(desc + HDM_DESC_OFF(priv_offset));
+	job->asid = hdm_ld_le32(desc + HDM_DESC_OFF(asid));
+	job->tag = hdm_ld_le64(desc + HDM_DESC_OFF(tag));
+	flags = hdm_ld_le32(desc + HDM_DESC_OFF(flags));
+	if (job->cb_size % 8 || job->cb_size > HDM_JOB_CB_MAX ||
 	    job->priv_offset > job->cb_size || flags & ~HPU_QUEUE_DESC_RESUME ||
 	    job->asid >= HPU_MMU_NUM_ASIDS)
-		return hpu_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, 0);
+		return hdm_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, 0);
 	/* The fetch must not wrap around the top of the bus address space. */
 	if (job->cb_size && (cb_addr + (job->cb_size - 1) < cb_addr ||
 			     core->ops->dma_read(core->opaque, cb_addr, job->cb, job->cb_size)))
-		return hpu_job_fail(job, HPU_EVENT_DMA_ERROR, cb_addr);
-	return flags & HPU_QUEUE_DESC_RESUME ? hpu_qman_resume(job) : 0;
+		return hdm_job_fail(job, HPU_EVENT_DMA_ERROR, cb_addr);
+	return flags & HPU_QUEUE_DESC_RESUME ? hdm_qman_resume(job) : 0;
 }
 
 /* Post an event of the job.  May drop the lock. */
-static void hpu_qman_post(struct hpu_dev_core *core, const struct hpu_job *job, uint32_t type,
+static void hdm_qman_post(struct hdm_core *core, const struct hdm_job *job, uint32_t type,
 			  uint64_t addr)
 {
 	const struct hpu_event ev = {
 		.type = type,
-		.queue = hpu_qman_queue_id(job->queue),
+		.queue = hdm_qman_queue_id(job->queue),
 		.asid = job->asid,
 		.engine = job->engine,
 		.tag = job->tag,
 		.addr = addr,
 	};
 
-	hpu_eq_post(core, &ev);
+	hdm_eq_post(core, &ev);
 }
 
 /* Log a failed job and post its event.  May drop the lock. */
-static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job)
+static void hdm_qman_report(struct hdm_core *core, const struct hdm_job *job)
 {
-	hpu_log(core, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at "
-		"0x%" PRIx64 ", engine 0x%" PRIx32, hpu_qman_queue_id(job->queue), job->tag,
-		job->asid, hpu_event_names[job->fault], job->fault_addr, job->engine);
-	hpu_qman_post(core, job, job->fault, job->fault_addr);
+	hdm_log(core, "queue 0x%" PRIx32 ": job tag 0x%" PRIx64 " (asid %" PRIu32 ") failed: %s at "
+		"0x%" PRIx64 ", engine 0x%" PRIx32, hdm_qman_queue_id(job->queue), job->tag,
+		job->asid, hdm_event_names[job->fault], job->fault_addr, job->engine);
+	hdm_qman_post(core, job, job->fault, job->fault_addr);
 }
 
 /*
@@ -386,19 +386,19 @@ static void hpu_qman_report(struct hpu_dev_core *core, const struct hpu_job *job
  * caller's to move.  Refused, the job goes on, or with drop_rest is aborted.  Lock held
  * (and dropped to post).
  */
-static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue *qq,
-			       struct hpu_qman_saved *s)
+static bool hdm_qman_set_aside(struct hdm_core *core, struct hdm_qman_queue *qq,
+			       struct hdm_qman_saved *s)
 {
-	struct hpu_job *job = &qq->job;
-	int slot = hpu_qman_saved_find(qq, 0, true);
+	struct hdm_job *job = &qq->job;
+	int slot = hdm_qman_saved_find(qq, 0, true);
 
 	if (job->gen != core->gen || qq->abort || !qq->preempt)
 		return false;
 	__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
-	if (!s || slot < 0 || hpu_qman_saved_find(qq, s->tag, false) >= 0) {
+	if (!s || slot < 0 || hdm_qman_saved_find(qq, s->tag, false) >= 0) {
 		if (s)
-			hpu_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 ": job tag 0x%"
-					PRIx64 " not set aside: %s", hpu_qman_queue_id(job->queue),
+			hdm_guest_error(core, HPU_ERR_PREEMPT, "queue 0x%" PRIx32 ": job tag 0x%"
+					PRIx64 " not set aside: %s", hdm_qman_queue_id(job->queue),
 					s->tag, slot < 0 ? "no free entry" : "its tag has an entry");
 		/* With RESET, the job's next step aborts it. */
 		if (qq->drop_rest)
@@ -406,7 +406,7 @@ static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue 
 		return false;
 	}
 	qq->saved[slot] = s;
-	hpu_qman_post(core, job, HPU_EVENT_PREEMPTED, s->pos);
+	hdm_qman_post(core, job, HPU_EVENT_PREEMPTED, s->pos);
 	return true;
 }
 
@@ -415,172 +415,172 @@ static bool hpu_qman_set_aside(struct hpu_dev_core *core, struct hpu_qman_queue 
  * parked at if a reset aborted it there before it ran on (at the step's
  * start: parked in_call at call_pos, at pos).  Lock held.
  */
-static void hpu_qman_note_abort(struct hpu_dev_core *core, const struct hpu_job *job,
+static void hdm_qman_note_abort(struct hdm_core *core, const struct hdm_job *job,
 				bool in_call, uint32_t pos, uint64_t call_pos)
 {
 	in_call = in_call && job->fault == HPU_EVENT_ABORTED && job->pos == pos &&
 		  job->call.pos == call_pos;
 
-	if (!hpu_qman_is_uq(job->queue))
+	if (!hdm_qman_is_uq(job->queue))
 		core->regs[HPU_REG_Q(job->queue, HPU_Q_ABORT_IN_CALL) / 4] =
 			in_call ? HPU_Q_IN_CALL_PARKED | (uint32_t)call_pos : 0;
 }
 
 /* The step is over: park, or end the job and advance CI.  Lock held. */
-static void hpu_qman_end_step(struct hpu_dev_core *core, struct hpu_qman_queue *qq,
-			      enum hpu_pkt_status status)
+static void hdm_qman_end_step(struct hdm_core *core, struct hdm_qman_queue *qq,
+			      enum hdm_pkt_status status)
 {
-	struct hpu_job *job = &qq->job;
+	struct hdm_job *job = &qq->job;
 	unsigned int q = job->queue;
 
-	if (status == HPU_PKT_FAILED && job->gen == core->gen) {
-		if (hpu_qman_is_uq(q))
-			HPU_UQ_REG(core, q, ERRORS)++;
-		hpu_qman_report(core, job);
+	if (status == HDM_PKT_FAILED && job->gen == core->gen) {
+		if (hdm_qman_is_uq(q))
+			HDM_UQ_REG(core, q, ERRORS)++;
+		hdm_qman_report(core, job);
 	}
 	if (job->gen != core->gen) {
 		/* A device reset abandoned the job: the queue's state is no longer its own. */
-		HPU_Q_REG(core, q, STATUS) = 0;
+		HDM_Q_REG(core, q, STATUS) = 0;
 		return;
 	}
 	qq->running = false;
 	if (job->signalled)
-		hpu_qman_recheck(core);
-	if (status == HPU_PKT_STALLED) {
+		hdm_qman_recheck(core);
+	if (status == HDM_PKT_STALLED) {
 		qq->parked = true;
-		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_WAITING;
+		HDM_Q_REG(core, q, STATUS) = HPU_Q_STATUS_WAITING;
 		return;
 	}
-	if (status == HPU_PKT_YIELDED) {
+	if (status == HDM_PKT_YIELDED) {
 		/* Still busy, and ready again once the queues after it had their turn. */
 		qq->parked = true;
 		qq->recheck = true;
-		HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
+		HDM_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY;
 		return;
 	}
-	hpu_q_move_ci(core, q,
-		      qq->abort || qq->drop_rest ? qq->abort_pi : HPU_Q_REG(core, q, CI) + 1);
+	hdm_q_move_ci(core, q,
+		      qq->abort || qq->drop_rest ? qq->abort_pi : HDM_Q_REG(core, q, CI) + 1);
 	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 	qq->drop_rest = false;
-	HPU_Q_REG(core, q, STATUS) = 0;
+	HDM_Q_REG(core, q, STATUS) = 0;
 }
 
 /* Queue q has a job the engine could run now (not one it is in).  Lock held. */
-static bool hpu_qman_ready(struct hpu_dev_core *core, unsigned int q)
+static bool hdm_qman_ready(struct hdm_core *core, unsigned int q)
 {
-	const struct hpu_qman_queue *qq = &core->qman.queues[q];
+	const struct hdm_qman_queue *qq = &core->qman.queues[q];
 
 	if (qq->running)
 		return false;
 	return qq->parked ? qq->recheck || qq->abort || qq->preempt :
-			    HPU_Q_REG(core, q, PI) != HPU_Q_REG(core, q, CI);
+			    HDM_Q_REG(core, q, PI) != HDM_Q_REG(core, q, CI);
 }
 
-void hpu_qman_drop_kept(struct hpu_job *job, bool write_back)
+void hdm_qman_drop_kept(struct hdm_job *job, bool write_back)
 {
-	hpu_tmem_drop_held(job, write_back);
-	hpu_job_drop_scratch(job);
+	hdm_tmem_drop_held(job, write_back);
+	hdm_job_drop_scratch(job);
 }
 
 /* A PREEMPT stands for the job (any thread of its step may ask). */
-static bool hpu_job_preempting(const struct hpu_job *job)
+static bool hdm_job_preempting(const struct hdm_job *job)
 {
 	return __atomic_load_n(&job->core->qman.queues[job->queue].preempt, __ATOMIC_RELAXED) &&
-	       !hpu_job_cancelled(job);
+	       !hdm_job_cancelled(job);
 }
 
-bool hpu_job_slice_over(struct hpu_job *job)
+bool hdm_job_slice_over(struct hdm_job *job)
 {
-	struct hpu_dev_core *core = job->core;
-	uint64_t now = hpu_core_now_ns();
+	struct hdm_core *core = job->core;
+	uint64_t now = hdm_core_now_ns();
 	bool others = false;
 	unsigned int r;
 
-	if (hpu_job_preempting(job))
+	if (hdm_job_preempting(job))
 		return true;
 	if (now < __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
 		return false;
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	/* A WAIT the step's SIGNALs may satisfy is ready now, not only once the step ends. */
 	if (job->signalled) {
-		hpu_qman_recheck(core);
+		hdm_qman_recheck(core);
 		job->signalled = false;
 	}
-	for (r = 0; r < HPU_QMAN_QUEUES && !others; r++)
-		others = r != job->queue && hpu_qman_ready(core, r);
-	hpu_core_unlock(core);
+	for (r = 0; r < HDM_QMAN_QUEUES && !others; r++)
+		others = r != job->queue && hdm_qman_ready(core, r);
+	hdm_core_unlock(core);
 	if (!others)
 		__atomic_store_n(&job->yield_ns, now + HPU_ENGINE_SLICE_US * 1000ull,
 				 __ATOMIC_RELAXED);
 	return others;
 }
 
-void hpu_job_slice_extend(struct hpu_job *job, uint64_t ns)
+void hdm_job_slice_extend(struct hdm_job *job, uint64_t ns)
 {
-	uint64_t at = hpu_core_now_ns() + ns;
+	uint64_t at = hdm_core_now_ns() + ns;
 
 	if (at > __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&job->yield_ns, at, __ATOMIC_RELAXED);
 }
 
 /* The step in queue q that began at step_ns ended: queues that were ready waited for it. */
-static void hpu_qman_defer_others(struct hpu_dev_core *core, unsigned int q)
+static void hdm_qman_defer_others(struct hdm_core *core, unsigned int q)
 {
-	uint64_t ran = hpu_core_now_ns() - core->qman.step_ns;
+	uint64_t ran = hdm_core_now_ns() - core->qman.step_ns;
 	unsigned int r;
 
 	core->qman.current = -1;
-	for (r = 0; r < HPU_QMAN_QUEUES; r++)
-		if (r != q && hpu_qman_ready(core, r))
+	for (r = 0; r < HDM_QMAN_QUEUES; r++)
+		if (r != q && hdm_qman_ready(core, r))
 			core->qman.queues[r].deferred_ns += ran;
 }
 
-uint32_t hpu_q_read_deferred(struct hpu_dev_core *core, unsigned int q)
+uint32_t hdm_q_read_deferred(struct hdm_core *core, unsigned int q)
 {
 	uint64_t ns = core->qman.queues[q].deferred_ns, us;
 
 	/* The step in progress counts too: a long packet of another queue is what a timeout excuses. */
 	if (core->qman.current >= 0 && (unsigned int)core->qman.current != q &&
-	    hpu_qman_ready(core, q))
-		ns += hpu_core_now_ns() - core->qman.step_ns;
+	    hdm_qman_ready(core, q))
+		ns += hdm_core_now_ns() - core->qman.step_ns;
 	us = ns / 1000;
 	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
 /* Start the job at CI, or resume a parked one, and run it as far as it goes. */
-static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
+static void hdm_qman_step(struct hdm_core *core, unsigned int q)
 {
-	struct hpu_qman_queue *qq = &core->qman.queues[q];
-	struct hpu_job *job = &qq->job;
-	bool fresh = !qq->parked, uq = hpu_qman_is_uq(q), preempting;
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
+	struct hdm_job *job = &qq->job;
+	bool fresh = !qq->parked, uq = hdm_qman_is_uq(q), preempting;
 	/* Where a job parked on a WAIT in a callee is, for a reset that ends it there. */
-	bool in_call = qq->parked && (HPU_Q_REG(core, q, STATUS) & HPU_Q_STATUS_WAITING) &&
+	bool in_call = qq->parked && (HDM_Q_REG(core, q, STATUS) & HPU_Q_STATUS_WAITING) &&
 		       job->call.size;
 	uint32_t pos = job->pos;
 	uint64_t call_pos = job->call.pos;
-	struct hpu_qman_saved *saved = NULL;
-	enum hpu_pkt_status status;
-	struct hpu_hbm *hbm;
+	struct hdm_qman_saved *saved = NULL;
+	enum hdm_pkt_status status;
+	struct hdm_hbm *hbm;
 
 	qq->running = true;
 	qq->parked = false;
 	qq->recheck = false;
-	HPU_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE;
+	HDM_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE;
 	job->core = core;
 	job->queue = q;
 	job->gen = core->gen;
 	core->qman.current = (int)q;
-	core->qman.step_ns = hpu_core_now_ns();
+	core->qman.step_ns = hdm_core_now_ns();
 	job->yield_ns = core->qman.step_ns + HPU_ENGINE_SLICE_US * 1000ull;
-	job->hbm = hpu_hbm_get(core->hbm);
+	job->hbm = hdm_hbm_get(core->hbm);
 	job->signalled = false;
 	if (fresh) {
 		/* PI != CI: the ring, and a user queue's context, cannot change under the job. */
-		job->slot = hpu_q_ring(core, q) +
-			    (uint64_t)(HPU_Q_REG(core, q, CI) % HPU_Q_REG(core, q, RING_SIZE)) *
+		job->slot = hdm_q_ring(core, q) +
+			    (uint64_t)(HDM_Q_REG(core, q, CI) % HDM_Q_REG(core, q, RING_SIZE)) *
 				    sizeof(struct hpu_queue_desc);
 		/* A kernel queue's descriptor names its context; until it is read, events say 0. */
-		job->asid = uq ? HPU_UQ_REG(core, q, ASID) : 0;
+		job->asid = uq ? HDM_UQ_REG(core, q, ASID) : 0;
 		job->tag = 0;
 		job->pos = 0;
 		job->moved = 0;
@@ -588,90 +588,90 @@ static void hpu_qman_step(struct hpu_dev_core *core, unsigned int q)
 		job->fault = 0;
 		job->engine = HPU_ENGINE_QMAN;
 	}
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 
 	/* What a job a device reset abandoned kept is not the new job's to write back. */
 	if (fresh)
-		hpu_qman_drop_kept(job, false);
-	if (fresh && (uq ? hpu_uq_job_load(job) : hpu_job_load(job)))
-		status = HPU_PKT_FAILED;
-	else if (hpu_job_preempting(job))
-		status = HPU_PKT_YIELDED; /* a parked job, or one just loaded */
+		hdm_qman_drop_kept(job, false);
+	if (fresh && (uq ? hdm_uq_job_load(job) : hdm_job_load(job)))
+		status = HDM_PKT_FAILED;
+	else if (hdm_job_preempting(job))
+		status = HDM_PKT_YIELDED; /* a parked job, or one just loaded */
 	else
-		status = hpu_pkt_run(job);
-	preempting = status != HPU_PKT_DONE && status != HPU_PKT_FAILED &&
-		     hpu_job_preempting(job);
+		status = hdm_pkt_run(job);
+	preempting = status != HDM_PKT_DONE && status != HDM_PKT_FAILED &&
+		     hdm_job_preempting(job);
 	if (preempting)
-		saved = hpu_qman_save(job);
-	if (status != HPU_PKT_YIELDED)
-		hpu_qman_drop_kept(job, true);
-	if (uq && (status == HPU_PKT_DONE || status == HPU_PKT_FAILED))
-		hpu_uq_job_end(job, status);
+		saved = hdm_qman_save(job);
+	if (status != HDM_PKT_YIELDED)
+		hdm_qman_drop_kept(job, true);
+	if (uq && (status == HDM_PKT_DONE || status == HDM_PKT_FAILED))
+		hdm_uq_job_end(job, status);
 
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	/* A job set aside ends as a completed one does, CI moving past it. */
-	if (preempting && hpu_qman_set_aside(core, qq, saved))
-		status = HPU_PKT_DONE;
+	if (preempting && hdm_qman_set_aside(core, qq, saved))
+		status = HDM_PKT_DONE;
 	else if (saved)
-		hpu_qman_unsave(job, saved);
-	if ((status == HPU_PKT_DONE || status == HPU_PKT_FAILED) && job->gen == core->gen)
-		hpu_qman_note_abort(core, job, in_call, pos, call_pos);
-	hpu_qman_end_step(core, qq, status);
-	hpu_qman_defer_others(core, q);
+		hdm_qman_unsave(job, saved);
+	if ((status == HDM_PKT_DONE || status == HDM_PKT_FAILED) && job->gen == core->gen)
+		hdm_qman_note_abort(core, job, in_call, pos, call_pos);
+	hdm_qman_end_step(core, qq, status);
+	hdm_qman_defer_others(core, q);
 	hbm = job->hbm;
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	/* The last reference to an HBM a reset replaced frees it: slow, so unlocked. */
-	hpu_hbm_put(hbm);
-	hpu_core_lock(core);
+	hdm_hbm_put(hbm);
+	hdm_core_lock(core);
 }
 
 /* Free HBM a reset replaced.  Lock held, dropped meanwhile. */
-static void hpu_qman_free_retired(struct hpu_dev_core *core)
+static void hdm_qman_free_retired(struct hdm_core *core)
 {
-	struct hpu_hbm *hbm = core->qman.retired;
+	struct hdm_hbm *hbm = core->qman.retired;
 
 	core->qman.retired = NULL;
-	hpu_core_unlock(core);
-	hpu_hbm_put(hbm);
-	hpu_core_lock(core);
+	hdm_core_unlock(core);
+	hdm_hbm_put(hbm);
+	hdm_core_lock(core);
 }
 
 /* Free the entries resets dropped.  Lock held, dropped meanwhile. */
-static void hpu_qman_free_dropped(struct hpu_dev_core *core)
+static void hdm_qman_free_dropped(struct hdm_core *core)
 {
-	struct hpu_qman_saved *s = core->qman.dropped, *next;
+	struct hdm_qman_saved *s = core->qman.dropped, *next;
 
 	core->qman.dropped = NULL;
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	for (; s; s = next) {
 		next = s->next;
-		hpu_qman_saved_free(core, s);
+		hdm_qman_saved_free(core, s);
 	}
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 }
 
-void hpu_qman_destroy(struct hpu_dev_core *core)
+void hdm_qman_destroy(struct hdm_core *core)
 {
 	unsigned int q;
 
-	hpu_core_lock(core);
-	for (q = 0; q < HPU_QMAN_QUEUES; q++) {
-		hpu_qman_drop_saved(core, q);
-		hpu_qman_drop_kept(&core->qman.queues[q].job, false);
+	hdm_core_lock(core);
+	for (q = 0; q < HDM_QMAN_QUEUES; q++) {
+		hdm_qman_drop_saved(core, q);
+		hdm_qman_drop_kept(&core->qman.queues[q].job, false);
 	}
-	hpu_qman_free_dropped(core);
-	hpu_core_unlock(core);
+	hdm_qman_free_dropped(core);
+	hdm_core_unlock(core);
 }
 
 /* Under the lock: the next queue that can make progress, round robin, or -1. */
-static int hpu_qman_next(struct hpu_dev_core *core, bool take)
+static int hdm_qman_next(struct hdm_core *core, bool take)
 {
 	unsigned int i;
 
-	for (i = 0; i < HPU_QMAN_QUEUES; i++) {
-		unsigned int q = (core->qman.next + i) % HPU_QMAN_QUEUES;
+	for (i = 0; i < HDM_QMAN_QUEUES; i++) {
+		unsigned int q = (core->qman.next + i) % HDM_QMAN_QUEUES;
 
-		if (hpu_qman_ready(core, q)) {
+		if (hdm_qman_ready(core, q)) {
 			if (take)
 				core->qman.next = q + 1;
 			return (int)q;
@@ -680,80 +680,80 @@ static int hpu_qman_next(struct hpu_dev_core *core, bool take)
 	return -1;
 }
 
-void hpu_core_engine_run(struct hpu_dev_core *core)
+void hdm_core_engine_run(struct hdm_core *core)
 {
 	int q;
 
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	while (!core->qman.stopping) {
 		if (core->qman.retired)
-			hpu_qman_free_retired(core);
+			hdm_qman_free_retired(core);
 		else if (core->qman.dropped)
-			hpu_qman_free_dropped(core);
-		else if ((q = hpu_qman_next(core, true)) >= 0)
-			hpu_qman_step(core, (unsigned int)q);
+			hdm_qman_free_dropped(core);
+		else if ((q = hdm_qman_next(core, true)) >= 0)
+			hdm_qman_step(core, (unsigned int)q);
 		else
 			break;
 	}
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 }
 
-static void hpu_qman_relax(void)
+static void hdm_qman_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
 }
 
-uint32_t hpu_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns)
+uint32_t hdm_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns)
 {
 	/* Work came while polling (or was there). */
 	if (idle_ns <= poll_ns)
 		return poll_ns;
 	/* Slept through a gap a longer window would have covered. */
-	if (idle_ns <= HPU_ENGINE_POLL_MAX_NS) {
+	if (idle_ns <= HDM_ENGINE_POLL_MAX_NS) {
 		if (!poll_ns)
-			return HPU_ENGINE_POLL_START_NS;
-		return poll_ns < HPU_ENGINE_POLL_MAX_NS / 2 ? 2 * poll_ns : HPU_ENGINE_POLL_MAX_NS;
+			return HDM_ENGINE_POLL_START_NS;
+		return poll_ns < HDM_ENGINE_POLL_MAX_NS / 2 ? 2 * poll_ns : HDM_ENGINE_POLL_MAX_NS;
 	}
 	/* Idle for longer than any window: poll less, down to not at all. */
-	return poll_ns / 2 < HPU_ENGINE_POLL_START_NS ? 0 : poll_ns / 2;
+	return poll_ns / 2 < HDM_ENGINE_POLL_START_NS ? 0 : poll_ns / 2;
 }
 
-bool hpu_core_engine_wait(struct hpu_dev_core *core)
+bool hdm_core_engine_wait(struct hdm_core *core)
 {
-	uint64_t start = hpu_core_now_ns(), until;
+	uint64_t start = hdm_core_now_ns(), until;
 	bool run;
 
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	until = start + core->qman.poll_ns;
 	while (!core->qman.stopping && !core->qman.retired && !core->qman.dropped &&
-	       hpu_qman_next(core, false) < 0) {
+	       hdm_qman_next(core, false) < 0) {
 		uint32_t kicks = __atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE);
 
-		if (hpu_core_now_ns() >= until) {
+		if (hdm_core_now_ns() >= until) {
 			pthread_cond_wait(&core->qman.work, &core->lock);
 			continue;
 		}
 		/* Unlocked, so that MMIO never waits for the poll. */
-		hpu_core_unlock(core);
+		hdm_core_unlock(core);
 		while (__atomic_load_n(&core->qman.kicks, __ATOMIC_ACQUIRE) == kicks &&
-		       hpu_core_now_ns() < until)
-			hpu_qman_relax();
-		hpu_core_lock(core);
+		       hdm_core_now_ns() < until)
+			hdm_qman_relax();
+		hdm_core_lock(core);
 	}
-	core->qman.poll_ns = hpu_qman_poll_window(core->qman.poll_ns, hpu_core_now_ns() - start);
+	core->qman.poll_ns = hdm_qman_poll_window(core->qman.poll_ns, hdm_core_now_ns() - start);
 	run = !core->qman.stopping;
-	hpu_core_unlock(core);
+	hdm_core_unlock(core);
 	return run;
 }
 
-void hpu_core_engine_stop(struct hpu_dev_core *core)
+void hdm_core_engine_stop(struct hdm_core *core)
 {
-	hpu_core_lock(core);
+	hdm_core_lock(core);
 	core->qman.stopping = true;
 	/* Cut a running job short at its next step, as a reset would. */
 	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
-	hpu_qman_kick(core);
-	hpu_core_unlock(core);
+	hdm_qman_kick(core);
+	hdm_core_unlock(core);
 }

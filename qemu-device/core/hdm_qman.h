@@ -5,7 +5,7 @@
  *
  * The engine's queues are the HPU_NUM_QUEUES kernel queues, numbered 0..,
  * then the HPU_NUM_UQ user queues (1.3): user queue u is the engine's
- * queue HPU_QMAN_UQ(u).  Both kinds share one lifecycle; a user queue's
+ * queue HDM_QMAN_UQ(u).  Both kinds share one lifecycle; a user queue's
  * job differs in how it is fetched and ended (hdm_uq.c): its descriptor and
  * command buffer are read through the MMU in the bound context, any
  * privileged packet fails it, its status is written back into the
@@ -28,20 +28,20 @@
  * sleeping host thread costs the vCPU that writes the doorbell 10-20 us,
  * more than a small job's run.  How long it polls adapts to the gaps
  * between jobs, as QEMU's event loop does for its own polling: a gap it
- * slept through but no longer than HPU_ENGINE_POLL_MAX_NS doubles the
+ * slept through but no longer than HDM_ENGINE_POLL_MAX_NS doubles the
  * window, a longer one halves it, so a device used in steps (a training
  * loop's, an eager stream's) polls across their gaps and an idle one
  * costs no CPU.
  *
  * A kernel queue's job can be set aside (Q_CTRL PREEMPT, 1.6): at its next
  * yield point the engine moves what the job slot holds of its progress into
- * an entry of the queue's table (struct hpu_qman_saved) and CI moves on; a
+ * an entry of the queue's table (struct hdm_qman_saved) and CI moves on; a
  * descriptor with HPU_QUEUE_DESC_RESUME takes the entry back.  Resets move
  * entries to a list the engine frees, since their staging buffers count in
  * the engine's held bytes.
  */
-#ifndef HPU_QMAN_H
-#define HPU_QMAN_H
+#ifndef HDM_QMAN_H
+#define HDM_QMAN_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,22 +51,22 @@
 #include "hdm_job.h"
 #include "hpu_regs.h"
 
-/* A preempted job's progress: what struct hpu_job holds beyond its descriptor. */
-struct hpu_qman_saved {
-	struct hpu_qman_saved *next; /* on hpu_qman.dropped */
+/* A preempted job's progress: what struct hdm_job holds beyond its descriptor. */
+struct hdm_qman_saved {
+	struct hdm_qman_saved *next; /* on hdm_qman.dropped */
 	uint64_t tag;
 	uint32_t asid, cb_size, priv_offset, pos, engine;
 	uint64_t moved, call_addr, call_size, call_pos;
-	struct hpu_tmem_set *held;
+	struct hdm_tmem_set *held;
 	void *scratch;
 	uint64_t scratch_len;
 	uint32_t decoded_len;
-	uint8_t decoded[HPU_JOB_DECODED_MAX];
+	uint8_t decoded[HDM_JOB_DECODED_MAX];
 	uint8_t cb[]; /* cb_size bytes: a RESUME must run the same command buffer */
 };
 
 /* The engine's side of one queue, under the core lock unless noted. */
-struct hpu_qman_queue {
+struct hdm_qman_queue {
 	bool running;      /* the engine is in this queue's job (of the current reset generation) */
 	bool parked;       /* its job is stalled on a WAIT, or yielded */
 	bool recheck;      /* something may have satisfied that WAIT; always, after a yield */
@@ -75,46 +75,46 @@ struct hpu_qman_queue {
 	uint32_t abort_pi; /* CI once the abort, or a set-aside with drop_rest, is done */
 	uint32_t preempt;  /* Q_CTRL PREEMPT pending; __atomic, as abort */
 	bool drop_rest;    /* with it (RESET | PREEMPT): CI moves to abort_pi, not past the job */
-	struct hpu_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
-	struct hpu_job job; /* the engine's alone */
+	struct hdm_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
+	struct hdm_job job; /* the engine's alone */
 };
 
-/* The engine's queues: kernel ones, then user ones; user queue u is HPU_QMAN_UQ(u). */
-#define HPU_QMAN_QUEUES (HPU_NUM_QUEUES + HPU_NUM_UQ)
-#define HPU_QMAN_UQ(u) (HPU_NUM_QUEUES + (u))
+/* The engine's queues: kernel ones, then user ones; user queue u is HDM_QMAN_UQ(u). */
+#define HDM_QMAN_QUEUES (HPU_NUM_QUEUES + HPU_NUM_UQ)
+#define HDM_QMAN_UQ(u) (HPU_NUM_QUEUES + (u))
 
-static inline bool hpu_qman_is_uq(unsigned int q)
+static inline bool hdm_qman_is_uq(unsigned int q)
 {
 	return q >= HPU_NUM_QUEUES;
 }
 
 /* The number events and logs give the engine's queue q. */
-static inline uint32_t hpu_qman_queue_id(unsigned int q)
+static inline uint32_t hdm_qman_queue_id(unsigned int q)
 {
-	return hpu_qman_is_uq(q) ? HPU_EVENT_QUEUE_UQ(q - HPU_NUM_QUEUES) : q;
+	return hdm_qman_is_uq(q) ? HPU_EVENT_QUEUE_UQ(q - HPU_NUM_QUEUES) : q;
 }
 
 /* The engine's polling window: the first after a gap it slept through, and the longest. */
-#define HPU_ENGINE_POLL_START_NS 16000u
-#define HPU_ENGINE_POLL_MAX_NS 1000000u
+#define HDM_ENGINE_POLL_START_NS 16000u
+#define HDM_ENGINE_POLL_MAX_NS 1000000u
 
-struct hpu_qman {
+struct hdm_qman {
 	pthread_cond_t work; /* the engine may have something to do, or must stop */
 	uint32_t kicks;      /* bumped with each signal of work; __atomic, polled unlocked */
 	uint32_t poll_ns;    /* how long the engine polls before it sleeps */
 	bool stopping;
-	struct hpu_hbm *retired; /* HBM a reset replaced, for the engine to free */
-	struct hpu_qman_saved *dropped; /* entries a reset dropped, for the engine to free */
+	struct hdm_hbm *retired; /* HBM a reset replaced, for the engine to free */
+	struct hdm_qman_saved *dropped; /* entries a reset dropped, for the engine to free */
 	unsigned int next;   /* round robin */
 	int current;         /* the queue the engine is in, or -1 */
 	uint64_t step_ns;    /* when the engine went in */
 	uint64_t held;       /* bytes of the jobs' held staging buffers (hdm_tmem.h); the engine's */
-	uint64_t held_max;   /* HPU_TMEM_HELD_MAX (tests lower it) */
-	struct hpu_qman_queue queues[HPU_QMAN_QUEUES];
-	uint8_t bounce[HPU_DMA_STEP]; /* the engine's alone */
+	uint64_t held_max;   /* HDM_TMEM_HELD_MAX (tests lower it) */
+	struct hdm_qman_queue queues[HDM_QMAN_QUEUES];
+	uint8_t bounce[HDM_DMA_STEP]; /* the engine's alone */
 };
 
 /* The polling window after an idle spell of idle_ns with a window of poll_ns. */
-uint32_t hpu_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns);
+uint32_t hdm_qman_poll_window(uint32_t poll_ns, uint64_t idle_ns);
 
-#endif /* HPU_QMAN_H */
+#endif /* HDM_QMAN_H */

@@ -11,18 +11,18 @@
  * checks every page before anything is written.
  *
  * Staging costs host memory the guest names (a range may span 2^48 bytes:
- * one HBM page mapped over and over), so a set stages HPU_TMEM_STAGE_MAX
+ * one HBM page mapped over and over), so a set stages HDM_TMEM_STAGE_MAX
  * bytes at most; a packet that needs more is refused, and a queue reset
  * stops a gather or scatter between two runs.  A packet that yields keeps
  * its staging buffers for when it goes on (job->held), as long as all the
- * yielded packets keep HPU_TMEM_HELD_MAX bytes at most (a guest could have
+ * yielded packets keep HDM_TMEM_HELD_MAX bytes at most (a guest could have
  * a yielded packet on every queue); past that it writes its staged outputs
  * back and stages again when it goes on, so a step that staged runs
- * HPU_TMEM_SLICE_RATIO times as long as its gathering took before it
+ * HDM_TMEM_SLICE_RATIO times as long as its gathering took before it
  * yields.
  */
-#ifndef HPU_TMEM_H
-#define HPU_TMEM_H
+#ifndef HDM_TMEM_H
+#define HDM_TMEM_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,34 +31,34 @@
 #include "hpu_kernels.h"
 
 /* Every tensor of a launch may be a distinct range. */
-#define HPU_TMEM_MAX HPU_KERNEL_MAX_TENSORS
+#define HDM_TMEM_MAX HPU_KERNEL_MAX_TENSORS
 
 /* Bytes a set stages at most, all its ranges together. */
-#define HPU_TMEM_STAGE_MAX (1ull << 30)
+#define HDM_TMEM_STAGE_MAX (1ull << 30)
 
 /* Bytes of staging buffers the yielded packets of all queues keep at most. */
-#define HPU_TMEM_HELD_MAX (256ull << 20)
+#define HDM_TMEM_HELD_MAX (256ull << 20)
 
 /*
  * A step that staged computes this many times as long as it gathered, at
  * least, before it yields: copies take half its time at most (the
  * scatter costing about what the gather did), and a queue waiting for it
- * waits about 2 + 2 * HPU_TMEM_SLICE_RATIO gathers' time.
+ * waits about 2 + 2 * HDM_TMEM_SLICE_RATIO gathers' time.
  */
-#define HPU_TMEM_SLICE_RATIO 2u
+#define HDM_TMEM_SLICE_RATIO 2u
 
-struct hpu_tmem {
+struct hdm_tmem {
 	uint64_t va, len;
 	bool write;
 	uint8_t *host;   /* byte va, once mapped */
 	uint8_t *staged; /* the staging buffer host points into, or NULL */
 };
 
-struct hpu_tmem_set {
+struct hdm_tmem_set {
 	unsigned int count;
 	unsigned int mapped;
 	uint64_t staged;   /* bytes of the mapped ranges' staging buffers */
-	struct hpu_tmem r[HPU_TMEM_MAX];
+	struct hdm_tmem r[HDM_TMEM_MAX];
 };
 
 /*
@@ -68,67 +68,67 @@ struct hpu_tmem_set {
  * range does not fit the 64-bit address space (guest input: every step is
  * checked).
  */
-int hpu_tmem_extent(uint64_t va, uint32_t ndim, const uint64_t *shape, const int64_t *strides,
+int hdm_tmem_extent(uint64_t va, uint32_t ndim, const uint64_t *shape, const int64_t *strides,
 		    unsigned int esize, uint64_t *lo, uint64_t *len);
 
 /* Start an empty set. */
-void hpu_tmem_init(struct hpu_tmem_set *set);
+void hdm_tmem_init(struct hdm_tmem_set *set);
 
 /*
  * Index of the range [va, va + len) (len > 0) in the set, added if new (at
- * most HPU_TMEM_MAX distinct ranges); write widens its intent.
+ * most HDM_TMEM_MAX distinct ranges); write widens its intent.
  */
-unsigned int hpu_tmem_add(struct hpu_tmem_set *set, uint64_t va, uint64_t len, bool write);
+unsigned int hdm_tmem_add(struct hdm_tmem_set *set, uint64_t va, uint64_t len, bool write);
 
 /*
  * Map every range of the set.  0, or -1 with the job's fault: MMU_FAULT at
  * the first VA without a permitted mapping, DMA_ERROR when host memory
- * cannot be read or staged, BAD_KERNEL past HPU_TMEM_STAGE_MAX, ABORTED on
+ * cannot be read or staged, BAD_KERNEL past HDM_TMEM_STAGE_MAX, ABORTED on
  * a queue reset.  On failure nothing stays mapped.
  */
-int hpu_tmem_map(struct hpu_job *job, struct hpu_tmem_set *set);
+int hdm_tmem_map(struct hdm_job *job, struct hdm_tmem_set *set);
 
 /*
- * Map a compute packet's operands, as hpu_tmem_map(): if the packet yielded
+ * Map a compute packet's operands, as hdm_tmem_map(): if the packet yielded
  * keeping its staging buffers (job->held, the same ranges), it takes them
  * back instead of gathering again; else they are dropped.
  */
-int hpu_tmem_map_operands(struct hpu_job *job, struct hpu_tmem_set *set);
+int hdm_tmem_map_operands(struct hdm_job *job, struct hdm_tmem_set *set);
 
 /*
  * Scatter the staged written ranges back at the packet's end; 0, or -1 with
  * the job's fault (ABORTED if the job was cancelled: nothing is written
  * then).
  */
-int hpu_tmem_write_back(struct hpu_job *job, struct hpu_tmem_set *set);
+int hdm_tmem_write_back(struct hdm_job *job, struct hdm_tmem_set *set);
 
 /*
- * The packet yields: its staging buffers go to job->held if HPU_TMEM_HELD_MAX
+ * The packet yields: its staging buffers go to job->held if HDM_TMEM_HELD_MAX
  * allows (the set is left empty), else its staged outputs are written back
- * (hpu_tmem_write_back()).
+ * (hdm_tmem_write_back()).
  */
-int hpu_tmem_yield(struct hpu_job *job, struct hpu_tmem_set *set);
+int hdm_tmem_yield(struct hdm_job *job, struct hdm_tmem_set *set);
 
 /*
  * The job's held buffers are not taken back (its packet was rewritten, or
  * the job ends): written back if write_back and the job was not cancelled,
  * and freed.  The engine thread's alone, as job->held is.
  */
-void hpu_tmem_drop_held(struct hpu_job *job, bool write_back);
+void hdm_tmem_drop_held(struct hdm_job *job, bool write_back);
 
 /* Free held buffers no job holds now (a preempted job's, hdm_qman.h), unwritten.  The engine's. */
-void hpu_tmem_free_held(struct hpu_dev_core *core, struct hpu_tmem_set *held);
+void hdm_tmem_free_held(struct hdm_core *core, struct hdm_tmem_set *held);
 
 /* Whether mapped range i of the set is staged (its host pointer changes at each mapping). */
-static inline bool hpu_tmem_staged(const struct hpu_tmem_set *set, unsigned int i)
+static inline bool hdm_tmem_staged(const struct hdm_tmem_set *set, unsigned int i)
 {
 	return set->r[i].staged != NULL;
 }
 
 /* The host has no memory for what an engine needs: logged, DMA_ERROR at addr; returns -1. */
-int hpu_tmem_oom(struct hpu_job *job, const char *what, uint64_t addr);
+int hdm_tmem_oom(struct hdm_job *job, const char *what, uint64_t addr);
 
-/* Free the staging buffers; the set may be reused after hpu_tmem_init(). */
-void hpu_tmem_release(struct hpu_tmem_set *set);
+/* Free the staging buffers; the set may be reused after hdm_tmem_init(). */
+void hdm_tmem_release(struct hdm_tmem_set *set);
 
-#endif /* HPU_TMEM_H */
+#endif /* HDM_TMEM_H */

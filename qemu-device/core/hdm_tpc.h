@@ -6,7 +6,7 @@
  * the kernel's work items into parts, one per TPC, that the engine thread
  * and a pool of worker threads take in turn.  A queue reset is noticed
  * between parts, and inside items of long work.  Once the job's slice is
- * over (hpu_job_slice_over()), a launch yields between two parts and goes
+ * over (hdm_job_slice_over()), a launch yields between two parts and goes
  * on with the parts left when the job runs again, mapped, decoded and
  * checked anew (its staged outputs written back meanwhile, hdm_tmem.h).
  * A kernel's items may come in phases, every item of one before any of
@@ -20,8 +20,8 @@
  * other and with the vCPUs.
  * The engine thread alone starts runs, one at a time.
  */
-#ifndef HPU_TPC_H
-#define HPU_TPC_H
+#ifndef HDM_TPC_H
+#define HDM_TPC_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -31,25 +31,25 @@
 
 /*
  * Parts are sized by work, the elements their items visit (an item of an
- * elementwise kernel visits one; hpu_kernel_def.work says how many others'
+ * elementwise kernel visits one; hdm_kernel_def.work says how many others'
  * do).  The least work worth a TPC of its own: smaller launches run on
  * fewer.
  */
-#define HPU_TPC_PART_ITEMS 4096u
+#define HDM_TPC_PART_ITEMS 4096u
 /*
  * The most work in one part: a launch larger than num_tpc of these runs in
  * more parts than TPCs, queued on the pool, so that a cancelled job (a
  * queue reset gives the device a second) stops within one part -
  * milliseconds - whatever the launch's size.  An item of more work than
  * this is a part of its own and polls for cancellation itself
- * (hpu_kpace()).
+ * (hdm_kpace()).
  */
-#define HPU_TPC_PART_MAX_ITEMS (1u << 19)
+#define HDM_TPC_PART_MAX_ITEMS (1u << 19)
 
 /* One part of a run: part is first .. parts - 1, each run once, on any of the pool's threads. */
-typedef void hpu_tpc_part_fn(void *ctx, uint64_t part);
+typedef void hdm_tpc_part_fn(void *ctx, uint64_t part);
 
-struct hpu_tpc_pool {
+struct hdm_tpc_pool {
 	pthread_mutex_t lock; /* guards the run below */
 	pthread_cond_t work;  /* parts are waiting, or the pool stops */
 	pthread_cond_t done;  /* the run's last part ended */
@@ -58,26 +58,26 @@ struct hpu_tpc_pool {
 	unsigned int nr_threads;
 	pthread_t *threads;
 	/* The run in progress, if parts > 0: parts first .. parts - 1, none started once yield's over. */
-	hpu_tpc_part_fn *fn;
+	hdm_tpc_part_fn *fn;
 	void *ctx;
 	uint64_t first, parts, next, ended;
-	struct hpu_job *yield;
+	struct hdm_job *yield;
 };
 
 /* Start one worker per further host CPU; fewer if the host refuses. */
-void hpu_tpc_init(struct hpu_tpc_pool *pool);
+void hdm_tpc_init(struct hdm_tpc_pool *pool);
 /* Stop and join the workers; no run may be in progress. */
-void hpu_tpc_destroy(struct hpu_tpc_pool *pool);
+void hdm_tpc_destroy(struct hdm_tpc_pool *pool);
 /*
  * fn(ctx, p) for p from first (< parts) on, on the calling thread and
  * workers, in order of p; once the slice of job yield is over
- * (hpu_job_slice_over(); NULL: never), no further part starts, one at
+ * (hdm_job_slice_over(); NULL: never), no further part starts, one at
  * least having.  Returns once the parts started ended: how many parts are
  * done, all of [0, it).
  */
-uint64_t hpu_tpc_pool_run(struct hpu_tpc_pool *pool, hpu_tpc_part_fn *fn, void *ctx,
-			  uint64_t first, uint64_t parts, struct hpu_job *yield);
+uint64_t hdm_tpc_pool_run(struct hdm_tpc_pool *pool, hdm_tpc_part_fn *fn, void *ctx,
+			  uint64_t first, uint64_t parts, struct hdm_job *yield);
 
-enum hpu_pkt_status hpu_tpc_launch(struct hpu_job *job, const uint8_t *pkt);
+enum hdm_pkt_status hdm_tpc_launch(struct hdm_job *job, const uint8_t *pkt);
 
-#endif /* HPU_TPC_H */
+#endif /* HDM_TPC_H */

@@ -5,7 +5,7 @@
  * rounds): with every operand packed, the typed loop the compiler made
  * vector code of, against the same launch on views with every row
  * reversed (stride -1: the same memory in the same order of lines, but
- * not packed), which walk element by element (hpu_kwalk(),
+ * not packed), which walk element by element (hdm_kwalk(),
  * ARCHITECTURE.md).  The two layouts take turns, so the host's load weighs
  * on both alike.
  *   kernel_<name>_ns_per_element   packed operands

@@ -13,7 +13,7 @@
 
 #include "hpu_dev_harness.h"
 
-const struct hpu_core_config hpu_test_cfg = {
+const struct hdm_core_config hpu_test_cfg = {
 	.hbm_size = (32ull << 30) + (2u << 20), /* both halves of HBM_SIZE non-zero */
 	.num_dma = 8,
 	.num_mme = 2,
@@ -95,7 +95,7 @@ static uint64_t hpu_test_now_ns(void *opaque)
 	return t->clock;
 }
 
-static const struct hpu_core_ops hpu_test_ops = {
+static const struct hdm_core_ops hpu_test_ops = {
 	.dma_read = hpu_test_dma_read,
 	.dma_write = hpu_test_dma_write,
 	.irq_raise = hpu_test_irq_raise,
@@ -123,12 +123,12 @@ void hpu_check_eq(struct hpu_test *t, uint64_t got, uint64_t want, const char *w
 
 uint32_t hpu_rd(struct hpu_test *t, uint32_t offset)
 {
-	return hpu_core_mmio_read(t->core, offset, 4);
+	return hdm_core_mmio_read(t->core, offset, 4);
 }
 
 void hpu_wr(struct hpu_test *t, uint32_t offset, uint32_t value)
 {
-	hpu_core_mmio_write(t->core, offset, value, 4);
+	hdm_core_mmio_write(t->core, offset, value, 4);
 }
 
 void hpu_test_expect_error(struct hpu_test *t, uint32_t code, int line)
@@ -151,7 +151,7 @@ void hpu_test_image_seal(uint8_t *img, uint32_t payload_size)
 	uLong crc = crc32(0, img, HPU_FW_CRC_OFFSET);
 
 	crc = crc32(crc, img + HPU_FW_HEADER_SIZE, payload_size);
-	hpu_st_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
+	hdm_st_le32(img + HPU_FW_CRC_OFFSET, (uint32_t)crc);
 }
 
 uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
@@ -160,11 +160,11 @@ uint8_t *hpu_test_image_build(struct hpu_test *t, uint32_t payload_size)
 	uint32_t i;
 
 	memset(img, 0, HPU_FW_HEADER_SIZE);
-	hpu_st_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
-	hpu_st_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
-	hpu_st_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
-	hpu_st_le32(img + HPU_HDR_OFF(payload_size), payload_size);
-	hpu_st_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
+	hdm_st_le32(img + HPU_HDR_OFF(magic), HPU_FW_MAGIC);
+	hdm_st_le32(img + HPU_HDR_OFF(if_version), HPU_FW_IF_VERSION);
+	hdm_st_le32(img + HPU_HDR_OFF(header_size), HPU_FW_HEADER_SIZE);
+	hdm_st_le32(img + HPU_HDR_OFF(payload_size), payload_size);
+	hdm_st_le32(img + HPU_HDR_OFF(fw_version), HPU_TEST_FW_VERSION);
 	memcpy(img + HPU_HDR_OFF(version_str), "hpu-fw 1.2.3", sizeof("hpu-fw 1.2.3"));
 	for (i = 0; i < payload_size; i++)
 		img[HPU_FW_HEADER_SIZE + i] = (uint8_t)(i * 7 + 3);
@@ -187,7 +187,7 @@ void hpu_test_boot(struct hpu_test *t, uint64_t addr, uint32_t size)
 	hpu_test_boot_start(t, addr, size);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_LOADING);
 	HPU_CHECK_EQ(t, t->boots_scheduled, scheduled + 1);
-	hpu_core_boot_run(t->core);
+	hdm_core_boot_run(t->core);
 }
 
 void hpu_test_boot_good(struct hpu_test *t)
@@ -206,7 +206,7 @@ struct hpu_test *hpu_test_new(void)
 		perror("hpu_test_new");
 		exit(2);
 	}
-	if (hpu_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg)) {
+	if (hdm_core_init(t->core, &hpu_test_ops, t, &hpu_test_cfg)) {
 		fprintf(stderr, "hpu_test_new: no host memory for HBM\n");
 		exit(2);
 	}
@@ -220,7 +220,7 @@ bool hpu_tap_report(struct hpu_test *t, unsigned int n, const char *name)
 	if (!ok && t->logs)
 		printf("# last log: %s\n", t->last_log);
 	printf("%s %u - %s\n", ok ? "ok" : "not ok", n, name);
-	hpu_core_destroy(t->core);
+	hdm_core_destroy(t->core);
 	free(t->mem);
 	free(t->core);
 	free(t);
@@ -256,12 +256,12 @@ static uint64_t hpu_pt_next;
 
 uint64_t bar4_rd(struct hpu_test *t, uint64_t off)
 {
-	return hpu_core_mmu_read(t->core, off, 8);
+	return hdm_core_mmu_read(t->core, off, 8);
 }
 
 void bar4_wr(struct hpu_test *t, uint64_t off, uint64_t value)
 {
-	hpu_core_mmu_write(t->core, off, value, 8);
+	hdm_core_mmu_write(t->core, off, value, 8);
 }
 
 uint64_t pt_table(struct hpu_test *t, uint64_t entry_off)
@@ -303,13 +303,13 @@ void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len)
 
 void cb_u32(struct hpu_cb *cb, uint32_t v)
 {
-	hpu_st_le32(cb->b + cb->len, v);
+	hdm_st_le32(cb->b + cb->len, v);
 	cb->len += 4;
 }
 
 void cb_u64(struct hpu_cb *cb, uint64_t v)
 {
-	hpu_st_le64(cb->b + cb->len, v);
+	hdm_st_le64(cb->b + cb->len, v);
 	cb->len += 8;
 }
 
@@ -358,12 +358,12 @@ void cb_interrupt(struct hpu_cb *cb, uint32_t vector)
 
 uint32_t sync_value(struct hpu_test *t, unsigned int i)
 {
-	return hpu_ld_le32(t->mem + SYNC_OFF + 4 * i);
+	return hdm_ld_le32(t->mem + SYNC_OFF + 4 * i);
 }
 
 uint64_t completion(struct hpu_test *t, unsigned int q)
 {
-	return hpu_ld_le64(t->mem + COMPLETION_OFF(q));
+	return hdm_ld_le64(t->mem + COMPLETION_OFF(q));
 }
 
 void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc *d)
@@ -371,12 +371,12 @@ void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc 
 	uint32_t pi = hpu_rd(t, REG_Q(q, PI));
 	uint8_t *p = t->mem + Q_RING_OFF(q) + (pi % Q_RING_ENTRIES) * sizeof(*d);
 
-	hpu_st_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
-	hpu_st_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
-	hpu_st_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
+	hdm_st_le64(p + offsetof(struct hpu_queue_desc, cb_addr), d->cb_addr);
+	hdm_st_le32(p + offsetof(struct hpu_queue_desc, cb_size), d->cb_size);
+	hdm_st_le32(p + offsetof(struct hpu_queue_desc, priv_offset), d->priv_offset);
+	hdm_st_le32(p + offsetof(struct hpu_queue_desc, asid), d->asid);
+	hdm_st_le32(p + offsetof(struct hpu_queue_desc, flags), d->flags);
+	hdm_st_le64(p + offsetof(struct hpu_queue_desc, tag), d->tag);
 	hpu_wr(t, REG_Q(q, PI), pi + 1);
 }
 
@@ -406,15 +406,15 @@ void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t
 
 void run(struct hpu_test *t)
 {
-	hpu_core_engine_run(t->core);
+	hdm_core_engine_run(t->core);
 }
 
 void *engine_thread(void *opaque)
 {
-	struct hpu_dev_core *core = opaque;
+	struct hdm_core *core = opaque;
 
-	while (hpu_core_engine_wait(core))
-		hpu_core_engine_run(core);
+	while (hdm_core_engine_wait(core))
+		hdm_core_engine_run(core);
 	return NULL;
 }
 
@@ -440,7 +440,7 @@ uint32_t run_threaded(struct hpu_test *t, unsigned int jobs,
 		submit(t, i);
 	while (done(t) < jobs && ++waited < 20000)
 		sleep_tick();
-	hpu_core_engine_stop(t->core);
+	hdm_core_engine_stop(t->core);
 	pthread_join(thread, NULL);
 	return done(t);
 }
@@ -516,7 +516,7 @@ void expect_event(struct hpu_test *t, uint32_t type, uint32_t queue, uint32_t as
 	for (i = 0; i < HPU_ARRAY_SIZE(hpu_event_fields); i++) {
 		const uint8_t *p = ev + hpu_event_fields[i].offset;
 
-		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hpu_ld_le64(p) : hpu_ld_le32(p),
+		hpu_check_eq(t, hpu_event_fields[i].size == 8 ? hdm_ld_le64(p) : hdm_ld_le32(p),
 			     want[i], hpu_event_fields[i].name, line);
 	}
 	hpu_check(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT, "EVENT cause set", line);

@@ -28,10 +28,10 @@
 #define HPU_TEST_FW_VERSION HPU_FW_VERSION(1, 2, 3)
 #define HPU_HDR_OFF(field) offsetof(struct hpu_fw_header, field)
 
-extern const struct hpu_core_config hpu_test_cfg;
+extern const struct hdm_core_config hpu_test_cfg;
 
 struct hpu_test {
-	struct hpu_dev_core *core;
+	struct hdm_core *core;
 	uint8_t *mem; /* guest memory at HPU_TEST_MEM_BASE */
 	unsigned int irqs; /* every vector */
 	unsigned int bad_vectors; /* vectors other than the misc one */
@@ -112,7 +112,7 @@ int hpu_run_suite(const struct hpu_test_case *cases, size_t count);
 #define Q_RING_ENTRIES 16u
 #define EQ_OFF 0x18000u
 #define EQ_ENTRIES 16u
-#define CB_STRIDE 0x10400u /* > HPU_JOB_CB_MAX */
+#define CB_STRIDE 0x10400u /* > HDM_JOB_CB_MAX */
 #define CB_OFF(q, slot) (0x100000u + ((q) * Q_RING_ENTRIES + (slot)) * CB_STRIDE)
 #define SYNC_OFF 0x80000u /* a page of sync objects, completions, timestamps */
 #define SRC_OFF 0x600000u
@@ -148,7 +148,7 @@ void pt_map(struct hpu_test *t, uint32_t asid, uint64_t va, uint64_t addr, uint6
 void pt_map_host(struct hpu_test *t, uint32_t asid, uint32_t off, uint32_t len);
 
 struct hpu_cb {
-	uint8_t b[HPU_JOB_CB_MAX + 64];
+	uint8_t b[HDM_JOB_CB_MAX + 64];
 	uint32_t len;
 };
 

@@ -67,7 +67,7 @@ struct hpu_ktensor *hpu_kt_new(uint32_t dtype, uint32_t ndim, const uint64_t *sh
 			       const int64_t *strides)
 {
 	struct hpu_ktensor *t = hpu_kalloc(sizeof(*t));
-	unsigned int esize = hpu_dtype_size(dtype);
+	unsigned int esize = hdm_dtype_size(dtype);
 	int64_t lo = 0, hi = 0, step = 1;
 	uint64_t i, n;
 	uint32_t d;
@@ -82,7 +82,7 @@ struct hpu_ktensor *hpu_kt_new(uint32_t dtype, uint32_t ndim, const uint64_t *sh
 		t->v.strides[d] = strides ? strides[d] : step;
 		step *= (int64_t)shape[d];
 	}
-	n = hpu_kview_numel(&t->v);
+	n = hdm_kview_numel(&t->v);
 	/* The span of offsets the elements reach, so the allocation holds exactly them. */
 	for (d = 0; n && d < ndim; d++) {
 		int64_t reach = (int64_t)(shape[d] - 1) * t->v.strides[d];
@@ -111,22 +111,22 @@ void hpu_kt_free(struct hpu_ktensor *t)
 
 uint64_t hpu_kt_numel(const struct hpu_ktensor *t)
 {
-	return hpu_kview_numel(&t->v);
+	return hdm_kview_numel(&t->v);
 }
 
 void hpu_kt_set(struct hpu_ktensor *t, uint64_t i, double v)
 {
-	hpu_kstore_f(t->v.dtype, hpu_kview_at(&t->v, i), v);
+	hdm_kstore_f(t->v.dtype, hdm_kview_at(&t->v, i), v);
 }
 
 double hpu_kt_get(const struct hpu_ktensor *t, uint64_t i)
 {
-	return hpu_kload_f(t->v.dtype, hpu_kview_at(&t->v, i));
+	return hdm_kload_f(t->v.dtype, hdm_kview_at(&t->v, i));
 }
 
 int64_t hpu_kt_get_i(const struct hpu_ktensor *t, uint64_t i)
 {
-	return hpu_kload_i(t->v.dtype, hpu_kview_at(&t->v, i));
+	return hdm_kload_i(t->v.dtype, hdm_kview_at(&t->v, i));
 }
 
 void hpu_kt_fill(struct hpu_ktensor *t, const double *vals)
@@ -156,7 +156,7 @@ static void hpu_kt_fill_gen(struct hpu_ktensor *t, uint64_t seed, double lo, dou
 
 void hpu_kt_fill_random(struct hpu_ktensor *t, uint64_t seed, double lo, double hi)
 {
-	hpu_kt_fill_gen(t, seed, lo, hi, !hpu_dtype_is_float(t->v.dtype));
+	hpu_kt_fill_gen(t, seed, lo, hi, !hdm_dtype_is_float(t->v.dtype));
 }
 
 void hpu_kt_fill_whole(struct hpu_ktensor *t, uint64_t seed, double lo, double hi)
@@ -178,13 +178,13 @@ double hpu_kround(uint32_t dtype, double v)
 {
 	uint8_t b[8];
 
-	hpu_kstore_f(dtype, b, v);
-	return hpu_kload_f(dtype, b);
+	hdm_kstore_f(dtype, b, v);
+	return hdm_kload_f(dtype, b);
 }
 
 bool hpu_kt_gaps_intact(const struct hpu_ktensor *t)
 {
-	unsigned int esize = hpu_dtype_size(t->v.dtype);
+	unsigned int esize = hdm_dtype_size(t->v.dtype);
 	uint64_t i, n = hpu_kt_numel(t);
 	bool *elem = hpu_kalloc(t->size);
 	bool ok = true;
@@ -192,7 +192,7 @@ bool hpu_kt_gaps_intact(const struct hpu_ktensor *t)
 
 	memset(elem, 0, t->size);
 	for (i = 0; i < n; i++)
-		memset(elem + (hpu_kview_at(&t->v, i) - t->buf), 1, esize);
+		memset(elem + (hdm_kview_at(&t->v, i) - t->buf), 1, esize);
 	for (b = 0; b < t->size; b++)
 		ok &= elem[b] || t->buf[b] == HPU_KT_POISON;
 	free(elem);
@@ -202,9 +202,9 @@ bool hpu_kt_gaps_intact(const struct hpu_ktensor *t)
 /* ---- launches ---- */
 
 /* The state of a launch run outside hpu_krun(): never cancelled; a fault stays until the next. */
-static struct hpu_kstate hpu_kstate_direct;
+static struct hdm_kstate hpu_kstate_direct;
 
-void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
+void hpu_kcall_init(struct hdm_kcall *c, uint32_t kernel, unsigned int n,
 		    struct hpu_ktensor *const *t)
 {
 	unsigned int i;
@@ -222,8 +222,8 @@ const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT] = { "one range", "split", "
 #define HPU_KTHREADS 4
 
 struct hpu_krange {
-	const struct hpu_kernel_def *def;
-	const struct hpu_kcall *c;
+	const struct hdm_kernel_def *def;
+	const struct hdm_kcall *c;
 	uint64_t begin, end;
 };
 
@@ -241,7 +241,7 @@ static uint64_t hpu_kpart(uint64_t n, unsigned int k, unsigned int parts)
 	return n / parts * k + n % parts * k / parts;
 }
 
-static void hpu_krun_split(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+static void hpu_krun_split(const struct hdm_kernel_def *def, const struct hdm_kcall *c,
 			   uint64_t items, enum hpu_ksplit split)
 {
 	/* Cuts in tenths: parts of 1, 0, 2, 3 and 4 tenths. */
@@ -275,30 +275,30 @@ static void hpu_krun_split(const struct hpu_kernel_def *def, const struct hpu_kc
 }
 
 /* The bytes of every element of v, row-major: malloc'ed. */
-static uint8_t *hpu_kview_snapshot(const struct hpu_kview *v)
+static uint8_t *hpu_kview_snapshot(const struct hdm_kview *v)
 {
-	unsigned int esize = hpu_dtype_size(v->dtype);
-	uint64_t i, n = hpu_kview_numel(v);
+	unsigned int esize = hdm_dtype_size(v->dtype);
+	uint64_t i, n = hdm_kview_numel(v);
 	uint8_t *s = hpu_kalloc(n * esize);
 
 	for (i = 0; i < n; i++)
-		memcpy(s + i * esize, hpu_kview_at(v, i), esize);
+		memcpy(s + i * esize, hdm_kview_at(v, i), esize);
 	return s;
 }
 
-uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+uint64_t hpu_kitem_work(const struct hdm_kernel_def *def, const struct hdm_kcall *c,
 			uint64_t items)
 {
-	return hpu_kernel_item_work(def, c, items, def->work ? def->work(c, items) : items);
+	return hdm_kernel_item_work(def, c, items, def->work ? def->work(c, items) : items);
 }
 
-int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
+int hpu_krun(const struct hdm_kernel_def *def, const struct hdm_kcall *launch,
 	     enum hpu_ksplit split)
 {
 	uint8_t *before[HPU_KERNEL_MAX_TENSORS] = { NULL };
-	struct hpu_kstate state = { .fault = NULL };
-	struct hpu_kcall call = *launch, *c = &call;
-	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	struct hdm_kstate state = { .fault = NULL };
+	struct hdm_kcall call = *launch, *c = &call;
+	uint64_t items[HDM_KERNEL_MAX_PHASES] = { 0 };
 	unsigned int phases = def->phases ? def->phases : 1;
 	uint32_t outputs, i, j;
 	int ret;
@@ -306,7 +306,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	call.state = &state;
 	if (c->num_tensors < def->min_tensors || c->num_tensors > def->max_tensors)
 		return -1;
-	HPU_KEXPECT(phases <= HPU_KERNEL_MAX_PHASES);
+	HPU_KEXPECT(phases <= HDM_KERNEL_MAX_PHASES);
 	ret = def->check(c, items);
 	if (ret)
 		return ret;
@@ -319,11 +319,11 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 		if (!aliased)
 			before[i] = hpu_kview_snapshot(&c->t[i]);
 	}
-	/* As the engine gives it: zeroed, at most HPU_KERNEL_SCRATCH_MAX. */
+	/* As the engine gives it: zeroed, at most HDM_KERNEL_SCRATCH_MAX. */
 	if (def->scratch && def->scratch(c, items[0])) {
 		uint64_t len = def->scratch(c, items[0]);
 
-		HPU_KEXPECT(len <= HPU_KERNEL_SCRATCH_MAX);
+		HPU_KEXPECT(len <= HDM_KERNEL_SCRATCH_MAX);
 		state.scratch = hpu_kalloc(len);
 		memset(state.scratch, 0, len);
 	}
@@ -345,7 +345,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 		if (!before[i])
 			continue;
 		after = hpu_kview_snapshot(&c->t[i]);
-		if (memcmp(before[i], after, hpu_kview_numel(&c->t[i]) * hpu_dtype_size(c->t[i].dtype))) {
+		if (memcmp(before[i], after, hdm_kview_numel(&c->t[i]) * hdm_dtype_size(c->t[i].dtype))) {
 			printf("#   %s wrote t[%u], which is not an output\n", def->name, i);
 			hpu_ktest_failed = true;
 		}
@@ -355,7 +355,7 @@ int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
 	return ret;
 }
 
-void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line)
+void hpu_klaunch(const struct hdm_kernel_def *def, const struct hdm_kcall *c, int line)
 {
 	static unsigned int turn;
 
@@ -399,7 +399,7 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 		      int line)
 {
 	uint64_t i, n = hpu_kt_numel(a), bad = 0;
-	unsigned int esize = hpu_dtype_size(a->v.dtype);
+	unsigned int esize = hdm_dtype_size(a->v.dtype);
 
 	if (a->v.dtype != b->v.dtype || n != hpu_kt_numel(b)) {
 		printf("#   line %d: %s: different dtypes or sizes\n", line, what);
@@ -407,7 +407,7 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 		return false;
 	}
 	for (i = 0; i < n; i++) {
-		if (memcmp(hpu_kview_at(&a->v, i), hpu_kview_at(&b->v, i), esize) &&
+		if (memcmp(hdm_kview_at(&a->v, i), hdm_kview_at(&b->v, i), esize) &&
 		    bad++ < HPU_KMISMATCHES_SHOWN)
 			printf("#   line %d: %s: element %llu differs: %.9g vs %.9g\n", line, what,
 			       (unsigned long long)i, hpu_kt_get(a, i), hpu_kt_get(b, i));
@@ -418,11 +418,11 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
 }
 
 /* A copy of v's elements, contiguous or scattered as hpu_kexpect_layouts_agree() says. */
-static struct hpu_ktensor *hpu_kt_copy(const struct hpu_kview *v, bool scattered)
+static struct hpu_ktensor *hpu_kt_copy(const struct hdm_kview *v, bool scattered)
 {
-	unsigned int esize = hpu_dtype_size(v->dtype);
+	unsigned int esize = hdm_dtype_size(v->dtype);
 	int64_t strides[HPU_TENSOR_MAX_DIMS], step = 2;
-	uint64_t i, n = hpu_kview_numel(v);
+	uint64_t i, n = hdm_kview_numel(v);
 	struct hpu_ktensor *t;
 	uint32_t d;
 
@@ -434,16 +434,16 @@ static struct hpu_ktensor *hpu_kt_copy(const struct hpu_kview *v, bool scattered
 		strides[v->ndim - 1] = -strides[v->ndim - 1];
 	t = hpu_kt_new(v->dtype, v->ndim, v->shape, scattered ? strides : NULL);
 	for (i = 0; i < n; i++)
-		memcpy(hpu_kview_at(&t->v, i), hpu_kview_at(v, i), esize);
+		memcpy(hdm_kview_at(&t->v, i), hdm_kview_at(v, i), esize);
 	return t;
 }
 
-void hpu_kexpect_layouts_agree(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+void hpu_kexpect_layouts_agree(const struct hdm_kernel_def *def, const struct hdm_kcall *c,
 			       int line)
 {
 	struct hpu_ktensor *t[2][HPU_KERNEL_MAX_TENSORS];
 	uint32_t outputs = def->outputs(c), i, j;
-	struct hpu_kcall run[2];
+	struct hdm_kcall run[2];
 	char what[64];
 	int k;
 
@@ -511,7 +511,7 @@ bool hpu_kgradcheck(struct hpu_ktensor *x, double (*f)(void *ctx), void *ctx,
 
 /* ---- rejections ---- */
 
-static void hpu_kmutate(struct hpu_kcall *c, struct hpu_ktensor *const *t,
+static void hpu_kmutate(struct hdm_kcall *c, struct hpu_ktensor *const *t,
 			const struct hpu_kmutation *m)
 {
 	switch (m->kind) {
@@ -521,7 +521,7 @@ static void hpu_kmutate(struct hpu_kcall *c, struct hpu_ktensor *const *t,
 	case HPU_KMUT_SHAPE: c->t[m->i].shape[m->v]++; break;
 	case HPU_KMUT_ARG: c->args[m->i] = m->v; break;
 	case HPU_KMUT_SCALAR: c->scalars[m->i] = m->s; break;
-	case HPU_KMUT_VALUE: hpu_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, m->v); break;
+	case HPU_KMUT_VALUE: hdm_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, m->v); break;
 	case HPU_KMUT_ALIAS: c->t[m->i].base = c->t[m->v].base; break;
 	}
 }
@@ -529,7 +529,7 @@ static void hpu_kmutate(struct hpu_kcall *c, struct hpu_ktensor *const *t,
 void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
 {
 	struct hpu_ktensor *t[HPU_KERNEL_MAX_TENSORS];
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	unsigned int i;
 
 	for (i = 0; i < rc->n; i++)
@@ -543,7 +543,7 @@ void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
 	}
 	for (size_t k = 0; k < rc->nmuts; k++) {
 		const struct hpu_kmutation *m = &rc->muts[k];
-		struct hpu_kcall bad = c;
+		struct hdm_kcall bad = c;
 		uint8_t *before[HPU_KERNEL_MAX_TENSORS];
 
 		hpu_kmutate(&bad, t, m);
@@ -558,7 +558,7 @@ void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
 			uint8_t *after = hpu_kview_snapshot(&t[i]->v);
 
 			if (memcmp(before[i], after,
-				   hpu_kview_numel(&t[i]->v) * hpu_dtype_size(t[i]->v.dtype))) {
+				   hdm_kview_numel(&t[i]->v) * hdm_dtype_size(t[i]->v.dtype))) {
 				printf("#   %s: refusing %s wrote t[%u]\n", rc->name, m->what, i);
 				hpu_ktest_failed = true;
 			}
@@ -566,7 +566,7 @@ void hpu_kexpect_rejections(const struct hpu_kreject_case *rc)
 			free(before[i]);
 		}
 		if (m->kind == HPU_KMUT_VALUE) /* back to the valid zero */
-			hpu_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, 0);
+			hdm_kstore_i(t[m->i]->v.dtype, t[m->i]->v.base, 0);
 	}
 	for (i = 0; i < rc->n; i++)
 		hpu_kt_free(t[i]);

@@ -47,7 +47,7 @@ unsigned int hpu_ktest_main(const struct hpu_ktest_case *cases, size_t count);
  * kernel writing through a gap shows.
  */
 struct hpu_ktensor {
-	struct hpu_kview v;
+	struct hdm_kview v;
 	uint8_t *buf;
 	size_t size;
 };
@@ -95,7 +95,7 @@ bool hpu_kt_gaps_intact(const struct hpu_ktensor *t);
  * by the caller; a state for running it without hpu_krun() (never
  * cancelled, shared by every such launch).
  */
-void hpu_kcall_init(struct hpu_kcall *c, uint32_t kernel, unsigned int n,
+void hpu_kcall_init(struct hdm_kcall *c, uint32_t kernel, unsigned int n,
 		    struct hpu_ktensor *const *t);
 #define HPU_KCALL(c, kernel, ...)                                                        \
 	hpu_kcall_init(c, kernel,                                                         \
@@ -112,11 +112,11 @@ enum hpu_ksplit {
 
 extern const char *const hpu_ksplit_names[HPU_KSPLIT_COUNT];
 
-/* What hpu_krun() returns when a part failed the launch (hpu_kfail()). */
+/* What hpu_krun() returns when a part failed the launch (hdm_kfail()). */
 #define HPU_KRUN_FAULT 1
 
 /* The most elements one of items items of c's phase visits, as the engine works it out. */
-uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+uint64_t hpu_kitem_work(const struct hdm_kernel_def *def, const struct hdm_kcall *c,
 			uint64_t items);
 
 /*
@@ -129,14 +129,14 @@ uint64_t hpu_kitem_work(const struct hpu_kernel_def *def, const struct hpu_kcall
  * why), else 0.  Also expects that no tensor outside outputs() was
  * written (unless it is the same view as an output).
  */
-int hpu_krun(const struct hpu_kernel_def *def, const struct hpu_kcall *launch,
+int hpu_krun(const struct hdm_kernel_def *def, const struct hdm_kcall *launch,
 	     enum hpu_ksplit split);
 
 /*
  * A launch that must be valid, run with each way of splitting in turn
  * (a suite's launches then cover them all); a rejection fails the test.
  */
-void hpu_klaunch(const struct hpu_kernel_def *def, const struct hpu_kcall *c, int line);
+void hpu_klaunch(const struct hdm_kernel_def *def, const struct hdm_kcall *c, int line);
 #define HPU_KLAUNCH(def, c) hpu_klaunch(def, c, __LINE__)
 
 /* ---- comparisons ---- */
@@ -164,7 +164,7 @@ bool hpu_kexpect_same(const struct hpu_ktensor *a, const struct hpu_ktensor *b, 
  * ranges; expects every output the same bytes both ways.  Tensors that
  * are the same view stay one tensor; the launch's own are only read.
  */
-void hpu_kexpect_layouts_agree(const struct hpu_kernel_def *def, const struct hpu_kcall *c,
+void hpu_kexpect_layouts_agree(const struct hdm_kernel_def *def, const struct hdm_kcall *c,
 			       int line);
 #define HPU_KEXPECT_LAYOUTS_AGREE(def, c) hpu_kexpect_layouts_agree(def, c, __LINE__)
 
@@ -216,7 +216,7 @@ struct hpu_kmutation {
  */
 struct hpu_kreject_case {
 	const char *name;
-	const struct hpu_kernel_def *def;
+	const struct hdm_kernel_def *def;
 	uint32_t kernel;
 	int64_t args[HPU_KERNEL_MAX_ARGS];
 	double scalars[HPU_KERNEL_MAX_SCALARS];

@@ -17,7 +17,7 @@ HOST_TEST_SRCS_test_dev_preempt := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_dev_preempt := $(HPU_DEV_TEST_LIBS)
 # The compute suite adds test kernels in front of the library's table, and weighs the memory held.
 HOST_TEST_SRCS_test_dev_compute := $(HPU_DEV_TEST_SRCS)
-HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hpu_kernel_lookup \
+HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hdm_kernel_lookup \
 	-Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=free
 HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib \
 	-lhpu -pthread -ldl

@@ -252,7 +252,7 @@ static void case_recipe(struct hpu_test *t)
 		expect_recipe(t, OUT_OFF, __LINE__);
 		expect_recipe(t, OUT_OFF + 0x1000, __LINE__);
 		HPU_CHECK_EQ(t, sync_value(t, 1), run_no);
-		HPU_CHECK(t, hpu_ld_le64(t->mem + TS_OFF) != 0);
+		HPU_CHECK(t, hdm_ld_le64(t->mem + TS_OFF) != 0);
 	}
 }
 
@@ -282,13 +282,13 @@ static void case_host_callee(struct hpu_test *t)
  */
 static void case_scattered_windows(struct hpu_test *t)
 {
-	const uint64_t va = VA_SCAT + HPU_MMU_HUGE_SIZE - 5 * HPU_CALL_WINDOW / 2;
+	const uint64_t va = VA_SCAT + HPU_MMU_HUGE_SIZE - 5 * HDM_CALL_WINDOW / 2;
 	struct hpu_cb cb = { .len = 0 };
 	uint32_t len = 0, want[4] = { 0 }, i;
 	uint64_t rng = 1;
 
 	map_call(t);
-	while (len + cb.len < 6 * HPU_CALL_WINDOW) {
+	while (len + cb.len < 6 * HDM_CALL_WINDOW) {
 		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 		switch (rng >> 62) {
 		case 0:
@@ -325,7 +325,7 @@ static void case_scattered_windows(struct hpu_test *t)
  */
 static void case_window_boundary(struct hpu_test *t)
 {
-	const uint32_t gemm_at = HPU_CALL_WINDOW - 48, launch_at = gemm_at + HPU_CALL_WINDOW - 8;
+	const uint32_t gemm_at = HDM_CALL_WINDOW - 48, launch_at = gemm_at + HDM_CALL_WINDOW - 8;
 	struct hpu_cb cb = { .len = 0 };
 	uint32_t len;
 
@@ -452,7 +452,7 @@ static void case_reset_waiting_in_callee(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, ABORT_IN_CALL)),
 		     HPU_Q_IN_CALL_PARKED | sizeof(struct hpu_pkt_signal));
 
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	submit_call(t, 1, VA_CALLEE, len, 3);
 	run(t);
 	expect_callee_ran(t, 1, 2, 1, __LINE__);
@@ -487,7 +487,7 @@ static void case_reset_past_the_wait_in_callee(struct hpu_test *t)
 	submit_call(t, 1, VA_CALLEE, len, 1);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING);
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	cb_signal(&cb, 3, 1);
 	submit_user(t, 0, &cb, 2);
 	t->on_dma = reset_after_the_wait;

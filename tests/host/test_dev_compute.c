@@ -7,7 +7,7 @@
  * every refusal and fault leaving memory untouched and the queue usable.
  *
  * The test kernels have ids the ABI does not use; the suite is linked with
- * --wrap=hpu_kernel_lookup so the engine finds them next to the library's,
+ * --wrap=hdm_kernel_lookup so the engine finds them next to the library's,
  * and with --wrap=malloc and --wrap=calloc to weigh the engines' host memory.
  * Prints TAP.
  */
@@ -112,14 +112,14 @@ static void alloc_start(void)
 static void alloc_check(struct hpu_test *t, uint64_t staged, int line)
 {
 	__atomic_store_n(&allocs.on, false, __ATOMIC_RELAXED);
-	if (allocs.largest > HPU_MME_STEP_ELEMS * sizeof(float) ||
-	    allocs.peak > HPU_MME_WORK_MAX + staged)
+	if (allocs.largest > HDM_MME_STEP_ELEMS * sizeof(float) ||
+	    allocs.peak > HDM_MME_WORK_MAX + staged)
 		printf("# %llu bytes held at most, %llu in one allocation\n",
 		       (unsigned long long)allocs.peak, (unsigned long long)allocs.largest);
-	hpu_check(t, allocs.largest <= HPU_MME_STEP_ELEMS * sizeof(float),
-		  "largest allocation within HPU_MME_STEP_ELEMS", line);
-	hpu_check(t, allocs.peak <= HPU_MME_WORK_MAX + staged,
-		  "memory held within HPU_MME_WORK_MAX", line);
+	hpu_check(t, allocs.largest <= HDM_MME_STEP_ELEMS * sizeof(float),
+		  "largest allocation within HDM_MME_STEP_ELEMS", line);
+	hpu_check(t, allocs.peak <= HDM_MME_WORK_MAX + staged,
+		  "memory held within HDM_MME_WORK_MAX", line);
 }
 
 static void map_compute(struct hpu_test *t)
@@ -142,16 +142,16 @@ static void map_compute(struct hpu_test *t)
 static void va_copy(struct hpu_test *t, uint64_t va, void *buf, uint64_t len, bool to_device)
 {
 	uint8_t *p = buf;
-	struct hpu_mmu_run run;
+	struct hdm_mmu_run run;
 	uint8_t *mem;
 
 	while (len) {
-		if (hpu_mmu_translate(t->core->hbm, ASID, va, len, false, &run)) {
+		if (hdm_mmu_translate(t->core->hbm, ASID, va, len, false, &run)) {
 			printf("# test bug: VA 0x%llx unmapped\n", (unsigned long long)va);
 			exit(2);
 		}
 		mem = run.host ? t->mem + (run.addr - HPU_TEST_MEM_BASE) :
-				 hpu_hbm_span(t->core->hbm, run.addr, run.len, to_device);
+				 hdm_hbm_span(t->core->hbm, run.addr, run.len, to_device);
 		memcpy(to_device ? mem : p, to_device ? p : mem, run.len);
 		va += run.len;
 		p += run.len;
@@ -196,12 +196,12 @@ static float rnd_rounding(uint32_t dtype)
 
 static void store(uint8_t *p, uint32_t dtype, float v)
 {
-	hpu_kstore_f(dtype, p, v);
+	hdm_kstore_f(dtype, p, v);
 }
 
 static double load(const uint8_t *p, uint32_t dtype)
 {
-	return hpu_kload_f(dtype, p);
+	return hdm_kload_f(dtype, p);
 }
 
 static uint32_t f32_bits(float f)
@@ -274,16 +274,16 @@ static void operand_init(struct operand *o, uint32_t dtype, uint32_t batch, uint
 	o->cols = cols;
 	o->ld = cols + pad;
 	o->stride = gap == -1 ? 0 : (uint64_t)((int64_t)(rows * o->ld) + gap);
-	o->bytes = ((batch - 1) * o->stride + (rows - 1) * o->ld + cols) * hpu_dtype_size(dtype);
+	o->bytes = ((batch - 1) * o->stride + (rows - 1) * o->ld + cols) * hdm_dtype_size(dtype);
 	o->img = malloc(o->bytes);
 	/* Padding and gaps hold NaN: an engine reading them poisons its result. */
-	for (i = 0; i < o->bytes / hpu_dtype_size(dtype); i++)
-		store(o->img + i * hpu_dtype_size(dtype), dtype, NAN);
+	for (i = 0; i < o->bytes / hdm_dtype_size(dtype); i++)
+		store(o->img + i * hdm_dtype_size(dtype), dtype, NAN);
 }
 
 static uint8_t *operand_at(const struct operand *o, uint32_t b, uint32_t r, uint32_t c)
 {
-	return o->img + (b * o->stride + r * o->ld + c) * hpu_dtype_size(o->dtype);
+	return o->img + (b * o->stride + r * o->ld + c) * hdm_dtype_size(o->dtype);
 }
 
 /* Where an operand of this placement goes: crossing a page boundary where that matters. */
@@ -357,7 +357,7 @@ static void gemm_check(struct hpu_test *t, const struct gemm_case *c, const stru
 					       ref);
 				/* Checked: mark it, so the padding comparison below skips it. */
 				memcpy(operand_at(got, bi, i, j), operand_at(c0, bi, i, j),
-				       hpu_dtype_size(got->dtype));
+				       hdm_dtype_size(got->dtype));
 			}
 		}
 	}
@@ -480,12 +480,12 @@ static void test_gemm_split(struct hpu_test *t, const struct gemm_case *c)
 {
 	const unsigned int cpus[2] = { 2, hpu_test_cfg.num_tpc };
 	struct operand a, b, c0, got;
-	struct hpu_mme_plan plan;
+	struct hdm_mme_plan plan;
 	uint8_t *one;
 	unsigned int i;
 	struct gemm g;
 
-	hpu_mme_plan(&plan, c->batch, c->m, c->n, c->k, 2);
+	hdm_mme_plan(&plan, c->batch, c->m, c->n, c->k, 2);
 	HPU_CHECK(t, plan.parts == 2);
 	map_compute(t);
 	gemm_setup(c, &g, &a, &b, &c0, true);
@@ -551,7 +551,7 @@ static const struct gemm_case gemm_cases[] = {
 	/* B widened whole would take 94 MiB a thread: 23 blocks of 261 columns. */
 	{ "bf16, B in column blocks of bounded size", BF16, F32, 0, 1, 64, 6000, 4096, 0, 0, 0, 0, 0,
 	  0, 1, 0, IN_HBM, IN_HBM, IN_HBM, 64 },
-	/* k beyond HPU_MME_BLOCK_K: summed in two chunks, C accumulating (in fp32 for bf16). */
+	/* k beyond HDM_MME_BLOCK_K: summed in two chunks, C accumulating (in fp32 for bf16). */
 	{ "bf16, k in two chunks, beta 1", BF16, BF16, TA, 1, 2, 5, (1u << 20) + 5, 1, 0, 0, 0, 0,
 	  0, 0.5f, 1, IN_HBM, IN_HBM, IN_HBM, 0 },
 	{ "fp32, k in two chunks, beta 0.5", F32, F32, TB, 1, 1, 3, (1u << 20) + 5, 0, 0, 1, 0, 0,
@@ -607,10 +607,10 @@ static void case_gemm_plan(struct hpu_test *t)
 		{ 1, 200, 10, 128, 64, 200, 10, 1, 1 },
 		{ 1, 200, 128, 784, 64, 100, 128, 2, 2 },
 		{ 1, 128, 784, 200, 64, 64, 784, 2, 2 },
-		/* Rows of at least HPU_MME_MIN_BLOCK, as many threads as there are CPUs for. */
+		/* Rows of at least HDM_MME_MIN_BLOCK, as many threads as there are CPUs for. */
 		{ 1, 1024, 1024, 1024, 2, 256, 1024, 4, 2 },
 		{ 1, 1024, 1024, 1024, 64, 256, 1024, 4, 4 },
-		/* About HPU_MME_PART_MACS a step when rows are short. */
+		/* About HDM_MME_PART_MACS a step when rows are short. */
 		{ 1, 1000000, 16, 16, 64, 33334, 16, 30, 30 },
 		/* No more than 2^30 multiply-adds a step. */
 		{ 1, 4096, 4096, 4096, 64, 64, 4096, 64, 64 },
@@ -621,11 +621,11 @@ static void case_gemm_plan(struct hpu_test *t)
 		{ 6, 128, 256, 600, 64, 64, 256, 12, 12 },
 		{ 64, 10, 11, 12, 64, 10, 11, 64, 1 },
 	};
-	struct hpu_mme_plan p;
+	struct hdm_mme_plan p;
 	unsigned int i;
 
 	for (i = 0; i < HPU_ARRAY_SIZE(plans); i++) {
-		hpu_mme_plan(&p, plans[i].batch, plans[i].m, plans[i].n, plans[i].k, plans[i].cpus);
+		hdm_mme_plan(&p, plans[i].batch, plans[i].m, plans[i].n, plans[i].k, plans[i].cpus);
 		if (p.block_rows != plans[i].block_rows || p.block_cols != plans[i].block_cols ||
 		    p.steps != plans[i].steps || p.parts != plans[i].parts)
 			printf("# plan %u: %llu x %llu blocks, %llu steps, %llu parts\n", i,
@@ -712,7 +712,7 @@ BEND(bad_stride_overflow, (g->batch = 5, g->stride_a = 1ull << 62))
 BEND(bad_stride_sign, (g->batch = 2, g->stride_b = 1ull << 63))
 BEND(bad_extent_wrap, (g->c = UINT64_MAX - 16))
 /* Every extent fits (C's batch stride is 0), but not the count of 1 x 2^24 blocks: 2^68. */
-BEND(bad_steps, (g->batch = UINT32_MAX, g->m = HPU_MME_DIM_MAX, g->n = 1u << 29, g->k = 1,
+BEND(bad_steps, (g->batch = UINT32_MAX, g->m = HDM_MME_DIM_MAX, g->n = 1u << 29, g->k = 1,
 		 g->lda = 1, g->ldb = 1u << 29, g->ldc = 1u << 29, g->stride_a = 0, g->stride_b = 0,
 		 g->stride_c = 0))
 BEND(bad_flag, g->flags = 4)
@@ -810,7 +810,7 @@ static void case_gemm_abort(struct hpu_test *t)
 
 /*
  * A bf16 GEMM whose parts' buffers on 16 threads would take more than
- * HPU_MME_WORK_MAX: 16 steps of 64 x 4096 blocks, 65 MiB of buffers each,
+ * HDM_MME_WORK_MAX: 16 steps of 64 x 4096 blocks, 65 MiB of buffers each,
  * run by 15 parts, to the bit what one thread computes (which the case
  * "B in column blocks" checks against the reference).
  */
@@ -887,7 +887,7 @@ struct huge_case {
 static const struct huge_case huge_cases[] = {
 	/* B is 16 GiB: 2^33 multiply-adds. */
 	{ "fp32 2 x 65536 x 65536", F32, 0, 2, 65536, 65536 },
-	/* k beyond HPU_MME_STEP_ELEMS, whose rows of A and B widened whole take 768 MiB. */
+	/* k beyond HDM_MME_STEP_ELEMS, whose rows of A and B widened whole take 768 MiB. */
 	{ "bf16 2 x 2 x 2^26, B transposed", BF16, TB, 2, 2, 1u << 26 },
 };
 
@@ -940,7 +940,7 @@ static void test_gemm_huge(struct hpu_test *t, const struct huge_case *c)
 	hpu_wr(t, REG_Q(2, CTRL), HPU_Q_CTRL_RESET);
 	wait_reg(t, REG_Q(2, CI), hpu_rd(t, REG_Q(2, PI)), UINT32_MAX);
 	took = now_ns() - start;
-	hpu_core_engine_stop(t->core);
+	hdm_core_engine_stop(t->core);
 	pthread_join(engine, NULL);
 	printf("# stopped %.1f ms after the queue reset\n", took / 1e6);
 	HPU_CHECK(t, took < HUGE_STOP_NS);
@@ -958,21 +958,21 @@ static void test_gemm_huge(struct hpu_test *t, const struct huge_case *c)
 static struct {
 	struct hpu_test *t;            /* for TK_ABORT */
 	unsigned int parts, finishes;  /* __atomic */
-	unsigned int phase_finishes[HPU_KERNEL_MAX_PHASES];
+	unsigned int phase_finishes[HDM_KERNEL_MAX_PHASES];
 	uint64_t early;                /* TK_PHASES's phase-1 items that ran before phase 0 ended */
 	unsigned int in_phase;         /* 1 + the phase of TK_PHASES's last part, 0 once done */
-	unsigned int inside[HPU_KERNEL_MAX_PHASES]; /* TK_COUNT parts run inside each */
+	unsigned int inside[HDM_KERNEL_MAX_PHASES]; /* TK_COUNT parts run inside each */
 	const uint8_t *bases[HPU_KERNEL_MAX_TENSORS];
 } tk;
 
-static uint32_t tk_writes_t0(const struct hpu_kcall *c)
+static uint32_t tk_writes_t0(const struct hdm_kcall *c)
 {
 	(void)c;
 	return 1;
 }
 
 /* Where the engine put each tensor. */
-static void tk_record(const struct hpu_kcall *c)
+static void tk_record(const struct hdm_kcall *c)
 {
 	unsigned int i;
 
@@ -980,27 +980,27 @@ static void tk_record(const struct hpu_kcall *c)
 		tk.bases[i] = c->t[i].base;
 }
 
-static int tk_count_check(const struct hpu_kcall *c, uint64_t *items)
+static int tk_count_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	tk_record(c);
 	if (c->t[0].dtype != HPU_DTYPE_I32)
 		return -1;
-	*items = hpu_kview_numel(&c->t[0]);
+	*items = hdm_kview_numel(&c->t[0]);
 	return 0;
 }
 
-static void tk_add_one(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_add_one(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	uint8_t *p;
 
 	__atomic_add_fetch(&tk.parts, 1, __ATOMIC_RELAXED);
 	for (; begin < end; begin++) {
-		p = hpu_kview_at(&c->t[0], begin);
-		hpu_kstore_i(HPU_DTYPE_I32, p, hpu_kload_i(HPU_DTYPE_I32, p) + 1);
+		p = hdm_kview_at(&c->t[0], begin);
+		hdm_kstore_i(HPU_DTYPE_I32, p, hdm_kload_i(HPU_DTYPE_I32, p) + 1);
 	}
 }
 
-static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_count_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	unsigned int in = __atomic_load_n(&tk.in_phase, __ATOMIC_RELAXED);
 
@@ -1009,13 +1009,13 @@ static void tk_count_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end
 	tk_add_one(c, begin, end);
 }
 
-static void tk_finish(const struct hpu_kcall *c)
+static void tk_finish(const struct hdm_kcall *c)
 {
 	(void)c;
 	__atomic_add_fetch(&tk.finishes, 1, __ATOMIC_RELAXED);
 }
 
-static int tk_axpy_check(const struct hpu_kcall *c, uint64_t *items)
+static int tk_axpy_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	unsigned int d;
 
@@ -1025,23 +1025,23 @@ static int tk_axpy_check(const struct hpu_kcall *c, uint64_t *items)
 	for (d = 0; d < c->t[0].ndim; d++)
 		if (c->t[0].shape[d] != c->t[1].shape[d])
 			return -1;
-	*items = hpu_kview_numel(&c->t[0]);
+	*items = hdm_kview_numel(&c->t[0]);
 	return 0;
 }
 
-static void tk_axpy_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_axpy_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	uint8_t *y;
 
 	__atomic_add_fetch(&tk.parts, 1, __ATOMIC_RELAXED);
 	for (; begin < end; begin++) {
-		y = hpu_kview_at(&c->t[0], begin);
-		hpu_kstore_f(F32, y, 2 * hpu_kload_f(F32, y) +
-					     hpu_kload_f(F32, hpu_kview_at(&c->t[1], begin)));
+		y = hdm_kview_at(&c->t[0], begin);
+		hdm_kstore_f(F32, y, 2 * hdm_kload_f(F32, y) +
+					     hdm_kload_f(F32, hdm_kview_at(&c->t[1], begin)));
 	}
 }
 
-static void tk_abort_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_abort_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	if (!begin)
 		hpu_wr(tk.t, REG_Q(0, CTRL), HPU_Q_CTRL_RESET);
@@ -1054,7 +1054,7 @@ struct tk_phases_scratch {
 	bool joined;
 };
 
-static int tk_phases_check(const struct hpu_kcall *c, uint64_t *items)
+static int tk_phases_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	if (tk_count_check(c, items))
 		return -1;
@@ -1062,14 +1062,14 @@ static int tk_phases_check(const struct hpu_kcall *c, uint64_t *items)
 	return 0;
 }
 
-static uint64_t tk_phases_scratch_len(const struct hpu_kcall *c, uint64_t items)
+static uint64_t tk_phases_scratch_len(const struct hdm_kcall *c, uint64_t items)
 {
 	(void)c;
 	(void)items;
 	return sizeof(struct tk_phases_scratch);
 }
 
-static void tk_phases_run(const struct hpu_kcall *c, uint64_t begin, uint64_t end)
+static void tk_phases_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct tk_phases_scratch *sc = c->state->scratch;
 
@@ -1081,42 +1081,42 @@ static void tk_phases_run(const struct hpu_kcall *c, uint64_t begin, uint64_t en
 	tk_add_one(c, begin, end);
 }
 
-static void tk_phases_finish(const struct hpu_kcall *c)
+static void tk_phases_finish(const struct hdm_kcall *c)
 {
 	struct tk_phases_scratch *sc = c->state->scratch;
 
 	tk.phase_finishes[c->state->phase]++;
 	if (c->state->phase == 0)
-		sc->joined = sc->done == hpu_kview_numel(&c->t[0]);
+		sc->joined = sc->done == hdm_kview_numel(&c->t[0]);
 	else
 		__atomic_store_n(&tk.in_phase, 0, __ATOMIC_RELAXED);
 }
 
-static const struct hpu_kernel_def tk_count = {
+static const struct hdm_kernel_def tk_count = {
 	.name = "test count", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
 	.check = tk_count_check, .run = tk_count_run, .finish = tk_finish,
 };
 
-static const struct hpu_kernel_def tk_axpy = {
+static const struct hdm_kernel_def tk_axpy = {
 	.name = "test axpy", .min_tensors = 2, .max_tensors = 2, .outputs = tk_writes_t0,
 	.check = tk_axpy_check, .run = tk_axpy_run,
 };
 
-static const struct hpu_kernel_def tk_abort = {
+static const struct hdm_kernel_def tk_abort = {
 	.name = "test abort", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
 	.check = tk_count_check, .run = tk_abort_run, .finish = tk_finish,
 };
 
-static const struct hpu_kernel_def tk_phases = {
+static const struct hdm_kernel_def tk_phases = {
 	.name = "test phases", .min_tensors = 1, .max_tensors = 1, .outputs = tk_writes_t0,
 	.phases = 2, .check = tk_phases_check, .scratch = tk_phases_scratch_len,
 	.run = tk_phases_run, .finish = tk_phases_finish,
 };
 
-const struct hpu_kernel_def *__real_hpu_kernel_lookup(uint32_t id);
-const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id);
+const struct hdm_kernel_def *__real_hdm_kernel_lookup(uint32_t id);
+const struct hdm_kernel_def *__wrap_hdm_kernel_lookup(uint32_t id);
 
-const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id)
+const struct hdm_kernel_def *__wrap_hdm_kernel_lookup(uint32_t id)
 {
 	switch (id) {
 	case TK_COUNT:
@@ -1128,7 +1128,7 @@ const struct hpu_kernel_def *__wrap_hpu_kernel_lookup(uint32_t id)
 	case TK_PHASES:
 		return &tk_phases;
 	default:
-		return __real_hpu_kernel_lookup(id);
+		return __real_hdm_kernel_lookup(id);
 	}
 }
 
@@ -1141,25 +1141,25 @@ static uint32_t launch_write(struct hpu_test *t, uint64_t va, const struct launc
 	uint8_t *p = buf;
 	unsigned int i, k;
 
-	hpu_st_le32(p, l->p.version);
-	hpu_st_le32(p + 4, l->p.kernel);
-	hpu_st_le32(p + 8, l->p.num_tensors);
-	hpu_st_le32(p + 12, l->p.flags);
+	hdm_st_le32(p, l->p.version);
+	hdm_st_le32(p + 4, l->p.kernel);
+	hdm_st_le32(p + 8, l->p.num_tensors);
+	hdm_st_le32(p + 12, l->p.flags);
 	for (i = 0; i < HPU_KERNEL_MAX_ARGS; i++)
-		hpu_st_le64(p + offsetof(struct hpu_kernel_params, args) + 8 * i,
+		hdm_st_le64(p + offsetof(struct hpu_kernel_params, args) + 8 * i,
 			    (uint64_t)l->p.args[i]);
 	for (i = 0; i < HPU_KERNEL_MAX_SCALARS; i++)
-		hpu_st_le64(p + offsetof(struct hpu_kernel_params, scalars) + 8 * i,
+		hdm_st_le64(p + offsetof(struct hpu_kernel_params, scalars) + 8 * i,
 			    l->p.scalars[i]);
 	p += sizeof(l->p);
 	for (i = 0; i < HPU_KERNEL_MAX_TENSORS + 1; i++, p += sizeof(l->t[0])) {
-		hpu_st_le64(p, l->t[i].addr);
-		hpu_st_le32(p + 8, l->t[i].dtype);
-		hpu_st_le32(p + 12, l->t[i].ndim);
+		hdm_st_le64(p, l->t[i].addr);
+		hdm_st_le32(p + 8, l->t[i].dtype);
+		hdm_st_le32(p + 12, l->t[i].ndim);
 		for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++) {
-			hpu_st_le64(p + offsetof(struct hpu_tensor_desc, shape) + 8 * k,
+			hdm_st_le64(p + offsetof(struct hpu_tensor_desc, shape) + 8 * k,
 				    l->t[i].shape[k]);
-			hpu_st_le64(p + offsetof(struct hpu_tensor_desc, strides) + 8 * k,
+			hdm_st_le64(p + offsetof(struct hpu_tensor_desc, strides) + 8 * k,
 				    (uint64_t)l->t[i].strides[k]);
 		}
 	}
@@ -1204,8 +1204,8 @@ static void expect_counts(struct hpu_test *t, uint64_t va, uint64_t n, int64_t s
 }
 
 /*
- * Items split into min(num_tpc, items / HPU_TPC_PART_ITEMS) parts, at least
- * one, and more if a part would pass HPU_TPC_PART_MAX_ITEMS.
+ * Items split into min(num_tpc, items / HDM_TPC_PART_ITEMS) parts, at least
+ * one, and more if a part would pass HDM_TPC_PART_MAX_ITEMS.
  */
 static void test_split(struct hpu_test *t, uint64_t items, unsigned int parts)
 {
@@ -1228,18 +1228,18 @@ static void case_split_tiny(struct hpu_test *t)
 
 static void case_split_some(struct hpu_test *t)
 {
-	test_split(t, 3 * HPU_TPC_PART_ITEMS + 8, 3);
+	test_split(t, 3 * HDM_TPC_PART_ITEMS + 8, 3);
 }
 
 static void case_split_all(struct hpu_test *t)
 {
-	test_split(t, 100 * HPU_TPC_PART_ITEMS + 24, hpu_test_cfg.num_tpc);
+	test_split(t, 100 * HDM_TPC_PART_ITEMS + 24, hpu_test_cfg.num_tpc);
 }
 
 /* Past num_tpc parts of the most a part takes: more parts than TPCs, each done once. */
 static void case_split_bounded(struct hpu_test *t)
 {
-	uint64_t items = (uint64_t)(hpu_test_cfg.num_tpc + 1) * HPU_TPC_PART_MAX_ITEMS + 24;
+	uint64_t items = (uint64_t)(hpu_test_cfg.num_tpc + 1) * HDM_TPC_PART_MAX_ITEMS + 24;
 
 	test_split(t, items, hpu_test_cfg.num_tpc + 2);
 }
@@ -1350,7 +1350,7 @@ static void case_staged(struct hpu_test *t)
 	test_axpy(t, VA_DATA + 0x80000, VA_HOST + SRC_OFF, 20000);
 	/* Direct HBM: the kernel works in HBM itself. */
 	test_axpy(t, VA_DATA + 0x80000, VA_DATA + 0x100000, 20000);
-	HPU_CHECK(t, tk.bases[0] == hpu_hbm_span(t->core->hbm, HBM_DATA + 0x80000, 4, false));
+	HPU_CHECK(t, tk.bases[0] == hdm_hbm_span(t->core->hbm, HBM_DATA + 0x80000, 4, false));
 }
 
 /* The parameter block in HBM, read in place, and across non-consecutive pages. */
@@ -1396,8 +1396,8 @@ static void case_library_kernel(struct hpu_test *t)
 static void case_launch_abort(struct hpu_test *t)
 {
 	struct launch l = launch_new(TK_ABORT, 1);
-	const uint64_t shape[1] = { 8 * HPU_TPC_PART_ITEMS };
-	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
+	const uint64_t shape[1] = { 8 * HDM_TPC_PART_ITEMS };
+	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HDM_TPC_PART_ITEMS;
 	unsigned int i, bad = 0;
 
 	map_compute(t);
@@ -1461,7 +1461,7 @@ static uint64_t run_beside_other(struct hpu_test *t, struct hpu_cb *cb)
 static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us, bool staged,
 			   int line)
 {
-	uint64_t last = hpu_ld_le64(t->mem + TS_LONG), other = hpu_ld_le64(t->mem + TS_OTHER);
+	uint64_t last = hdm_ld_le64(t->mem + TS_LONG), other = hdm_ld_le64(t->mem + TS_OTHER);
 	uint32_t deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
 
 	printf("# slice: a %" PRIu64 " us %s%s deferred queue 1 by %u us\n", ran_us,
@@ -1474,8 +1474,8 @@ static void expect_yielded(struct hpu_test *t, const char *what, uint64_t ran_us
 	hpu_check_eq(t, hpu_rd(t, REG_Q(1, STATUS)), HPU_Q_STATUS_WAITING, "queue 1 parked", line);
 }
 
-/* Items of the long launches: 32 parts of HPU_TPC_PART_MAX_ITEMS. */
-#define LONG_ITEMS (32ull * HPU_TPC_PART_MAX_ITEMS)
+/* Items of the long launches: 32 parts of HDM_TPC_PART_MAX_ITEMS. */
+#define LONG_ITEMS (32ull * HDM_TPC_PART_MAX_ITEMS)
 
 /* Each of n int32 at va is times: every item done exactly that often. */
 static void expect_all_times(struct hpu_test *t, uint64_t va, uint64_t n, int32_t times, int line)
@@ -1513,14 +1513,14 @@ static void case_launch_yields(struct hpu_test *t)
 	tk.parts = tk.finishes = 0;
 	ran_us = run_beside_other(t, &cb);
 	expect_yielded(t, "launch", ran_us, false, __LINE__);
-	HPU_CHECK_EQ(t, tk.parts, LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
+	HPU_CHECK_EQ(t, tk.parts, LONG_ITEMS / HDM_TPC_PART_MAX_ITEMS);
 	HPU_CHECK_EQ(t, tk.finishes, 1);
 	expect_all_once(t, VA_DATA, LONG_ITEMS, __LINE__);
 }
 
 /* Items of each phase of a two-phase launch, and of the launch beside it: 8 and 24 parts at least. */
-#define PHASE_ITEMS (8ull * HPU_TPC_PART_MAX_ITEMS)
-#define BESIDE_ITEMS (24ull * HPU_TPC_PART_MAX_ITEMS)
+#define PHASE_ITEMS (8ull * HDM_TPC_PART_MAX_ITEMS)
+#define BESIDE_ITEMS (24ull * HDM_TPC_PART_MAX_ITEMS)
 
 /*
  * A launch of two phases of 8 parts each, beside another queue's longer
@@ -1559,9 +1559,9 @@ static void case_launch_phases_yield(struct hpu_test *t)
 }
 
 /* A dense 1-D view of n elements at base, as the engine hands a kernel its tensors. */
-static struct hpu_kview host_view(void *base, uint32_t dtype, uint64_t n)
+static struct hdm_kview host_view(void *base, uint32_t dtype, uint64_t n)
 {
-	struct hpu_kview v = { .base = base, .dtype = dtype, .ndim = 1, .strides = { 1 } };
+	struct hdm_kview v = { .base = base, .dtype = dtype, .ndim = 1, .strides = { 1 } };
 	unsigned int k;
 
 	for (k = 0; k < HPU_TENSOR_MAX_DIMS; k++)
@@ -1586,8 +1586,8 @@ static void dropout_yields(struct hpu_test *t, uint64_t mask_va)
 	float *in = malloc(YD_N * 4), *out = malloc(YD_N * 4), *ref = malloc(YD_N * 4);
 	uint8_t *mask = malloc(YD_N), *ref_mask = malloc(YD_N);
 	int64_t rng[2] = { 1234, 77 }, ref_rng[2] = { 1234, 77 };
-	struct hpu_kstate state = { 0 };
-	struct hpu_kcall c = { .kernel = HPU_KERNEL_DROPOUT, .num_tensors = 4, .state = &state };
+	struct hdm_kstate state = { 0 };
+	struct hdm_kcall c = { .kernel = HPU_KERNEL_DROPOUT, .num_tensors = 4, .state = &state };
 	struct hpu_cb cb = { .len = 0 };
 	uint64_t i, items = 0;
 
@@ -1598,9 +1598,9 @@ static void dropout_yields(struct hpu_test *t, uint64_t mask_va)
 	c.t[1] = host_view(ref_mask, HPU_DTYPE_U8, YD_N);
 	c.t[2] = host_view(in, F32, YD_N);
 	c.t[3] = host_view(ref_rng, HPU_DTYPE_I64, 2);
-	HPU_CHECK_EQ(t, hpu_kernel_dropout.check(&c, &items), 0);
-	hpu_kernel_dropout.run(&c, 0, items);
-	hpu_kernel_dropout.finish(&c);
+	HPU_CHECK_EQ(t, hdm_kernel_dropout.check(&c, &items), 0);
+	hdm_kernel_dropout.run(&c, 0, items);
+	hdm_kernel_dropout.finish(&c);
 
 	map_compute(t);
 	va_write(t, in_va, in, YD_N * 4);
@@ -1783,7 +1783,7 @@ static void case_launch_rewritten(struct hpu_test *t)
 	launch_run(t, VA_PARAM, launch_write(t, VA_PARAM, &l));
 	expect_event(t, HPU_EVENT_BAD_KERNEL, 0, ASID, HPU_ENGINE_TPC, 3, 0, REFUSED_LOGS,
 		     __LINE__);
-	HPU_CHECK(t, tk.parts > 0 && tk.parts < LONG_ITEMS / HPU_TPC_PART_MAX_ITEMS);
+	HPU_CHECK(t, tk.parts > 0 && tk.parts < LONG_ITEMS / HDM_TPC_PART_MAX_ITEMS);
 	HPU_CHECK_EQ(t, tk.finishes, 0);
 }
 
@@ -1794,8 +1794,8 @@ static void case_launch_rewritten(struct hpu_test *t)
  */
 static void case_launch_rewritten_staged(struct hpu_test *t)
 {
-	const uint64_t small[1] = { 3 * HPU_TPC_PART_ITEMS + 8 };
-	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HPU_TPC_PART_ITEMS;
+	const uint64_t small[1] = { 3 * HDM_TPC_PART_ITEMS + 8 };
+	const uint64_t staged = VA_SCAT + HPU_MMU_HUGE_SIZE - 4 * HDM_TPC_PART_ITEMS;
 	struct launch l;
 
 	launch_rewritten(t, &l);
@@ -1930,7 +1930,7 @@ static void fz_stride(struct hpu_tensor_desc *d)
 static void fz_random(struct launch *l)
 {
 	uint32_t kernel = 1 + (uint32_t)(rnd() % HPU_KERNEL_CLIP_GRAD_NORM), dtype, ndim, n, i, k;
-	const struct hpu_kernel_def *def = __real_hpu_kernel_lookup(kernel);
+	const struct hdm_kernel_def *def = __real_hdm_kernel_lookup(kernel);
 	uint64_t shape[HPU_TENSOR_MAX_DIMS], own[HPU_TENSOR_MAX_DIMS];
 
 	n = def->min_tensors + (uint32_t)(rnd() % (def->max_tensors - def->min_tensors + 1u));
@@ -2248,7 +2248,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "GEMM: how GEMMs are cut into steps and parts", case_gemm_plan },
 	{ "GEMM: queue reset while staging", case_gemm_abort },
 	{ "GEMM: working memory of many threads bounded", case_gemm_work_max },
-	{ "GEMM: an operand staged past HPU_TMEM_STAGE_MAX is refused", case_gemm_stage_max },
+	{ "GEMM: an operand staged past HDM_TMEM_STAGE_MAX is refused", case_gemm_stage_max },
 	{ "launch: a tiny launch is one part", case_split_tiny },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
 	{ "launch: items split over every TPC, each done once", case_split_all },

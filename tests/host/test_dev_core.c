@@ -128,9 +128,9 @@ static void hpu_case_bad_access(struct hpu_test *t)
 
 	hpu_wr(t, HPU_REG_SCRATCH, 0x12345678);
 	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
-		HPU_CHECK_EQ(t, hpu_core_mmio_read(t->core, bad[i].offset, bad[i].size), 0);
+		HPU_CHECK_EQ(t, hdm_core_mmio_read(t->core, bad[i].offset, bad[i].size), 0);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
-		hpu_core_mmio_write(t->core, bad[i].offset, 0xffffffffffffffffull, bad[i].size);
+		hdm_core_mmio_write(t->core, bad[i].offset, 0xffffffffffffffffull, bad[i].size);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
 	}
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_SCRATCH), 0x12345678);
@@ -170,7 +170,7 @@ static void hpu_case_boot_latches_mailbox(struct hpu_test *t)
 	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
 	hpu_wr(t, HPU_REG_BOOT_ADDR_LO, 0);
 	hpu_wr(t, HPU_REG_BOOT_SIZE, 1);
-	hpu_core_boot_run(t->core);
+	hdm_core_boot_run(t->core);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_SIZE), 1);
 }
@@ -184,7 +184,7 @@ static void hpu_case_boot_busy(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_LOADING);
 	HPU_CHECK_EQ(t, t->boots_scheduled, 1);
 
-	hpu_core_boot_run(t->core);
+	hdm_core_boot_run(t->core);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
 	hpu_wr(t, HPU_REG_BOOT_CTRL, HPU_BOOT_CTRL_START);
 	HPU_EXPECT_ERROR(t, HPU_ERR_BOOT_BUSY);
@@ -214,7 +214,7 @@ static void hpu_case_boot_retry_after_failure(struct hpu_test *t)
 	img[HPU_FW_HEADER_SIZE] ^= 1;
 	hpu_test_boot_start(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE);
-	hpu_core_boot_run(t->core);
+	hdm_core_boot_run(t->core);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_READY);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_TPC), hpu_test_cfg.num_tpc);
 }
@@ -248,7 +248,7 @@ static void hpu_test_reset_while_loading(struct hpu_test *t, void (*reset)(struc
 	HPU_EXPECT_RESET_STATE(t);
 
 	dma_reads = t->dma_reads;
-	hpu_core_boot_run(t->core);
+	hdm_core_boot_run(t->core);
 	HPU_EXPECT_RESET_STATE(t);
 	HPU_CHECK_EQ(t, t->dma_reads, dma_reads);
 	HPU_CHECK_EQ(t, t->irqs, 0);
@@ -263,7 +263,7 @@ static void hpu_test_reset_by_register(struct hpu_test *t)
 
 static void hpu_test_reset_by_glue(struct hpu_test *t)
 {
-	hpu_core_reset(t->core);
+	hdm_core_reset(t->core);
 }
 
 static void hpu_case_register_reset_cancels_boot(struct hpu_test *t)
@@ -335,23 +335,23 @@ static void hpu_case_check_config(struct hpu_test *t)
 		{ 32ull << 30, 0, 2, 8 },
 		{ 32ull << 30, 8, 0, 8 },
 		{ 32ull << 30, 8, 2, 0 },
-		{ 32ull << 30, 8, 2, HPU_CORE_MAX_ENGINES + 1 },
+		{ 32ull << 30, 8, 2, HDM_CORE_MAX_ENGINES + 1 },
 		{ HPU_MMU_REGION_SIZE, 8, 2, 8 }, /* no room for buffers */
-		{ HPU_CORE_HBM_MAX + HPU_CORE_HBM_ALIGN, 8, 2, 8 },
+		{ HDM_CORE_HBM_MAX + HDM_CORE_HBM_ALIGN, 8, 2, 8 },
 	};
 	char err[128];
 	size_t i;
 
-	HPU_CHECK_EQ(t, hpu_core_check_config(&hpu_test_cfg, err, sizeof(err)), 0);
+	HPU_CHECK_EQ(t, hdm_core_check_config(&hpu_test_cfg, err, sizeof(err)), 0);
 	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
-		struct hpu_core_config cfg = hpu_test_cfg;
+		struct hdm_core_config cfg = hpu_test_cfg;
 
 		cfg.hbm_size = bad[i].hbm_size;
 		cfg.num_dma = bad[i].num_dma;
 		cfg.num_mme = bad[i].num_mme;
 		cfg.num_tpc = bad[i].num_tpc;
 		err[0] = '\0';
-		HPU_CHECK(t, hpu_core_check_config(&cfg, err, sizeof(err)) == -EINVAL);
+		HPU_CHECK(t, hdm_core_check_config(&cfg, err, sizeof(err)) == -EINVAL);
 		HPU_CHECK(t, err[0] != '\0');
 	}
 }
@@ -430,7 +430,7 @@ static void hpu_case_reset_without_hbm(struct hpu_test *t)
 	uint32_t logs;
 
 	hpu_test_boot_good(t);
-	hpu_core_mmu_write(t->core, 0x1000, 0x1234, 8);
+	hdm_core_mmu_write(t->core, 0x1000, 0x1234, 8);
 	hpu_mmap_refuse = true;
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	hpu_mmap_refuse = false;
@@ -438,18 +438,18 @@ static void hpu_case_reset_without_hbm(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NO_HBM);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_ERR_CODE), HPU_ERR_NONE);
 	HPU_CHECK_EQ(t, t->logs, 1);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 0);
 	HPU_EXPECT_CAPS_ZERO(t);
 	/* BAR4 reads zeros and drops writes, logged. */
-	hpu_core_mmu_write(t->core, 0x1000, 0x1234, 8);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0);
+	hdm_core_mmu_write(t->core, 0x1000, 0x1234, 8);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, 0x1000, 8), 0);
 	HPU_CHECK_EQ(t, t->logs, 3);
 	/* No doorbell is taken, so no job runs. */
 	hpu_wr(t, HPU_REG_Q(0, HPU_Q_RING_SIZE), 16);
 	t->logs_seen = t->logs;
 	hpu_wr(t, HPU_REG_Q(0, HPU_Q_PI), 1);
 	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
-	hpu_core_engine_run(t->core);
+	hdm_core_engine_run(t->core);
 	/* A boot fails for want of HBM. */
 	logs = t->logs;
 	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
@@ -460,14 +460,14 @@ static void hpu_case_reset_without_hbm(struct hpu_test *t)
 	HPU_EXPECT_CAPS_ZERO(t);
 	/* The embedder's reset fails alike; the guest's next one recovers, HBM zeros again. */
 	hpu_mmap_refuse = true;
-	HPU_CHECK_EQ(t, hpu_core_reset(t->core), -ENOMEM);
+	HPU_CHECK_EQ(t, hdm_core_reset(t->core), -ENOMEM);
 	hpu_mmap_refuse = false;
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_NONE);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0);
-	hpu_core_mmu_write(t->core, 0x1000, 0x5678, 8);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x1000, 8), 0x5678);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, 0x1000, 8), 0);
+	hdm_core_mmu_write(t->core, 0x1000, 0x5678, 8);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, 0x1000, 8), 0x5678);
 	hpu_test_boot_good(t);
 	/* Left without HBM, the device is destroyed as well. */
 	hpu_mmap_refuse = true;

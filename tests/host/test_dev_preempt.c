@@ -89,7 +89,7 @@ static void setup_held(struct hpu_test *t, struct job *held)
 /* Sync object 0 set, the job set aside at its WAIT is pushed again: it ends. */
 static void resume_waiting(struct hpu_test *t, const struct job *job)
 {
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	push(t, job, HPU_QUEUE_DESC_RESUME);
 	run(t);
 	EXPECT_DONE(t, Q);
@@ -200,7 +200,7 @@ static void case_call(struct hpu_test *t)
 	EXPECT_DONE(t, Q);
 
 	bystander(t);
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	push(t, &job, HPU_QUEUE_DESC_RESUME);
 	run(t);
 	EXPECT_DONE(t, Q);
@@ -222,7 +222,7 @@ static void case_call(struct hpu_test *t)
 #define GEMM_B_OFF (SRC_OFF + GEMM_BYTES)
 #define GEMM_C_OFF DST_OFF
 
-/* C = A B + C over a batch of 64 x 64 fp32 matrices, a step each (hpu_mme_plan()). */
+/* C = A B + C over a batch of 64 x 64 fp32 matrices, a step each (hdm_mme_plan()). */
 static void job_gemm(struct hpu_test *t, struct job *job, uint64_t tag)
 {
 	struct hpu_pkt_mme_gemm p = {
@@ -234,11 +234,11 @@ static void job_gemm(struct hpu_test *t, struct job *job, uint64_t tag)
 		.stride_a = GEMM_DIM * GEMM_DIM, .stride_b = GEMM_DIM * GEMM_DIM,
 		.stride_c = GEMM_DIM * GEMM_DIM, .alpha = 0x3f800000u, .beta = 0x3f800000u,
 	};
-	struct hpu_mme_plan plan;
+	struct hdm_mme_plan plan;
 	float *f = (float *)(t->mem + GEMM_A_OFF);
 	unsigned int i;
 
-	HPU_CHECK(t, !hpu_mme_plan(&plan, GEMM_BATCH, GEMM_DIM, GEMM_DIM, GEMM_DIM, 1) &&
+	HPU_CHECK(t, !hdm_mme_plan(&plan, GEMM_BATCH, GEMM_DIM, GEMM_DIM, GEMM_DIM, 1) &&
 		     plan.steps == GEMM_BATCH);
 	for (i = 0; i < 3 * GEMM_ELEMS; i++)
 		f[i] = (float)((i * 7u) % 13u) * 0.37f - 2.0f;
@@ -465,7 +465,7 @@ static void case_threaded(struct hpu_test *t)
 	behind = wait_ci(t, 2);
 	push(t, &fill, HPU_QUEUE_DESC_RESUME);
 	resumed = wait_ci(t, 3);
-	hpu_core_engine_stop(t->core);
+	hdm_core_engine_stop(t->core);
 	pthread_join(engine, NULL);
 	printf("# set aside %.2f ms after PREEMPT; the next job ended %.2f ms after its push; "
 	       "the fill's rest took %.0f ms\n", set_aside / 1e6, behind / 1e6, resumed / 1e6);
@@ -509,7 +509,7 @@ static void case_table_full(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
 
 	/* Satisfied, the last job ends; a set-aside one goes on at its WAIT and ends too. */
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	push(t, &jobs[1], HPU_QUEUE_DESC_RESUME);
 	run(t);
 	EXPECT_DONE(t, Q);
@@ -532,13 +532,13 @@ static void case_refusals(struct hpu_test *t)
 
 	/* A RESUME of a tag never set aside fails, having run nothing. */
 	job_wait(&a, 0x20);
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	push(t, &a, HPU_QUEUE_DESC_RESUME);
 	run(t);
 	expect_event(t, HPU_EVENT_NOT_RESUMABLE, Q, ASID, HPU_ENGINE_QMAN, 0x20, 0,
 		     NOT_RESUMABLE_LOGS, __LINE__);
 	HPU_CHECK(t, completion(t, Q) != COMPLETION_VALUE + 0x20);
-	hpu_st_le32(t->mem + SYNC_OFF, 0);
+	hdm_st_le32(t->mem + SYNC_OFF, 0);
 
 	/* PREEMPT twice: one entry. */
 	push(t, &a, 0);
@@ -561,7 +561,7 @@ static void case_refusals(struct hpu_test *t)
 	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), HPU_Q_STATUS_WAITING);
 	HPU_CHECK_EQ(t, free_entries(t), HPU_Q_PREEMPT_SLOTS - 1);
-	hpu_st_le32(t->mem + SYNC_OFF, 1);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
 	hpu_wr(t, REG_Q(Q, PI), hpu_rd(t, REG_Q(Q, PI)));
 	run(t);
 	EXPECT_DONE(t, Q);

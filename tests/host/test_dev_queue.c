@@ -3,7 +3,7 @@
  * Host unit test of the hpu device core's command-submission path: HBM,
  * MMU, queues, packets and events, driven through BAR0 and BAR4 only, with
  * a host buffer standing in for guest memory.  The engine runs
- * synchronously (hpu_core_engine_run()) except in the thread test, so
+ * synchronously (hdm_core_engine_run()) except in the thread test, so
  * every case is deterministic.  Prints TAP.
  */
 #include <inttypes.h>
@@ -33,14 +33,14 @@ static void hpu_case_hbm_lazy(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
 
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 0);
 	/* Untouched HBM reads as zeros and costs nothing. */
 	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_REGION_SIZE - 8), 0);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 0);
 
 	setup(t);
 	/* The page tables share the first chunk. */
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 1);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 1);
 	t->mem[SRC_OFF] = 0x5a;
 	cb_dma(&cb, VA_HBM + 12345, VA_HOST + SRC_OFF, 1, 0);
 	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM + 12345, 1, 0);
@@ -48,7 +48,7 @@ static void hpu_case_hbm_lazy(struct hpu_test *t)
 	run(t);
 	EXPECT_DONE(t, 0);
 	HPU_CHECK_EQ(t, t->mem[DST_OFF], 0x5a);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 2);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 2);
 }
 
 static void hpu_case_bar4(struct hpu_test *t)
@@ -64,15 +64,15 @@ static void hpu_case_bar4(struct hpu_test *t)
 
 	bar4_wr(t, 0x100, 0x1122334455667788ull);
 	HPU_CHECK_EQ(t, bar4_rd(t, 0x100), 0x1122334455667788ull);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x100, 4), 0x55667788);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, 0x104, 4), 0x11223344);
-	hpu_core_mmu_write(t->core, HPU_MMU_REGION_SIZE - 4, 0xcafef00d, 4);
-	HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, HPU_MMU_REGION_SIZE - 4, 4), 0xcafef00d);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, 0x100, 4), 0x55667788);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, 0x104, 4), 0x11223344);
+	hdm_core_mmu_write(t->core, HPU_MMU_REGION_SIZE - 4, 0xcafef00d, 4);
+	HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, HPU_MMU_REGION_SIZE - 4, 4), 0xcafef00d);
 	HPU_EXPECT_CLEAN(t);
 	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
-		HPU_CHECK_EQ(t, hpu_core_mmu_read(t->core, bad[i].offset, bad[i].size), 0);
+		HPU_CHECK_EQ(t, hdm_core_mmu_read(t->core, bad[i].offset, bad[i].size), 0);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
-		hpu_core_mmu_write(t->core, bad[i].offset, UINT64_MAX, bad[i].size);
+		hdm_core_mmu_write(t->core, bad[i].offset, UINT64_MAX, bad[i].size);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
 	}
 	HPU_CHECK_EQ(t, bar4_rd(t, 0x100), 0x1122334455667788ull);
@@ -158,13 +158,13 @@ static void hpu_case_memset(struct hpu_test *t)
 	HPU_CHECK(t, ok);
 
 	/* Zeroing HBM nobody wrote allocates nothing. */
-	chunks = hpu_core_hbm_chunks(t->core);
+	chunks = hdm_core_hbm_chunks(t->core);
 	cb.len = 0;
 	cb_dma(&cb, VA_HBM + (2u << 20), 0, 1u << 20, HPU_PKT_LIN_DMA_MEMSET);
 	submit_user(t, 0, &cb, 2);
 	run(t);
 	EXPECT_DONE(t, 0);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), chunks);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), chunks);
 }
 
 static void hpu_case_huge_pages(struct hpu_test *t)
@@ -467,7 +467,7 @@ static void hpu_test_illegal(struct hpu_test *t, const struct hpu_illegal_case *
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, CI)), 1);
 	HPU_CHECK_EQ(t, completion(t, 2), 0);
 	HPU_CHECK_EQ(t, t->bad_vectors, 0);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF), 0);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + SYNC_OFF), 0);
 }
 
 static void hpu_case_timestamp(struct hpu_test *t)
@@ -482,8 +482,8 @@ static void hpu_case_timestamp(struct hpu_test *t)
 	submit_user(t, 0, &cb, 1);
 	run(t);
 	EXPECT_DONE(t, 0);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF + 8), HPU_TEST_CLOCK_TICK);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + SYNC_OFF + 16), 2 * HPU_TEST_CLOCK_TICK);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + SYNC_OFF + 8), HPU_TEST_CLOCK_TICK);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + SYNC_OFF + 16), 2 * HPU_TEST_CLOCK_TICK);
 }
 
 /* ---- descriptors ---- */
@@ -500,7 +500,7 @@ struct hpu_desc_case {
 static const struct hpu_desc_case hpu_desc_cases[] = {
 	{ "size not a multiple of 8", { .cb_size = 12, .asid = ASID, .tag = 1 },
 	  HPU_EVENT_ILLEGAL_PACKET, 0 },
-	{ "size past the user maximum and tail", { .cb_size = HPU_JOB_CB_MAX + 8, .asid = ASID,
+	{ "size past the user maximum and tail", { .cb_size = HDM_JOB_CB_MAX + 8, .asid = ASID,
 						     .tag = 2 }, HPU_EVENT_ILLEGAL_PACKET, 0 },
 	{ "priv_offset past the size", { .cb_size = 8, .priv_offset = 16, .asid = ASID, .tag = 3 },
 	  HPU_EVENT_ILLEGAL_PACKET, 0 },
@@ -537,10 +537,10 @@ static void hpu_case_desc_limits(struct hpu_test *t)
 	setup(t);
 	/* An empty job, and the largest one, both run. */
 	write_desc(t, 0, &d);
-	while (cb.len < HPU_JOB_CB_MAX - sizeof(struct hpu_pkt_write_completion))
+	while (cb.len < HDM_JOB_CB_MAX - sizeof(struct hpu_pkt_write_completion))
 		cb_nop(&cb);
 	cb_completion(&cb, BUS(COMPLETION_OFF(0)), 3);
-	HPU_CHECK_EQ(t, cb.len, HPU_JOB_CB_MAX);
+	HPU_CHECK_EQ(t, cb.len, HDM_JOB_CB_MAX);
 	submit(t, 0, &cb, HPU_CB_MAX_SIZE, ASID, 1);
 	run(t);
 	EXPECT_DONE(t, 0);
@@ -648,7 +648,7 @@ static void hpu_case_wait_doorbell(struct hpu_test *t)
 	submit_sync(t, 2, HPU_PKT_WAIT, 3, 5, 1);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
-	hpu_st_le32(t->mem + SYNC_OFF + 12, 5);
+	hdm_st_le32(t->mem + SYNC_OFF + 12, 5);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(2, STATUS)), HPU_Q_STATUS_WAITING);
 	cb_nop(&cb);
@@ -770,7 +770,7 @@ static void hpu_case_reset_running(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, STATUS)), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 0);
 	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8), 0);
 	HPU_EXPECT_CLEAN(t);
 
@@ -795,7 +795,7 @@ static void hpu_case_device_reset(struct hpu_test *t)
 	submit_sync(t, 0, HPU_PKT_SIGNAL, 9, 1, 2);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(3, STATUS)), HPU_Q_STATUS_WAITING);
-	HPU_CHECK(t, hpu_core_hbm_chunks(t->core) > 0);
+	HPU_CHECK(t, hdm_core_hbm_chunks(t->core) > 0);
 
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	run(t);
@@ -810,10 +810,10 @@ static void hpu_case_device_reset(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_RING_SIZE), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_CI), 0);
-	HPU_CHECK_EQ(t, hpu_core_hbm_chunks(t->core), 0);
+	HPU_CHECK_EQ(t, hdm_core_hbm_chunks(t->core), 0);
 	HPU_CHECK_EQ(t, bar4_rd(t, HPU_MMU_CTX_TABLE + ASID * 8), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_IRQ_MASK), UINT32_MAX);
-	HPU_CHECK_EQ(t, hpu_ld_le32(t->mem + EQ_OFF), 0); /* the parked job left silently */
+	HPU_CHECK_EQ(t, hdm_ld_le32(t->mem + EQ_OFF), 0); /* the parked job left silently */
 	HPU_EXPECT_CLEAN(t);
 }
 
@@ -840,14 +840,14 @@ static void hpu_case_event_overflow(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), HPU_EQ_STATUS_OVERFLOW);
 	HPU_CHECK_EQ(t, t->logs - t->logs_seen, 4); /* three failures, one drop */
 	t->logs_seen = t->logs;
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 1);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + 32 + offsetof(struct hpu_event, tag)), 2);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 1);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + EQ_OFF + 32 + offsetof(struct hpu_event, tag)), 2);
 
 	hpu_wr(t, HPU_REG_EQ_CI, 2);
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_STATUS), 0);
 	submit_fault(t, 0, 4);
 	run(t);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 4);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + EQ_OFF + offsetof(struct hpu_event, tag)), 4);
 	t->logs_seen++;
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_EQ_PI), 3);
 	hpu_wr(t, HPU_REG_EQ_CI, 3);
@@ -1021,8 +1021,8 @@ static void hpu_case_time_slice(struct hpu_test *t)
 	run(t);
 	EXPECT_DONE(t, 0);
 	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
-	last = hpu_ld_le64(t->mem + SYNC_OFF + 8);
-	other = hpu_ld_le64(t->mem + SYNC_OFF + 16);
+	last = hdm_ld_le64(t->mem + SYNC_OFF + 8);
+	other = hdm_ld_le64(t->mem + SYNC_OFF + 16);
 	HPU_CHECK(t, other && other < last);
 	/* Queue 1 waited for queue 0's first slice, then its own WAIT, which is not deferral. */
 	deferred = hpu_rd(t, REG_Q(1, DEFERRED_US));
@@ -1123,9 +1123,9 @@ static uint32_t engine_poll_ns(struct hpu_test *t)
 {
 	uint32_t poll_ns;
 
-	hpu_core_lock(t->core);
+	hdm_core_lock(t->core);
 	poll_ns = t->core->qman.poll_ns;
-	hpu_core_unlock(t->core);
+	hdm_core_unlock(t->core);
 	return poll_ns;
 }
 
@@ -1147,7 +1147,7 @@ static void engine_job(struct hpu_test *t, unsigned int i)
  */
 static void hpu_case_engine_polls(struct hpu_test *t)
 {
-	const struct timespec idle = { .tv_nsec = 4 * (long)HPU_ENGINE_POLL_MAX_NS };
+	const struct timespec idle = { .tv_nsec = 4 * (long)HDM_ENGINE_POLL_MAX_NS };
 	unsigned int i, polled = 0;
 	uint32_t before;
 	pthread_t thread;
@@ -1167,8 +1167,8 @@ static void hpu_case_engine_polls(struct hpu_test *t)
 	before = engine_poll_ns(t);
 	nanosleep(&idle, NULL);
 	engine_job(t, i++);
-	HPU_CHECK_EQ(t, engine_poll_ns(t), hpu_qman_poll_window(before, UINT64_MAX));
-	hpu_core_engine_stop(t->core);
+	HPU_CHECK_EQ(t, engine_poll_ns(t), hdm_qman_poll_window(before, UINT64_MAX));
+	hdm_core_engine_stop(t->core);
 	pthread_join(thread, NULL);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(0, CI)), i);
 	HPU_CHECK_EQ(t, sync_value(t, 0), i);
@@ -1178,27 +1178,27 @@ static void hpu_case_engine_polls(struct hpu_test *t)
 /* The window: kept when work came within it, doubled up to the most, halved after long idleness. */
 static void hpu_case_poll_window(struct hpu_test *t)
 {
-	const uint32_t start = HPU_ENGINE_POLL_START_NS, max = HPU_ENGINE_POLL_MAX_NS;
+	const uint32_t start = HDM_ENGINE_POLL_START_NS, max = HDM_ENGINE_POLL_MAX_NS;
 	uint32_t w = 0;
 	unsigned int steps;
 
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 0), 0);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 1), start);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(start, start), start);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(start, start + 1), 2 * start);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(max / 2 + 1, max), max);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(max, max), max);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(max, max + 1), max / 2);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(2 * start - 1, max + 1), 0);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(0, 10ull * max), 0);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(0, 0), 0);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(0, 1), start);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(start, start), start);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(start, start + 1), 2 * start);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(max / 2 + 1, max), max);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(max, max), max);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(max, max + 1), max / 2);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(2 * start - 1, max + 1), 0);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(0, 10ull * max), 0);
 	/* Gaps of 400 us: a few gaps slept through, then every one polled across. */
 	for (steps = 0; w < 400000 && steps < 64; steps++)
-		w = hpu_qman_poll_window(w, 400000);
+		w = hdm_qman_poll_window(w, 400000);
 	HPU_CHECK(t, steps <= 8);
-	HPU_CHECK_EQ(t, hpu_qman_poll_window(w, 400000), w);
+	HPU_CHECK_EQ(t, hdm_qman_poll_window(w, 400000), w);
 	/* Then an idle device: down to no polling. */
 	for (steps = 0; w && steps < 64; steps++)
-		w = hpu_qman_poll_window(w, 1000ull * max);
+		w = hdm_qman_poll_window(w, 1000ull * max);
 	HPU_CHECK(t, steps <= 8);
 }
 
@@ -1402,7 +1402,7 @@ static void hpu_case_register_fuzz(struct hpu_test *t)
 
 		if (!rnd_below(16))
 			/* A user queue's doorbell page (one past the last too), at any word of it. */
-			hpu_core_uq_db_write(t->core,
+			hdm_core_uq_db_write(t->core,
 					     rnd_below(HPU_NUM_UQ + 1) * HPU_UQ_DB_PAGE_SIZE +
 						     (rnd_below(2) ? HPU_UQ_DB_PI : rnd_below(1024) * 4),
 					     rnd_reg_value(), 4);

@@ -19,7 +19,7 @@
 #define DB_PAGE(u) ((u) * HPU_UQ_DB_PAGE_SIZE)
 #define DB(u, reg) (DB_PAGE(u) + HPU_UQ_DB_##reg)
 #define EVQ(u) HPU_EVENT_QUEUE_UQ(u)
-#define UQ_DMA(u) DMA_ENGINE(HPU_QMAN_UQ(u))
+#define UQ_DMA(u) DMA_ENGINE(HDM_QMAN_UQ(u))
 
 /* Guest memory of the user queues; the test context maps it at VA_HOST + offset. */
 #define UQ_RING_OFF(u) (0x20000u + (u) * 0x1000u)
@@ -39,12 +39,12 @@
 
 static uint32_t db_rd(struct hpu_test *t, uint32_t off)
 {
-	return hpu_core_uq_db_read(t->core, off, 4);
+	return hdm_core_uq_db_read(t->core, off, 4);
 }
 
 static void db_wr(struct hpu_test *t, uint32_t off, uint32_t value)
 {
-	hpu_core_uq_db_write(t->core, off, value, 4);
+	hdm_core_uq_db_write(t->core, off, value, 4);
 }
 
 /* Bind user queue u as the driver does: ring and context, then the size that enables it. */
@@ -71,12 +71,12 @@ static void uq_setup(struct hpu_test *t, unsigned int u)
 /* Store d at p, its status unset. */
 static void desc_put(uint8_t *p, const struct hpu_uq_desc *d)
 {
-	hpu_st_le64(p + UQ_DESC_OFF(cb_va), d->cb_va);
-	hpu_st_le32(p + UQ_DESC_OFF(cb_size), d->cb_size);
-	hpu_st_le32(p + UQ_DESC_OFF(flags), d->flags);
-	hpu_st_le64(p + UQ_DESC_OFF(tag), d->tag);
-	hpu_st_le32(p + UQ_DESC_OFF(status), STATUS_UNSET);
-	hpu_st_le32(p + UQ_DESC_OFF(pad), d->pad);
+	hdm_st_le64(p + UQ_DESC_OFF(cb_va), d->cb_va);
+	hdm_st_le32(p + UQ_DESC_OFF(cb_size), d->cb_size);
+	hdm_st_le32(p + UQ_DESC_OFF(flags), d->flags);
+	hdm_st_le64(p + UQ_DESC_OFF(tag), d->tag);
+	hdm_st_le32(p + UQ_DESC_OFF(status), STATUS_UNSET);
+	hdm_st_le32(p + UQ_DESC_OFF(pad), d->pad);
 }
 
 /* Descriptor idx (free running) of u's ring in guest memory. */
@@ -87,7 +87,7 @@ static uint8_t *uq_desc(struct hpu_test *t, unsigned int u, uint32_t idx)
 
 static uint32_t uq_status(struct hpu_test *t, unsigned int u, uint32_t idx)
 {
-	return hpu_ld_le32(uq_desc(t, u, idx) + UQ_DESC_OFF(status));
+	return hdm_ld_le32(uq_desc(t, u, idx) + UQ_DESC_OFF(status));
 }
 
 /* Write d at u's PI, as the runtime does, and ring the doorbell. */
@@ -157,9 +157,9 @@ static void hpu_case_job_runs(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, CI)), 1);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
 	/* The rest of the descriptor is the runtime's. */
-	HPU_CHECK_EQ(t, hpu_ld_le64(uq_desc(t, UQ, 0) + UQ_DESC_OFF(tag)), 0x1234);
-	HPU_CHECK_EQ(t, hpu_ld_le32(uq_desc(t, UQ, 0) + UQ_DESC_OFF(cb_size)), cb.len);
-	HPU_CHECK_EQ(t, hpu_ld_le32(uq_desc(t, UQ, 0) + UQ_DESC_OFF(pad)), 0);
+	HPU_CHECK_EQ(t, hdm_ld_le64(uq_desc(t, UQ, 0) + UQ_DESC_OFF(tag)), 0x1234);
+	HPU_CHECK_EQ(t, hdm_ld_le32(uq_desc(t, UQ, 0) + UQ_DESC_OFF(cb_size)), cb.len);
+	HPU_CHECK_EQ(t, hdm_ld_le32(uq_desc(t, UQ, 0) + UQ_DESC_OFF(pad)), 0);
 	for (i = 0; i < 4098; i++)
 		wrong += t->mem[DST_OFF + i] != (i >= 1 && i <= 4096 ? 0x5a : 0xee);
 	HPU_CHECK_EQ(t, wrong, 0);
@@ -262,9 +262,9 @@ static void hpu_case_bound_context(struct hpu_test *t)
 	uq_submit(t, UQ, &cb, 2); /* context 1's slot 1 holds a SIGNAL of 7 too */
 	run(t);
 	UQ_EXPECT_IDLE(t, UQ, 1);
-	HPU_CHECK_EQ(t, hpu_ld_le32(t->mem + SYNC2_OFF), 7);
+	HPU_CHECK_EQ(t, hdm_ld_le32(t->mem + SYNC2_OFF), 7);
 	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
-	HPU_CHECK_EQ(t, hpu_ld_le32(desc2 + sizeof(struct hpu_uq_desc) + UQ_DESC_OFF(status)), 0);
+	HPU_CHECK_EQ(t, hdm_ld_le32(desc2 + sizeof(struct hpu_uq_desc) + UQ_DESC_OFF(status)), 0);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 1), STATUS_UNSET);
 }
 
@@ -316,8 +316,8 @@ static void hpu_case_ring_in_hbm(struct hpu_test *t)
 	submit_user(t, 0, &up, 2);
 	run(t);
 	EXPECT_DONE(t, 0);
-	HPU_CHECK_EQ(t, hpu_ld_le32(t->mem + DST_OFF + UQ_DESC_OFF(status)), 0);
-	HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + DST_OFF + UQ_DESC_OFF(tag)), 9);
+	HPU_CHECK_EQ(t, hdm_ld_le32(t->mem + DST_OFF + UQ_DESC_OFF(status)), 0);
+	HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + DST_OFF + UQ_DESC_OFF(tag)), 9);
 }
 
 /* Another context's memory is out of reach: its VAs fault, its bytes stay. */
@@ -692,7 +692,7 @@ static void hpu_case_device_reset(struct hpu_test *t)
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_NUM_UQ), 0);
 	/* The parked job left silently. */
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 1), STATUS_UNSET);
-	HPU_CHECK_EQ(t, hpu_ld_le32(t->mem + EQ_OFF + eq_pi * sizeof(struct hpu_event)), 0);
+	HPU_CHECK_EQ(t, hdm_ld_le32(t->mem + EQ_OFF + eq_pi * sizeof(struct hpu_event)), 0);
 	HPU_EXPECT_CLEAN(t);
 
 	/* Up again, the queues stay disabled until the driver binds them. */
@@ -753,7 +753,7 @@ static void hpu_case_round_robin(struct hpu_test *t)
 	EXPECT_DONE(t, 0);
 	UQ_EXPECT_IDLE(t, UQ, 0);
 	for (i = 0; i < 6; i++)
-		HPU_CHECK_EQ(t, hpu_ld_le64(t->mem + TS_OFF(i)), (i + 1) * HPU_TEST_CLOCK_TICK);
+		HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + TS_OFF(i)), (i + 1) * HPU_TEST_CLOCK_TICK);
 
 	/* A kernel job waits on a user job's SIGNAL, and a user job on a kernel job's. */
 	cb.len = 0;
@@ -794,7 +794,7 @@ static void hpu_case_time_slice(struct hpu_test *t)
 	UQ_EXPECT_IDLE(t, UQ, 0);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
 	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
-	HPU_CHECK(t, hpu_ld_le64(t->mem + TS_OFF(0)) < hpu_ld_le64(t->mem + TS_OFF(1)));
+	HPU_CHECK(t, hdm_ld_le64(t->mem + TS_OFF(0)) < hdm_ld_le64(t->mem + TS_OFF(1)));
 }
 
 /* A sync object the CPU sets: another user queue's doorbell makes a parked job look again. */
@@ -807,7 +807,7 @@ static void hpu_case_doorbell_rechecks(struct hpu_test *t)
 	uq_submit_sync(t, UQ, HPU_PKT_WAIT, 3, 5, 1);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_WAITING);
-	hpu_st_le32(t->mem + SYNC_OFF + 12, 5);
+	hdm_st_le32(t->mem + SYNC_OFF + 12, 5);
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_WAITING);
 	cb_nop(&cb);
@@ -903,9 +903,9 @@ static void hpu_case_doorbell_rules(struct hpu_test *t)
 	hpu_wr(t, REG_UQ(UQ, PI), 3);
 	HPU_EXPECT_ERROR(t, HPU_ERR_READ_ONLY);
 	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
-		HPU_CHECK_EQ(t, hpu_core_uq_db_read(t->core, bad[i].offset, bad[i].size), 0);
+		HPU_CHECK_EQ(t, hdm_core_uq_db_read(t->core, bad[i].offset, bad[i].size), 0);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
-		hpu_core_uq_db_write(t->core, bad[i].offset, 3, bad[i].size);
+		hdm_core_uq_db_write(t->core, bad[i].offset, 3, bad[i].size);
 		HPU_EXPECT_ERROR(t, HPU_ERR_BAD_ACCESS);
 	}
 	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, PI)), 2);

@@ -55,13 +55,13 @@ struct elt_op {
 	double (*ref)(const struct elt_op *op, uint32_t out_dtype, const double *x);
 };
 
-static const struct hpu_kernel_def *def_of(uint32_t kernel)
+static const struct hdm_kernel_def *def_of(uint32_t kernel)
 {
 	switch (kernel) {
-	case HPU_KERNEL_UNARY: return &hpu_kernel_unary;
-	case HPU_KERNEL_BINARY: return &hpu_kernel_binary;
-	case HPU_KERNEL_WHERE: return &hpu_kernel_where;
-	default: return &hpu_kernel_fill;
+	case HPU_KERNEL_UNARY: return &hdm_kernel_unary;
+	case HPU_KERNEL_BINARY: return &hdm_kernel_binary;
+	case HPU_KERNEL_WHERE: return &hdm_kernel_where;
+	default: return &hdm_kernel_fill;
 	}
 }
 
@@ -86,7 +86,7 @@ static void fill_inputs(struct hpu_ktensor *t, const struct elt_op *op, uint64_t
 /* What a store of the reference's exact result to dtype must give, within the dtype's tolerance. */
 static double expected(uint32_t dtype, double v)
 {
-	return hpu_dtype_is_float(dtype) ? v : hpu_kround(dtype, v);
+	return hdm_dtype_is_float(dtype) ? v : hpu_kround(dtype, v);
 }
 
 static struct hpu_ktensor *tensor_in(uint32_t dtype, size_t layout)
@@ -105,7 +105,7 @@ static void run_op(const struct elt_op *op, uint32_t out_dtype, const uint32_t *
 	unsigned int nin = inputs_of(op), j;
 	double *vals[3], *want, x[3];
 	uint64_t i, n;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	t[0] = tensor_in(out_dtype, out_layout);
 	for (j = 0; j < nin; j++) {
@@ -211,7 +211,7 @@ static double ref_binary(const struct elt_op *op, uint32_t out_dtype, const doub
 	case HPU_BINARY_ADD: return a + op->s0 * b;
 	case HPU_BINARY_SUB: return a + -op->s0 * b;
 	case HPU_BINARY_MUL: return a * b;
-	case HPU_BINARY_DIV: return hpu_dtype_is_float(out_dtype) ? a / b : trunc(a / b);
+	case HPU_BINARY_DIV: return hdm_dtype_is_float(out_dtype) ? a / b : trunc(a / b);
 	case HPU_BINARY_MAX: return fmax(a, b);
 	case HPU_BINARY_MIN: return fmin(a, b);
 	case HPU_BINARY_POW: return pow(a, b);
@@ -323,7 +323,7 @@ static void run_exact(uint32_t kernel, int64_t a0, int64_t a1, double s1, uint32
 	struct hpu_ktensor *out = hpu_kt_new(out_dtype, 1, &n, NULL);
 	struct hpu_ktensor *ta = hpu_kt_new(a_dtype, 1, &n, NULL);
 	struct hpu_ktensor *tb = b ? hpu_kt_new(b_dtype, 1, &n, NULL) : NULL;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_fill(ta, a);
 	if (tb) {
@@ -363,7 +363,7 @@ static void test_casts(void)
 	static const double bf16_in[] = { 0x1.fep-100, -3.5, 65280 };
 	struct hpu_ktensor *big, *copy;
 	uint64_t n = 1;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	CAST(BF16, F32, f32_in, f32_bf16);
 	CAST(F32, BF16, bf16_in, bf16_in);
@@ -381,7 +381,7 @@ static void test_casts(void)
 	copy = hpu_kt_new(I64, 1, &n, NULL);
 	memcpy(big->v.base, &(int64_t){ (1ll << 62) + 1 }, 8);
 	HPU_KCALL(&c, HPU_KERNEL_UNARY, copy, big);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, HPU_KSPLIT_ONE) == 0);
 	HPU_KEXPECT(hpu_kt_get_i(copy, 0) == (1ll << 62) + 1);
 	hpu_kt_free(big);
 	hpu_kt_free(copy);
@@ -396,7 +396,7 @@ static void test_copy_keeps_bits(void)
 	const struct { uint32_t dtype; const void *bits; } cases[] = { { F32, f32 }, { BF16, bf16 } };
 
 	for (size_t k = 0; k < HPU_ARRAY_SIZE(cases); k++) {
-		unsigned int size = hpu_dtype_size(cases[k].dtype);
+		unsigned int size = hdm_dtype_size(cases[k].dtype);
 
 		for (enum hpu_ksplit sp = 0; sp < HPU_KSPLIT_COUNT; sp++) {
 			/* [2, 3] read column-major, written row-major from the end. */
@@ -404,16 +404,16 @@ static void test_copy_keeps_bits(void)
 							    HPU_KT_STRIDES(1, 2));
 			struct hpu_ktensor *out = hpu_kt_new(cases[k].dtype, 2, HPU_KT_DIMS(2, 3),
 							     HPU_KT_STRIDES(-3, -1));
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 
 			for (uint64_t i = 0; i < 6; i++)
-				memcpy(hpu_kview_at(&in->v, i), (const uint8_t *)cases[k].bits + i * size,
+				memcpy(hdm_kview_at(&in->v, i), (const uint8_t *)cases[k].bits + i * size,
 				       size);
 			HPU_KCALL(&c, HPU_KERNEL_UNARY, out, in);
 			c.args[0] = HPU_UNARY_COPY;
-			HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, sp) == 0);
+			HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, sp) == 0);
 			for (uint64_t i = 0; i < 6; i++)
-				HPU_KEXPECT(!memcmp(hpu_kview_at(&out->v, i),
+				HPU_KEXPECT(!memcmp(hdm_kview_at(&out->v, i),
 						    (const uint8_t *)cases[k].bits + i * size, size));
 			HPU_KEXPECT(hpu_kt_gaps_intact(out));
 			hpu_kt_free(in);
@@ -438,7 +438,7 @@ static void test_integral_corners(void)
 	static const double pw[] = { 0, 1, -1, 1, 1, 0, -8 };
 	struct hpu_ktensor *x, *y, *out;
 	uint64_t n = 1;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	BIN(DIV, I32, a, b, div);
 	BIN(DIV, I64, a, b, div);
@@ -451,19 +451,19 @@ static void test_integral_corners(void)
 	memcpy(y->v.base, &(int64_t){ -1 }, 8);
 	HPU_KCALL(&c, HPU_KERNEL_BINARY, out, x, y);
 	c.args[0] = HPU_BINARY_DIV;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
 	HPU_KEXPECT(hpu_kt_get_i(out, 0) == INT64_MIN);
 	/* Wrapping, not saturating: INT64_MAX + 1 * 1. */
 	memcpy(x->v.base, &(int64_t){ INT64_MAX }, 8);
 	memcpy(y->v.base, &(int64_t){ 1 }, 8);
 	c.args[0] = HPU_BINARY_ADD;
 	c.scalars[0] = 1;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
 	HPU_KEXPECT(hpu_kt_get_i(out, 0) == INT64_MIN);
 	/* Large operands that double would round: 2^62 + 1 - 1. */
 	memcpy(x->v.base, &(int64_t){ (1ll << 62) + 1 }, 8);
 	c.args[0] = HPU_BINARY_SUB;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
 	HPU_KEXPECT(hpu_kt_get_i(out, 0) == 1ll << 62);
 	hpu_kt_free(x);
 	hpu_kt_free(y);
@@ -504,14 +504,14 @@ static void test_in_place(void)
 	struct hpu_ktensor *y = hpu_kt_new(F32, 3, SHAPE, layouts[1].strides);
 	uint64_t i, n = hpu_kt_numel(x);
 	double *before, *want = malloc(n * sizeof(*want));
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_fill_random(x, 3, -2, 2);
 	hpu_kt_fill_random(y, 4, -2, 2);
 	before = hpu_kt_values(x);
 	HPU_KCALL(&c, HPU_KERNEL_BINARY, x, x, y); /* x = x * y */
 	c.args[0] = HPU_BINARY_MUL;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &c, HPU_KSPLIT_THREADS) == 0);
 	for (i = 0; i < n; i++)
 		want[i] = before[i] * hpu_kt_get(y, i);
 	HPU_KEXPECT_NEAR(x, want, HPU_KTOL_F32, 0);
@@ -528,16 +528,16 @@ static void test_empty(void)
 	for (size_t s = 0; s < HPU_ARRAY_SIZE(shapes); s++) {
 		struct hpu_ktensor *out = hpu_kt_new(F32, 2, shapes[s], NULL);
 		struct hpu_ktensor *in = hpu_kt_new(F32, 2, shapes[s], HPU_KT_STRIDES(0, 0));
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 		uint64_t items = 1;
 
 		for (enum hpu_ksplit sp = 0; sp < HPU_KSPLIT_COUNT; sp++) {
 			HPU_KCALL(&c, HPU_KERNEL_UNARY, out, in);
 			c.args[0] = HPU_UNARY_EXP;
-			HPU_KEXPECT(hpu_kernel_unary.check(&c, &items) == 0 && items == 0);
-			HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, sp) == 0);
+			HPU_KEXPECT(hdm_kernel_unary.check(&c, &items) == 0 && items == 0);
+			HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, sp) == 0);
 			HPU_KCALL(&c, HPU_KERNEL_FILL, out);
-			HPU_KEXPECT(hpu_krun(&hpu_kernel_fill, &c, sp) == 0);
+			HPU_KEXPECT(hpu_krun(&hdm_kernel_fill, &c, sp) == 0);
 		}
 		hpu_kt_free(out);
 		hpu_kt_free(in);
@@ -557,18 +557,18 @@ static void test_layouts_agree(void)
 			hpu_kt_new(dts[d], 3, shape, NULL),
 			hpu_kt_new(U8, 3, shape, NULL),
 		};
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 
 		for (unsigned int i = 1; i < HPU_ARRAY_SIZE(t); i++)
 			hpu_kt_fill_random(t[i], i, i < 3 ? -5 : 0, i < 3 ? 5 : 2);
 		HPU_KCALL(&c, HPU_KERNEL_BINARY, t[0], t[1], t[2]);
 		for (c.args[0] = HPU_BINARY_MUL; c.args[0] <= HPU_BINARY_DIV; c.args[0]++)
-			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_binary, &c);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_binary, &c);
 		HPU_KCALL(&c, HPU_KERNEL_UNARY, t[0], t[1]);
 		c.args[0] = HPU_UNARY_RELU;
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_unary, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_unary, &c);
 		HPU_KCALL(&c, HPU_KERNEL_WHERE, t[0], t[3], t[1], t[2]);
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_where, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_where, &c);
 		for (unsigned int i = 0; i < HPU_ARRAY_SIZE(t); i++)
 			hpu_kt_free(t[i]);
 	}
@@ -588,9 +588,9 @@ static void test_split_invariance(void)
 		for (size_t d = 0; d < HPU_ARRAY_SIZE(dts); d++) {
 			struct hpu_ktensor *out[HPU_KSPLIT_COUNT], *in[3];
 			unsigned int nin = inputs_of(ops[o]), j;
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 
-			if (!hpu_dtype_is_float(dts[d]) && ops[o]->kernel == HPU_KERNEL_UNARY)
+			if (!hdm_dtype_is_float(dts[d]) && ops[o]->kernel == HPU_KERNEL_UNARY)
 				continue;
 			for (j = 0; j < nin; j++) {
 				/* Transposed inputs: the walk crosses rows at block edges. */
@@ -623,7 +623,7 @@ static void test_split_invariance(void)
 }
 
 /* Milliseconds one run() over every item of a checked launch takes. */
-static double time_run(const struct hpu_kernel_def *def, const struct hpu_kcall *c)
+static double time_run(const struct hdm_kernel_def *def, const struct hdm_kcall *c)
 {
 	struct timespec t0, t1;
 	uint64_t items = 0;
@@ -644,7 +644,7 @@ static void test_mnist_sized(void)
 	struct hpu_ktensor *y = hpu_kt_new(F32, 2, shape, NULL);
 	uint64_t i, n = hpu_kt_numel(x);
 	double *want = malloc(n * sizeof(*want)), add_ms, relu_ms;
-	struct hpu_kcall add, relu;
+	struct hdm_kcall add, relu;
 
 	hpu_kt_fill_random(x, 5, -1, 1);
 	hpu_kt_fill_random(bias, 6, -1, 1);
@@ -653,13 +653,13 @@ static void test_mnist_sized(void)
 	add.scalars[0] = 1;
 	HPU_KCALL(&relu, HPU_KERNEL_UNARY, y, y);
 	relu.args[0] = HPU_UNARY_RELU;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &add, HPU_KSPLIT_THREADS) == 0);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &relu, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &add, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &relu, HPU_KSPLIT_THREADS) == 0);
 	for (i = 0; i < n; i++)
 		want[i] = fmax((double)(float)(hpu_kt_get(x, i) + hpu_kt_get(bias, i)), 0);
 	HPU_KEXPECT_NEAR(y, want, 0, 0);
-	add_ms = time_run(&hpu_kernel_binary, &add);
-	relu_ms = time_run(&hpu_kernel_unary, &relu);
+	add_ms = time_run(&hdm_kernel_binary, &add);
+	relu_ms = time_run(&hdm_kernel_unary, &relu);
 	printf("# [200, 784] fp32 on one thread: add bias %.2f ms, relu in place %.2f ms\n", add_ms,
 	       relu_ms);
 	free(want);
@@ -710,7 +710,7 @@ static void test_rejections(void)
 	for (size_t r = 0; r < HPU_ARRAY_SIZE(rejects); r++) {
 		const struct reject *rj = &rejects[r];
 		struct hpu_ktensor *t[4];
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 		uint64_t items;
 		unsigned int i;
 		double *before;
@@ -746,17 +746,17 @@ static void test_accepts_ndim0_and_6(void)
 					    HPU_KT_STRIDES(-1, 0, 2, 6, 5, 0));
 	uint64_t i, n = hpu_kt_numel(o6);
 	double *want = malloc(n * sizeof(*want));
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_set(i0, 0, -4);
 	HPU_KCALL(&c, HPU_KERNEL_UNARY, o0, i0);
 	c.args[0] = HPU_UNARY_ABS;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, HPU_KSPLIT_THREADS) == 0);
 	HPU_KEXPECT(hpu_kt_get(o0, 0) == 4);
 	hpu_kt_fill_random(i6, 9, -3, 3);
 	HPU_KCALL(&c, HPU_KERNEL_UNARY, o6, i6);
 	c.args[0] = HPU_UNARY_NEG;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, HPU_KSPLIT_SEQ) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, HPU_KSPLIT_SEQ) == 0);
 	for (i = 0; i < n; i++)
 		want[i] = -hpu_kt_get(i6, i);
 	HPU_KEXPECT_NEAR(o6, want, 0, 0);

@@ -70,7 +70,7 @@ static void engine_start(struct hpu_test *t)
 
 static void engine_stop(struct hpu_test *t)
 {
-	hpu_core_engine_stop(t->core);
+	hdm_core_engine_stop(t->core);
 	pthread_join(engine, NULL);
 	/* Events and their log lines were counted as they came. */
 	t->logs_seen = t->logs;
@@ -139,7 +139,7 @@ static uint32_t take_events(struct hpu_test *t)
 static uint8_t *dev_ptr(struct hpu_test *t, uint64_t va, uint64_t len)
 {
 	if (va >= VA_HBM && va - VA_HBM + len <= BUF_SIZE)
-		return hpu_hbm_span(t->core->hbm, HBM_BUF + (va - VA_HBM), len, true);
+		return hdm_hbm_span(t->core->hbm, HBM_BUF + (va - VA_HBM), len, true);
 	return t->mem + (va - VA_HOST);
 }
 
@@ -524,14 +524,14 @@ static void fz_mutate(struct launch *l)
 
 	switch (rnd() % 6) {
 	case 0: /* the output over another operand, shifted by -1, 0 or 1 elements */
-		l->t[0].addr = l->t[j].addr + (rnd() % 3 - 1) * hpu_dtype_size(l->t[0].dtype);
+		l->t[0].addr = l->t[j].addr + (rnd() % 3 - 1) * hdm_dtype_size(l->t[0].dtype);
 		break;
 	case 1: /* exactly another operand's view */
 		l->t[i] = l->t[j];
 		break;
 	case 2: /* reversed: from the last element back */
 		if (d->ndim && d->shape[k]) {
-			d->addr += (d->shape[k] - 1) * (uint64_t)d->strides[k] * hpu_dtype_size(d->dtype);
+			d->addr += (d->shape[k] - 1) * (uint64_t)d->strides[k] * hdm_dtype_size(d->dtype);
 			d->strides[k] = -d->strides[k];
 		}
 		break;
@@ -577,7 +577,7 @@ static void fz_launch(struct hpu_test *t, struct launch *l)
 		const char *op = f->operands[i];
 		uint32_t dt = *op == 'f' ? F32 : *op == 'u' ? U8 : *op == 'l' ? I64 : dtype;
 		uint32_t nd = (uint32_t)strlen(op) - 1, bcast = 0, k, a = (uint32_t)(rnd() % 3);
-		uint64_t bytes = hpu_dtype_size(dt);
+		uint64_t bytes = hdm_dtype_size(dt);
 
 		for (k = 0; k < nd; k++) {
 			shape[k] = op[k + 1] == '1' ? 1 : sizes[op[k + 1] - 'A'];

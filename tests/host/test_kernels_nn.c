@@ -84,7 +84,7 @@ static struct hpu_ktensor *random_tensor(uint32_t dtype, uint32_t ndim, const ui
 /* Exact 64-bit stores (hpu_kt_set goes through double). */
 static void kt_set_i(struct hpu_ktensor *t, uint64_t i, int64_t v)
 {
-	hpu_kstore_i(t->v.dtype, hpu_kview_at(&t->v, i), v);
+	hdm_kstore_i(t->v.dtype, hdm_kview_at(&t->v, i), v);
 }
 
 static int64_t *kt_values_i(const struct hpu_ktensor *t)
@@ -257,12 +257,12 @@ static void softmax_forward_case(const struct shape *s, uint32_t dim, bool log_v
 					       shift + 4);
 	struct hpu_ktensor *out = tensor(dtypes[1], s->ndim, s->d, layout + 1);
 	double *x = hpu_kt_values(in), *want = malloc(hpu_kt_numel(in) * sizeof(*want) + 1);
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX, out, in);
 	c.args[0] = dim;
 	c.args[1] = log_variant;
-	HPU_KLAUNCH(&hpu_kernel_softmax, &c);
+	HPU_KLAUNCH(&hdm_kernel_softmax, &c);
 	ref_softmax(x, want, around_dim(s, dim), log_variant);
 	HPU_KEXPECT_NEAR_DT(out, want);
 	free(x);
@@ -323,16 +323,16 @@ static void softmax_grad_case(const struct shape *s, uint32_t dim, bool log_vari
 	};
 	double *w = hpu_kt_values(t[2]);
 	struct softmax_ctx ctx = { t[0], w, around_dim(s, dim), log_variant };
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX, t[1], t[0]);
 	c.args[0] = dim;
 	c.args[1] = log_variant;
-	HPU_KLAUNCH(&hpu_kernel_softmax, &c);
+	HPU_KLAUNCH(&hdm_kernel_softmax, &c);
 	HPU_KCALL(&c, HPU_KERNEL_SOFTMAX_BWD, t[3], t[2], t[1]);
 	c.args[0] = dim;
 	c.args[1] = log_variant;
-	HPU_KLAUNCH(&hpu_kernel_softmax_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_softmax_bwd, &c);
 	GRADCHECK(t[0], softmax_f, &ctx, t[3], dtype == BF16);
 	free(w);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
@@ -430,13 +430,13 @@ static void loss_case_free(struct loss_case *lc)
 
 static void loss_forward(struct loss_case *lc)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, lc->ce ? HPU_KERNEL_CROSS_ENTROPY : HPU_KERNEL_NLL_LOSS, lc->loss, lc->x,
 		  lc->target);
 	c.args[0] = lc->reduction;
 	c.args[1] = lc->ignore;
-	HPU_KLAUNCH(lc->ce ? &hpu_kernel_cross_entropy : &hpu_kernel_nll_loss, &c);
+	HPU_KLAUNCH(lc->ce ? &hdm_kernel_cross_entropy : &hdm_kernel_nll_loss, &c);
 }
 
 /* ignore_index -100 (no class) and 2 (a class, also drawn at random). */
@@ -483,7 +483,7 @@ static double loss_f(void *p)
 /* The backward's t: grad_x, grad_loss, (logits,) target. */
 static void loss_backward(struct loss_case *lc, struct hpu_ktensor *grad)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	if (lc->ce)
 		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY_BWD, grad, lc->loss, lc->x, lc->target);
@@ -491,7 +491,7 @@ static void loss_backward(struct loss_case *lc, struct hpu_ktensor *grad)
 		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS_BWD, grad, lc->loss, lc->target);
 	c.args[0] = lc->reduction;
 	c.args[1] = lc->ignore;
-	HPU_KLAUNCH(lc->ce ? &hpu_kernel_cross_entropy_bwd : &hpu_kernel_nll_loss_bwd, &c);
+	HPU_KLAUNCH(lc->ce ? &hdm_kernel_cross_entropy_bwd : &hdm_kernel_nll_loss_bwd, &c);
 }
 
 static void test_loss_backward(void)
@@ -546,7 +546,7 @@ static void test_loss_all_ignored(void)
 
 struct dropout {
 	struct hpu_ktensor *out, *mask, *in, *rng;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 };
 
 static void dropout_new(struct dropout *d, uint32_t ndim, const uint64_t *shape,
@@ -596,7 +596,7 @@ static void test_dropout_mask(void)
 
 		dropout_new(&d, 2, HPU_KT_DIMS(4, 60), layout, seed, offset, p);
 		x = hpu_kt_values(d.in);
-		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 		for (uint64_t k = 0; k < n; k++) {
 			bool kept = ref_uniform(seed, offset + k) >= p;
 
@@ -624,7 +624,7 @@ static void test_dropout_threshold(void)
 		struct dropout d;
 
 		dropout_new(&d, 1, &n, CONTIG, seed, offset, p);
-		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 		HPU_KEXPECT(hpu_kt_get_i(d.mask, 9) == !above);
 		for (uint64_t k = 0; k < n; k++)
 			mask_ok &= hpu_kt_get_i(d.mask, k) == (ref_uniform(seed, offset + k) >= p);
@@ -644,7 +644,7 @@ static void test_dropout_statistics(void)
 		double kept;
 
 		dropout_new(&d, 1, &n, CONTIG, 42 + i, 0, ps[i]);
-		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 		kept = (double)kept_count(d.mask) / (double)n;
 		HPU_KEXPECT(fabs(kept - (1 - ps[i])) <= 5 * sqrt(ps[i] * (1 - ps[i]) / (double)n));
 		dropout_free(&d);
@@ -661,18 +661,18 @@ static void test_dropout_reproducible(void)
 	uint64_t differ = 0;
 
 	dropout_new(&d, 2, shape, TRANSPOSED, 7, 1000, 0.5);
-	HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+	HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 	for (uint64_t i = 0; i < 8 * 32; i++) {
 		hpu_kt_set(first, i, hpu_kt_get(d.mask, i));
 		hpu_kt_set(first_out, i, hpu_kt_get(d.out, i));
 	}
-	HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+	HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 	HPU_KEXPECT(hpu_kt_get_i(d.rng, 1) == 1000 + 2 * 8 * 32);
 	for (uint64_t i = 0; i < 8 * 32; i++)
 		differ += hpu_kt_get_i(d.mask, i) != hpu_kt_get_i(first, i);
 	HPU_KEXPECT(differ > 8 * 32 / 4);
 	kt_set_i(d.rng, 1, 1000);
-	HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+	HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 	HPU_KEXPECT_SAME(d.mask, first);
 	HPU_KEXPECT_SAME(d.out, first_out);
 	hpu_kt_free(first);
@@ -692,7 +692,7 @@ static void test_dropout_split(void)
 		if (!x)
 			x = hpu_kt_values(d[s].in);
 		hpu_kt_fill(d[s].in, x);
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_dropout, &d[s].c, (enum hpu_ksplit)s) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_dropout, &d[s].c, (enum hpu_ksplit)s) == 0);
 	}
 	free(x);
 	for (int s = 1; s < HPU_KSPLIT_COUNT; s++) {
@@ -716,7 +716,7 @@ static void test_dropout_extremes(void)
 		want = hpu_kt_values(d.in);
 		for (uint64_t i = 0; drop_all && i < n; i++)
 			want[i] = 0;
-		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 		HPU_KEXPECT(kept_count(d.mask) == (drop_all ? 0 : n));
 		HPU_KEXPECT_NEAR_DT(d.out, want);
 		free(want);
@@ -770,7 +770,7 @@ static double ref_gelu(const struct elt_ctx *ctx, uint64_t i, double x)
  * One backward t: grad_in, grad_out, third (the input, or the mask) and
  * its gradient check in x; x's values stay clear of relu's kink.
  */
-static void elt_grad_case(const struct hpu_kernel_def *def, uint32_t kernel, struct elt_ctx *ctx,
+static void elt_grad_case(const struct hdm_kernel_def *def, uint32_t kernel, struct elt_ctx *ctx,
 			  struct hpu_ktensor *third, int64_t a0, double s0, uint32_t dtype,
 			  unsigned int layout)
 {
@@ -778,7 +778,7 @@ static void elt_grad_case(const struct hpu_kernel_def *def, uint32_t kernel, str
 	struct hpu_ktensor *gi = tensor(dtype, 3, shape, layout);
 	struct hpu_ktensor *go = random_tensor(dtype, 3, shape, layout + 1, -1, 1);
 	double *w = hpu_kt_values(go);
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	ctx->w = w;
 	HPU_KCALL(&c, kernel, gi, go, third);
@@ -816,12 +816,12 @@ static void test_relu_gelu_backward(void)
 		struct hpu_ktensor *x32, *x = activation_input(dtype, turn, &x32);
 		struct elt_ctx ctx = { .x = x32, .fn = ref_relu };
 
-		elt_grad_case(&hpu_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, &ctx, x, 0, 0, dtype,
+		elt_grad_case(&hdm_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, &ctx, x, 0, 0, dtype,
 			      turn);
 		ctx.fn = ref_gelu;
 		for (int tanh_form = 0; tanh_form < 2; tanh_form++) {
 			ctx.tanh_form = tanh_form;
-			elt_grad_case(&hpu_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, &ctx, x,
+			elt_grad_case(&hdm_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, &ctx, x,
 				      tanh_form, 0, dtype, turn + 1);
 		}
 		hpu_kt_free(x);
@@ -838,12 +838,12 @@ static void test_relu_backward_at_zero(void)
 		tensor(F32, 1, HPU_KT_DIMS(3), 0),
 	};
 	static const double g[] = { 1, 2, 3 }, x[] = { -1, 0, 1 }, want[] = { 0, 0, 3 };
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_fill(t[1], g);
 	hpu_kt_fill(t[2], x);
 	HPU_KCALL(&c, HPU_KERNEL_RELU_BWD, t[0], t[1], t[2]);
-	HPU_KLAUNCH(&hpu_kernel_relu_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_relu_bwd, &c);
 	HPU_KEXPECT_NEAR_DT(t[0], want);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
@@ -859,11 +859,11 @@ static void test_dropout_backward(void)
 		struct elt_ctx ctx = { .fn = ref_dropout, .p = ps[i] };
 
 		dropout_new(&d, 3, HPU_KT_DIMS(3, 4, 5), (unsigned int)i, 11, 0, ps[i]);
-		HPU_KLAUNCH(&hpu_kernel_dropout, &d.c);
+		HPU_KLAUNCH(&hdm_kernel_dropout, &d.c);
 		mask = hpu_kt_values(d.mask);
 		ctx.mask = mask;
 		ctx.x = d.in;
-		elt_grad_case(&hpu_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, &ctx, d.mask, 0,
+		elt_grad_case(&hdm_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, &ctx, d.mask, 0,
 			      ps[i], i == 1 ? BF16 : F32, (unsigned int)i + 1);
 		free(mask);
 		dropout_free(&d);
@@ -883,19 +883,19 @@ static void test_elementwise_layouts_agree(void)
 			random_tensor(U8, 3, shape, CONTIG, 0, 2),
 		};
 		struct dropout d;
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 
 		HPU_KCALL(&c, HPU_KERNEL_RELU_BWD, t[0], t[1], t[2]);
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_relu_bwd, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_relu_bwd, &c);
 		c.kernel = HPU_KERNEL_GELU_BWD;
 		for (c.args[0] = 0; c.args[0] < 2; c.args[0]++)
-			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_gelu_bwd, &c);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_gelu_bwd, &c);
 		HPU_KCALL(&c, HPU_KERNEL_DROPOUT_BWD, t[0], t[1], t[3]);
 		c.scalars[0] = 0.3;
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_dropout_bwd, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_dropout_bwd, &c);
 		/* Counters across 2^32. */
 		dropout_new(&d, 3, shape, CONTIG, 7, (1ull << 32) - 100, 0.3);
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_dropout, &d.c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_dropout, &d.c);
 		dropout_free(&d);
 		free_tensors(t, HPU_ARRAY_SIZE(t));
 	}
@@ -972,9 +972,9 @@ static void ln_new(struct ln *ln, const struct ln_shape *ls, int64_t flags, uint
 	ln->t[5] = random_tensor(in_dtype, (uint32_t)ls->k, ls->s.d + lead, layout + 1, -1, 1);
 }
 
-static struct hpu_kcall ln_forward_call(const struct ln *ln)
+static struct hdm_kcall ln_forward_call(const struct ln *ln)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM, ln->t[0], ln->t[1], ln->t[2], ln->t[3], ln->t[4],
 		  ln->t[5]);
@@ -986,9 +986,9 @@ static struct hpu_kcall ln_forward_call(const struct ln *ln)
 
 static void ln_forward(struct ln *ln)
 {
-	struct hpu_kcall c = ln_forward_call(ln);
+	struct hdm_kcall c = ln_forward_call(ln);
 
-	HPU_KLAUNCH(&hpu_kernel_layer_norm, &c);
+	HPU_KLAUNCH(&hdm_kernel_layer_norm, &c);
 }
 
 /* The reference of in, weight and bias as they are now: out, mean, rstd in one malloc'ed array. */
@@ -1049,10 +1049,10 @@ static double ln_f(void *p)
  * t: grad_in, grad_weight, grad_bias, grad_out, in, mean, rstd, weight;
  * absent operands get a one-element stand-in the kernel must not write.
  */
-static struct hpu_kcall ln_backward_call(const struct ln *ln, struct hpu_ktensor *const *grads,
+static struct hdm_kcall ln_backward_call(const struct ln *ln, struct hpu_ktensor *const *grads,
 					 struct hpu_ktensor *grad_out, struct hpu_ktensor *stand_in)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, grads[0], ln->flags & 1 ? grads[1] : stand_in,
 		  ln->flags & 2 ? grads[2] : stand_in, grad_out, ln->t[3], ln->t[1], ln->t[2],
@@ -1081,14 +1081,14 @@ static void ln_grad_case(const struct ln_shape *ls, int64_t flags, uint32_t dtyp
 	struct hpu_ktensor *stand_in = tensor(F32, 0, NULL, 0);
 	struct ln ln;
 	struct ln_ctx ctx = { &ln, hpu_kt_values(grad_out) };
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	bool bf16 = dtype == BF16;
 
 	ln_grads_new(grads, ls, dtype, layout + 2);
 	ln_new(&ln, ls, flags, F32, F32, layout);
 	ln_forward(&ln);
 	c = ln_backward_call(&ln, grads, grad_out, stand_in);
-	HPU_KLAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_layer_norm_bwd, &c);
 	GRADCHECK(ln.t[3], ln_f, &ctx, grads[0], bf16);
 	if (flags & 1)
 		GRADCHECK(ln.t[4], ln_f, &ctx, grads[1], bf16);
@@ -1099,7 +1099,7 @@ static void ln_grad_case(const struct ln_shape *ls, int64_t flags, uint32_t dtyp
 		ln_grads_new(same, ls, dtype, layout + 1);
 		hpu_kt_fill(same[0], ctx.w);
 		c = ln_backward_call(&ln, same, same[0], stand_in);
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, (enum hpu_ksplit)s) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_layer_norm_bwd, &c, (enum hpu_ksplit)s) == 0);
 		for (int i = 0; i < 3; i++)
 			if (i == 0 || (flags >> (i - 1) & 1))
 				HPU_KEXPECT_SAME(same[i], grads[i]);
@@ -1159,9 +1159,9 @@ static void emb_free(struct emb *e)
 	hpu_kt_free(e->indices);
 }
 
-static struct hpu_kcall emb_call(const struct emb *e, bool backward)
+static struct hdm_kcall emb_call(const struct emb *e, bool backward)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	if (backward)
 		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, e->table, e->rows, e->indices);
@@ -1173,9 +1173,9 @@ static struct hpu_kcall emb_call(const struct emb *e, bool backward)
 
 static void emb_launch(const struct emb *e, bool backward)
 {
-	struct hpu_kcall c = emb_call(e, backward);
+	struct hdm_kcall c = emb_call(e, backward);
 
-	HPU_KLAUNCH(backward ? &hpu_kernel_embedding_bwd : &hpu_kernel_embedding, &c);
+	HPU_KLAUNCH(backward ? &hdm_kernel_embedding_bwd : &hdm_kernel_embedding, &c);
 }
 
 /* Vocabularies of one block of rows and of several (the backward sums 512 rows a pass). */
@@ -1208,16 +1208,16 @@ static void test_rows_layouts_agree(void)
 			struct hpu_ktensor *grads[3];
 			struct hpu_ktensor *grad_out =
 				random_tensor(F32, ls->s.ndim, ls->s.d, CONTIG, -1, 1);
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 			struct ln ln;
 
 			ln_new(&ln, ls, flags, F32, F32, CONTIG);
 			c = ln_forward_call(&ln);
-			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_layer_norm, &c);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_layer_norm, &c);
 			ln_forward(&ln); /* mean and rstd for the backward */
 			ln_grads_new(grads, ls, F32, CONTIG);
 			c = ln_backward_call(&ln, grads, grad_out, stand_in);
-			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_layer_norm_bwd, &c);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_layer_norm_bwd, &c);
 			free_tensors(grads, HPU_ARRAY_SIZE(grads));
 			free_tensors(ln.t, HPU_ARRAY_SIZE(ln.t));
 			hpu_kt_free(grad_out);
@@ -1225,12 +1225,12 @@ static void test_rows_layouts_agree(void)
 	}
 	hpu_kt_free(stand_in);
 	for (size_t i = 0; i < HPU_ARRAY_SIZE(emb_cases); i++) {
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 		struct emb e;
 
 		emb_case_new(&e, i, F32, CONTIG);
 		c = emb_call(&e, true);
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_embedding_bwd, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_embedding_bwd, &c);
 		emb_free(&e);
 	}
 }
@@ -1306,14 +1306,14 @@ static void test_embedding_gradcheck(void)
 		struct emb e;
 		struct hpu_ktensor *grad;
 		struct emb_ctx ctx = { &e, NULL };
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 
 		emb_new(&e, 9, 3, 2, HPU_KT_DIMS(4, 5), -1, F32, layout);
 		grad = tensor(layout == FLIPPED ? BF16 : F32, 2, HPU_KT_DIMS(9, 3), layout + 2);
 		ctx.w = hpu_kt_values(e.rows);
 		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, grad, e.rows, e.indices);
 		c.args[0] = -1;
-		HPU_KLAUNCH(&hpu_kernel_embedding_bwd, &c);
+		HPU_KLAUNCH(&hdm_kernel_embedding_bwd, &c);
 		GRADCHECK(e.table, emb_f, &ctx, grad, false);
 		free((void *)ctx.w);
 		hpu_kt_free(grad);
@@ -1332,16 +1332,16 @@ static void test_empty_not_aliased(void)
 		tensor(F32, 1, HPU_KT_DIMS(0), 0),        /* weight and grads, no column */
 		tensor(F32, 1, HPU_KT_DIMS(3), 0),        /* mean, rstd */
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
 	c.args[0] = -1;
 	c.t[0].base = c.t[1].base;
-	HPU_KLAUNCH(&hpu_kernel_embedding, &c);
+	HPU_KLAUNCH(&hdm_kernel_embedding, &c);
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[3], t[4], t[4], t[3], t[3], t[5], t[5], t[4]);
 	c.args[0] = 1;
 	c.args[1] = 3;
-	HPU_KLAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_layer_norm_bwd, &c);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
@@ -1363,7 +1363,7 @@ static void test_backward_of_no_rows(void)
 		tensor(I64, 1, HPU_KT_DIMS(0), 0),        /* indices */
 	};
 	const double sevens[12] = { 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7 };
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	unsigned int i;
 
 	hpu_kt_fill(t[1], sevens);
@@ -1373,12 +1373,12 @@ static void test_backward_of_no_rows(void)
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[1], t[2], t[0], t[0], t[4], t[4], t[3]);
 	c.args[0] = 1;
 	c.args[1] = 3;
-	HPU_KLAUNCH(&hpu_kernel_layer_norm_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_layer_norm_bwd, &c);
 	for (i = 0; i < 4; i++)
 		HPU_KEXPECT(hpu_kt_get(t[1], i) == 0 && hpu_kt_get(t[2], i) == 0);
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[5], t[0], t[6]);
 	c.args[0] = -1;
-	HPU_KLAUNCH(&hpu_kernel_embedding_bwd, &c);
+	HPU_KLAUNCH(&hdm_kernel_embedding_bwd, &c);
 	HPU_KEXPECT_NEAR(t[5], sevens, 0, 0);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
@@ -1386,9 +1386,9 @@ static void test_backward_of_no_rows(void)
 /* ---- items within HPU_KERNEL_MAX_ITEM_WORK ---- */
 
 /* Every item of every phase of valid launch c visits at most HPU_KERNEL_MAX_ITEM_WORK elements. */
-static void expect_items_bounded(const struct hpu_kernel_def *def, const struct hpu_kcall *c)
+static void expect_items_bounded(const struct hdm_kernel_def *def, const struct hdm_kcall *c)
 {
-	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	uint64_t items[HDM_KERNEL_MAX_PHASES] = { 0 };
 	unsigned int phases = def->phases ? def->phases : 1;
 
 	HPU_KEXPECT(def->check(c, items) == 0);
@@ -1402,10 +1402,10 @@ static void expect_items_bounded(const struct hpu_kernel_def *def, const struct 
  * A launch with dims *dims[0, n) just past a bound, at + 1, is refused by
  * check(); at the bound it is not, and its items keep it.
  */
-static void expect_bound(const struct hpu_kernel_def *def, struct hpu_kcall *c, uint64_t at,
+static void expect_bound(const struct hdm_kernel_def *def, struct hdm_kcall *c, uint64_t at,
 			 unsigned int n, uint64_t *const *dims)
 {
-	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	uint64_t items[HDM_KERNEL_MAX_PHASES] = { 0 };
 
 	for (unsigned int i = 0; i < n; i++)
 		*dims[i] = at + 1;
@@ -1435,22 +1435,22 @@ static void test_embedding_bounds(void)
 		tensor(F32, 2, HPU_KT_DIMS(EMB_BWD_MAX_INDICES + 1, 1), 0),     /* grad_out */
 		tensor(F32, 2, HPU_KT_DIMS(1, 1), 0),                          /* grad_weight */
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
 	c.args[0] = -1;
 	c.t[2].shape[0] = 1;
-	EXPECT_BOUND(&hpu_kernel_embedding, &c, HPU_KERNEL_MAX_ITEM_WORK, &c.t[0].shape[1],
+	EXPECT_BOUND(&hdm_kernel_embedding, &c, HPU_KERNEL_MAX_ITEM_WORK, &c.t[0].shape[1],
 		     &c.t[1].shape[1]);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_embedding, &c, HPU_KSPLIT_ONE) == 0);
 
 	for (uint64_t i = 0; i <= EMB_BWD_MAX_INDICES; i++)
 		hpu_kt_set(t[3], i, 1);
 	HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[4], t[3], t[2]);
 	c.args[0] = -1;
-	EXPECT_BOUND(&hpu_kernel_embedding_bwd, &c, EMB_BWD_MAX_INDICES, &c.t[1].shape[0],
+	EXPECT_BOUND(&hdm_kernel_embedding_bwd, &c, EMB_BWD_MAX_INDICES, &c.t[1].shape[0],
 		     &c.t[2].shape[0]);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding_bwd, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_embedding_bwd, &c, HPU_KSPLIT_THREADS) == 0);
 	HPU_KEXPECT(hpu_kt_get(t[4], 0) == EMB_BWD_MAX_INDICES);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
@@ -1470,18 +1470,18 @@ static void test_layer_norm_bounds(void)
 		tensor(F32, 1, HPU_KT_DIMS(0), 0),        /* no weight, bias or their grads */
 		tensor(F32, 2, HPU_KT_DIMS(1, most), 0), /* grad_out */
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM, t[0], t[1], t[2], t[3], t[4], t[4]);
 	c.args[0] = 1;
-	EXPECT_BOUND(&hpu_kernel_layer_norm, &c, HPU_KERNEL_MAX_ITEM_WORK / 3, &c.t[0].shape[1],
+	EXPECT_BOUND(&hdm_kernel_layer_norm, &c, HPU_KERNEL_MAX_ITEM_WORK / 3, &c.t[0].shape[1],
 		     &c.t[3].shape[1]);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_layer_norm, &c, HPU_KSPLIT_ONE) == 0);
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[4], t[4], t[5], t[3], t[1], t[2], t[4]);
 	c.args[0] = 1;
-	EXPECT_BOUND(&hpu_kernel_layer_norm_bwd, &c, HPU_KERNEL_MAX_ITEM_WORK / 2,
+	EXPECT_BOUND(&hdm_kernel_layer_norm_bwd, &c, HPU_KERNEL_MAX_ITEM_WORK / 2,
 		     &c.t[0].shape[1], &c.t[3].shape[1], &c.t[4].shape[1]);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_layer_norm_bwd, &c, HPU_KSPLIT_ONE) == 0);
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
 
@@ -1505,7 +1505,7 @@ static void test_layer_norm_backward_many_rows(void)
 		tensor(F32, 1, HPU_KT_DIMS(2), 0),                /* weight */
 	};
 	double sum = 0;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	for (uint64_t r = 0; r < LN_MANY_ROWS; r++) {
 		hpu_kt_set(t[3], 2 * r, (double)(r % 7));
@@ -1517,13 +1517,13 @@ static void test_layer_norm_backward_many_rows(void)
 	HPU_KCALL(&c, HPU_KERNEL_LAYER_NORM_BWD, t[0], t[1], t[2], t[0], t[3], t[4], t[5], t[6]);
 	c.args[0] = 1;
 	c.args[1] = 3;
-	expect_items_bounded(&hpu_kernel_layer_norm_bwd, &c);
+	expect_items_bounded(&hdm_kernel_layer_norm_bwd, &c);
 	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
 		uint64_t bad = 0;
 
 		for (uint64_t i = 0; i < 2 * LN_MANY_ROWS; i++)
 			hpu_kt_set(t[0], i, 1);
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_layer_norm_bwd, &c, split) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_layer_norm_bwd, &c, split) == 0);
 		HPU_KEXPECT_NEAR(t[1], ((const double[]){ sum, -sum }), 0, 0);
 		HPU_KEXPECT_NEAR(t[2], ((const double[]){ LN_MANY_ROWS, LN_MANY_ROWS }), 0, 0);
 		for (uint64_t i = 0; i < 2 * LN_MANY_ROWS; i++)
@@ -1545,7 +1545,7 @@ static void test_embedding_bad_last_index(void)
 		tensor(F32, 2, HPU_KT_DIMS(4, 1), 0),                   /* table, grad_weight */
 		tensor(I64, 1, HPU_KT_DIMS(n), 0),                      /* ids */
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	double *before[2];
 
 	hpu_kt_fill_random(t[0], 1, -1, 1);
@@ -1556,14 +1556,14 @@ static void test_embedding_bad_last_index(void)
 	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
 		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING, t[0], t[1], t[2]);
 		c.args[0] = -1;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_embedding, &c, split) == HPU_KRUN_FAULT);
 		HPU_KEXPECT_NEAR(t[0], before[0], 0, 0);
 		/* The backward's bound on the indices: its last. */
 		kt_set_i(t[2], EMB_BWD_MAX_INDICES - 1, 4);
 		HPU_KCALL(&c, HPU_KERNEL_EMBEDDING_BWD, t[1], t[0], t[2]);
 		c.args[0] = -1;
 		c.t[1].shape[0] = c.t[2].shape[0] = EMB_BWD_MAX_INDICES;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_embedding_bwd, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_embedding_bwd, &c, split) == HPU_KRUN_FAULT);
 		HPU_KEXPECT_NEAR(t[1], before[1], 0, 0);
 		kt_set_i(t[2], EMB_BWD_MAX_INDICES - 1, 0);
 	}
@@ -1587,7 +1587,7 @@ static void test_loss_bad_last_target(void)
 		tensor(I64, 1, HPU_KT_DIMS(n), 0),    /* targets */
 	};
 	double *before[3];
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	for (unsigned int i = 0; i < 3; i++) {
 		hpu_kt_fill_random(t[i], i + 1, -1, 1);
@@ -1597,16 +1597,16 @@ static void test_loss_bad_last_target(void)
 	for (int split = 0; split < HPU_KSPLIT_COUNT; split++) {
 		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS, t[0], t[2], t[3]);
 		c.args[1] = -100;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_nll_loss, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_nll_loss, &c, split) == HPU_KRUN_FAULT);
 		HPU_KEXPECT_NEAR(t[0], before[0], 0, 0);
 		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY, t[1], t[2], t[3]);
 		c.args[0] = HPU_REDUCTION_SUM;
 		c.args[1] = -100;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_cross_entropy, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_cross_entropy, &c, split) == HPU_KRUN_FAULT);
 		HPU_KEXPECT_NEAR(t[1], before[1], 0, 0);
 		HPU_KCALL(&c, HPU_KERNEL_NLL_LOSS_BWD, t[2], t[0], t[3]);
 		c.args[1] = -100;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_nll_loss_bwd, &c, split) == HPU_KRUN_FAULT);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_nll_loss_bwd, &c, split) == HPU_KRUN_FAULT);
 		HPU_KEXPECT_NEAR(t[2], before[2], 0, 0);
 	}
 	for (unsigned int i = 0; i < 3; i++)
@@ -1629,7 +1629,7 @@ static void test_loss_reduced_many_rows(void)
 	};
 	double sum = 0;
 	float first = 0;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_fill_random(t[1], 7, -3, 3);
 	for (uint64_t i = 0; i < n; i++)
@@ -1651,7 +1651,7 @@ static void test_loss_reduced_many_rows(void)
 		HPU_KCALL(&c, HPU_KERNEL_CROSS_ENTROPY, t[0], t[1], t[2]);
 		c.args[0] = HPU_REDUCTION_MEAN;
 		c.args[1] = -100;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_cross_entropy, &c, split) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_cross_entropy, &c, split) == 0);
 		if (!split)
 			first = (float)hpu_kt_get(t[0], 0);
 		HPU_KEXPECT((float)hpu_kt_get(t[0], 0) == first);
@@ -1670,10 +1670,10 @@ static void test_loss_reduced_many_rows(void)
  * call the overlap a write to an input): why a part failed the launch, or
  * NULL.
  */
-static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *c)
+static const char *run_once(const struct hdm_kernel_def *def, struct hdm_kcall *c)
 {
-	struct hpu_kstate state = { .fault = NULL };
-	uint64_t items[HPU_KERNEL_MAX_PHASES] = { 0 };
+	struct hdm_kstate state = { .fault = NULL };
+	uint64_t items[HDM_KERNEL_MAX_PHASES] = { 0 };
 	unsigned int phases = def->phases ? def->phases : 1;
 
 	c->state = &state;
@@ -1695,7 +1695,7 @@ static const char *run_once(const struct hpu_kernel_def *def, struct hpu_kcall *
  * holds: row n's result lands on the low word of index n + 1, which check()
  * saw in range (0) and which the kernel then meets as about 2^30.
  */
-static void overwrite_next_index(struct hpu_kcall *c, unsigned int i)
+static void overwrite_next_index(struct hdm_kcall *c, unsigned int i)
 {
 	c->t[0].strides[0] = 2;
 	c->t[0].base = c->t[i].base + 8;
@@ -1711,12 +1711,12 @@ static void overwrite_next_index(struct hpu_kcall *c, unsigned int i)
 static void test_indices_overwritten_mid_run(void)
 {
 	static const struct {
-		const struct hpu_kernel_def *def;
+		const struct hdm_kernel_def *def;
 		uint32_t kernel;
 		const char *fault;
 	} losses[] = {
-		{ &hpu_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, "a target out of range" },
-		{ &hpu_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY, "a target out of range" },
+		{ &hdm_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, "a target out of range" },
+		{ &hdm_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY, "a target out of range" },
 	};
 	struct hpu_ktensor *t[] = {
 		tensor(F32, 1, HPU_KT_DIMS(OVERWRITTEN_ROWS), 0),              /* loss */
@@ -1726,7 +1726,7 @@ static void test_indices_overwritten_mid_run(void)
 		tensor(F32, 2, HPU_KT_DIMS(4, 1), 0),                          /* weight */
 	};
 	const char *fault;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	uint64_t i;
 
 	for (i = 0; i < hpu_kt_numel(t[1]); i++)
@@ -1745,7 +1745,7 @@ static void test_indices_overwritten_mid_run(void)
 	c.args[0] = -1;
 	overwrite_next_index(&c, 2);
 	memset(t[2]->buf, 0, t[2]->size);
-	fault = run_once(&hpu_kernel_embedding, &c);
+	fault = run_once(&hdm_kernel_embedding, &c);
 	HPU_KEXPECT(fault && !strcmp(fault, "an index out of range"));
 	free_tensors(t, HPU_ARRAY_SIZE(t));
 }
@@ -1758,70 +1758,70 @@ static void test_indices_overwritten_mid_run(void)
 #define T56 { F32, 2, { 5, 6 } }
 
 static const struct hpu_kreject_case reject_cases[] = {
-	{ "softmax", &hpu_kernel_softmax, HPU_KERNEL_SOFTMAX, { 1 }, { 0 }, 2, { T34, T34 },
+	{ "softmax", &hdm_kernel_softmax, HPU_KERNEL_SOFTMAX, { 1 }, { 0 }, 2, { T34, T34 },
 	  HPU_KMUTS(HPU_KM_COUNT(1), HPU_KM_COUNT(3), HPU_KM_DTYPE(0, I32), HPU_KM_DTYPE(1, U8),
 		    HPU_KM_SHAPE(1, 0), HPU_KM_NDIM(1, 3), HPU_KM_ARG(0, 2), HPU_KM_ARG(0, -1),
 		    HPU_KM_ARG(1, 2)) },
-	{ "softmax_bwd", &hpu_kernel_softmax_bwd, HPU_KERNEL_SOFTMAX_BWD, { 0, 1 }, { 0 }, 3,
+	{ "softmax_bwd", &hdm_kernel_softmax_bwd, HPU_KERNEL_SOFTMAX_BWD, { 0, 1 }, { 0 }, 3,
 	  { T34, T34, T34 },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_DTYPE(1, I64), HPU_KM_SHAPE(2, 1), HPU_KM_ARG(0, 2),
 		    HPU_KM_ARG(1, -1)) },
-	{ "nll_loss", &hpu_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, { HPU_REDUCTION_MEAN, -100 },
+	{ "nll_loss", &hdm_kernel_nll_loss, HPU_KERNEL_NLL_LOSS, { HPU_REDUCTION_MEAN, -100 },
 	  { 0 }, 3, { { F32, 0, { 0 } }, { F32, 2, { 4, 3 } }, { I64, 1, { 4 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_COUNT(4), HPU_KM_ARG(0, 3), HPU_KM_ARG(0, -1),
 		    HPU_KM_ARG(0, HPU_REDUCTION_NONE), HPU_KM_NDIM(0, 1), HPU_KM_NDIM(1, 3),
 		    HPU_KM_DTYPE(1, I32), HPU_KM_DTYPE(0, U8), HPU_KM_DTYPE(2, F32),
 		    HPU_KM_DTYPE(2, U8), HPU_KM_SHAPE(2, 0), HPU_KM_VALUE(2, 3),
 		    HPU_KM_VALUE(2, -1)) },
-	{ "nll_loss_bwd", &hpu_kernel_nll_loss_bwd, HPU_KERNEL_NLL_LOSS_BWD,
+	{ "nll_loss_bwd", &hdm_kernel_nll_loss_bwd, HPU_KERNEL_NLL_LOSS_BWD,
 	  { HPU_REDUCTION_NONE, -100 }, { 0 }, 3,
 	  { { F32, 2, { 4, 3 } }, { F32, 1, { 4 } }, { I32, 1, { 4 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(4), HPU_KM_ARG(0, HPU_REDUCTION_MEAN), HPU_KM_ARG(0, 7),
 		    HPU_KM_SHAPE(1, 0), HPU_KM_SHAPE(0, 0), HPU_KM_DTYPE(0, I64),
 		    HPU_KM_VALUE(2, 3), HPU_KM_VALUE(2, -100000)) },
-	{ "cross_entropy", &hpu_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY,
+	{ "cross_entropy", &hdm_kernel_cross_entropy, HPU_KERNEL_CROSS_ENTROPY,
 	  { HPU_REDUCTION_SUM, 1 }, { 0 }, 3,
 	  { { BF16, 0, { 0 } }, { BF16, 2, { 4, 3 } }, { I32, 1, { 4 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_ARG(0, 3), HPU_KM_NDIM(0, 1), HPU_KM_DTYPE(1, I64),
 		    HPU_KM_SHAPE(1, 0), HPU_KM_VALUE(2, 3), HPU_KM_VALUE(2, -1)) },
-	{ "cross_entropy_bwd", &hpu_kernel_cross_entropy_bwd, HPU_KERNEL_CROSS_ENTROPY_BWD,
+	{ "cross_entropy_bwd", &hdm_kernel_cross_entropy_bwd, HPU_KERNEL_CROSS_ENTROPY_BWD,
 	  { HPU_REDUCTION_SUM, -100 }, { 0 }, 4,
 	  { { F32, 2, { 4, 3 } }, { F32, 0, { 0 } }, { F32, 2, { 4, 3 } }, { I64, 1, { 4 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(3), HPU_KM_SHAPE(2, 1), HPU_KM_DTYPE(2, I32), HPU_KM_NDIM(1, 1),
 		    HPU_KM_VALUE(3, 5), HPU_KM_ARG(0, -2)) },
-	{ "dropout", &hpu_kernel_dropout, HPU_KERNEL_DROPOUT, { 0 }, { 0.5 }, 4,
+	{ "dropout", &hdm_kernel_dropout, HPU_KERNEL_DROPOUT, { 0 }, { 0.5 }, 4,
 	  { T56, { U8, 2, { 5, 6 } }, T56, { I64, 1, { 2 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(3), HPU_KM_SCALAR(0, -0.1), HPU_KM_SCALAR(0, 1.5),
 		    HPU_KM_SCALAR(0, NAN), HPU_KM_DTYPE(1, F32), HPU_KM_DTYPE(0, U8),
 		    HPU_KM_DTYPE(3, I32), HPU_KM_SHAPE(3, 0), HPU_KM_NDIM(3, 2), HPU_KM_SHAPE(2, 1),
 		    HPU_KM_SHAPE(1, 0)) },
-	{ "dropout_bwd", &hpu_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, { 0 }, { 0.5 }, 3,
+	{ "dropout_bwd", &hdm_kernel_dropout_bwd, HPU_KERNEL_DROPOUT_BWD, { 0 }, { 0.5 }, 3,
 	  { T56, T56, { U8, 2, { 5, 6 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(4), HPU_KM_SCALAR(0, 2), HPU_KM_SCALAR(0, NAN),
 		    HPU_KM_DTYPE(2, F32), HPU_KM_SHAPE(1, 0), HPU_KM_SHAPE(2, 1)) },
-	{ "relu_bwd", &hpu_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, { 0 }, { 0 }, 3, { T56, T56, T56 },
+	{ "relu_bwd", &hdm_kernel_relu_bwd, HPU_KERNEL_RELU_BWD, { 0 }, { 0 }, 3, { T56, T56, T56 },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_DTYPE(2, I32), HPU_KM_DTYPE(0, U8),
 		    HPU_KM_DTYPE(1, I64), HPU_KM_SHAPE(1, 0), HPU_KM_NDIM(2, 1)) },
-	{ "gelu_bwd", &hpu_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, { 1 }, { 0 }, 3, { T56, T56, T56 },
+	{ "gelu_bwd", &hdm_kernel_gelu_bwd, HPU_KERNEL_GELU_BWD, { 1 }, { 0 }, 3, { T56, T56, T56 },
 	  HPU_KMUTS(HPU_KM_ARG(0, 2), HPU_KM_ARG(0, -1), HPU_KM_SHAPE(2, 1), HPU_KM_DTYPE(2, U8)) },
-	{ "layer_norm", &hpu_kernel_layer_norm, HPU_KERNEL_LAYER_NORM, { 1, 3 }, { 1e-5 }, 6,
+	{ "layer_norm", &hdm_kernel_layer_norm, HPU_KERNEL_LAYER_NORM, { 1, 3 }, { 1e-5 }, 6,
 	  { T34, { F32, 1, { 3 } }, { F32, 1, { 3 } }, T34, { F32, 1, { 4 } }, { F32, 1, { 4 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(5), HPU_KM_ARG(0, 0), HPU_KM_ARG(0, 3), HPU_KM_ARG(1, 4),
 		    HPU_KM_DTYPE(1, BF16), HPU_KM_SHAPE(1, 0), HPU_KM_NDIM(2, 0),
 		    HPU_KM_SHAPE(4, 0), HPU_KM_DTYPE(5, I32), HPU_KM_SCALAR(0, -1),
 		    HPU_KM_SCALAR(0, NAN), HPU_KM_SHAPE(0, 1), HPU_KM_DTYPE(3, I64)) },
-	{ "layer_norm_bwd", &hpu_kernel_layer_norm_bwd, HPU_KERNEL_LAYER_NORM_BWD, { 1, 3 }, { 0 },
+	{ "layer_norm_bwd", &hdm_kernel_layer_norm_bwd, HPU_KERNEL_LAYER_NORM_BWD, { 1, 3 }, { 0 },
 	  8, { T34, V4, V4, T34, T34, V3, V3, V4 },
 	  HPU_KMUTS(HPU_KM_COUNT(7), HPU_KM_ARG(0, 5), HPU_KM_ARG(1, 8), HPU_KM_SHAPE(0, 0),
 		    HPU_KM_SHAPE(1, 0), HPU_KM_DTYPE(2, I32), HPU_KM_DTYPE(3, U8),
 		    HPU_KM_DTYPE(6, BF16), HPU_KM_SHAPE(7, 0), HPU_KM_ALIAS(1, 7),
 		    HPU_KM_ALIAS(2, 3)) },
-	{ "embedding", &hpu_kernel_embedding, HPU_KERNEL_EMBEDDING, { -1 }, { 0 }, 3,
+	{ "embedding", &hdm_kernel_embedding, HPU_KERNEL_EMBEDDING, { -1 }, { 0 }, 3,
 	  { { F32, 3, { 2, 3, 4 } }, { F32, 2, { 10, 4 } }, { I64, 2, { 2, 3 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_VALUE(2, 10), HPU_KM_VALUE(2, -1), HPU_KM_ARG(0, 10),
 		    HPU_KM_ARG(0, -2), HPU_KM_NDIM(1, 3), HPU_KM_SHAPE(0, 2), HPU_KM_SHAPE(0, 0),
 		    HPU_KM_DTYPE(2, F32), HPU_KM_DTYPE(0, I32), HPU_KM_ALIAS(0, 1)) },
-	{ "embedding_bwd", &hpu_kernel_embedding_bwd, HPU_KERNEL_EMBEDDING_BWD, { 3 }, { 0 }, 3,
+	{ "embedding_bwd", &hdm_kernel_embedding_bwd, HPU_KERNEL_EMBEDDING_BWD, { 3 }, { 0 }, 3,
 	  { { F32, 2, { 10, 4 } }, { F32, 3, { 2, 3, 4 } }, { I32, 2, { 2, 3 } } },
 	  HPU_KMUTS(HPU_KM_VALUE(2, 10), HPU_KM_SHAPE(1, 0), HPU_KM_ALIAS(1, 0), HPU_KM_ARG(0, 10),
 		    HPU_KM_DTYPE(0, I64), HPU_KM_NDIM(2, 3)) },

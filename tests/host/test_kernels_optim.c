@@ -117,17 +117,17 @@ struct opt_launch {
 	const struct step_config *cfg;
 	struct hpu_ktensor *t[5];
 	unsigned int n;
-	struct hpu_kcall c;
-	const struct hpu_kernel_def *def;
+	struct hdm_kcall c;
+	const struct hdm_kernel_def *def;
 };
 
 static void opt_launch_new(struct opt_launch *l, const struct step_config *cfg, unsigned int layout)
 {
 	static const unsigned int count[] = { [SGD] = 3, [ADADELTA] = 4, [ADAMW] = 5 };
-	static const struct hpu_kernel_def *const defs[] = {
-		[SGD] = &hpu_kernel_sgd,
-		[ADADELTA] = &hpu_kernel_adadelta,
-		[ADAMW] = &hpu_kernel_adamw,
+	static const struct hdm_kernel_def *const defs[] = {
+		[SGD] = &hdm_kernel_sgd,
+		[ADADELTA] = &hdm_kernel_adadelta,
+		[ADAMW] = &hdm_kernel_adamw,
 	};
 	static const uint32_t ids[] = {
 		[SGD] = HPU_KERNEL_SGD,
@@ -253,7 +253,7 @@ static void test_layouts_agree(void)
 		tensor(F32, 0),
 		hpu_kt_new(BF16, 3, HPU_KT_DIMS(2, 3, 2), NULL),
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	for (size_t i = 0; i < HPU_ARRAY_SIZE(step_configs); i++) {
 		struct opt_launch l;
@@ -270,7 +270,7 @@ static void test_layouts_agree(void)
 	c.scalars[0] = 1;
 	for (int inf = 0; inf < 2; inf++) {
 		c.scalars[1] = inf ? INFINITY : 2;
-		HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_clip_grad_norm, &c);
 	}
 	for (unsigned int i = 0; i < 3; i++)
 		hpu_kt_free(t[i]);
@@ -382,7 +382,7 @@ static void test_clip(void)
 			};
 			double *g[3], coef, total;
 			uint64_t n[3];
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 
 			for (unsigned int i = 0; i < 3; i++) {
 				hpu_kt_fill_random(t[i + 1], 10 * inf + m + i, -2, 2);
@@ -397,7 +397,7 @@ static void test_clip(void)
 			HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0], t[1], t[2], t[3]);
 			c.scalars[0] = max_norms[m];
 			c.scalars[1] = inf ? INFINITY : 2;
-			HPU_KLAUNCH(&hpu_kernel_clip_grad_norm, &c);
+			HPU_KLAUNCH(&hdm_kernel_clip_grad_norm, &c);
 			HPU_KEXPECT_NEAR(t[0], &total, 1e-6, 0);
 			for (unsigned int i = 0; i < 3; i++) {
 				HPU_KEXPECT_NEAR_DT(t[i + 1], g[i]);
@@ -435,14 +435,14 @@ static void test_clip_torch_golden(void)
 			hpu_kt_new(F32, 2, HPU_KT_DIMS(3, 2), NULL),
 			hpu_kt_new(F32, 1, HPU_KT_DIMS(3), NULL),
 		};
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 
 		hpu_kt_fill(t[1], a);
 		hpu_kt_fill(t[2], b);
 		HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0], t[1], t[2]);
 		c.scalars[0] = 1.5;
 		c.scalars[1] = inf ? INFINITY : 2;
-		HPU_KLAUNCH(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KLAUNCH(&hdm_kernel_clip_grad_norm, &c);
 		HPU_KEXPECT_NEAR(t[0], &want_total[inf], TORCH_RTOL, TORCH_ATOL);
 		HPU_KEXPECT_NEAR(t[1], want_a[inf], TORCH_RTOL, TORCH_ATOL);
 		HPU_KEXPECT_NEAR(t[2], want_b[inf], TORCH_RTOL, TORCH_ATOL);
@@ -463,14 +463,14 @@ static void test_clip_edges(void)
 		hpu_kt_new(F32, 1, HPU_KT_DIMS(3), NULL),
 		hpu_kt_new(BF16, 1, HPU_KT_DIMS(2), NULL),
 	};
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	for (int inf = 0; inf < 2; inf++) {
 		HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0]);
 		c.scalars[0] = 1;
 		c.scalars[1] = inf ? INFINITY : 2;
 		hpu_kt_set(t[0], 0, 5);
-		HPU_KLAUNCH(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KLAUNCH(&hdm_kernel_clip_grad_norm, &c);
 		HPU_KEXPECT(hpu_kt_get(t[0], 0) == 0);
 
 		hpu_kt_fill(t[1], (const double[]){ 1, NAN, 2 });
@@ -478,7 +478,7 @@ static void test_clip_edges(void)
 		HPU_KCALL(&c, HPU_KERNEL_CLIP_GRAD_NORM, t[0], t[1], t[2]);
 		c.scalars[0] = 1;
 		c.scalars[1] = inf ? INFINITY : 2;
-		HPU_KLAUNCH(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KLAUNCH(&hdm_kernel_clip_grad_norm, &c);
 		HPU_KEXPECT(isnan(hpu_kt_get(t[0], 0)));
 		HPU_KEXPECT(isnan(hpu_kt_get(t[1], 0)) && isnan(hpu_kt_get(t[2], 1)));
 
@@ -486,7 +486,7 @@ static void test_clip_edges(void)
 		hpu_kt_fill(t[2], (const double[]){ 0, 0 });
 		c.scalars[0] = 2.5e-7;
 		c.scalars[1] = 2;
-		HPU_KLAUNCH(&hpu_kernel_clip_grad_norm, &c);
+		HPU_KLAUNCH(&hdm_kernel_clip_grad_norm, &c);
 		HPU_KEXPECT_NEAR(t[1], ((const double[]){ 5e-8, 0, -4e-7 / 6 }), 1e-6, 0);
 	}
 	for (unsigned int i = 0; i < 3; i++)
@@ -532,8 +532,8 @@ static void test_clip_chunks(void)
 			hpu_kt_new(F32, 2, HPU_KT_DIMS(CLIP_CHUNKED_N2, 1), HPU_KT_STRIDES(-1, 1)),
 		};
 		double coef = 0.5 / (total + 1e-6);
-		uint64_t bad = 0, items[HPU_KERNEL_MAX_PHASES];
-		struct hpu_kcall c;
+		uint64_t bad = 0, items[HDM_KERNEL_MAX_PHASES];
+		struct hdm_kcall c;
 
 		for (unsigned int i = 0; i < 2; i++)
 			hpu_kt_fill(t[i + 1], g[i]);
@@ -541,13 +541,13 @@ static void test_clip_chunks(void)
 		c.scalars[0] = 0.5;
 		c.scalars[1] = 2;
 		/* Five chunks a phase, none past an item's bound. */
-		HPU_KEXPECT(hpu_kernel_clip_grad_norm.check(&c, items) == 0 && items[0] == 5 &&
-			    items[1] == 5 && hpu_kernel_clip_grad_norm.item_work);
-		for (c.state->phase = 0; c.state->phase < 2 && hpu_kernel_clip_grad_norm.item_work;
+		HPU_KEXPECT(hdm_kernel_clip_grad_norm.check(&c, items) == 0 && items[0] == 5 &&
+			    items[1] == 5 && hdm_kernel_clip_grad_norm.item_work);
+		for (c.state->phase = 0; c.state->phase < 2 && hdm_kernel_clip_grad_norm.item_work;
 		     c.state->phase++)
-			HPU_KEXPECT(hpu_kernel_clip_grad_norm.item_work(&c) == HPU_CLIP_CHUNK);
+			HPU_KEXPECT(hdm_kernel_clip_grad_norm.item_work(&c) == HPU_CLIP_CHUNK);
 		c.state->phase = 0;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_clip_grad_norm, &c, split) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_clip_grad_norm, &c, split) == 0);
 		HPU_KEXPECT(hpu_kt_get(t[0], 0) == (float)total);
 		for (unsigned int i = 0; i < 2; i++)
 			for (uint64_t k = 0; k < n[i]; k++)
@@ -565,26 +565,26 @@ static void test_clip_chunks(void)
 #define V5 { F32, 1, { 5 } }
 
 static const struct hpu_kreject_case reject_cases[] = {
-	{ "sgd with momentum and dampening", &hpu_kernel_sgd, HPU_KERNEL_SGD, { SGD_FIRST_STEP },
+	{ "sgd with momentum and dampening", &hdm_kernel_sgd, HPU_KERNEL_SGD, { SGD_FIRST_STEP },
 	  { 0.1, 0.9, 0.5, 0 }, 3, { V5, V5, V5 },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_COUNT(4), HPU_KM_ARG(0, 3), HPU_KM_ARG(0, 4),
 		    HPU_KM_SCALAR(0, -1), HPU_KM_SCALAR(0, NAN), HPU_KM_SCALAR(1, -0.5),
 		    HPU_KM_SCALAR(2, NAN), HPU_KM_SCALAR(3, -1), HPU_KM_SHAPE(1, 0),
 		    HPU_KM_DTYPE(2, I32), HPU_KM_DTYPE(0, U8), HPU_KM_NDIM(2, 2)) },
-	{ "sgd without momentum", &hpu_kernel_sgd, HPU_KERNEL_SGD, { 0 }, { 0.1, 0, 0, 0 }, 3,
+	{ "sgd without momentum", &hdm_kernel_sgd, HPU_KERNEL_SGD, { 0 }, { 0.1, 0, 0, 0 }, 3,
 	  { V5, V5, V5 }, HPU_KMUTS(HPU_KM_ARG(0, SGD_NESTEROV), HPU_KM_SHAPE(2, 0)) },
-	{ "adadelta", &hpu_kernel_adadelta, HPU_KERNEL_ADADELTA, { 0 }, { 1, 0.9, 1e-6, 0 }, 4,
+	{ "adadelta", &hdm_kernel_adadelta, HPU_KERNEL_ADADELTA, { 0 }, { 1, 0.9, 1e-6, 0 }, 4,
 	  { V5, V5, V5, V5 },
 	  HPU_KMUTS(HPU_KM_COUNT(3), HPU_KM_SCALAR(0, -1), HPU_KM_SCALAR(1, 1.5),
 		    HPU_KM_SCALAR(1, -0.1), HPU_KM_SCALAR(2, -1), HPU_KM_SCALAR(3, NAN),
 		    HPU_KM_SHAPE(2, 0), HPU_KM_DTYPE(3, I64), HPU_KM_DTYPE(1, U8)) },
-	{ "adamw", &hpu_kernel_adamw, HPU_KERNEL_ADAMW, { 0 }, { 1e-3, 0.9, 0.999, 1e-8, 0 }, 5,
+	{ "adamw", &hdm_kernel_adamw, HPU_KERNEL_ADAMW, { 0 }, { 1e-3, 0.9, 0.999, 1e-8, 0 }, 5,
 	  { V5, V5, V5, V5, { I64, 0, { 0 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(4), HPU_KM_SCALAR(0, NAN), HPU_KM_SCALAR(1, 1),
 		    HPU_KM_SCALAR(2, -0.1), HPU_KM_SCALAR(3, -1), HPU_KM_SCALAR(4, -1),
 		    HPU_KM_DTYPE(4, I32), HPU_KM_DTYPE(4, BF16), HPU_KM_NDIM(4, 1),
 		    HPU_KM_VALUE(4, -1), HPU_KM_SHAPE(3, 0), HPU_KM_DTYPE(2, I64)) },
-	{ "clip_grad_norm", &hpu_kernel_clip_grad_norm, HPU_KERNEL_CLIP_GRAD_NORM, { 0 }, { 1, 2 },
+	{ "clip_grad_norm", &hdm_kernel_clip_grad_norm, HPU_KERNEL_CLIP_GRAD_NORM, { 0 }, { 1, 2 },
 	  3, { { F32, 0, { 0 } }, V5, { BF16, 2, { 2, 2 } } },
 	  HPU_KMUTS(HPU_KM_COUNT(0), HPU_KM_SCALAR(1, 1), HPU_KM_SCALAR(1, -INFINITY),
 		    HPU_KM_SCALAR(1, NAN), HPU_KM_SCALAR(0, NAN), HPU_KM_DTYPE(0, BF16),

@@ -59,7 +59,7 @@ static void column_major(uint32_t ndim, const uint64_t *shape, int64_t *strides)
 	}
 }
 
-static void unravel(const struct hpu_kview *v, uint64_t i, uint64_t *idx)
+static void unravel(const struct hdm_kview *v, uint64_t i, uint64_t *idx)
 {
 	for (uint32_t d = v->ndim; d-- > 0;) {
 		idx[d] = i % v->shape[d];
@@ -144,7 +144,7 @@ static void run_reduce(int64_t op, int64_t mask, const struct dtypes *dt, size_t
 	struct hpu_ktensor *in = hpu_kt_new(dt->in, 3, SHAPE, in_layouts[l]), *out;
 	uint64_t oshape[3];
 	int64_t ostrides[3];
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	double *want;
 
 	out_shape(in, mask, oshape);
@@ -158,11 +158,11 @@ static void run_reduce(int64_t op, int64_t mask, const struct dtypes *dt, size_t
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 	c.args[0] = op;
 	c.args[1] = mask;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, next_split()) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, next_split()) == 0);
 	want = malloc(hpu_kt_numel(out) * sizeof(*want));
 	ref_reduce(op, mask, in, out, want);
 	/* Sums are exact in double then rounded once; sums near 0 get an absolute slack. */
-	if (!hpu_kexpect_near(out, want, hpu_ktol(dt->out), hpu_dtype_is_float(dt->out) ? 1e-9 : 0,
+	if (!hpu_kexpect_near(out, want, hpu_ktol(dt->out), hdm_dtype_is_float(dt->out) ? 1e-9 : 0,
 			      op_names[op], __LINE__))
 		printf("#   mask %lld, out dtype %u, in dtype %u, in layout %zu\n", (long long)mask,
 		       dt->out, dt->in, l);
@@ -200,7 +200,7 @@ static void run_rows(int64_t op, int64_t mask, uint32_t out_dtype, const double 
 {
 	struct hpu_ktensor *in = hpu_kt_new(F32, 2, HPU_KT_DIMS(2, 5), NULL), *out;
 	uint64_t oshape[2];
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	out_shape(in, mask, oshape);
 	out = hpu_kt_new(out_dtype, 2, oshape, NULL);
@@ -208,7 +208,7 @@ static void run_rows(int64_t op, int64_t mask, uint32_t out_dtype, const double 
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 	c.args[0] = op;
 	c.args[1] = mask;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, next_split()) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, next_split()) == 0);
 	hpu_kexpect_near(out, want, 0, 0, op_names[op], line);
 	hpu_kt_free(in);
 	hpu_kt_free(out);
@@ -264,13 +264,13 @@ static void test_wide_integers(void)
 	for (size_t k = 0; k < HPU_ARRAY_SIZE(cases); k++) {
 		struct hpu_ktensor *in = hpu_kt_new(I64, 1, &cases[k].n, NULL);
 		struct hpu_ktensor *out = hpu_kt_new(cases[k].out_dtype, 1, HPU_KT_DIMS(1), NULL);
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 
 		memcpy(in->v.base, vals, cases[k].n * sizeof(vals[0]));
 		HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 		c.args[0] = cases[k].op;
 		c.args[1] = 1;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_ONE) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_ONE) == 0);
 		if (hpu_kt_get_i(out, 0) != cases[k].want) {
 			printf("#   %s of %llu: %lld, want %lld\n", op_names[cases[k].op],
 			       (unsigned long long)cases[k].n, (long long)hpu_kt_get_i(out, 0),
@@ -289,22 +289,22 @@ static void test_empty(void)
 	struct hpu_ktensor *out = hpu_kt_new(F32, 2, HPU_KT_DIMS(1, 5), NULL);
 	struct hpu_ktensor *none = hpu_kt_new(I64, 2, HPU_KT_DIMS(0, 1), NULL);
 	static const double zeros[5], nans[5] = { NAN, NAN, NAN, NAN, NAN };
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	uint64_t items = 1;
 
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 	c.args[1] = 1;
 	hpu_kt_fill(out, nans);
 	c.args[0] = HPU_REDUCE_SUM;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
 	HPU_KEXPECT_NEAR(out, zeros, 0, 0);
 	c.args[0] = HPU_REDUCE_MEAN;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_SEQ) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_SEQ) == 0);
 	HPU_KEXPECT_NEAR(out, nans, 0, 0);
 	for (int64_t op = HPU_REDUCE_MAX; op <= HPU_REDUCE_ARGMIN; op++) {
 		c.args[0] = op;
 		c.t[0].dtype = op >= HPU_REDUCE_ARGMAX ? I64 : F32;
-		HPU_KEXPECT(hpu_kernel_reduce.check(&c, &items) != 0);
+		HPU_KEXPECT(hdm_kernel_reduce.check(&c, &items) != 0);
 	}
 	/* Reducing dim 1 of [0, 5]: no outputs, so even ARGMAX has nothing to refuse. */
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, none, in);
@@ -312,8 +312,8 @@ static void test_empty(void)
 	for (int64_t op = HPU_REDUCE_SUM; op <= HPU_REDUCE_ARGMIN; op++) {
 		c.args[0] = op;
 		c.t[0].dtype = op == HPU_REDUCE_MEAN ? F32 : I64;
-		HPU_KEXPECT(hpu_kernel_reduce.check(&c, &items) == 0 && items == 0);
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
+		HPU_KEXPECT(hdm_kernel_reduce.check(&c, &items) == 0 && items == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
 	}
 	hpu_kt_free(in);
 	hpu_kt_free(out);
@@ -324,18 +324,18 @@ static void test_empty(void)
 static void test_scalar(void)
 {
 	struct hpu_ktensor *in = hpu_kt_new(BF16, 0, NULL, NULL), *out = hpu_kt_new(F32, 0, NULL, NULL);
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_set(in, 0, -2.5);
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 	for (int64_t op = HPU_REDUCE_SUM; op <= HPU_REDUCE_MIN; op++) {
 		c.args[0] = op;
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, next_split()) == 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, next_split()) == 0);
 		HPU_KEXPECT(hpu_kt_get(out, 0) == -2.5);
 	}
 	c.args[0] = HPU_REDUCE_ARGMAX;
 	c.t[0].dtype = I64;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_ONE) != 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_ONE) != 0);
 	hpu_kt_free(in);
 	hpu_kt_free(out);
 }
@@ -375,7 +375,7 @@ static void test_rejections(void)
 		const struct reject *rj = &rejects[r];
 		struct hpu_ktensor *in = hpu_kt_new(F32, 3, SHAPE, NULL), *out, *extra;
 		uint64_t oshape[3], items;
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 		double *before;
 
 		out_shape(in, rj->mask & ALL_DIMS, oshape);
@@ -389,11 +389,11 @@ static void test_rejections(void)
 		c.args[0] = rj->op;
 		c.args[1] = rj->mask;
 		c.args[2] = rj->a2;
-		if (hpu_kernel_reduce.check(&c, &items) == 0) {
+		if (hdm_kernel_reduce.check(&c, &items) == 0) {
 			printf("#   accepted: %s\n", rj->why);
 			hpu_ktest_failed = true;
 		}
-		HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_ONE) != 0);
+		HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_ONE) != 0);
 		HPU_KEXPECT_NEAR(out, before, 0, 0);
 		free(before);
 		hpu_kt_free(in);
@@ -413,7 +413,7 @@ static void test_split_invariance(void)
 			struct hpu_ktensor *in = hpu_kt_new(F32, 2, shape, HPU_KT_STRIDES(1, 37));
 			struct hpu_ktensor *out[HPU_KSPLIT_COUNT];
 			uint64_t oshape[2];
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 
 			if (op >= HPU_REDUCE_ARGMAX && (masks[m] == 0 || masks[m] == 3)) {
 				hpu_kt_free(in);
@@ -426,7 +426,7 @@ static void test_split_invariance(void)
 				HPU_KCALL(&c, HPU_KERNEL_REDUCE, out[sp], in);
 				c.args[0] = op;
 				c.args[1] = masks[m];
-				HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, sp) == 0);
+				HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, sp) == 0);
 				if (sp)
 					HPU_KEXPECT_SAME(out[sp], out[0]);
 			}
@@ -448,7 +448,7 @@ static void test_layouts_agree(void)
 			bool arg = op >= HPU_REDUCE_ARGMAX;
 			uint64_t shape[3];
 			struct hpu_ktensor *out;
-			struct hpu_kcall c;
+			struct hdm_kcall c;
 
 			if (arg && (mask & (mask - 1))) /* one dim */
 				continue;
@@ -457,7 +457,7 @@ static void test_layouts_agree(void)
 			HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 			c.args[0] = op;
 			c.args[1] = mask;
-			HPU_KEXPECT_LAYOUTS_AGREE(&hpu_kernel_reduce, &c);
+			HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_reduce, &c);
 			hpu_kt_free(out);
 		}
 	}
@@ -477,7 +477,7 @@ struct bias_add {
 static double bias_add_loss(void *ctx)
 {
 	struct bias_add *b = ctx;
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	double loss = 0;
 
 	HPU_KCALL(&c, HPU_KERNEL_BINARY, b->y, b->x, b->bias);
@@ -486,7 +486,7 @@ static double bias_add_loss(void *ctx)
 	c.t[2].strides[0] = 0;
 	c.args[0] = HPU_BINARY_ADD;
 	c.scalars[0] = 1;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_binary, &c, HPU_KSPLIT_ONE) == 0);
 	for (uint64_t i = 0; i < GRAD_N * GRAD_D; i++)
 		loss += hpu_kt_get(b->y, i) * hpu_kt_get(b->w, i);
 	return loss;
@@ -502,7 +502,7 @@ static void test_bias_add_gradient(void)
 	};
 	struct hpu_ktensor *grad_bias = hpu_kt_new(F32, 2, HPU_KT_DIMS(1, GRAD_D), NULL);
 	struct hpu_ktensor *grad_x = hpu_kt_new(F32, 2, HPU_KT_DIMS(GRAD_N, GRAD_D), NULL);
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 
 	hpu_kt_fill_random(b.x, 1, -2, 2);
 	hpu_kt_fill_random(b.bias, 2, -2, 2);
@@ -511,9 +511,9 @@ static void test_bias_add_gradient(void)
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, grad_bias, b.w);
 	c.args[0] = HPU_REDUCE_SUM;
 	c.args[1] = 1;
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, HPU_KSPLIT_THREADS) == 0);
 	HPU_KCALL(&c, HPU_KERNEL_UNARY, grad_x, b.w);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_unary, &c, HPU_KSPLIT_THREADS) == 0);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_unary, &c, HPU_KSPLIT_THREADS) == 0);
 	hpu_kgradcheck(b.bias, bias_add_loss, &b, grad_bias, 1e-2, 1e-3, 1e-4, "bias", __LINE__);
 	hpu_kgradcheck(b.x, bias_add_loss, &b, grad_x, 1e-2, 1e-3, 1e-4, "x", __LINE__);
 	hpu_kt_free(b.x);
@@ -536,16 +536,16 @@ static void test_mnist_sized(void)
 		uint64_t oshape[2], items = 0;
 		struct hpu_ktensor *out;
 		struct timespec t0, t1;
-		struct hpu_kcall c;
+		struct hdm_kcall c;
 		double *want;
 
 		out_shape(in, masks[m], oshape);
 		out = hpu_kt_new(F32, 2, oshape, NULL);
 		HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 		c.args[1] = masks[m];
-		HPU_KEXPECT(hpu_kernel_reduce.check(&c, &items) == 0);
+		HPU_KEXPECT(hdm_kernel_reduce.check(&c, &items) == 0);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		hpu_kernel_reduce.run(&c, 0, items);
+		hdm_kernel_reduce.run(&c, 0, items);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		printf(" mask %lld %.2f ms%s", (long long)masks[m],
 		       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
@@ -571,14 +571,14 @@ static void test_mnist_sized(void)
 static void reduce_rows(struct hpu_ktensor *out, struct hpu_ktensor *in, int64_t op,
 			enum hpu_ksplit split)
 {
-	struct hpu_kcall c;
+	struct hdm_kcall c;
 	uint64_t items = 0;
 
 	HPU_KCALL(&c, HPU_KERNEL_REDUCE, out, in);
 	c.args[0] = op;
 	c.args[1] = 2;
-	HPU_KEXPECT(hpu_kernel_reduce.check(&c, &items) == 0 && items == 2 * 3);
-	HPU_KEXPECT(hpu_krun(&hpu_kernel_reduce, &c, split) == 0);
+	HPU_KEXPECT(hdm_kernel_reduce.check(&c, &items) == 0 && items == 2 * 3);
+	HPU_KEXPECT(hpu_krun(&hdm_kernel_reduce, &c, split) == 0);
 }
 
 static void test_chunked(void)
