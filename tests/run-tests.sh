@@ -26,11 +26,6 @@ for t in "$top"/build/tests/host/test_*; do
 	cat "$res/host-$name.tap"
 done
 
-# The driver and the device model keep their names apart (hpu_ / hdm_).
-"$top/tests/host/check-names.sh" >"$res/host-names.tap" 2>&1 ||
-	problems+=("kernel/ and qemu-device/ share names")
-cat "$res/host-names.tap"
-
 # The same suites built with AddressSanitizer and UBSan: their tests are counted once, above;
 # a report or a failure here is a problem.
 mkdir -p "$res/host-san"
