@@ -41,6 +41,12 @@
 #define HDM_CORE_HBM_MIN (HPU_MMU_REGION_SIZE + HDM_CORE_HBM_ALIGN)
 #define HDM_CORE_HBM_MAX (1ull << 40)
 
+/*
+ * The data types the engines compute in: the kernels and GEMMs implement fp32 and bf16.  fp16
+ * and fp8 have register bits but no kernel, so the device does not claim them.
+ */
+#define HDM_CORE_CAPS (HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16)
+
 struct hdm_core_config {
 	uint64_t hbm_size; /* bytes */
 	uint32_t num_dma;

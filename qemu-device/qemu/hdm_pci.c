@@ -179,7 +179,7 @@ static void hdm_pci_realize(PCIDevice *pdev, Error **errp)
 	char why[128];
 	unsigned int v;
 
-	s->cfg.caps = HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16 | HPU_REG_CAPS_FP16 | HPU_REG_CAPS_FP8;
+	s->cfg.caps = HDM_CORE_CAPS;
 	if (hdm_core_check_config(&s->cfg, why, sizeof(why))) {
 		error_setg(errp, "%s: %s", TYPE_HPU_PCI, why);
 		return;

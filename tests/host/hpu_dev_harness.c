@@ -18,7 +18,7 @@ const struct hdm_core_config hpu_test_cfg = {
 	.num_dma = 8,
 	.num_mme = 2,
 	.num_tpc = 24,
-	.caps = HPU_REG_CAPS_FP32 | HPU_REG_CAPS_BF16 | HPU_REG_CAPS_FP16 | HPU_REG_CAPS_FP8,
+	.caps = HDM_CORE_CAPS,
 };
 
 /* Guest memory at bus_addr, or NULL if [bus_addr, bus_addr + len) is not all inside it. */

@@ -96,7 +96,10 @@ enum drm_hpu_device_status {
 	DRM_HPU_STATUS_MALFUNCTION = 3,
 };
 
-/* Data types the engines compute in (drm_hpu_device_info.capabilities). */
+/*
+ * Data types the engines compute in (drm_hpu_device_info.capabilities).  No device yet has
+ * fp16 or fp8 kernels, so none sets those bits.
+ */
 #define DRM_HPU_CAP_FP32 (1ull << 0)
 #define DRM_HPU_CAP_BF16 (1ull << 1)
 #define DRM_HPU_CAP_FP16 (1ull << 2)
