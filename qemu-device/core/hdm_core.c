@@ -2,6 +2,13 @@
 /*
  * hpu device core: BAR0 register file, user-queue doorbell pages, BAR4,
  * firmware boot, interrupt causes and reset.
+ *
+ * Boot: BOOT_CTRL START latches the mailbox (image address and size) and
+ * asks the embedder for a deferred boot, so the image is fetched by DMA
+ * later and off the vCPU's MMIO write.  hdm_core_boot_run() then checks the
+ * image (magic, interface version, sizes, flags, CRC-32) and reports READY
+ * with the device's capabilities or FAILED with a reason in BOOT_ERROR,
+ * and raises BOOT_DONE either way.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu device core: the register semantics of the accelerator, independent of
- * QEMU so the host unit tests can drive it directly.
+ * QEMU so the host unit tests (tests/host/test_dev_core.c) can drive it
+ * directly.  It is plain C over libc, libm, zlib and OpenBLAS; the QEMU glue
+ * (qemu-device/qemu/hdm_pci.c) only adapts PCI, BARs, MSI-X, a timer and
+ * DMA to it.
  *
  * The embedder (the QEMU glue or a test) supplies DMA, interrupts, a deferred
  * boot, a clock and a guest-error log through struct hdm_core_ops, and runs
  * the engine (hdm_core_engine_*) on a thread of its own.  The core never
  * trusts the guest: every bad access is logged and reported in ERR_CODE or
- * as an event.
+ * as an event, and nothing a guest writes can abort QEMU.
  *
  * Threads: MMIO (BAR0, the doorbell pages), BAR4, boot and reset calls may
  * come from any thread, the engine runs on its own; the core serializes them

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hpu queue manager: queue registers, job fetch and the engine loop.
+ * hpu queue manager: queue registers, job fetch and the engine loop.  How
+ * the engine shares itself between queues (slices, yields, set-aside jobs,
+ * the adaptive poll window) is told in hdm_qman.h.
  */
 #include <inttypes.h>
 #include <stddef.h>

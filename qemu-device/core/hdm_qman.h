@@ -12,26 +12,28 @@
  * descriptor, and its event names HPU_EVENT_QUEUE_UQ(u).
  *
  * One engine thread runs every queue (round robin, a job at a time), always
- * without the core lock while it touches memory: MMIO never waits for a
- * job.  A job runs for HPU_ENGINE_SLICE_US at most before the engine takes
- * the next queue with work, if one has (it yields between two packets, or
- * inside a long one, and goes on later where it stopped), so that no queue
- * monopolizes the engine; the time a queue's job waits for others' slices
+ * without the core lock while it touches memory: MMIO never waits for a job.
+ * A job runs for HPU_ENGINE_SLICE_US at most before the engine takes the next
+ * queue with work, if one has (it yields between two packets, or inside a
+ * long one, and goes on later where it stopped), so that no queue monopolizes
+ * the engine: one context's long work delays another queue's jobs by a slice
+ * each, not by its whole length (a job behind it in the same ring still waits
+ * for it: rings are FIFO).  The time a queue's job waits for others' slices
  * is DEFERRED_US, which a timeout does not charge to it.  A job ends
  * completed or failed (a user queue's status is written back, then a
  * failure's event is posted, then CI advances; an armed user queue then
- * interrupts), or stalls on a WAIT: the queue parks (STATUS
- * WAITING) and is looked at again after any SIGNAL, any doorbell (a kernel
- * queue's PI or a user queue's doorbell page), or a CTRL RESET.
+ * interrupts), or stalls on a WAIT: the queue parks (STATUS WAITING) and is
+ * looked at again after any SIGNAL, any doorbell (a kernel queue's PI or a
+ * user queue's doorbell page), or a CTRL RESET.
  *
  * Out of work, the engine polls for the next job before it sleeps: waking a
- * sleeping host thread costs the vCPU that writes the doorbell 10-20 us,
- * more than a small job's run.  How long it polls adapts to the gaps
- * between jobs, as QEMU's event loop does for its own polling: a gap it
- * slept through but no longer than HDM_ENGINE_POLL_MAX_NS doubles the
- * window, a longer one halves it, so a device used in steps (a training
- * loop's, an eager stream's) polls across their gaps and an idle one
- * costs no CPU.
+ * sleeping host thread costs the vCPU that writes the doorbell 10-20 us, more
+ * than a small job's run.  How long it polls adapts to the gaps between jobs,
+ * as QEMU's event loop does for its own polling: a gap it slept through but
+ * no longer than HDM_ENGINE_POLL_MAX_NS doubles the window (from
+ * HDM_ENGINE_POLL_START_NS), a longer one halves it down to none, so a device
+ * used in steps (a training loop's, an eager stream's) polls across their
+ * gaps and an idle one costs no CPU.
  *
  * A kernel queue's job can be set aside (Q_CTRL PREEMPT, 1.6): at its next
  * yield point the engine moves what the job slot holds of its progress into

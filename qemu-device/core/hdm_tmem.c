@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu tensor memory: direct HBM pointers where the MMU allows, staging
- * buffers elsewhere.
+ * buffers elsewhere (hdm_tmem.h says when and what staging may hold).
  */
 #include <inttypes.h>
 #include <stdlib.h>

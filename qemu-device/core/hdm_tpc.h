@@ -17,7 +17,7 @@
  *
  * The pool also runs the MME's GEMMs (hdm_mme.h).  It has one thread per
  * host CPU, the engine thread first: more would only take turns, with each
- * other and with the vCPUs.
+ * other and with the vCPUs.  Results do not depend on the number of threads.
  * The engine thread alone starts runs, one at a time.
  */
 #ifndef HDM_TPC_H
