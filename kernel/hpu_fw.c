@@ -4,6 +4,15 @@
  * verdict.  The device validates the content; the driver only checks that
  * the size can be transferred.
  *
+ * Probe's first trip to the device: the image (hpu/hpu-fw.bin, loaded with
+ * request_firmware_direct()) goes into a coherent DMA buffer whose bus
+ * address and size are written to the boot mailbox, then BOOT_CTRL START.
+ * The device fetches the image itself, checks it, and answers on MSI-X
+ * vector 0 (BOOT_DONE) with READY and its capabilities (HBM size, engine
+ * counts, data types, firmware version) or FAILED and a reason in
+ * BOOT_ERROR.  After READY the capabilities are read once (hpu_info.c), and
+ * INFO and sysfs serve that copy.
+ *
  * Every failure logs exactly one "boot failed: ..." line (tests match them).
  */
 #include <linux/completion.h>

@@ -11,8 +11,11 @@
  * write and interrupt, hpu_job_set_tail()) follows the user's packets, and
  * the descriptor's priv_offset marks where the user's packets end.
  *
- * A job's end fence is its own, on a timeline per file and queue, carrying
- * the job's error; WAIT and the out-syncobj use it.
+ * A job's end fence is embedded in the job, on a timeline per file and
+ * queue, carrying the job's error; WAIT and the out-syncobj use it.  A small
+ * command buffer's copy lives in the job's own allocation, not one of its
+ * own, to keep SUBMIT of a small job cheap.  WAIT polls the completion slot
+ * briefly before it sleeps, since a short job ends within that.
  */
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>

@@ -23,8 +23,10 @@
  *    aside for it within preempt_ms (hpu_queue_recover()).
  *
  * A delayed work per queue times out the oldest job in the ring
- * (hpu_queue_recover()), and a work per queue frees ended jobs: freeing
- * may sleep, and a job ends in the completion interrupt.
+ * (hpu_queue_recover()), and a work per queue frees ended jobs a tick
+ * later, in batches: freeing may sleep, and a job ends in the completion
+ * interrupt.  A closing file's waiting jobs are cancelled
+ * (hpu_sched_cancel_waiting()).
  */
 #include <linux/dma-fence.h>
 #include <linux/jiffies.h>
