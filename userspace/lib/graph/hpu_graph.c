@@ -15,6 +15,13 @@
  * in the graph's instance, as lazy mode's re-binding does, instead of the
  * caller copying each batch into the static inputs first.
  *
+ * Ops reach a capture through the same hook as lazy mode
+ * (hpu_graph_op_take()), eager or lazy stream alike.  What is not a device
+ * op is refused where every ordering point of a stream already goes:
+ * hpu_lazy_flush() fails with -EBUSY on a capturing stream, so a copy, a
+ * host read, an event, a synchronize or a CPU fallback fails at its call
+ * and the capture goes on.
+ *
  * The capture's state changes under the capturing stream's lock; a
  * stream's `capture` points at its graph while it captures, and the graph
  * holds a reference to the stream until the capture ends.

@@ -11,7 +11,10 @@
  * for an ordinary user by default) unless it has CAP_IPC_LOCK, so the
  * cache's slabs and the device's staging buffer are sized from that limit:
  * a device open with several streams, events and user queues must fit in
- * it with room to spare for the caller's own pinned memory.
+ * it with room to spare for the caller's own pinned memory
+ * (hpu_pinned_sizes()).  A pin past the limit fails with -ENOMEM and a
+ * message giving the limit, what the process has pinned (VmPin) and what
+ * was asked; a registration first gives back the cache's unused slabs.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,8 @@
  * mapped once into the device address space.  Sizes follow the PyTorch CUDA
  * caching allocator, which frameworks are tuned for: small requests share
  * 2 MiB slabs (one huge page of the device MMU), medium ones 20 MiB slabs,
- * and large ones get a slab of their own, rounded to 2 MiB.
+ * and large ones get a slab of their own, rounded to 2 MiB.  A small
+ * allocation from a slab already mapped costs no system call.
  */
 #include <errno.h>
 

@@ -4,6 +4,14 @@
  * tensor descriptors, and the matrix engine's GEMM packet; and which ops
  * need neither, since a DMA moves their bytes.  No device here, so the
  * host unit tests check every byte.
+ *
+ * hpu_op_is_dma_copy() and hpu_op_is_dma_fill() decide for eager launches
+ * and the compiler alike: a COPY between contiguous tensors of one dtype
+ * (in different storages, which the callers know) and a fill with +0 are
+ * LIN_DMAs, work for the DMA engine and no parameter block.  The COPY
+ * kernel to the same dtype moves bytes too (other kernels compute in
+ * double, which would quiet a signaling NaN), so either path keeps every
+ * bit.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -3,6 +3,11 @@
  * What every op shares: its operands and their checks, the names ops are
  * counted by, and the choice between the device and the host.  The public
  * op functions (hpu_ops_api.c) only describe an op with these helpers.
+ *
+ * An input broadcast to the output's shape becomes stride-0 dims, which is
+ * how the kernels take it (hpu_kernels.h).  The checks <hpu/hpu_tensor.h>
+ * lists all run before anything is enqueued or recorded, so a bad op fails
+ * at its call in eager and lazy mode alike.
  */
 #include <errno.h>
 #include <stdio.h>

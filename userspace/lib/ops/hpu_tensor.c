@@ -2,7 +2,9 @@
 /*
  * Tensors: refcounted storages of device memory and the views on them.
  * Every view is checked against its storage when it is made, so an op
- * never has to: a handle cannot reach outside its memory.
+ * never has to: a handle cannot reach outside its memory.  Views share
+ * their storage; a copy between a non-contiguous view and the host moves
+ * the bytes the view spans and packs or unpacks them on the host.
  */
 #include <errno.h>
 #include <stdlib.h>

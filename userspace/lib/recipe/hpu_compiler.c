@@ -5,7 +5,7 @@
  *  1. Lowering: a linear with a bias becomes a COPY of the bias into out
  *     and a GEMM accumulating onto it (as eager mode runs it); a COPY
  *     between contiguous tensors of one dtype becomes a LIN_DMA, a fill
- *     with zero a memset: DMA-engine work.
+ *     with zero a memset: DMA-engine work, as in eager mode (hpu_encode.c).
  *  2. Workspace: intermediates get offsets in one workspace; two whose
  *     lifetimes (first to last use, in program order) overlap never share
  *     bytes.  Largest first, each at the lowest offset that fits.
@@ -721,7 +721,14 @@ void hpu_recipe_put(struct hpu_recipe *r)
 	free(r);
 }
 
-/* The key: FNV-1a over every field that decides the recipe's bytes or what it computes. */
+/*
+ * The key: every field that decides the recipe's bytes or what it computes -
+ * compiler, packet and kernel-ABI versions, firmware, engines; per op its
+ * kernel, arguments, scalars and outputs, per operand its buffer (which
+ * operands share memory), delta, dtype, shape and strides; which buffers are
+ * intermediates and their sizes - but not where the persistent tensors are.
+ * Its hash is FNV-1a.
+ */
 static void hpu_key_u64(struct hpu_bytes *k, uint64_t v)
 {
 	hpu_bytes_put(k, &v, sizeof(v));

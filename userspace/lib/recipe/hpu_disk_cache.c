@@ -12,7 +12,11 @@
  * the device's identity - so a recipe never loads into a stack it was not
  * compiled for.  A file is untrusted: its checksum, then every size and
  * offset are checked before anything is used.  One that fails is ignored
- * (counted), and its recipe compiled and written over it.
+ * (counted), and its recipe compiled and written over it; running out of
+ * memory while loading one is not the file's fault: the lookup fails with
+ * -ENOMEM and the file stays.  A file forged with a valid checksum can make
+ * the process compute wrong results, not escape its context: the driver
+ * and the device confine every job.
  *
  * Writes happen on a thread of the cache's, started by the first: the
  * compile path only queues the recipe.  Each is a temporary file renamed
@@ -20,8 +24,9 @@
  * No fsync: a file cut short by a crash fails its checksum and is
  * replaced.  Once the queue drains the thread evicts, holding
  * flock(eviction.lock) so that processes take turns: the least recently
- * used files go until the directory holds at most 0.99 x max.  Use is the
- * mtime, which a write sets and a load refreshes.
+ * used files go until the directory holds at most 0.99 x max, and the
+ * temporaries a dead writer left go too.  Use is the mtime, which a write
+ * sets and a load refreshes (a memory hit too, at most once a minute).
  *
  * A write that fails (a full, read-only or removed directory, a file size
  * limit) stops writing for good, with one warning: new recipes are then

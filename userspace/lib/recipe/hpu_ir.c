@@ -7,7 +7,10 @@
  * into (buffer, byte delta): the IR holds one reference per storage, so
  * the caller may destroy tensors before the IR is compiled.  A storage no
  * one else holds by then, whose first access writes all of it, is an
- * intermediate and gets workspace memory instead of its own.
+ * intermediate and gets workspace memory instead of its own.  The other
+ * (persistent) buffers are based at their lowest operand address, so a view
+ * that moves (the next batch of a data set) is the same graph at another
+ * binding.
  */
 #include <errno.h>
 #include <stdlib.h>

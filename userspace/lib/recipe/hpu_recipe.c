@@ -26,21 +26,22 @@
  *           CALL engine 0's command buffer
  *           WAIT done[e] for every other engine;  SIGNAL finished
  *   engine: WAIT go;  CALL its command buffer;  SIGNAL done[e]
- * and each job adds 1 to the stream's done counter, as the stream's jobs
- * do.  go, done[] and finished live in a control block of pinned memory
- * that the host zeroes before the launch, so every target is 1.  A launch
- * takes the block of the launch before last when that one finished (its
- * finished word is the last any of its jobs touches) and no other stream's
- * head waits on it; else a new block, the old one freed behind the jobs
- * submitted so far.  A failed launch never finishes, so its counters are
- * never reused and cannot stall the next launch.  The jobs a launch builds
- * stay with its block: a launch taking the block on the same stream that
- * uploads nothing and waits for no other stream would build the same
- * bytes, so it submits those; a rebinding drops them all.  The sync
- * objects inside the command buffers are zeroed by the head before go,
- * when no engine can be running the recipe: the previous launch on this
- * stream ended before the head started (it waited for all its engines),
- * one on another stream is waited for through its control block.
+ * and each job adds 1 to the stream's done counter and is tracked as the
+ * stream's (hpu_stream_submit_group()), so a failing engine job is named
+ * when the stream is settled.  go, done[] and finished live in a control
+ * block of pinned memory that the host zeroes before the launch, so every
+ * target is 1.  A launch takes the block of the launch before last when
+ * that one finished (its finished word is the last any of its jobs touches)
+ * and no other stream's head waits on it; else a new block, the old one
+ * freed behind the jobs submitted so far.  A failed launch never finishes,
+ * so its counters are never reused and cannot stall the next launch.  The
+ * jobs a launch builds stay with its block: a launch taking the block on
+ * the same stream that uploads nothing and waits for no other stream would
+ * build the same bytes, so it submits those; a rebinding drops them all.
+ * The sync objects inside the command buffers are zeroed by the head before
+ * go, when no engine can be running the recipe: the previous launch on this
+ * stream ended before the head started (it waited for all its engines), one
+ * on another stream is waited for through its control block.
  *
  * Until the device runs CALL (packets version 3) the command buffers are
  * copied into the jobs instead, split into several jobs of a queue when

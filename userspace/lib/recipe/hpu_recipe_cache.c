@@ -5,7 +5,9 @@
  * key (a hash collision can never launch the wrong recipe).  A hit skips
  * compilation and, if the tensors are where they were, the upload too.
  * Lookups walk the list: caches hold tens of recipes, and a hit is almost
- * always the first or second entry in a training loop.
+ * always the first or second entry in a training loop.  The capacity is
+ * HPU_RECIPE_CACHE_SIZE entries (or hpu_recipe_cache_set_capacity()); the key
+ * is hpu_ir_key()'s.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -3,8 +3,11 @@
  * Copies and fills.  Every public variant describes its operation as a
  * struct hpu_copy and hands it to one path: checked, then enqueued on a
  * stream (the default stream for the synchronous ones, which then settle
- * it).  Host memory that is pinned is addressed directly; pageable memory
- * is staged through the two pinned halves of the device's staging buffer.
+ * it).  Host memory that is pinned (hpu_host.c) is addressed directly;
+ * pageable memory is staged through the two pinned halves of the device's
+ * staging buffer, one filling while the device copies the other.  The
+ * buffer is one per device, shared by its streams under its lock and
+ * sized from RLIMIT_MEMLOCK (hpu_host.c).
  */
 #include <errno.h>
 #include <string.h>

@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * User queues: jobs reach the device without a system call.
+ * User queues: jobs reach the device without a system call, which costs
+ * more than a small job's run under emulation (docs/PERFORMANCE.md,
+ * bench-dma).
  *
  * When the driver offers them (ABI 1.2), the library takes one user queue
- * per hardware queue index at its first stream, so that streams and recipe launches
- * address them exactly as they would the kernel's queues.  Submitting a
- * job copies its command buffer into the queue's arena and its descriptor
- * into the queue's ring, both in pinned memory mapped in this context, and
- * writes the new producer index to the queue's doorbell page.  The device
- * writes each job's status into its descriptor before its CI passes it, so
- * learning that a job ended, and how, is a read of memory: only a wait for
- * a job still running past a short spin asks the driver (UQUEUE_WAIT).
- * The device's own checks keep the jobs inside this context (hpu_regs.h).
+ * per hardware queue index at its first stream, so that streams and recipe
+ * launches address them exactly as they would the kernel's queues.
+ * Submitting a job copies its command buffer into the queue's arena and its
+ * descriptor into the queue's ring, both in pinned memory mapped in this
+ * context, and writes the new producer index to the queue's doorbell page.
+ * The device writes each job's status into its descriptor before its CI
+ * passes it, so learning that a job ended, and how, is a read of memory:
+ * only a wait for a job still running past a short spin asks the driver
+ * (UQUEUE_WAIT).  The device's own checks keep the jobs inside this context
+ * (hpu_regs.h).
  *
  * Sequence numbers are the library's own here, one counter over all the
  * queues as the driver's are for SUBMIT, since the allocators' fences
- * compare them.  HPU_USER_QUEUES=0 keeps the kernel queues.
+ * compare them.  When the driver has no user queues left for this process
+ * (other processes hold them), or with HPU_USER_QUEUES=0, the library
+ * keeps to SUBMIT on the kernel queues.
  */
 #include <errno.h>
 #include <stdlib.h>
