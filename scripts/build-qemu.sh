@@ -4,6 +4,10 @@
 # Debian QEMU version plus a hash of qemu-device/ (the device, and patches to
 # QEMU itself in qemu-device/patches), the shared headers the model includes
 # and this script, so an unchanged tree never rebuilds QEMU.
+# qemu-device/patches/*.patch are our changes to QEMU itself, each saying why;
+# tcg-share-pcrel-blocks.patch lets TCG run a block translated for one process in
+# another that maps the same library elsewhere, so a guest process does not
+# translate its libraries anew (docs/PERFORMANCE.md, bench-cache).
 # Usage: build-qemu.sh <output-symlink>
 set -euo pipefail
 

@@ -3,15 +3,15 @@
 #
 #   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] -- COMMAND [ARGS...]
 #
-# The guest runs Debian's kernel with the host's root filesystem mounted
-# read-only over 9p, so COMMAND (a path on the host) runs with the host's
-# userland, as root, in this repository's top directory.  OUTDIR (default
-# build/guest-run) is shared writable and appears in the guest as $HPU_OUT;
-# after the run it holds `rc` (COMMAND's exit status), `dmesg.txt` and
-# `qemu.log` (the guest errors the device model logged), `console.log`, and
-# after a timeout `hang.txt` (guest-state.sh: where the guest's CPUs were).
-# Exits with COMMAND's status, 124 on timeout, 125 if the guest died, and
-# 126 if the guest kernel log has a warning, BUG or oops.
+# The guest runs Debian's kernel under TCG (KVM guests hang on these hosts) from
+# a busybox initramfs that mounts the host's root read-only over 9p: COMMAND (a
+# path on the host) runs with the host's userland and this tree's build, as root,
+# in the top directory.  OUTDIR (default build/guest-run) is shared writable and
+# appears in the guest as $HPU_OUT; after the run it holds `rc` (COMMAND's exit
+# status), `dmesg.txt` and `qemu.log` (the guest errors the device model logged),
+# `console.log`, and after a timeout `hang.txt` (guest-state.sh: where the guest's
+# CPUs were).  Exits with COMMAND's status, 124 on timeout, 125 if the guest died,
+# and 126 if the guest kernel log has a warning, BUG or oops.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
