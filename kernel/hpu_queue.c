@@ -359,6 +359,18 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	hpu_qwreg(q, HPU_Q_PI, q->pi);
 }
 
+/* The job in @q's ring an event names by its tag, or NULL (it ended already). */
+static struct hpu_job *hpu_queue_job_by_tag_locked(struct hpu_queue *q, u64 tag)
+{
+	struct hpu_job *job;
+
+	lockdep_assert_held(&q->lock);
+	list_for_each_entry(job, &q->pending, link)
+		if (job->hw_seq == tag)
+			return job;
+	return NULL;
+}
+
 /* The event queue reports that the job tagged @tag failed with @error, at @addr. */
 void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error, u64 addr)
 {
@@ -367,14 +379,10 @@ void hpu_queue_job_failed(struct hpu_queue *q, u64 tag, int error, u64 addr)
 	LIST_HEAD(done);
 
 	spin_lock_irqsave(&q->lock, flags);
-	list_for_each_entry(job, &q->pending, link) {
-		if (job->hw_seq == tag) {
-			if (!job->hw_error) {
-				job->hw_error = error;
-				job->hw_error_addr = addr;
-			}
-			break;
-		}
+	job = hpu_queue_job_by_tag_locked(q, tag);
+	if (job && !job->hw_error) {
+		job->hw_error = error;
+		job->hw_error_addr = addr;
 	}
 	hpu_queue_collect_locked(q, &done);
 	spin_unlock_irqrestore(&q->lock, flags);
@@ -391,12 +399,9 @@ void hpu_queue_job_set_aside(struct hpu_queue *q, u64 tag)
 	unsigned long flags;
 
 	spin_lock_irqsave(&q->lock, flags);
-	list_for_each_entry(job, &q->pending, link) {
-		if (job->hw_seq == tag) {
-			job->set_aside = true;
-			break;
-		}
-	}
+	job = hpu_queue_job_by_tag_locked(q, tag);
+	if (job)
+		job->set_aside = true;
 	spin_unlock_irqrestore(&q->lock, flags);
 }
 
