@@ -28,7 +28,7 @@ void hpu_lazy_release(struct hpu_stream *s);
 /* Locks s and flushes: before a device closes. */
 int hpu_lazy_flush_stream(struct hpu_stream *s);
 
-/* hpu_graph.c, with s->lock held: records op (checked already) into s->capture. */
+/* hpu_capture.c, with s->lock held: records op (checked already) into s->capture. */
 int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op);
 /* With s->lock held, for a stream the user destroys: its capture fails. */
 void hpu_stream_capture_abort(struct hpu_stream *s);

@@ -95,7 +95,7 @@ int hpu_tensors_copy(struct hpu_stream *s, unsigned int n, struct hpu_tensor *co
 		     struct hpu_tensor *const *src);
 
 /*
- * hpu_ops.c builds one struct hpu_op per call: the kernel and its operands
+ * hpu_op_run.c builds one struct hpu_op per call: the kernel and its operands
  * as the device takes them (layouts already broadcast), which hpu_launch.c
  * runs on the device or hpu_fallback.c on the host.
  */

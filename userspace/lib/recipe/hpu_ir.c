@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The graph IR that lazy mode (hpu_lazy.c) and HPU graphs (hpu_graph.c)
+ * The graph IR that lazy mode (hpu_lazy.c) and HPU graphs (hpu_capture.c)
  * record ops into, and its way to a recipe.
  *
  * A recorded op keeps its checked struct hpu_op, with each operand turned
