@@ -32,8 +32,8 @@ HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hdm_kernel_reduce.c \
 	qemu-device/core/hdm_kernel_eltwise.c tests/host/hpu_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_reduce := $(HPU_KERNEL_TEST_LIBS)
-HOST_TEST_SRCS_test_libhpu_tensor := $(addprefix userspace/lib/ops/,hpu_layout.c hpu_encode.c \
-	hpu_op_run.c hpu_ops_api.c hpu_fallback.c) userspace/lib/util/hpu_error.c
+HOST_TEST_SRCS_test_libhpu_tensor := $(addprefix userspace/lib/ops/,hpu_layout.c \
+	hpu_encode.c hpu_fallback.c) $(wildcard userspace/lib/ops/hpu_op_*.c) userspace/lib/util/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
 HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hdm_kernel_nn.c \
 	qemu-device/core/hdm_kernel_loss.c tests/host/hpu_kernel_harness.c

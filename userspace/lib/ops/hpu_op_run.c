@@ -2,7 +2,7 @@
 /*
  * What every op shares: its operands and their checks, the names ops are
  * counted by, and the choice between the device and the host.  The public
- * op functions (hpu_ops_api.c) only describe an op with these helpers.
+ * op functions (hpu_op_<family>.c) only describe an op with these helpers.
  *
  * An input broadcast to the output's shape becomes stride-0 dims, which is
  * how the kernels take it (hpu_kernels.h).  The checks <hpu/hpu_tensor.h>
@@ -122,6 +122,21 @@ int hpu_op_operands(struct hpu_op *op, const struct hpu_arg *args, unsigned int 
 	return ret;
 }
 
+int hpu_op_describe(struct hpu_op *op, uint32_t kernel, const char *name,
+		    const struct hpu_arg *args, unsigned int count)
+{
+	op->kernel = kernel;
+	op->name = name;
+	return hpu_op_operands(op, args, count);
+}
+
+int hpu_op_finish(const char *func, struct hpu_stream *s, struct hpu_op *op, int ret)
+{
+	if (!ret)
+		ret = hpu_op_run(s, op);
+	return hpu_error_in(func, ret);
+}
+
 int hpu_op_same_shape(const struct hpu_op *op, unsigned int i, unsigned int j)
 {
 	const struct hpu_tensor_layout *a = &op->l[i], *b = &op->l[j];
@@ -157,6 +172,27 @@ int hpu_op_dtype_in(const struct hpu_op *op, unsigned int i, unsigned int dtypes
 					 hpu_dt_name(all[k]));
 	return hpu_error_set(EINVAL, "%s is %s, the op takes %s", op->names[i],
 			     hpu_dt_name(op->l[i].dtype), want);
+}
+
+int hpu_op_one_dtype(const struct hpu_op *op, unsigned int first, unsigned int dtypes)
+{
+	unsigned int i;
+	int ret = hpu_op_dtype_in(op, first, dtypes);
+
+	for (i = first + 1; i < op->num_tensors && !ret; i++)
+		ret = hpu_op_same_dtype(op, first, i);
+	return ret;
+}
+
+int hpu_op_shapes_of(const struct hpu_op *op, unsigned int ref, unsigned int first)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = first; i < op->num_tensors && !ret; i++)
+		if (op->t[i])
+			ret = hpu_op_same_shape(op, ref, i);
+	return ret;
 }
 
 int hpu_op_scalar_operand(struct hpu_op *op, unsigned int i)

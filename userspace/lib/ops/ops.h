@@ -156,8 +156,17 @@ struct hpu_arg {
 /* Sets operand i (its layout t's, or broadcast). */
 int hpu_op_operand(struct hpu_op *op, unsigned int i, const struct hpu_tensor *t,
 		   const char *name, unsigned int flags);
+#define HPU_OUT(t, name) { t, name, HPU_ARG_OUT }
+#define HPU_IN(t, name) { t, name, HPU_ARG_BROADCAST }
+#define HPU_SAME(t, name) { t, name, 0 }
+
 /* Appends args as the next operands. */
 int hpu_op_operands(struct hpu_op *op, const struct hpu_arg *args, unsigned int count);
+/* Names op's kernel and appends its operands (inputs broadcast if args say so). */
+int hpu_op_describe(struct hpu_op *op, uint32_t kernel, const char *name,
+		    const struct hpu_arg *args, unsigned int count);
+/* Runs a described op unless ret failed, naming the public call func in a failure. */
+int hpu_op_finish(const char *func, struct hpu_stream *s, struct hpu_op *op, int ret);
 int hpu_op_same_shape(const struct hpu_op *op, unsigned int i, unsigned int j);
 /* 0 also when either operand is absent. */
 int hpu_op_same_dtype(const struct hpu_op *op, unsigned int i, unsigned int j);
@@ -171,6 +180,10 @@ static inline unsigned int hpu_dt_bit(uint32_t dtype)
 #define HPU_DTS_ANY (HPU_DTS_FLOAT | HPU_DTS_INT)
 /* Operand i (if present) has one of dtypes, a set of hpu_dt_bit()s. */
 int hpu_op_dtype_in(const struct hpu_op *op, unsigned int i, unsigned int dtypes);
+/* Operands all of one dtype from first on, that dtype one of dtypes. */
+int hpu_op_one_dtype(const struct hpu_op *op, unsigned int first, unsigned int dtypes);
+/* Operands from first on (those present) have operand ref's shape. */
+int hpu_op_shapes_of(const struct hpu_op *op, unsigned int ref, unsigned int first);
 /* Operand i (if present) has one element: it becomes a 0-dim scalar. */
 int hpu_op_scalar_operand(struct hpu_op *op, unsigned int i);
 
