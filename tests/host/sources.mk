@@ -2,7 +2,7 @@
 # The device core includes "hpu_packets.h" flat, as in QEMU's tree: -Iuapi/drm (flags work here).
 # The kernels built as QEMU builds them (qemu-device/qemu/meson.build): vectorized.
 HPU_KERNEL_CFLAGS := -O3 -fno-math-errno
-HPU_DEV_TEST_SRCS := $(wildcard qemu-device/core/*.c) tests/host/hpu_dev_harness.c
+HPU_DEV_TEST_SRCS := $(wildcard qemu-device/core/*.c) tests/host/hdm_harness.c
 HPU_DEV_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lz -lopenblas -lm -pthread
 HOST_TEST_SRCS_test_dev_core := $(HPU_DEV_TEST_SRCS)
 # The core suite makes HBM's mapping fail.
@@ -27,19 +27,19 @@ HOST_TEST_LIBS_test_libhpu_internals := -pthread
 # Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
 HPU_KERNEL_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lm -pthread
 HOST_TEST_SRCS_test_kernels_eltwise := qemu-device/core/hdm_kernel_eltwise.c \
-	tests/host/hpu_kernel_harness.c
+	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_eltwise := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_reduce := qemu-device/core/hdm_kernel_reduce.c \
-	qemu-device/core/hdm_kernel_eltwise.c tests/host/hpu_kernel_harness.c
+	qemu-device/core/hdm_kernel_eltwise.c tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_reduce := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_libhpu_tensor := $(addprefix userspace/lib/ops/,hpu_layout.c \
 	hpu_encode.c hpu_fallback.c) $(wildcard userspace/lib/ops/hpu_op_*.c) userspace/lib/util/hpu_error.c
 HOST_TEST_LIBS_test_libhpu_tensor := -pthread -lm
 HOST_TEST_SRCS_test_kernels_nn := qemu-device/core/hdm_kernel_nn.c \
-	qemu-device/core/hdm_kernel_loss.c tests/host/hpu_kernel_harness.c
+	qemu-device/core/hdm_kernel_loss.c tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hdm_kernel_optim.c \
-	tests/host/hpu_kernel_harness.c
+	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 
 /* Packets are built as their uapi structs: the host is little-endian, as packets are. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packets are little-endian");

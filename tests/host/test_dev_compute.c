@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 #include "hdm_kernel.h"
 #include "hdm_mme.h"
 #include "hdm_mmu.h"

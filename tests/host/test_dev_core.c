@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 
 /* HBM's mapping (the suite is linked with --wrap=mmap): refused while hpu_mmap_refuse is set. */
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "hdm_internal.h"
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 #include "hdm_mme.h"
 #include "hdm_tpc.h"
 

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "hdm_internal.h"
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 
 /* ---- command buffers ---- */
 

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 
 #define UQ 5u /* the user queue most cases use */
 #define UQ_ENTRIES 16u

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "hpu_kernel_harness.h"
+#include "hdm_kernel_harness.h"
 
 /* Most launches run on a [3, 4, 5] tensor in one of these layouts. */
 #define SHAPE HPU_KT_DIMS(3, 4, 5)

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 #include "hdm_hbm.h"
 #include "hdm_kernel.h"
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpu_kernel_harness.h"
+#include "hdm_kernel_harness.h"
 #include "hpu_philox.h"
 
 #define F32 HPU_DTYPE_F32

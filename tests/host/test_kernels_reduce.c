@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "hpu_kernel_harness.h"
+#include "hdm_kernel_harness.h"
 
 #define F32 HPU_DTYPE_F32
 #define BF16 HPU_DTYPE_BF16

@@ -3,8 +3,8 @@
  * Harness of the device-core host tests: a core driven through its
  * registers, a host buffer standing in for guest memory, checks, TAP.
  */
-#ifndef HPU_DEV_HARNESS_H
-#define HPU_DEV_HARNESS_H
+#ifndef HDM_HARNESS_H
+#define HDM_HARNESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -224,4 +224,4 @@ struct hpu_tensor_desc desc(uint64_t va, uint32_t dtype, uint32_t ndim, const ui
 			    uint32_t bcast);
 void cb_launch(struct hpu_cb *cb, uint64_t params, uint32_t size);
 
-#endif /* HPU_DEV_HARNESS_H */
+#endif /* HDM_HARNESS_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Harness of the kernel-library host tests; see hpu_kernel_harness.h. */
-#include "hpu_kernel_harness.h"
+/* Harness of the kernel-library host tests; see hdm_kernel_harness.h. */
+#include "hdm_kernel_harness.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "hpu_dev_harness.h"
+#include "hdm_harness.h"
 
 const struct hdm_core_config hpu_test_cfg = {
 	.hbm_size = (32ull << 30) + (2u << 20), /* both halves of HBM_SIZE non-zero */

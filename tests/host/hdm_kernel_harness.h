@@ -6,8 +6,8 @@
  * concurrent threads, then finish), comparisons against references
  * computed in double, a finite-difference gradient check, and TAP.
  */
-#ifndef HPU_KERNEL_HARNESS_H
-#define HPU_KERNEL_HARNESS_H
+#ifndef HDM_KERNEL_HARNESS_H
+#define HDM_KERNEL_HARNESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -249,4 +249,4 @@ struct hpu_kreject_case {
 /* Expects the valid launch to run and check() to reject each mutation, naming any it accepts. */
 void hpu_kexpect_rejections(const struct hpu_kreject_case *rc);
 
-#endif /* HPU_KERNEL_HARNESS_H */
+#endif /* HDM_KERNEL_HARNESS_H */
