@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* The debugfs files of hpu_debugfs.c: the module's root, a device's folder. */
 #ifndef HPU_DEBUGFS_H
 #define HPU_DEBUGFS_H
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* Firmware boot and reset (hpu_fw.c). */
 #ifndef HPU_FW_H
 #define HPU_FW_H
 

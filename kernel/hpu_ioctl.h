@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* The INFO ioctl (hpu_ioctl.c); the other ioctls are declared with what they manage. */
 #ifndef HPU_IOCTL_H
 #define HPU_IOCTL_H
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* MSI-X vectors and the misc interrupt's sources (hpu_irq.c). */
 #ifndef HPU_IRQ_H
 #define HPU_IRQ_H
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/* The device's sysfs attributes (hpu_sysfs.c). */
 #ifndef HPU_SYSFS_H
 #define HPU_SYSFS_H
 
