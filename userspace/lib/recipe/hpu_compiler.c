@@ -71,11 +71,6 @@ struct hpu_lnode {
 	uint32_t ordinal; /* the sync object's value once this op signalled */
 };
 
-static void hpu_bytes_align(struct hpu_bytes *b, size_t align)
-{
-	hpu_bytes_put(b, NULL, hpu_round_up(b->len, align) - b->len);
-}
-
 struct hpu_access {
 	uint32_t node, region; /* region 0: the workspace; 1 + i: binding i */
 	int64_t lo, hi;        /* bytes [lo, hi) */
@@ -581,14 +576,6 @@ static int hpu_emit_node(struct hpu_compiler *c, const struct hpu_lnode *n)
 	return ret;
 }
 
-static uint64_t hpu_blob_word(const uint8_t *blob, uint32_t at)
-{
-	uint64_t v;
-
-	memcpy(&v, blob + at, sizeof(v));
-	return v;
-}
-
 /* Lays the sections out in one blob and makes every site relative to it. */
 static int hpu_emit_blob(struct hpu_compiler *c, struct hpu_recipe *r)
 {
@@ -612,9 +599,7 @@ static int hpu_emit_blob(struct hpu_compiler *c, struct hpu_recipe *r)
 
 		site->at += (uint32_t)start[c->site_sec[i]];
 		if (site->base == HPU_SITE_PARAMS) {
-			uint64_t v = hpu_blob_word(blob.p, site->at) + start[0];
-
-			memcpy(blob.p + site->at, &v, sizeof(v));
+			hpu_put_u64(blob.p + site->at, hpu_get_u64(blob.p + site->at) + start[0]);
 			site->base = HPU_SITE_BLOB;
 		}
 	}
@@ -729,43 +714,39 @@ void hpu_recipe_put(struct hpu_recipe *r)
  * intermediates and their sizes - but not where the persistent tensors are.
  * Its hash is FNV-1a.
  */
-static void hpu_key_u64(struct hpu_bytes *k, uint64_t v)
-{
-	hpu_bytes_put(k, &v, sizeof(v));
-}
-
 int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uint8_t **key,
 		  size_t *size, uint64_t *hash)
 {
 	struct hpu_bytes k = { 0 };
 	unsigned int n, i, d;
 
-	hpu_key_u64(&k, (uint64_t)HPU_COMPILER_VERSION << 32 | HPU_PKT_VERSION << 16 |
-				HPU_KERNEL_PARAMS_VERSION);
-	hpu_key_u64(&k, (uint64_t)cfg->fw_version << 32 | cfg->engines);
-	hpu_key_u64(&k, cfg->fit_engines);
-	hpu_key_u64(&k, g->num_bufs);
+	hpu_bytes_put_u64(&k, (uint64_t)HPU_COMPILER_VERSION << 32 | HPU_PKT_VERSION << 16 |
+				      HPU_KERNEL_PARAMS_VERSION);
+	hpu_bytes_put_u64(&k, (uint64_t)cfg->fw_version << 32 | cfg->engines);
+	hpu_bytes_put_u64(&k, cfg->fit_engines);
+	hpu_bytes_put_u64(&k, g->num_bufs);
 	/* A persistent buffer's size does not matter: only the bytes its operands reach. */
 	for (i = 0; i < g->num_bufs; i++)
-		hpu_key_u64(&k, g->bufs[i].internal ? g->bufs[i].size << 1 | 1 : 0);
-	hpu_key_u64(&k, g->num_nodes);
+		hpu_bytes_put_u64(&k, g->bufs[i].internal ? g->bufs[i].size << 1 | 1 : 0);
+	hpu_bytes_put_u64(&k, g->num_nodes);
 	for (n = 0; n < g->num_nodes; n++) {
 		const struct hpu_op *op = &g->nodes[n].op;
 
-		hpu_key_u64(&k, (uint64_t)op->kernel << 32 | op->num_tensors << 16 | op->outputs);
+		hpu_bytes_put_u64(&k, (uint64_t)op->kernel << 32 | op->num_tensors << 16 |
+				      op->outputs);
 		hpu_bytes_put(&k, op->args, sizeof(op->args));
 		hpu_bytes_put(&k, op->scalars, sizeof(op->scalars));
 		for (i = 0; i < op->num_tensors; i++) {
 			const struct hpu_tensor_layout *l = &op->l[i];
 
-			hpu_key_u64(&k, g->nodes[n].buf[i]);
+			hpu_bytes_put_u64(&k, g->nodes[n].buf[i]);
 			if (g->nodes[n].buf[i] == HPU_GRAPH_NONE)
 				continue;
-			hpu_key_u64(&k, (uint64_t)g->nodes[n].delta[i]);
-			hpu_key_u64(&k, (uint64_t)l->dtype << 32 | l->ndim);
+			hpu_bytes_put_u64(&k, (uint64_t)g->nodes[n].delta[i]);
+			hpu_bytes_put_u64(&k, (uint64_t)l->dtype << 32 | l->ndim);
 			for (d = 0; d < l->ndim; d++) {
-				hpu_key_u64(&k, (uint64_t)l->shape[d]);
-				hpu_key_u64(&k, (uint64_t)l->strides[d]);
+				hpu_bytes_put_u64(&k, (uint64_t)l->shape[d]);
+				hpu_bytes_put_u64(&k, (uint64_t)l->strides[d]);
 			}
 		}
 	}

@@ -192,11 +192,7 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 static void hpu_recipe_patch(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
 			     const struct hpu_site *site, uint64_t base)
 {
-	uint64_t v;
-
-	memcpy(&v, r->blob + site->at, sizeof(v));
-	v += base;
-	memcpy(inst->image + site->at, &v, sizeof(v));
+	hpu_put_u64(inst->image + site->at, hpu_get_u64(r->blob + site->at) + base);
 }
 
 /* Sites a launch may re-upload word by word: their DMAs fit the head's command buffer. */

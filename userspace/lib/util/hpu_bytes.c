@@ -37,6 +37,16 @@ size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len)
 	return at;
 }
 
+void hpu_bytes_put_u64(struct hpu_bytes *b, uint64_t v)
+{
+	hpu_bytes_put(b, &v, sizeof(v));
+}
+
+void hpu_bytes_align(struct hpu_bytes *b, size_t align)
+{
+	hpu_bytes_put(b, NULL, hpu_round_up(b->len, align) - b->len);
+}
+
 int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem)
 {
 	unsigned int n = *cap ? *cap : 16;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define HPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define HPU_PAGE_SIZE 4096ull
@@ -22,6 +23,20 @@
 static inline uint64_t hpu_round_up(uint64_t v, uint64_t align)
 {
 	return (v + align - 1) / align * align;
+}
+
+/* An unaligned u64 in a byte buffer (a recipe's blob). */
+static inline uint64_t hpu_get_u64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void hpu_put_u64(void *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
 }
 
 /* Reads a word the device writes (DMA into pinned host memory). */
@@ -69,6 +84,9 @@ struct hpu_bytes {
 };
 /* Appends len bytes of data (zeros if NULL); returns where they start. */
 size_t hpu_bytes_put(struct hpu_bytes *b, const void *data, size_t len);
+void hpu_bytes_put_u64(struct hpu_bytes *b, uint64_t v);
+/* Zeros up to the next multiple of align. */
+void hpu_bytes_align(struct hpu_bytes *b, size_t align);
 /* Room for need elements of elem bytes in the array *p of *cap (grown by doubling). */
 int hpu_array_grow(void **p, unsigned int *cap, unsigned int need, size_t elem);
 /* FNV-1a, the hash of cache keys: h (HPU_FNV1A_INIT to start) continued over n bytes. */
