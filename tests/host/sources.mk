@@ -44,17 +44,21 @@ HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)
-HOST_TEST_SRCS_test_libhpu_graph := $(addprefix userspace/lib/recipe/,hpu_ir.c hpu_recompile.c \
-	hpu_compiler.c hpu_recipe_cache.c hpu_disk_cache.c) \
+# The graph IR and its compiler, on what they call below: encoding, layouts, packets, util.
+HOST_TEST_SRCS_test_libhpu_graph := $(addprefix userspace/lib/recipe/,hpu_ir.c hpu_compiler.c) \
 	$(addprefix userspace/lib/ops/,hpu_encode.c hpu_layout.c) userspace/lib/submit/hpu_cb.c \
-	$(addprefix userspace/lib/util/,hpu_error.c hpu_bytes.c hpu_counters.c) \
-	userspace/lib/mem/hpu_suballoc.c userspace/lib/top/hpu_metrics.c
-HOST_TEST_LIBS_test_libhpu_graph := -pthread -lm -lz
-# The dynamic-shape helpers sit on the graph's sources; the tensor calls of padding are faked.
-HOST_TEST_SRCS_test_libhpu_dynamic := $(HOST_TEST_SRCS_test_libhpu_graph) userspace/lib/graph/hpu_dynamic.c \
-	tests/host/hpu_graph_fakes.c
-HOST_TEST_LIBS_test_libhpu_dynamic := $(HOST_TEST_LIBS_test_libhpu_graph)
-# The disk recipe cache on the graph's sources: files, a thread, forked processes.
+	$(addprefix userspace/lib/util/,hpu_error.c hpu_bytes.c) tests/host/hpu_graph_fakes.c
+# The dynamic-shape helpers and the recompile warnings; the op calls of padding are faked.
+HOST_TEST_SRCS_test_libhpu_dynamic := userspace/lib/graph/hpu_dynamic.c \
+	userspace/lib/recipe/hpu_recompile.c userspace/lib/ops/hpu_layout.c \
+	$(addprefix userspace/lib/util/,hpu_error.c hpu_bytes.c hpu_counters.c)
+HOST_TEST_LIBS_test_libhpu_dynamic := -pthread
+# The recipe caches, memory and disk, on the compiler's sources: files, a thread, forked processes.
 HOST_TEST_SRCS_test_libhpu_disk_cache := $(HOST_TEST_SRCS_test_libhpu_graph) \
-	tests/host/hpu_graph_fakes.c
-HOST_TEST_LIBS_test_libhpu_disk_cache := $(HOST_TEST_LIBS_test_libhpu_graph)
+	$(addprefix userspace/lib/recipe/,hpu_recipe_cache.c hpu_disk_cache.c hpu_recompile.c) \
+	userspace/lib/util/hpu_counters.c
+HOST_TEST_LIBS_test_libhpu_disk_cache := -pthread -lz
+# The metrics, on the counters and the sub-allocator's stats; no device is open.
+HOST_TEST_SRCS_test_libhpu_metrics := userspace/lib/top/hpu_metrics.c \
+	userspace/lib/mem/hpu_suballoc.c $(addprefix userspace/lib/util/,hpu_error.c hpu_counters.c)
+HOST_TEST_LIBS_test_libhpu_metrics := -pthread

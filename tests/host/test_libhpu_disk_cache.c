@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit test of libhpu's disk recipe cache (hpu_disk_cache.c), built
- * from the graph's sources with no device: a fake device holds the recipe
- * caches, and hpu_ir_recipe() looks graphs made by hand up as a flush does
- * (memory, disk, compile).  Every recipe that comes back is compared with
- * the one the compiler makes.  The configuration; a recipe stored and
+ * Host unit test of libhpu's recipe caches, in memory (hpu_recipe_cache.c)
+ * and on disk (hpu_disk_cache.c), built from their sources and the
+ * compiler's with no device: a fake device holds the recipe caches, and
+ * hpu_ir_recipe() looks graphs made by hand up as a flush does (memory,
+ * disk, compile).  Every recipe that comes back is compared with the one
+ * the compiler makes.  The memory cache's LRU eviction and one entry per
+ * key, counted in HPU_C_HITS and its neighbours.  The disk's configuration; a recipe stored and
  * loaded back, by this process and by another; damaged, foreign and other
  * graphs' files ignored, then replaced; every flipped byte and every
  * truncation refused, and offsets checked behind a good checksum; eviction
@@ -32,7 +34,7 @@
 
 #include <drm/hpu_kernels.h>
 
-#include "../../userspace/lib/top/top.h"
+#include "../../userspace/lib/recipe/recipe.h"
 #include "test_libhpu_tap.h"
 
 #define GRAPHS 12
@@ -109,24 +111,26 @@ static void path_of(char *path, size_t len, const char *dir, const char *name)
 	snprintf(path, len, "%s/%s/%s", root, dir, name);
 }
 
-/* A device with just what hpu_ir_recipe() uses, its disk cache in root/dir. */
+/* A device with just what hpu_ir_recipe() uses, its disk cache in root/dir (dir NULL: none). */
 static struct hpu_device *dev_open(const char *dir, uint64_t max_bytes, bool clear,
 				   const struct hpu_disk_compat *compat)
 {
 	struct hpu_device *dev = calloc(1, sizeof(*dev));
 	struct hpu_disk_config cfg = { .clear = clear, .max_bytes = max_bytes };
+	struct hpu_disk_cache *disk = NULL;
 
-	path_of(cfg.dir, sizeof(cfg.dir), dir, "");
 	dev->num_queues = 4;
-	hpu_recipe_cache_init(&dev->recipes, FW);
-	EXPECT(hpu_disk_cache_open(&cfg, compat ? compat : &compat0, &dev->recipes.disk) == 0);
+	if (dir) {
+		path_of(cfg.dir, sizeof(cfg.dir), dir, "");
+		EXPECT(hpu_disk_cache_open(&cfg, compat ? compat : &compat0, &disk) == 0);
+	}
+	EXPECT(hpu_recipe_cache_create(dev, FW, disk) == 0);
 	return dev;
 }
 
 static void dev_close(struct hpu_device *dev)
 {
-	hpu_disk_cache_close(dev->recipes.disk);
-	hpu_recipe_cache_fini(&dev->recipes);
+	hpu_recipe_cache_fini(dev);
 	free(dev);
 }
 
@@ -143,22 +147,12 @@ static bool lookup(struct hpu_device *dev, unsigned int id)
 	return same;
 }
 
-static uint64_t metric(const char *name, const char *stat)
-{
-	uint64_t v = 0;
-
-	hpu_metric_value(name, stat, &v);
-	return v;
-}
-
-static uint64_t disk(const char *stat)
-{
-	return metric("recipe_cache_disk", stat);
-}
+/* A counter of the disk cache: DISK(HITS) is HPU_C_DISK_HITS's count. */
+#define DISK(name) hpu_counter_get(HPU_C_DISK_##name)
 
 static uint64_t compiles(void)
 {
-	return metric("graph_compilation", "TotalNumber");
+	return hpu_counter_get(HPU_C_COMPILES);
 }
 
 /* The recipe files of root/dir (names in readdir order), and leftover temporaries. */
@@ -214,7 +208,7 @@ static void store(struct hpu_device *dev, const char *dir, unsigned int id, char
 	unsigned int i;
 
 	EXPECT(lookup(dev, id));
-	hpu_disk_cache_flush(dev->recipes.disk);
+	hpu_disk_cache_flush(dev->recipes->disk);
 	after = list(dir);
 	name[0] = 0;
 	for (i = 0; i < after.count; i++)
@@ -280,6 +274,77 @@ static unsigned int capture_end(char *buf, size_t cap)
 	for (p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
 	return lines;
+}
+
+static struct hpu_recipe *fake_recipe(uint8_t id)
+{
+	struct hpu_recipe *r = calloc(1, sizeof(*r));
+
+	atomic_init(&r->refs, 1);
+	r->key = malloc(1);
+	r->key[0] = id;
+	r->key_size = 1;
+	r->hash = id % 2; /* collisions on purpose: the key decides */
+	return r;
+}
+
+static struct hpu_recipe *find(struct hpu_recipe_cache *c, uint8_t id)
+{
+	struct hpu_recipe *r = hpu_recipe_cache_find(c, id % 2, &id, 1);
+
+	if (r)
+		hpu_recipe_put(r);
+	return r;
+}
+
+static void test_memory_evicts_the_least_recent(void)
+{
+	struct hpu_device *dev = dev_open(NULL, 0, false, NULL);
+	struct hpu_recipe_cache *c = dev->recipes;
+	struct hpu_recipe *r[4];
+	uint64_t hits = hpu_counter_get(HPU_C_HITS), misses = hpu_counter_get(HPU_C_MISSES);
+	uint64_t evictions = hpu_counter_get(HPU_C_EVICTIONS);
+	unsigned int i;
+
+	hpu_recipe_cache_resize(c, 2);
+	for (i = 1; i <= 3; i++)
+		r[i] = fake_recipe((uint8_t)i);
+	hpu_recipe_cache_insert(c, r[1]);
+	hpu_recipe_cache_insert(c, r[2]);
+	EXPECT(find(c, 1) == r[1]); /* 1 is now the most recent */
+	hpu_recipe_cache_insert(c, r[3]);  /* evicts 2 */
+	EXPECT(find(c, 2) == NULL);
+	EXPECT(find(c, 3) == r[3]);
+	EXPECT(find(c, 1) == r[1]);
+	EXPECT(c->count == 2);
+	EXPECT(hpu_counter_get(HPU_C_HITS) - hits == 3);
+	EXPECT(hpu_counter_get(HPU_C_MISSES) - misses == 1);
+	EXPECT(hpu_counter_get(HPU_C_EVICTIONS) - evictions == 1);
+	EXPECT(hpu_counter_get(HPU_C_ENTRIES) == 2);
+	for (i = 1; i <= 3; i++)
+		hpu_recipe_put(r[i]);
+	dev_close(dev);
+	EXPECT(hpu_counter_get(HPU_C_ENTRIES) == 0);
+}
+
+/* Threads that missed on one key insert twice: one entry, the first; the other stays its user's. */
+static void test_memory_keeps_one_entry_per_key(void)
+{
+	struct hpu_device *dev = dev_open(NULL, 0, false, NULL);
+	struct hpu_recipe_cache *c = dev->recipes;
+	struct hpu_recipe *first = fake_recipe(7), *second = fake_recipe(7);
+	uint64_t entries = hpu_counter_get(HPU_C_ENTRIES);
+
+	hpu_recipe_cache_insert(c, first);
+	hpu_recipe_cache_insert(c, second);
+	EXPECT(c->count == 1);
+	EXPECT(hpu_counter_get(HPU_C_ENTRIES) - entries == 1);
+	EXPECT(find(c, 7) == first);
+	EXPECT(atomic_load(&second->refs) == 1);
+	hpu_recipe_put(second);
+	hpu_recipe_put(first);
+	dev_close(dev);
+	EXPECT(hpu_counter_get(HPU_C_ENTRIES) == entries);
 }
 
 static void test_config(void)
@@ -364,20 +429,18 @@ static void test_clear(void)
 
 static void test_store_and_load(void)
 {
-	uint64_t c0 = compiles(), w0 = disk("Writes"), h0 = disk("Hits"), bw = disk("BytesWritten");
-	uint64_t br = disk("BytesRead"), m0 = disk("Misses");
+	uint64_t c0 = compiles(), w0 = DISK(WRITES), h0 = DISK(HITS), bw = DISK(BYTES_WRITTEN);
+	uint64_t br = DISK(BYTES_READ), m0 = DISK(MISSES);
 	struct hpu_device *dev = dev_open("store", 1 << 20, false, NULL);
-	struct hpu_metric m;
 	struct listing l;
-	unsigned int i;
 
 	EXPECT(lookup(dev, 0));
 	dev_close(dev); /* waits for the write */
-	EXPECT(compiles() - c0 == 1 && disk("Writes") - w0 == 1 && disk("Misses") - m0 == 1);
+	EXPECT(compiles() - c0 == 1 && DISK(WRITES) - w0 == 1 && DISK(MISSES) - m0 == 1);
 	l = list("store");
 	EXPECT(l.count == 1 && l.temps == 0);
 	EXPECT(strspn(l.names[0], "0123456789abcdef") == 16);
-	EXPECT(disk("BytesWritten") - bw == l.total);
+	EXPECT(DISK(BYTES_WRITTEN) - bw == l.total);
 
 	/* A new device loads it: no compilation, the same recipe; then memory has it. */
 	dev = dev_open("store", 1 << 20, false, NULL);
@@ -385,15 +448,8 @@ static void test_store_and_load(void)
 	EXPECT(lookup(dev, 0));
 	dev_close(dev);
 	EXPECT(compiles() - c0 == 1);
-	EXPECT(disk("Hits") - h0 == 1 && disk("BytesRead") - br == l.total);
-	EXPECT(disk("Writes") - w0 == 1);
-
-	EXPECT(hpu_metric_global("recipe_cache_disk", &m) == 0);
-	EXPECT(m.count == 8);
-	for (i = 0; i < m.count && i < 8; i++)
-		EXPECT_STR(m.stats[i].name, ((const char *[]){ "Hits", "Misses", "Writes",
-				"Evictions", "BytesRead", "BytesWritten", "Ignored",
-				"WriteFailures" })[i]);
+	EXPECT(DISK(HITS) - h0 == 1 && DISK(BYTES_READ) - br == l.total);
+	EXPECT(DISK(WRITES) - w0 == 1);
 }
 
 /* A child's report: bits of what went wrong. */
@@ -424,12 +480,12 @@ static void test_second_process(void)
 		int bad = 0;
 
 		c0 = compiles();
-		h0 = disk("Hits");
+		h0 = DISK(HITS);
 		dev = dev_open("second", 1 << 20, false, NULL);
 		for (i = 0; i < 3; i++)
 			bad |= lookup(dev, i) ? 0 : BAD_RECIPE;
 		bad |= compiles() != c0 ? BAD_COMPILED : 0;
-		bad |= disk("Hits") - h0 != 3 ? BAD_HITS : 0;
+		bad |= DISK(HITS) - h0 != 3 ? BAD_HITS : 0;
 		bad |= lookup(dev, 3) ? 0 : BAD_RECIPE; /* compiled here */
 		dev_close(dev);
 		bad |= compiles() != c0 + 1 ? BAD_COMPILED : 0;
@@ -497,15 +553,15 @@ static void test_damaged_files_are_replaced(void)
 		}
 		file_write("damaged", name, bad, bad_size);
 		c0 = compiles();
-		i0 = disk("Ignored");
-		h0 = disk("Hits");
+		i0 = DISK(IGNORED);
+		h0 = DISK(HITS);
 		dev = dev_open("damaged", 1 << 20, false, NULL);
 		EXPECT(lookup(dev, 0));
 		dev_close(dev);
-		if (compiles() - c0 != 1 || disk("Ignored") - i0 != 1 || disk("Hits") != h0) {
+		if (compiles() - c0 != 1 || DISK(IGNORED) - i0 != 1 || DISK(HITS) != h0) {
 			printf("#   %s: %lu compiles, %lu ignored\n", kinds[k],
 			       (unsigned long)(compiles() - c0),
-			       (unsigned long)(disk("Ignored") - i0));
+			       (unsigned long)(DISK(IGNORED) - i0));
 			test_failed = true;
 		}
 		/* Replaced: the same bytes as the first write. */
@@ -528,14 +584,14 @@ static uint8_t *key0(size_t *size)
 static bool refused(struct hpu_device *dev, const char *dir, const char *name,
 		    const uint8_t *buf, size_t len, const uint8_t *key, size_t key_size)
 {
-	uint64_t i0 = disk("Ignored");
+	uint64_t i0 = DISK(IGNORED);
 	struct hpu_recipe *r;
 
 	file_write(dir, name, buf, len);
-	EXPECT(hpu_disk_cache_load(dev->recipes.disk, key, key_size, &r) == 0);
+	EXPECT(hpu_disk_cache_load(dev->recipes->disk, key, key_size, &r) == 0);
 	if (r)
 		hpu_recipe_put(r);
-	return !r && disk("Ignored") == i0 + 1;
+	return !r && DISK(IGNORED) == i0 + 1;
 }
 
 static void test_every_flip_and_truncation_is_refused(void)
@@ -562,7 +618,7 @@ static void test_every_flip_and_truncation_is_refused(void)
 		test_failed = true;
 	}
 	file_write("fuzz", name, good, size);
-	EXPECT(hpu_disk_cache_load(dev->recipes.disk, key, key_size, &r) == 0);
+	EXPECT(hpu_disk_cache_load(dev->recipes->disk, key, key_size, &r) == 0);
 	EXPECT(r && recipe_same(r, ref[0]));
 	if (r)
 		hpu_recipe_put(r);
@@ -706,7 +762,7 @@ static void test_eviction_by_use(void)
 {
 	char names[6][32], out[1024], want[256];
 	struct hpu_device *dev;
-	uint64_t size, max, bound, e0 = disk("Evictions");
+	uint64_t size, max, bound, e0 = DISK(EVICTIONS);
 	struct listing l;
 	unsigned int i;
 
@@ -731,7 +787,7 @@ static void test_eviction_by_use(void)
 	unsetenv("HPU_RECIPE_CACHE_LOG");
 	EXPECT(lookup(dev, 6)); /* a load: 0 becomes the most recent */
 	EXPECT(mtime_of("evict", names[0]).tv_sec > mtime_of("evict", names[3]).tv_sec);
-	EXPECT(disk("Evictions") == e0);
+	EXPECT(DISK(EVICTIONS) == e0);
 	capture_begin();
 	store(dev, "evict", 10, names[4]);
 	EXPECT(capture_end(out, sizeof(out)) == 1);
@@ -742,7 +798,7 @@ static void test_eviction_by_use(void)
 	l = list("evict");
 	EXPECT(l.count == 4 && l.total <= bound);
 	EXPECT(!listed(&l, names[1]) && listed(&l, names[0]) && listed(&l, names[4]));
-	EXPECT(disk("Evictions") - e0 == 1);
+	EXPECT(DISK(EVICTIONS) - e0 == 1);
 	/* Then 2, the least recently used left. */
 	capture_begin();
 	store(dev, "evict", 11, names[5]);
@@ -752,7 +808,7 @@ static void test_eviction_by_use(void)
 	l = list("evict");
 	EXPECT(l.count == 4 && !listed(&l, names[2]));
 	EXPECT(listed(&l, names[0]) && listed(&l, names[3]) && listed(&l, names[5]));
-	EXPECT(disk("Evictions") - e0 == 2);
+	EXPECT(DISK(EVICTIONS) - e0 == 2);
 }
 
 /* What a hammering process saw. */
@@ -764,24 +820,24 @@ static void hammer(unsigned int p, uint64_t max, int fd)
 {
 	struct hammer_report rep = { 0 };
 	struct hpu_device *dev = dev_open("hammer", max, false, NULL);
-	uint64_t h0 = disk("Hits"), i0 = disk("Ignored"), w0 = disk("Writes");
-	uint64_t e0 = disk("Evictions");
+	uint64_t h0 = DISK(HITS), i0 = DISK(IGNORED), w0 = DISK(WRITES);
+	uint64_t e0 = DISK(EVICTIONS);
 	unsigned int i, seed = p * 7919 + 1;
 
 	/* Every lookup past memory: a load or a compile and a write. */
-	hpu_recipe_cache_resize(&dev->recipes, 1);
+	hpu_recipe_cache_resize(dev->recipes, 1);
 	for (i = 0; i < 240; i++) {
 		seed = seed * 1103515245 + 12345;
 		rep.wrong += !lookup(dev, (seed >> 16) % GRAPHS);
 		rep.lookups++;
 		if (i % 8 == 7)
-			hpu_disk_cache_flush(dev->recipes.disk);
+			hpu_disk_cache_flush(dev->recipes->disk);
 	}
 	dev_close(dev);
-	rep.hits = disk("Hits") - h0;
-	rep.ignored = disk("Ignored") - i0;
-	rep.writes = disk("Writes") - w0;
-	rep.evictions = disk("Evictions") - e0;
+	rep.hits = DISK(HITS) - h0;
+	rep.ignored = DISK(IGNORED) - i0;
+	rep.writes = DISK(WRITES) - w0;
+	rep.evictions = DISK(EVICTIONS) - e0;
 	if (write(fd, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(2);
 	_exit(0);
@@ -855,18 +911,18 @@ static void test_write_failure_degrades(void)
 		signal(SIGXFSZ, SIG_IGN);
 		setrlimit(RLIMIT_FSIZE, &lim);
 		c0 = compiles();
-		w0 = disk("Writes");
-		f0 = disk("WriteFailures");
+		w0 = DISK(WRITES);
+		f0 = DISK(WRITE_FAILURES);
 		capture_begin();
 		dev = dev_open("full", 1 << 20, true, NULL);
 		bad |= lookup(dev, 0) && lookup(dev, 1) ? 0 : BAD_RECIPE;
-		hpu_disk_cache_flush(dev->recipes.disk);
+		hpu_disk_cache_flush(dev->recipes->disk);
 		bad |= lookup(dev, 2) && lookup(dev, 0) ? 0 : BAD_RECIPE;
 		dev_close(dev);
 		bad |= capture_end(out, sizeof(out)) == 1 ? 0 : BAD_HITS;
 		bad |= strstr(out, "File too large") && strstr(out, "in memory only") ? 0 : BAD_HITS;
 		bad |= compiles() - c0 == 3 ? 0 : BAD_COMPILED; /* graph 0 again: from memory */
-		bad |= disk("Writes") == w0 && disk("WriteFailures") - f0 == 1 ? 0 : BAD_WRITES;
+		bad |= DISK(WRITES) == w0 && DISK(WRITE_FAILURES) - f0 == 1 ? 0 : BAD_WRITES;
 		_exit(bad);
 	}
 	EXPECT(child_status(pid) == 0);
@@ -874,23 +930,23 @@ static void test_write_failure_degrades(void)
 	EXPECT(l.count == 0 && l.temps == 0);
 
 	/* The directory is removed and a file takes its name. */
-	w0 = disk("Writes");
-	f0 = disk("WriteFailures");
+	w0 = DISK(WRITES);
+	f0 = DISK(WRITE_FAILURES);
 	dev = dev_open("gone", 1 << 20, true, NULL);
 	EXPECT(lookup(dev, 0));
-	hpu_disk_cache_flush(dev->recipes.disk);
-	EXPECT(disk("Writes") - w0 == 1);
+	hpu_disk_cache_flush(dev->recipes->disk);
+	EXPECT(DISK(WRITES) - w0 == 1);
 	snprintf(path, sizeof(path), "rm -rf %s/gone", root);
 	EXPECT(system(path) == 0);
 	file_write("", "gone", "x", 1);
 	capture_begin();
 	EXPECT(lookup(dev, 1) && lookup(dev, 2));
-	hpu_disk_cache_flush(dev->recipes.disk);
+	hpu_disk_cache_flush(dev->recipes->disk);
 	EXPECT(lookup(dev, 3));
 	dev_close(dev);
 	EXPECT(capture_end(out, sizeof(out)) == 1);
 	EXPECT(strstr(out, "libhpu: warning: recipe disk cache: cannot create") != NULL);
-	EXPECT(disk("Writes") - w0 == 1 && disk("WriteFailures") - f0 == 1);
+	EXPECT(DISK(WRITES) - w0 == 1 && DISK(WRITE_FAILURES) - f0 == 1);
 }
 
 /*
@@ -954,7 +1010,7 @@ static bool load0_refused(const char *dir)
 		struct hpu_disk_config cfg = { .max_bytes = 1 << 20 };
 		struct hpu_recipe *r = NULL;
 		struct hpu_disk_cache *dc;
-		uint64_t i0 = disk("Ignored");
+		uint64_t i0 = DISK(IGNORED);
 		size_t key_size;
 		uint8_t *key = key0(&key_size);
 
@@ -963,7 +1019,7 @@ static bool load0_refused(const char *dir)
 		if (hpu_disk_cache_open(&cfg, &compat0, &dc) ||
 		    hpu_disk_cache_load(dc, key, key_size, &r))
 			_exit(2);
-		_exit(!r && disk("Ignored") == i0 + 1 ? 0 : 1);
+		_exit(!r && DISK(IGNORED) == i0 + 1 ? 0 : 1);
 	}
 	return child_status(pid) == 0;
 }
@@ -1173,6 +1229,10 @@ static void test_created_files_are_private(void)
 }
 
 static const struct tap_test tests[] = {
+	{ "memory: the least recently used recipe is evicted",
+	  test_memory_evicts_the_least_recent },
+	{ "memory: a key inserted twice (a race of misses) keeps one entry",
+	  test_memory_keeps_one_entry_per_key },
 	{ "HPU_RECIPE_CACHE_CONFIG: parsed, or one warning and no cache", test_config },
 	{ "clear empties the directory of recipes", test_clear },
 	{ "a stored recipe loads back identical, compiling nothing", test_store_and_load },

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit test of libhpu's dynamic-shape helpers (hpu_dynamic.c), built
- * from the graph's sources with no device: the bucket of every size, the
- * argument checks of hpu_bucket_size() and hpu_tensor_pad(), and the
- * recompile warnings - once per site for new shapes and once for repeats
- * of a shape, counted in graph_compilation.RecompileWarnings (repeats in
- * .Repeats).  Prints TAP.
+ * Host unit test of libhpu's dynamic-shape helpers (graph/hpu_dynamic.c)
+ * and recompile warnings (recipe/hpu_recompile.c), built from their
+ * sources with no device: the bucket of every size, the argument checks of
+ * hpu_bucket_size() and hpu_tensor_pad(), and the warnings - once per site
+ * for new shapes and once for repeats of a shape, counted in
+ * HPU_C_RECOMPILE_WARNINGS (repeats in HPU_C_REPEATS; the metrics
+ * graph_compilation.RecompileWarnings and .Repeats).  Prints TAP.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../userspace/lib/top/top.h"
+#include "../../userspace/lib/graph/graph.h"
 #include "test_libhpu_tap.h"
 
 /*
- * What hpu_dynamic.c needs of the rest of the library (the graph's sources
- * take theirs from hpu_graph_fakes.c).  Padding needs a device: here only
- * its checks run, which fail before any of these is called.
+ * What hpu_dynamic.c needs of the op layer, which this test does not link.
+ * Padding needs a device: here only its checks run, which fail before any
+ * of these is called.
  */
 static int no_device(void)
 {
@@ -232,7 +233,7 @@ static void test_warns_once_per_site(void)
 	char *text;
 
 	setenv("HPU_RECOMPILE_WARN", "3", 1);
-	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &before) == 0);
+	before = hpu_counter_get(HPU_C_RECOMPILE_WARNINGS);
 	/* 3 compiles: at the limit, no warning. */
 	text = stderr_of(compile_sizes, &count);
 	EXPECT(count_of(text, "warning") == 0);
@@ -245,7 +246,7 @@ static void test_warns_once_per_site(void)
 	EXPECT(count_of(text, "(HPU_RECOMPILE_WARN=3)") == 1);
 	EXPECT(count_of(text, "hpu_bucket_size(), hpu_tensor_pad()") == 1);
 	free(text);
-	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &after) == 0);
+	after = hpu_counter_get(HPU_C_RECOMPILE_WARNINGS);
 	EXPECT(after - before == 1);
 	unsetenv("HPU_RECOMPILE_WARN");
 }
@@ -257,8 +258,8 @@ static void test_warns_once_per_site_on_repeats(void)
 	char *text;
 
 	setenv("HPU_RECOMPILE_WARN", "3", 1);
-	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &before) == 0);
-	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &repeats) == 0);
+	before = hpu_counter_get(HPU_C_RECOMPILE_WARNINGS);
+	repeats = hpu_counter_get(HPU_C_REPEATS);
 	/* One shape compiled 4 times: 3 repeats, at the limit. */
 	text = stderr_of(compile_repeats, &count);
 	EXPECT(count_of(text, "warning") == 0);
@@ -272,16 +273,16 @@ static void test_warns_once_per_site_on_repeats(void)
 	EXPECT(count_of(text, "HPU_RECIPE_CACHE_SIZE, hpu_recipe_cache_set_capacity()") == 1);
 	EXPECT(count_of(text, "one per new shape") == 0);
 	free(text);
-	EXPECT(hpu_metric_value("graph_compilation", "RecompileWarnings", &after) == 0);
+	after = hpu_counter_get(HPU_C_RECOMPILE_WARNINGS);
 	EXPECT(after - before == 1);
-	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &after) == 0);
+	after = hpu_counter_get(HPU_C_REPEATS);
 	EXPECT(after - repeats == 13);
 	/* The same key for 10 other devices' caches: neither a repeat nor a new shape. */
 	count = -10;
 	text = stderr_of(compile_repeats, &count);
 	EXPECT(count_of(text, "warning") == 0);
 	free(text);
-	EXPECT(hpu_metric_value("graph_compilation", "Repeats", &repeats) == 0);
+	repeats = hpu_counter_get(HPU_C_REPEATS);
 	EXPECT(after == repeats);
 	unsetenv("HPU_RECOMPILE_WARN");
 }

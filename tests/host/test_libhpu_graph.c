@@ -1,40 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit test of libhpu's graph compiler, recipe cache and metrics,
- * built from their sources with no device: graphs are made by hand, and
- * the recipes' command buffers and parameter blocks are read back packet
- * by packet.  Liveness and workspace reuse, engine assignment and the
- * WAITs and SIGNALs between engines, the cache key's stability and its
- * sensitivity to every attribute, which buffers are intermediates, LRU
- * eviction, and the metrics' JSON.  Prints TAP.
+ * Host unit test of libhpu's graph IR and compiler (recipe/hpu_ir.c,
+ * recipe/hpu_compiler.c), built from their sources with no device: graphs
+ * are made by hand, and the recipes' command buffers and parameter blocks
+ * are read back packet by packet.  Liveness and workspace reuse, engine
+ * assignment and the WAITs and SIGNALs between engines, the cache key's
+ * stability and its sensitivity to every attribute, and which buffers are
+ * intermediates.  Prints TAP.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <drm/hpu_packets.h>
 
-#include "../../userspace/lib/top/top.h"
+#include "../../userspace/lib/recipe/recipe.h"
 #include "test_libhpu_tap.h"
-
-/* What the graph needs of the rest of the library, faked. */
-void hpu_storage_put(struct hpu_storage *st)
-{
-	(void)st;
-}
-
-const char *hpu_op_name(int index)
-{
-	return index == 0 ? "copy" : NULL;
-}
-
-int hpu_op_index(const char *name)
-{
-	return strcmp(name, "copy") ? -1 : 0;
-}
 
 enum { N = 1024 }; /* elements of a vector operand */
 
@@ -408,113 +390,6 @@ static void test_finalize_finds_intermediates_and_bases(void)
 	EXPECT(g.bufs[2].anchor == 0);
 }
 
-static struct hpu_recipe *fake_recipe(uint8_t id)
-{
-	struct hpu_recipe *r = calloc(1, sizeof(*r));
-
-	atomic_init(&r->refs, 1);
-	r->key = malloc(1);
-	r->key[0] = id;
-	r->key_size = 1;
-	r->hash = id % 2; /* collisions on purpose: the key decides */
-	return r;
-}
-
-static uint64_t stat(const char *metric, const char *name)
-{
-	uint64_t v = 0;
-
-	EXPECT(hpu_metric_value(metric, name, &v) == 0);
-	return v;
-}
-
-static struct hpu_recipe *find(struct hpu_recipe_cache *c, uint8_t id)
-{
-	struct hpu_recipe *r = hpu_recipe_cache_find(c, id % 2, &id, 1);
-
-	if (r)
-		hpu_recipe_put(r);
-	return r;
-}
-
-static void test_cache_evicts_the_least_recent(void)
-{
-	struct hpu_recipe_cache c;
-	struct hpu_recipe *r[4];
-	uint64_t hits = stat("recipe_cache", "Hits"), misses = stat("recipe_cache", "Misses");
-	uint64_t evictions = stat("recipe_cache", "Evictions");
-	unsigned int i;
-
-	hpu_recipe_cache_init(&c, 0);
-	hpu_recipe_cache_resize(&c, 2);
-	for (i = 1; i <= 3; i++)
-		r[i] = fake_recipe((uint8_t)i);
-	hpu_recipe_cache_insert(&c, r[1]);
-	hpu_recipe_cache_insert(&c, r[2]);
-	EXPECT(find(&c, 1) == r[1]); /* 1 is now the most recent */
-	hpu_recipe_cache_insert(&c, r[3]);  /* evicts 2 */
-	EXPECT(find(&c, 2) == NULL);
-	EXPECT(find(&c, 3) == r[3]);
-	EXPECT(find(&c, 1) == r[1]);
-	EXPECT(c.count == 2);
-	EXPECT(stat("recipe_cache", "Hits") - hits == 3);
-	EXPECT(stat("recipe_cache", "Misses") - misses == 1);
-	EXPECT(stat("recipe_cache", "Evictions") - evictions == 1);
-	EXPECT(stat("recipe_cache", "Entries") == 2);
-	for (i = 1; i <= 3; i++)
-		hpu_recipe_put(r[i]);
-	hpu_recipe_cache_fini(&c);
-	EXPECT(stat("recipe_cache", "Entries") == 0);
-}
-
-/* Two threads that missed on one key insert twice: one entry, the first; the second stays its user's. */
-static void test_cache_keeps_one_entry_per_key(void)
-{
-	struct hpu_recipe_cache c;
-	struct hpu_recipe *first = fake_recipe(7), *second = fake_recipe(7);
-	uint64_t entries = stat("recipe_cache", "Entries");
-
-	hpu_recipe_cache_init(&c, 0);
-	hpu_recipe_cache_insert(&c, first);
-	hpu_recipe_cache_insert(&c, second);
-	EXPECT(c.count == 1);
-	EXPECT(stat("recipe_cache", "Entries") - entries == 1);
-	EXPECT(find(&c, 7) == first);
-	EXPECT(atomic_load(&second->refs) == 1);
-	hpu_recipe_put(second);
-	hpu_recipe_put(first);
-	hpu_recipe_cache_fini(&c);
-	EXPECT(stat("recipe_cache", "Entries") == entries);
-}
-
-static void test_metrics_as_json(void)
-{
-	char path[] = "/tmp/hpu_metrics_XXXXXX", buf[2048];
-	struct hpu_metric m;
-	size_t n = 0;
-	FILE *f;
-	int fd = mkstemp(path);
-
-	hpu_counter_add(HPU_C_COMPILES, 2);
-	hpu_counter_add(HPU_C_COMPILE_NS, 3000);
-	EXPECT(hpu_metric_global("graph_compilation", &m) == 0);
-	EXPECT(m.count == 5 && !strcmp(m.stats[2].name, "AvgTime") && m.stats[2].value == 1500);
-	EXPECT(hpu_metric_global("nonsense", &m) == -ENOENT);
-	EXPECT_STR(hpu_last_error(), "hpu_metric_global: no metric is named \"nonsense\"");
-	EXPECT(fd >= 0);
-	EXPECT(hpu_metrics_dump_json(path) == 0);
-	f = fopen(path, "r");
-	if (f) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	EXPECT(strstr(buf, "\"graph_compilation\": {\"TotalNumber\": 2, \"TotalTime\": 3000, "
-			   "\"AvgTime\": 1500, \"RecompileWarnings\": 0, \"Repeats\": 0}") != NULL);
-	EXPECT(strstr(buf, "\"cpu_fallback\": {\"Total\": 0}") != NULL);
-	unlink(path);
-}
-
 static const struct tap_test tests[] = {
 	{ "the workspace reuses dead intermediates", test_workspace_reuses_dead_intermediates },
 	{ "live intermediates never share bytes", test_live_intermediates_do_not_share },
@@ -527,9 +402,6 @@ static const struct tap_test tests[] = {
 	  test_key_is_stable_and_sees_every_attribute },
 	{ "the flush finds intermediates and persistent bases",
 	  test_finalize_finds_intermediates_and_bases },
-	{ "the cache evicts the least recently used recipe", test_cache_evicts_the_least_recent },
-	{ "a key inserted twice (a race of misses) keeps one entry", test_cache_keeps_one_entry_per_key },
-	{ "metrics read by name and written as JSON", test_metrics_as_json },
 };
 
 int main(void)

@@ -78,19 +78,8 @@ struct hpu_fallback_state {
 	atomic_int strict; /* 0: as HPU_FALLBACK_STRICT says, 1 on, 2 off */
 };
 
-/* The recipe cache (recipe/hpu_recipe_cache.c): least recently launched first out. */
-struct hpu_disk_cache;
-
-struct hpu_recipe_cache {
-	pthread_mutex_t lock;
-	struct hpu_list lru; /* most recent first */
-	unsigned int count, capacity;
-	uint64_t id; /* unique in the process, for hpu_recompile_note() */
-	uint32_t fw_version;
-	/* The device runs CALL: 0 not known yet, 1 yes, -1 no; streams on two threads may both probe. */
-	atomic_int call;
-	struct hpu_disk_cache *disk; /* behind the memory, NULL if off (hpu_disk_cache.c) */
-};
+/* The recipe caches, memory and disk: the recipe layer's (recipe/recipe.h). */
+struct hpu_recipe_cache;
 
 struct hpu_suballoc;
 struct hpu_stream;
@@ -122,7 +111,7 @@ struct hpu_device {
 	struct hpu_host_table host;
 	struct hpu_staging staging;
 	struct hpu_fallback_state fallback;
-	struct hpu_recipe_cache recipes;
+	struct hpu_recipe_cache *recipes;
 };
 
 /* INFO's device query, converted to the public struct. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The graph IR that lazy mode (hpu_lazy.c) and HPU graphs (hpu_capture.c)
- * record ops into, and its way to a recipe.
+ * record ops into; hpu_recipe_cache.c finds or compiles its recipe.
  *
  * A recorded op keeps its checked struct hpu_op, with each operand turned
  * into (buffer, byte delta): the IR holds one reference per storage, so
@@ -194,63 +194,5 @@ int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings)
 	for (b = 0; b < ir->num_bufs; b++)
 		if (!ir->bufs[b].internal)
 			(*bindings)[k++] = ir->bufs[b].st->va + (uint64_t)ir->bufs[b].anchor;
-	return 0;
-}
-
-static int hpu_ir_compile(struct hpu_device *dev, const struct hpu_ir *g,
-			  const struct hpu_compile_config *cfg, uint64_t hash, struct hpu_recipe **rp)
-{
-	uint64_t start = hpu_now_ns();
-	int ret;
-
-	ret = hpu_compile(g, cfg, rp);
-	if (ret)
-		return ret;
-	hpu_counter_add(HPU_C_COMPILES, 1);
-	hpu_recompile_note(g, hash, dev->recipes.id);
-	hpu_counter_add(HPU_C_COMPILE_NS, (int64_t)(hpu_now_ns() - start));
-	return 0;
-}
-
-/* Memory, then disk, then compile; a compiled recipe goes to both caches. */
-int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *g,
-			    struct hpu_recipe **rp)
-{
-	const struct hpu_compile_config cfg = {
-		.engines = dev->num_queues < HPU_GRAPH_MAX_ENGINES ? dev->num_queues
-								   : HPU_GRAPH_MAX_ENGINES,
-		.fw_version = dev->recipes.fw_version,
-		.fit_engines = true,
-	};
-	uint64_t hash;
-	uint8_t *key;
-	size_t size;
-	bool compiled;
-	int ret;
-
-	ret = hpu_ir_key(g, &cfg, &key, &size, &hash);
-	if (ret)
-		return ret;
-	*rp = hpu_recipe_cache_find(&dev->recipes, hash, key, size);
-	if (*rp) {
-		hpu_disk_cache_touch(dev->recipes.disk, *rp);
-		free(key);
-		return 0;
-	}
-	ret = hpu_disk_cache_load(dev->recipes.disk, key, size, rp);
-	compiled = !ret && !*rp;
-	if (compiled)
-		ret = hpu_ir_compile(dev, g, &cfg, hash, rp);
-	if (ret) {
-		free(key);
-		return ret;
-	}
-	(*rp)->hash = hash;
-	(*rp)->key = key;
-	(*rp)->key_size = size;
-	(*rp)->disk_used_ns = hpu_now_ns();
-	hpu_recipe_cache_insert(&dev->recipes, *rp);
-	if (compiled)
-		hpu_disk_cache_store(dev->recipes.disk, *rp);
 	return 0;
 }

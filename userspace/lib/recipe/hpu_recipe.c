@@ -173,7 +173,7 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 	int ret = 0;
 
 	/* A recipe lives in one device's cache: made once, under that cache's lock. */
-	pthread_mutex_lock(&s->dev->recipes.lock);
+	pthread_mutex_lock(&s->dev->recipes->lock);
 	if (!r->inst) {
 		struct hpu_recipe_inst *inst;
 
@@ -184,7 +184,7 @@ static int hpu_recipe_own_inst(struct hpu_stream *s, struct hpu_recipe *r,
 		}
 	}
 	*instp = r->inst;
-	pthread_mutex_unlock(&s->dev->recipes.lock);
+	pthread_mutex_unlock(&s->dev->recipes->lock);
 	return ret;
 }
 
@@ -255,7 +255,7 @@ static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_ins
 /* Whether the device runs CALL: one probe job per device, the first launch waiting for it. */
 static int hpu_call_supported(struct hpu_stream *s, bool *call)
 {
-	struct hpu_recipe_cache *c = &s->dev->recipes;
+	struct hpu_recipe_cache *c = s->dev->recipes;
 	int ret, error = 0, known = atomic_load(&c->call);
 	struct hpu_cb cb;
 	uint64_t va, seq;

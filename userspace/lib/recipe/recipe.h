@@ -3,8 +3,9 @@
  * libhpu's recipe layer.  hpu_ir.c is the graph IR ops are recorded into;
  * hpu_compiler.c turns an IR into a recipe (no device: the host unit tests
  * run it); hpu_recipe.c puts a recipe on the device and launches it;
- * hpu_recipe_cache.c keeps recipes per device, hpu_disk_cache.c in files
- * that processes share; hpu_recompile.c warns of recompilations.
+ * hpu_recipe_cache.c finds a graph's recipe (memory, disk, compiler) and
+ * keeps recipes per device, hpu_disk_cache.c in files that processes share;
+ * hpu_recompile.c warns of recompilations.
  */
 #ifndef HPU_RECIPE_H
 #define HPU_RECIPE_H
@@ -61,9 +62,6 @@ void hpu_ir_finalize(struct hpu_ir *ir, const unsigned int *holders);
 int hpu_ir_seal(struct hpu_ir *ir);
 /* Device addresses of the persistent buffers, in binding order (malloc'ed). */
 int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings);
-struct hpu_recipe;
-/* The recipe of a sealed IR: from dev's cache, or compiled and cached; a reference. */
-int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
 
 /*
  * hpu_recompile.c: called for every compilation of ir (key_hash its key's
@@ -133,8 +131,35 @@ int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uin
 void hpu_recipe_get(struct hpu_recipe *r);
 void hpu_recipe_put(struct hpu_recipe *r);
 
-void hpu_recipe_cache_init(struct hpu_recipe_cache *c, uint32_t fw_version);
-void hpu_recipe_cache_fini(struct hpu_recipe_cache *c);
+/*
+ * hpu_recipe_cache.c: a device's recipes (dev->recipes), least recently
+ * launched first out, in front of its disk cache.
+ */
+struct hpu_disk_cache;
+
+struct hpu_recipe_cache {
+	pthread_mutex_t lock;
+	struct hpu_list lru; /* most recent first */
+	unsigned int count, capacity;
+	uint64_t id; /* unique in the process, for hpu_recompile_note() */
+	uint32_t fw_version;
+	/* The device runs CALL: 0 not known yet, 1 yes, -1 no; streams on two threads may both probe. */
+	atomic_int call;
+	struct hpu_disk_cache *disk; /* behind the memory, NULL if off (hpu_disk_cache.c) */
+};
+
+/*
+ * At open: dev->recipes, for the firmware info names, in front of the disk
+ * cache HPU_RECIPE_CACHE_CONFIG asks for.
+ */
+int hpu_recipe_cache_init(struct hpu_device *dev, const struct hpu_device_info *info);
+/* The same from its parts (the host tests): disk may be NULL, and is the cache's in any case. */
+int hpu_recipe_cache_create(struct hpu_device *dev, uint32_t fw_version,
+			    struct hpu_disk_cache *disk);
+/* At close, while the device is open still: the disk cache's queued writes, then each recipe. */
+void hpu_recipe_cache_fini(struct hpu_device *dev);
+/* The recipe of a sealed IR: memory, then disk, then compiled and cached; a reference. */
+int hpu_ir_recipe(struct hpu_device *dev, const struct hpu_ir *ir, struct hpu_recipe **rp);
 /* The recipe of key with a reference, or NULL; counts a hit or a miss. */
 struct hpu_recipe *hpu_recipe_cache_find(struct hpu_recipe_cache *c, uint64_t hash,
 					 const uint8_t *key, size_t size);
@@ -189,8 +214,6 @@ struct hpu_disk_config {
 	bool clear;         /* remove the recipe files there at open */
 	uint64_t max_bytes; /* eviction keeps the files within 0.99 x this */
 };
-
-struct hpu_disk_cache;
 
 /* "<dir>,<true|false>,<max MB>"; -EINVAL with a message if it is not that. */
 int hpu_disk_config_parse(const char *s, struct hpu_disk_config *cfg);

@@ -8,26 +8,6 @@
 
 #include "../top/top.h"
 
-/* What a recipe file must have been compiled for besides its key (hpu_disk_cache.c). */
-static struct hpu_disk_compat hpu_disk_compat_of(const struct hpu_device_info *info,
-						 uint32_t fw_version)
-{
-	return (struct hpu_disk_compat){
-		.abi_version = info->abi_version.major << 16 | info->abi_version.minor,
-		.fw_version = fw_version,
-		.fw_if_version = info->fw_if_version.major << 16 | info->fw_if_version.minor,
-		.hw_revision = info->hw_revision,
-		.pci_revision = info->pci_revision,
-		.pci_id = (uint32_t)info->pci_vendor_id << 16 | info->pci_device_id,
-		.num_dma = info->num_dma_engines,
-		.num_mme = info->num_mme_engines,
-		.num_tpc = info->num_tpc_engines,
-		.num_queues = info->num_queues,
-		.capabilities_lo = (uint32_t)info->capabilities,
-		.capabilities_hi = (uint32_t)(info->capabilities >> 32),
-	};
-}
-
 /* At a stream's last reference: what the op and graph layers keep on it. */
 static void hpu_stream_release_above(struct hpu_stream *s)
 {
@@ -47,8 +27,6 @@ static const struct hpu_op_hooks hpu_op_hooks = { .take = hpu_graph_op_take };
 static int hpu_device_setup(struct hpu_device *dev)
 {
 	struct hpu_device_info info;
-	struct hpu_disk_compat compat;
-	uint32_t fw;
 	int ret;
 
 	ret = hpu_device_query(dev, &info);
@@ -72,13 +50,14 @@ static int hpu_device_setup(struct hpu_device *dev)
 	ret = hpu_host_init(dev);
 	if (ret)
 		goto err_mem;
-	fw = info.fw_version.major << 16 | info.fw_version.minor << 8 | info.fw_version.patch;
-	hpu_recipe_cache_init(&dev->recipes, fw);
-	compat = hpu_disk_compat_of(&info, fw);
-	dev->recipes.disk = hpu_disk_cache_from_env(&compat);
+	ret = hpu_recipe_cache_init(dev, &info);
+	if (ret)
+		goto err_host;
 	hpu_metrics_device_open(dev);
 	return 0;
 
+err_host:
+	hpu_host_fini(dev);
 err_mem:
 	hpu_suballoc_destroy(dev->mem);
 err_jobs:
@@ -165,9 +144,7 @@ void hpu_device_close(struct hpu_device *dev)
 	hpu_jobs_retired(dev, HPU_RETIRE_WAIT);
 	hpu_events_close(dev);
 	hpu_streams_close(dev);
-	/* Its queued writes hold recipes, which must go while the device is open. */
-	hpu_disk_cache_close(dev->recipes.disk);
-	hpu_recipe_cache_fini(&dev->recipes);
+	hpu_recipe_cache_fini(dev);
 	hpu_metrics_device_close(dev);
 	hpu_suballoc_destroy(dev->mem);
 	hpu_uqueues_close(dev);
