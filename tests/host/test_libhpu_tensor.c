@@ -22,7 +22,8 @@
 #include "test_libhpu_tap.h"
 
 /* The fake device. */
-static struct hpu_device fake_dev;
+static struct hpu_fallback_state fake_fallback;
+static struct hpu_device fake_dev = { .fallback = &fake_fallback };
 static struct hpu_stream fake_stream = { .dev = &fake_dev, .lock = PTHREAD_MUTEX_INITIALIZER };
 static struct hpu_stream *const S = &fake_stream;
 static struct hpu_op launched;

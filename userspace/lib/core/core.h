@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libhpu's core: the device handle, its node and ioctls, and discovery.
- * struct hpu_device holds each layer's per-device state by value, so that a
- * device is one allocation; the types of that state are defined here, and
- * only the layer named in each comment touches its fields.
+ * struct hpu_device holds the core's fields and a pointer to each upper
+ * layer's per-device state: a type that layer defines in its own header,
+ * allocates at open (top/hpu_device_open.c, in layer order) and alone
+ * touches.  The core sees only the types' names.
  *
  * Lock order, outermost first: device, stream, staging, recipe cache, recipe,
  * event, sub-allocator, host table, jobs, disk cache.  No lock is held across a call into an
@@ -21,67 +22,14 @@
 
 #include "../util/util.h"
 
-/* The jobs' state (submit/hpu_jobs.c). */
-/* A failed job of a user queue, until the process closes the device. */
-struct hpu_job_error {
-	uint64_t seq;
-	int error;
-};
-
-struct hpu_uqueue;
-
-struct hpu_jobs {
-	pthread_mutex_t lock;
-	unsigned int num_queues;
-	uint64_t last;         /* the file's last job */
-	uint64_t *queue_last;  /* per queue, 0 if none */
-	uint64_t *queue_ended; /* per queue: it and every earlier job of the queue have ended */
-	/* User queues (hpu_uqueue.c), one per queue index; NULL: jobs go through SUBMIT. */
-	struct hpu_uqueue *uq;
-	bool uq_decided;       /* the first stream has chosen between uq and SUBMIT */
-	struct hpu_job_error *errors;
-	size_t num_errors, cap_errors;
-};
-
-/* Pinned host memory (mem/hpu_host.c). */
-struct hpu_host_range;
-
-struct hpu_host_table {
-	pthread_rwlock_t lock;
-	struct hpu_host_range *ranges; /* sorted by start, disjoint */
-	size_t count, capacity;
-};
-
-/*
- * The device's staging buffer: pageable copies of every stream go through
- * its two halves, one filling while the device copies the other, one copy
- * at a time.  One buffer, not one per stream, so that what a process pins
- * does not grow with its streams (RLIMIT_MEMLOCK).
- */
-struct hpu_staging {
-	pthread_mutex_t lock; /* everything below */
-	uint64_t half;        /* bytes of each half, from the pinning limit */
-	uint64_t va;          /* allocated on first use */
-	uint8_t *host;
-	/* The last job that used each half: seq 0 if none. */
-	struct {
-		uint64_t seq, index; /* the device's number, the stream's */
-		unsigned int stream; /* id */
-		uint32_t queue;
-	} last[2];
-};
-
-/* The ops' fallback counts (ops/hpu_fallback.c, which names them). */
-#define HPU_FALLBACK_OPS 64
-struct hpu_fallback_state {
-	atomic_uint_fast64_t counts[HPU_FALLBACK_OPS];
-	atomic_int strict; /* 0: as HPU_FALLBACK_STRICT says, 1 on, 2 off */
-};
-
 /* The recipe caches, memory and disk: the recipe layer's (recipe/recipe.h). */
 struct hpu_recipe_cache;
 
 struct hpu_suballoc;
+struct hpu_host_table;
+struct hpu_jobs;
+struct hpu_staging;
+struct hpu_fallback_state;
 struct hpu_stream;
 struct hpu_retire_ops;
 struct hpu_stream_hooks;
@@ -104,17 +52,17 @@ struct hpu_device {
 	/* The upper layers' hooks, set at open: submit/ and ops/ never call up. */
 	const struct hpu_stream_hooks *stream_hooks;
 	const struct hpu_op_hooks *op_hooks;
-	struct hpu_jobs jobs;
+	struct hpu_jobs *jobs;               /* submit/hpu_jobs.c */
 	const struct hpu_retire_ops *retire; /* the jobs', for the memory layer */
-	struct hpu_suballoc *mem;    /* device memory */
-	struct hpu_suballoc *pinned; /* pinned host memory */
-	struct hpu_host_table host;
-	struct hpu_staging staging;
-	struct hpu_fallback_state fallback;
-	struct hpu_recipe_cache *recipes;
+	struct hpu_suballoc *mem;            /* device memory (mem/hpu_mem.c) */
+	struct hpu_suballoc *pinned;         /* pinned host memory (mem/hpu_host.c) */
+	struct hpu_host_table *host;         /* what is pinned (mem/hpu_host.c) */
+	struct hpu_staging *staging;         /* submit/hpu_copy.c */
+	struct hpu_fallback_state *fallback; /* ops/hpu_fallback.c */
+	struct hpu_recipe_cache *recipes;    /* recipe/hpu_recipe_cache.c */
 };
 
-/* INFO's device query, converted to the public struct. */
+/* INFO's device query, converted to the public struct; user_queues is the submission layer's. */
 int hpu_device_query(struct hpu_device *dev, struct hpu_device_info *out);
 /* -EOPNOTSUPP, with a message, if the driver predates command submission (ABI 1.1). */
 int hpu_device_check_submission(struct hpu_device *dev);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Device handles: querying a device (opened and closed in top/hpu_device_open.c). */
+/*
+ * Device handles: querying a device (opened and closed, and described with
+ * the submission layer's part, in top/hpu_device_open.c).
+ */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -74,7 +77,6 @@ int hpu_device_query(struct hpu_device *dev, struct hpu_device_info *out)
 		.num_queues = raw.num_queues,
 		.max_contexts = raw.max_contexts,
 		.num_user_queues = raw.num_user_queues,
-		.user_queues = dev->jobs.uq != NULL,
 	};
 	memcpy(out->pci_bus_id, dev->desc.pci_bus_id, sizeof(out->pci_bus_id));
 	memcpy(out->path, dev->desc.path, sizeof(out->path));
@@ -113,20 +115,6 @@ void hpu_sized_out(void *out, void *known, uint32_t known_size)
 	memset((char *)out + size, 0, out_size - size);
 	memcpy(known, &size, sizeof(size));
 	memcpy(out, known, size);
-}
-
-int hpu_device_get_info(struct hpu_device *dev, struct hpu_device_info *info)
-{
-	struct hpu_device_info known;
-	int ret;
-
-	ret = hpu_sized_check(dev, info, "info", HPU_DEVICE_INFO_SIZE_V1);
-	if (!ret)
-		ret = hpu_device_query(dev, &known);
-	if (ret)
-		return hpu_error_in(__func__, ret);
-	hpu_sized_out(info, &known, sizeof(known));
-	return 0;
 }
 
 static int hpu_device_query_stats(struct hpu_device *dev, struct hpu_device_stats *out)

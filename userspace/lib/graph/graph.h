@@ -11,7 +11,21 @@
 
 #include "../recipe/recipe.h"
 
-/* hpu_lazy.c, with s->lock held: records op (checked already) instead of launching it. */
+/*
+ * hpu_lazy.c.  What the graph layer records on a stream (s->recording, made
+ * with the stream), under s->lock.
+ */
+struct hpu_recording {
+	int lazy;                   /* 0: as HPU_LAZY_MODE says, 1 lazy, 2 eager */
+	unsigned int max_graph_ops; /* 0: as HPU_MAX_COMPOUND_OP_SIZE says */
+	struct hpu_ir *graph;       /* lazy mode's recorded ops, NULL before the first */
+	struct hpu_graph *capture;  /* the HPU graph capturing the stream's ops (hpu_capture.c) */
+};
+
+/* The stream hooks' init and release: s->recording, and what it holds. */
+int hpu_recording_init(struct hpu_stream *s);
+void hpu_recording_release(struct hpu_stream *s);
+/* With s->lock held: records op (checked already) instead of launching it. */
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op);
 /*
  * With s->lock held: compiles and launches what s recorded; 0 if nothing.
@@ -23,12 +37,10 @@ int hpu_lazy_flush(struct hpu_stream *s);
 bool hpu_stream_lazy(struct hpu_stream *s);
 /* The op hook (struct hpu_op_hooks): a capturing or lazy stream records op. */
 int hpu_graph_op_take(struct hpu_stream *s, const struct hpu_op *op, const char *reason);
-/* At the stream's last reference: frees what it recorded. */
-void hpu_lazy_release(struct hpu_stream *s);
 /* Locks s and flushes: before a device closes. */
 int hpu_lazy_flush_stream(struct hpu_stream *s);
 
-/* hpu_capture.c, with s->lock held: records op (checked already) into s->capture. */
+/* hpu_capture.c, with s->lock held: records op (checked already) into its capture. */
 int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op);
 /* With s->lock held, for a stream the user destroys: its capture fails. */
 void hpu_stream_capture_abort(struct hpu_stream *s);

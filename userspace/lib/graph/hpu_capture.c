@@ -23,8 +23,9 @@
  * and the capture goes on.
  *
  * The capture's state changes under the capturing stream's lock; a
- * stream's `capture` points at its graph while it captures, and the graph
- * holds a reference to the stream until the capture ends.
+ * stream's recording's `capture` (graph.h) points at its graph while it
+ * captures, and the graph holds a reference to the stream until the
+ * capture ends.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -83,13 +84,13 @@ static void hpu_graph_reset(struct hpu_graph *g)
 /* Detaches a capturing graph from its stream, whose lock is held. */
 static void hpu_graph_detach_locked(struct hpu_graph *g)
 {
-	g->stream->capture = NULL;
+	g->stream->recording->capture = NULL;
 	g->stream = NULL;
 }
 
 void hpu_stream_capture_abort(struct hpu_stream *s)
 {
-	struct hpu_graph *g = s->capture;
+	struct hpu_graph *g = s->recording->capture;
 
 	/* The stream goes: the graph keeps no reference, so the caller's last one is freed. */
 	if (!g)
@@ -142,14 +143,14 @@ int hpu_graph_capture_begin(struct hpu_graph *g, struct hpu_stream *s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "the graph was captured "
 							    "already: create another"));
 	pthread_mutex_lock(&s->lock);
-	if (s->capture) {
+	if (s->recording->capture) {
 		ret = hpu_error_set(EBUSY, "stream %u is capturing another graph", s->id);
 	} else {
 		/* What a lazy stream recorded was enqueued before: it is not the graph's. */
 		ret = hpu_lazy_flush(s);
 	}
 	if (!ret) {
-		s->capture = g;
+		s->recording->capture = g;
 		g->stream = s;
 		g->state = HPU_GRAPH_CAPTURING;
 		hpu_stream_get(s);
@@ -160,7 +161,7 @@ int hpu_graph_capture_begin(struct hpu_graph *g, struct hpu_stream *s)
 
 int hpu_graph_capture_record_locked(struct hpu_stream *s, const struct hpu_op *op)
 {
-	int ret = hpu_ir_add(&s->capture->ir, op);
+	int ret = hpu_ir_add(&s->recording->capture->ir, op);
 
 	if (!ret)
 		hpu_counter_add(HPU_C_CAPTURED_OPS, 1);
@@ -228,7 +229,7 @@ static int hpu_graph_launch(struct hpu_graph *g, struct hpu_stream *s, const uin
 
 	pthread_mutex_lock(&s->lock);
 	/* Ordered after what the stream has enqueued, lazily recorded ops included. */
-	if (s->capture)
+	if (s->recording->capture)
 		ret = hpu_error_set(EBUSY, "stream %u is capturing a graph: a replay cannot be "
 				    "captured", s->id);
 	else

@@ -20,32 +20,47 @@
 
 #define HPU_MAX_OPS_DEFAULT 1000u
 
+int hpu_recording_init(struct hpu_stream *s)
+{
+	s->recording = calloc(1, sizeof(*s->recording));
+	return s->recording ? 0 : hpu_error_set(ENOMEM, "out of memory");
+}
+
+void hpu_recording_release(struct hpu_stream *s)
+{
+	hpu_ir_free(s->recording->graph);
+	free(s->recording);
+}
+
 bool hpu_stream_lazy(struct hpu_stream *s)
 {
-	if (!s->lazy)
-		s->lazy = hpu_env_uint("HPU_LAZY_MODE", 0) == 1 ? 1 : 2;
-	return s->lazy == 1;
+	struct hpu_recording *r = s->recording;
+
+	if (!r->lazy)
+		r->lazy = hpu_env_uint("HPU_LAZY_MODE", 0) == 1 ? 1 : 2;
+	return r->lazy == 1;
 }
 
 int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 {
-	unsigned int max = s->max_graph_ops ? s->max_graph_ops
+	struct hpu_recording *r = s->recording;
+	unsigned int max = r->max_graph_ops ? r->max_graph_ops
 					    : hpu_env_uint("HPU_MAX_COMPOUND_OP_SIZE",
 							   HPU_MAX_OPS_DEFAULT);
 	int ret;
 
-	if (!s->graph) {
-		s->graph = calloc(1, sizeof(*s->graph));
-		if (!s->graph)
+	if (!r->graph) {
+		r->graph = calloc(1, sizeof(*r->graph));
+		if (!r->graph)
 			return hpu_error_set(ENOMEM, "out of memory");
 	}
-	if (s->graph->num_nodes >= max) {
+	if (r->graph->num_nodes >= max) {
 		hpu_counter_add(HPU_C_CAP_SPLITS, 1);
 		ret = hpu_lazy_flush(s);
 		if (ret)
 			return ret;
 	}
-	ret = hpu_ir_add(s->graph, op);
+	ret = hpu_ir_add(r->graph, op);
 	if (!ret)
 		hpu_counter_add(HPU_C_OPS, 1);
 	return ret;
@@ -53,26 +68,22 @@ int hpu_lazy_record(struct hpu_stream *s, const struct hpu_op *op)
 
 int hpu_graph_op_take(struct hpu_stream *s, const struct hpu_op *op, const char *reason)
 {
+	struct hpu_recording *r = s->recording;
 	int ret;
 
-	if (reason && s->capture)
+	if (reason && r->capture)
 		return hpu_error_set(EBUSY, "%s runs on the host (%s): stream %u is capturing a "
 				     "graph, which takes device ops only", op->name, reason, s->id);
 	if (reason)
 		/* The host reads the operands: what a lazy stream recorded runs first. */
 		return hpu_lazy_flush(s);
-	if (s->capture)
+	if (r->capture)
 		ret = hpu_graph_capture_record_locked(s, op);
 	else if (hpu_stream_lazy(s))
 		ret = hpu_lazy_record(s, op);
 	else
 		return 0;
 	return ret ? ret : 1;
-}
-
-void hpu_lazy_release(struct hpu_stream *s)
-{
-	hpu_ir_free(s->graph);
 }
 
 /* Binds the persistent buffers and launches, through the recipe cache. */
@@ -98,17 +109,18 @@ static int hpu_lazy_launch(struct hpu_stream *s, struct hpu_ir *ir)
 
 int hpu_lazy_flush(struct hpu_stream *s)
 {
+	struct hpu_recording *r = s->recording;
 	int ret;
 
-	if (s->capture)
+	if (r->capture)
 		return hpu_error_set(EBUSY, "stream %u is capturing a graph, which takes device "
 				     "ops only", s->id);
-	if (!s->graph || !s->graph->num_nodes)
+	if (!r->graph || !r->graph->num_nodes)
 		return 0;
-	ret = hpu_lazy_launch(s, s->graph);
+	ret = hpu_lazy_launch(s, r->graph);
 	hpu_counter_add(HPU_C_GRAPHS, 1);
 	/* After the submission: freed storage is reused only once the launch has ended. */
-	hpu_ir_clear(s->graph);
+	hpu_ir_clear(r->graph);
 	return ret;
 }
 
@@ -131,7 +143,7 @@ int hpu_stream_set_lazy(struct hpu_stream *s, bool lazy)
 	pthread_mutex_lock(&s->lock);
 	if (!lazy)
 		ret = hpu_lazy_flush(s);
-	s->lazy = lazy ? 1 : 2;
+	s->recording->lazy = lazy ? 1 : 2;
 	pthread_mutex_unlock(&s->lock);
 	return hpu_error_in(__func__, ret);
 }
@@ -155,7 +167,7 @@ int hpu_mark_step(struct hpu_stream *s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
 	/* A capture is one graph already: its step marks mean nothing. */
-	if (!s->capture)
+	if (!s->recording->capture)
 		ret = hpu_lazy_flush(s);
 	pthread_mutex_unlock(&s->lock);
 	return hpu_error_in(__func__, ret);
@@ -166,7 +178,7 @@ int hpu_stream_set_max_graph_ops(struct hpu_stream *s, unsigned int max_ops)
 	if (!s)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "stream is NULL"));
 	pthread_mutex_lock(&s->lock);
-	s->max_graph_ops = max_ops;
+	s->recording->max_graph_ops = max_ops;
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }

@@ -178,7 +178,7 @@ static size_t hpu_host_search(const struct hpu_host_table *t, uintptr_t addr)
 
 static int hpu_host_insert(struct hpu_device *dev, const struct hpu_host_range *range)
 {
-	struct hpu_host_table *t = &dev->host;
+	struct hpu_host_table *t = dev->host;
 	size_t i;
 	int ret = 0;
 
@@ -212,7 +212,7 @@ static int hpu_host_insert(struct hpu_device *dev, const struct hpu_host_range *
 static bool hpu_host_remove(struct hpu_device *dev, uintptr_t start, bool registered,
 			    struct hpu_host_range *range)
 {
-	struct hpu_host_table *t = &dev->host;
+	struct hpu_host_table *t = dev->host;
 	bool found;
 	size_t i;
 
@@ -233,7 +233,7 @@ static bool hpu_host_remove(struct hpu_device *dev, uintptr_t start, bool regist
 static bool hpu_host_find(struct hpu_device *dev, const void *ptr, size_t size,
 			  struct hpu_host_range *range)
 {
-	struct hpu_host_table *t = &dev->host;
+	struct hpu_host_table *t = dev->host;
 	uintptr_t addr = (uintptr_t)ptr;
 	bool found;
 	size_t i;
@@ -300,34 +300,38 @@ static const struct hpu_suballoc_ops hpu_pinned_ops = {
 	.retired = hpu_mem_retired,
 };
 
-int hpu_host_init(struct hpu_device *dev)
+int hpu_host_init(struct hpu_device *dev, uint64_t *staging_half)
 {
 	struct hpu_suballoc_config config;
 	int ret;
 
-	dev->host = (struct hpu_host_table){ 0 };
-	dev->staging = (struct hpu_staging){ 0 };
-	hpu_pinned_sizes(hpu_pin_limit(), &config, &dev->staging.half);
+	dev->host = calloc(1, sizeof(*dev->host));
+	if (!dev->host)
+		return hpu_error_set(ENOMEM, "out of memory");
+	hpu_pinned_sizes(hpu_pin_limit(), &config, staging_half);
 	ret = hpu_suballoc_create(&config, &hpu_pinned_ops, dev, &dev->pinned);
-	if (ret)
+	if (ret) {
+		free(dev->host);
+		dev->host = NULL;
 		return ret;
-	pthread_rwlock_init(&dev->host.lock, NULL);
-	pthread_mutex_init(&dev->staging.lock, NULL);
+	}
+	pthread_rwlock_init(&dev->host->lock, NULL);
 	return 0;
 }
 
 void hpu_host_fini(struct hpu_device *dev)
 {
+	struct hpu_host_table *t = dev->host;
 	size_t i;
 
 	hpu_suballoc_destroy(dev->pinned);
 	/* What is left was registered by the caller. */
-	for (i = 0; i < dev->host.count; i++)
-		hpu_host_unmap(dev, &dev->host.ranges[i]);
-	free(dev->host.ranges);
-	pthread_rwlock_destroy(&dev->host.lock);
-	/* The staging buffer was a block of the cache. */
-	pthread_mutex_destroy(&dev->staging.lock);
+	for (i = 0; i < t->count; i++)
+		hpu_host_unmap(dev, &t->ranges[i]);
+	free(t->ranges);
+	pthread_rwlock_destroy(&t->lock);
+	free(t);
+	dev->host = NULL;
 }
 
 int hpu_pinned_alloc(struct hpu_device *dev, uint64_t size, uint64_t *va, void **host)

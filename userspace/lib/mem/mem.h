@@ -7,6 +7,7 @@
 #ifndef HPU_MEM_H
 #define HPU_MEM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,13 +81,22 @@ int hpu_suballoc_free(struct hpu_suballoc *sa, uint64_t addr);
 void hpu_suballoc_trim(struct hpu_suballoc *sa);
 void hpu_suballoc_stats(struct hpu_suballoc *sa, struct hpu_mem_cache_stats *stats);
 
-/* hpu_host.c: pinned host memory and the table of what is pinned. */
+/* hpu_host.c: pinned host memory and the table of what is pinned (dev->host). */
+
+struct hpu_host_range;
+
+struct hpu_host_table {
+	pthread_rwlock_t lock;
+	struct hpu_host_range *ranges; /* sorted by start, disjoint */
+	size_t count, capacity;
+};
 
 /*
- * Sizes the pinned cache's slabs and the staging buffer from what the
- * process may pin (RLIMIT_MEMLOCK, unless CAP_IPC_LOCK lifts it).
+ * Sizes the pinned cache's slabs, and the halves of the submission layer's
+ * staging buffer (*staging_half), from what the process may pin
+ * (RLIMIT_MEMLOCK, unless CAP_IPC_LOCK lifts it).
  */
-int hpu_host_init(struct hpu_device *dev);
+int hpu_host_init(struct hpu_device *dev, uint64_t *staging_half);
 /* Unmaps the pinned cache and what the caller left registered. */
 void hpu_host_fini(struct hpu_device *dev);
 /* The device address of [ptr, ptr + size) if one pinned range holds all of it. */

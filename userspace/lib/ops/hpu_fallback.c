@@ -703,7 +703,7 @@ static bool hpu_env_set(const char *name)
 
 static bool hpu_fallback_strict(struct hpu_device *dev)
 {
-	int strict = atomic_load(&dev->fallback.strict);
+	int strict = atomic_load(&dev->fallback->strict);
 
 	return strict ? strict == 1 : hpu_env_set("HPU_FALLBACK_STRICT");
 }
@@ -721,7 +721,7 @@ int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *
 	if (hpu_env_set("HPU_LOG_FALLBACK"))
 		fprintf(stderr, "hpu: fallback: %s (%s)\n", op->name, reason);
 	if (index >= 0)
-		atomic_fetch_add(&s->dev->fallback.counts[index], 1);
+		atomic_fetch_add(&s->dev->fallback->counts[index], 1);
 	for (i = 0; i < op->num_tensors && !ret; i++) {
 		if (!op->t[i])
 			continue;
@@ -739,6 +739,18 @@ int hpu_fallback_run(struct hpu_stream *s, const struct hpu_op *op, const char *
 	return ret;
 }
 
+int hpu_fallback_init(struct hpu_device *dev)
+{
+	dev->fallback = calloc(1, sizeof(*dev->fallback));
+	return dev->fallback ? 0 : hpu_error_set(ENOMEM, "out of memory");
+}
+
+void hpu_fallback_fini(struct hpu_device *dev)
+{
+	free(dev->fallback);
+	dev->fallback = NULL;
+}
+
 int hpu_fallback_count(struct hpu_device *dev, const char *op, uint64_t *count)
 {
 	int index;
@@ -749,7 +761,7 @@ int hpu_fallback_count(struct hpu_device *dev, const char *op, uint64_t *count)
 	index = hpu_op_index(op);
 	if (index < 0)
 		return hpu_error_in(__func__, hpu_error_set(ENOENT, "no op is named \"%s\"", op));
-	*count = atomic_load(&dev->fallback.counts[index]);
+	*count = atomic_load(&dev->fallback->counts[index]);
 	return 0;
 }
 
@@ -762,7 +774,7 @@ int hpu_fallback_total(struct hpu_device *dev, uint64_t *count)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "%s is NULL",
 							    dev ? "count" : "dev"));
 	for (i = 0; i < HPU_FALLBACK_OPS; i++)
-		total += atomic_load(&dev->fallback.counts[i]);
+		total += atomic_load(&dev->fallback->counts[i]);
 	*count = total;
 	return 0;
 }
@@ -771,6 +783,6 @@ int hpu_fallback_set_strict(struct hpu_device *dev, bool strict)
 {
 	if (!dev)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "dev is NULL"));
-	atomic_store(&dev->fallback.strict, strict ? 1 : 2);
+	atomic_store(&dev->fallback->strict, strict ? 1 : 2);
 	return 0;
 }

@@ -5,7 +5,7 @@
  * that moves bytes unchanged a LIN_DMA; each becomes one job on the stream.
  *
  * Parameter blocks live in pinned host memory, a ring of chunks per stream
- * (struct hpu_stream.params): the CPU writes a block in place and the
+ * (struct hpu_param_ring): the CPU writes a block in place and the
  * device reads it over the MMU when the packet runs, so a launch costs no
  * copy packet and no system call beyond its submit.  Device memory would
  * need the block DMAed in by a LIN_DMA from pinned memory anyway, one more
@@ -14,6 +14,8 @@
  * last job that used it has ended; the stream's done counter usually tells
  * that without asking the driver.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <drm/hpu_packets.h>
@@ -27,43 +29,61 @@ _Static_assert(HPU_KERNEL_PARAMS_MAX <= HPU_PARAM_CHUNK, "a parameter block outg
 
 void hpu_params_release(struct hpu_stream *s)
 {
-	if (s->params)
-		hpu_pinned_free(s->dev, s->params_va);
+	if (!s->params)
+		return;
+	hpu_pinned_free(s->dev, s->params->va);
+	free(s->params);
+}
+
+/* The stream's ring, at its first kernel. */
+static int hpu_params_create(struct hpu_stream *s)
+{
+	struct hpu_param_ring *p;
+	void *mem;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return hpu_error_set(ENOMEM, "out of memory");
+	ret = hpu_pinned_alloc(s->dev, HPU_PARAM_CHUNKS * HPU_PARAM_CHUNK, &p->va, &mem);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	p->host = mem;
+	s->params = p;
+	return 0;
 }
 
 /* Room for size bytes in the stream's ring, for the job to be submitted next. */
 static int hpu_params_alloc(struct hpu_stream *s, uint32_t size, uint64_t *va, void **host)
 {
+	struct hpu_param_ring *p;
 	uint64_t last;
-	void *mem;
 	int ret;
 
 	if (!s->params) {
-		ret = hpu_pinned_alloc(s->dev, HPU_PARAM_CHUNKS * HPU_PARAM_CHUNK, &s->params_va,
-				       &mem);
+		ret = hpu_params_create(s);
 		if (ret)
 			return ret;
-		s->params = mem;
-		s->params_chunk = 0;
-		s->params_used = 0;
-		memset(s->params_job, 0, sizeof(s->params_job));
 	}
+	p = s->params;
 	size = (uint32_t)hpu_round_up(size, HPU_PARAM_ALIGN);
-	if (s->params_used + size > HPU_PARAM_CHUNK) {
-		unsigned int next = (s->params_chunk + 1) % HPU_PARAM_CHUNKS;
+	if (p->used + size > HPU_PARAM_CHUNK) {
+		unsigned int next = (p->chunk + 1) % HPU_PARAM_CHUNKS;
 
 		/* A job whose submit failed never ran: its chunk is free. */
-		last = s->params_job[next] < s->jobs ? s->params_job[next] : s->jobs;
+		last = p->job[next] < s->jobs ? p->job[next] : s->jobs;
 		ret = hpu_stream_wait_job(s, last);
 		if (ret)
 			return ret;
-		s->params_chunk = next;
-		s->params_used = 0;
+		p->chunk = next;
+		p->used = 0;
 	}
-	*va = s->params_va + s->params_chunk * HPU_PARAM_CHUNK + s->params_used;
-	*host = s->params + s->params_chunk * HPU_PARAM_CHUNK + s->params_used;
-	s->params_used += size;
-	s->params_job[s->params_chunk] = s->jobs + 1;
+	*va = p->va + p->chunk * HPU_PARAM_CHUNK + p->used;
+	*host = p->host + p->chunk * HPU_PARAM_CHUNK + p->used;
+	p->used += size;
+	p->job[p->chunk] = s->jobs + 1;
 	return 0;
 }
 

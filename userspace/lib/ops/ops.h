@@ -6,6 +6,7 @@
 #ifndef HPU_OPS_H
 #define HPU_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -205,11 +206,38 @@ bool hpu_op_is_dma_fill(const struct hpu_op *op);
 int hpu_gemm_encode(const struct hpu_op *op, const uint64_t *addrs, double beta, void *pkt);
 
 /* hpu_launch.c: kernels and GEMMs as jobs on a stream. */
+
+/*
+ * Kernel parameter blocks go to a ring of chunks of pinned memory per
+ * stream (s->params, made at its first kernel, under s->lock); a chunk is
+ * refilled once the last job that used it has ended.
+ */
+#define HPU_PARAM_CHUNKS 32u
+#define HPU_PARAM_CHUNK (4u << 10) /* 128 KiB pinned per stream that launches */
+
+struct hpu_param_ring {
+	uint64_t va;
+	uint8_t *host;
+	unsigned int chunk; /* the chunk being filled */
+	uint32_t used;      /* bytes of it */
+	uint64_t job[HPU_PARAM_CHUNKS]; /* the last job using each chunk */
+};
+
 /* Enqueues op on s (its lock held). */
 int hpu_launch(struct hpu_stream *s, const struct hpu_op *op);
+/* At the stream's last reference. */
 void hpu_params_release(struct hpu_stream *s);
 
-/* hpu_fallback.c: ops on the host. */
+/* hpu_fallback.c: ops on the host, and their counts per device (dev->fallback). */
+
+#define HPU_FALLBACK_OPS 64
+struct hpu_fallback_state {
+	atomic_uint_fast64_t counts[HPU_FALLBACK_OPS]; /* by hpu_op_index() */
+	atomic_int strict; /* 0: as HPU_FALLBACK_STRICT says, 1 on, 2 off */
+};
+
+int hpu_fallback_init(struct hpu_device *dev);
+void hpu_fallback_fini(struct hpu_device *dev);
 
 /* Why an op cannot run on the device; NULL if it can. */
 const char *hpu_fallback_reason(const struct hpu_op *op);

@@ -10,6 +10,7 @@
  * sized from RLIMIT_MEMLOCK (hpu_host.c).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../submit/submit.h"
@@ -69,6 +70,24 @@ static int hpu_copy_check(const struct hpu_copy *op)
 	return ret;
 }
 
+int hpu_staging_init(struct hpu_device *dev, uint64_t half)
+{
+	dev->staging = calloc(1, sizeof(*dev->staging));
+	if (!dev->staging)
+		return hpu_error_set(ENOMEM, "out of memory");
+	dev->staging->half = half;
+	pthread_mutex_init(&dev->staging->lock, NULL);
+	return 0;
+}
+
+/* The buffer itself is a block of the pinned cache: hpu_host_fini() unmaps it. */
+void hpu_staging_fini(struct hpu_device *dev)
+{
+	pthread_mutex_destroy(&dev->staging->lock);
+	free(dev->staging);
+	dev->staging = NULL;
+}
+
 /*
  * Takes the device's staging buffer for a copy on s, allocating it on first
  * use.  The ops s recorded go first, so that the submits under the
@@ -76,7 +95,7 @@ static int hpu_copy_check(const struct hpu_copy *op)
  */
 static int hpu_staging_take(struct hpu_stream *s, struct hpu_staging **stp)
 {
-	struct hpu_staging *st = &s->dev->staging;
+	struct hpu_staging *st = s->dev->staging;
 	void *host;
 	int ret;
 

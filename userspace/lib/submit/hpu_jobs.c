@@ -13,33 +13,42 @@
 
 #include "../submit/submit.h"
 
-int hpu_jobs_init(struct hpu_jobs *jobs, unsigned int num_queues)
+int hpu_jobs_init(struct hpu_device *dev, unsigned int num_queues)
 {
 	/* A driver without queues gets no streams, but the tracker stays valid. */
 	size_t n = num_queues ? num_queues : 1;
+	struct hpu_jobs *jobs;
 
-	*jobs = (struct hpu_jobs){ .num_queues = num_queues };
+	jobs = calloc(1, sizeof(*jobs));
+	if (!jobs)
+		return hpu_error_set(ENOMEM, "out of memory");
+	dev->jobs = jobs;
+	jobs->num_queues = num_queues;
 	pthread_mutex_init(&jobs->lock, NULL);
 	jobs->queue_last = calloc(n, sizeof(*jobs->queue_last));
 	jobs->queue_ended = calloc(n, sizeof(*jobs->queue_ended));
 	if (!jobs->queue_last || !jobs->queue_ended) {
-		hpu_jobs_fini(jobs);
+		hpu_jobs_fini(dev);
 		return hpu_error_set(ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-void hpu_jobs_fini(struct hpu_jobs *jobs)
+void hpu_jobs_fini(struct hpu_device *dev)
 {
+	struct hpu_jobs *jobs = dev->jobs;
+
 	pthread_mutex_destroy(&jobs->lock);
 	free(jobs->queue_last);
 	free(jobs->queue_ended);
+	free(jobs);
+	dev->jobs = NULL;
 }
 
 int hpu_jobs_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsigned int count,
 		    uint64_t *seqs)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	/* Only the first count entries are filled (each whole): no memset of all of them. */
 	struct drm_hpu_job job[DRM_HPU_SUBMIT_MAX_JOBS];
 	struct drm_hpu_submit args = {
@@ -83,7 +92,7 @@ int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *
 
 void hpu_jobs_ended(struct hpu_device *dev, uint32_t queue, uint64_t seq)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 
 	pthread_mutex_lock(&jobs->lock);
 	if (seq > jobs->queue_ended[queue])
@@ -97,7 +106,7 @@ int hpu_job_wait(struct hpu_device *dev, uint32_t queue, uint64_t seq, int64_t t
 	struct drm_hpu_wait args = { .seq = seq, .timeout_ns = timeout_ns };
 	int ret;
 
-	if (dev->jobs.uq)
+	if (dev->jobs->uq)
 		return hpu_uqueue_wait(dev, seq, timeout_ns, job_error);
 	ret = hpu_ioctl(dev, DRM_IOCTL_HPU_WAIT, &args);
 	if (ret)
@@ -112,16 +121,16 @@ uint64_t hpu_jobs_fence(void *ctx)
 	struct hpu_device *dev = ctx;
 	uint64_t last;
 
-	pthread_mutex_lock(&dev->jobs.lock);
-	last = dev->jobs.last;
-	pthread_mutex_unlock(&dev->jobs.lock);
+	pthread_mutex_lock(&dev->jobs->lock);
+	last = dev->jobs->last;
+	pthread_mutex_unlock(&dev->jobs->lock);
 	return last;
 }
 
 /* Asks the driver about the last job of every queue not known to be idle. */
 static void hpu_jobs_refresh(struct hpu_device *dev, int64_t timeout_ns)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	uint64_t last, ended;
 	unsigned int q;
 	int job_error;
@@ -144,7 +153,7 @@ static void hpu_jobs_refresh(struct hpu_device *dev, int64_t timeout_ns)
 uint64_t hpu_jobs_retired(void *ctx, enum hpu_retire how)
 {
 	struct hpu_device *dev = ctx;
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	uint64_t retired;
 	unsigned int q;
 

@@ -227,16 +227,18 @@ static int hpu_stream_new(struct hpu_device *dev, struct hpu_stream **sp)
 		return hpu_error_set(ENOMEM, "out of memory");
 	}
 	ret = hpu_pinned_alloc(dev, sizeof(*s->done), &s->done_va, &done);
-	if (ret) {
-		free(s->ring);
-		free(s);
-		return ret;
-	}
+	if (ret)
+		goto err_free;
 	/* The slot is not in use by any job (the cache makes sure): start from 0. */
 	s->done = done;
 	*s->done = 0;
 	s->dev = dev;
 	s->ring_capacity = HPU_RING_MIN;
+	if (dev->stream_hooks) {
+		ret = dev->stream_hooks->init(s);
+		if (ret)
+			goto err_done;
+	}
 	atomic_init(&s->refs, 1);
 	s->id = dev->next_stream_id++;
 	s->queue = dev->next_queue++ % dev->num_queues;
@@ -244,6 +246,13 @@ static int hpu_stream_new(struct hpu_device *dev, struct hpu_stream **sp)
 	hpu_list_add_tail(&dev->streams, &s->node);
 	*sp = s;
 	return 0;
+
+err_done:
+	hpu_pinned_free(dev, s->done_va);
+err_free:
+	free(s->ring);
+	free(s);
+	return ret;
 }
 
 void hpu_stream_get(struct hpu_stream *s)

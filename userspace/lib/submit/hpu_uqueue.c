@@ -254,7 +254,7 @@ static bool hpu_uq_find_locked(const struct hpu_jobs *jobs, uint64_t seq, unsign
  */
 int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, int *job_error)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	uint64_t deadline = hpu_uq_deadline(timeout_ns);
 	/* The queue whose CI is in ci, and the one whose job had a status but was not reaped. */
 	unsigned int q, ci_of = jobs->num_queues, status_of = jobs->num_queues;
@@ -288,7 +288,7 @@ int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, in
 
 bool hpu_uqueues_reap(struct hpu_device *dev)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	bool user;
 
 	/* Under the lock: any thread may free memory while the first stream picks the queues. */
@@ -301,10 +301,15 @@ bool hpu_uqueues_reap(struct hpu_device *dev)
 	return user;
 }
 
+bool hpu_uqueues_used(const struct hpu_device *dev)
+{
+	return dev->jobs->uq != NULL;
+}
+
 /* Outside the lock: until the oldest job of queue q not yet reaped has ended. */
 static int hpu_uq_wait_oldest(struct hpu_device *dev, unsigned int q)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	uint64_t seq;
 	int error;
 
@@ -317,7 +322,7 @@ static int hpu_uq_wait_oldest(struct hpu_device *dev, unsigned int q)
 int hpu_uqueues_submit(struct hpu_device *dev, const struct hpu_job_cb *cbs, unsigned int count,
 		       uint64_t *seqs)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	uint32_t rung = 0;
 	unsigned int i;
 	int ret = 0;
@@ -425,7 +430,7 @@ static bool hpu_uqueues_wanted(struct hpu_device *dev)
  */
 int hpu_uqueues_open(struct hpu_device *dev)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	struct hpu_uqueue *uq;
 	unsigned int q;
 	int ret = 0;
@@ -461,7 +466,7 @@ int hpu_uqueues_open(struct hpu_device *dev)
 /* Once every job has ended. */
 void hpu_uqueues_close(struct hpu_device *dev)
 {
-	struct hpu_jobs *jobs = &dev->jobs;
+	struct hpu_jobs *jobs = dev->jobs;
 	unsigned int q;
 
 	if (!jobs->uq)

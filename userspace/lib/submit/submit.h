@@ -41,12 +41,32 @@ uint32_t hpu_pkt_size(uint32_t header);
  * numbers a file's jobs in one sequence across all queues, and a queue runs
  * its jobs in order, so "job s of queue q has ended" means every earlier job
  * of q has too.  That is all the library needs to remember: per queue, the
- * last job submitted and the last known to have ended.
+ * last job submitted and the last known to have ended (dev->jobs).
  */
 
+/* A failed job of a user queue, until the process closes the device. */
+struct hpu_job_error {
+	uint64_t seq;
+	int error;
+};
 
-int hpu_jobs_init(struct hpu_jobs *jobs, unsigned int num_queues);
-void hpu_jobs_fini(struct hpu_jobs *jobs);
+struct hpu_uqueue;
+
+struct hpu_jobs {
+	pthread_mutex_t lock;
+	unsigned int num_queues;
+	uint64_t last;         /* the file's last job */
+	uint64_t *queue_last;  /* per queue, 0 if none */
+	uint64_t *queue_ended; /* per queue: it and every earlier job of the queue have ended */
+	/* User queues (hpu_uqueue.c), one per queue index; NULL: jobs go through SUBMIT. */
+	struct hpu_uqueue *uq;
+	bool uq_decided;       /* the first stream has chosen between uq and SUBMIT */
+	struct hpu_job_error *errors;
+	size_t num_errors, cap_errors;
+};
+
+int hpu_jobs_init(struct hpu_device *dev, unsigned int num_queues);
+void hpu_jobs_fini(struct hpu_device *dev);
 int hpu_job_submit(struct hpu_device *dev, uint32_t queue, const struct hpu_cb *cb, uint64_t *seq);
 /* Jobs submitted together, in one SUBMIT (or at once to user queues); seqs[i] is job i's. */
 struct hpu_job_cb {
@@ -85,6 +105,8 @@ int hpu_uqueues_submit(struct hpu_device *dev, const struct hpu_job_cb *jobs, un
 int hpu_uqueue_wait(struct hpu_device *dev, uint64_t seq, int64_t timeout_ns, int *job_error);
 /* Records the ends the status words show, without waiting; false if jobs go through SUBMIT. */
 bool hpu_uqueues_reap(struct hpu_device *dev);
+/* Whether jobs go to user queues (false until the first stream decides). */
+bool hpu_uqueues_used(const struct hpu_device *dev);
 /* "MMU fault (-EFAULT)" for a job's error. */
 const char *hpu_job_error_name(int error, char *buf, size_t len);
 
@@ -95,12 +117,8 @@ struct hpu_stream_job {
 	const char *what; /* the call that enqueued it */
 };
 
-/*
- * Kernel parameter blocks go to a ring of chunks of pinned memory per
- * stream; a chunk is refilled once the last job that used it has ended.
- */
-#define HPU_PARAM_CHUNKS 32u
-#define HPU_PARAM_CHUNK (4u << 10) /* 128 KiB pinned per stream that launches */
+struct hpu_param_ring;
+struct hpu_recording;
 
 struct hpu_stream {
 	struct hpu_device *dev;
@@ -118,17 +136,9 @@ struct hpu_stream {
 	/* Jobs verified + 1 .. jobs, oldest at ring[head]; capacity a power of two. */
 	struct hpu_stream_job *ring;
 	size_t ring_capacity, ring_head;
-	/* Kernel parameter blocks (hpu_launch.c), allocated on first use. */
-	uint64_t params_va;
-	uint8_t *params;
-	unsigned int params_chunk; /* the chunk being filled */
-	uint32_t params_used;      /* bytes of it */
-	uint64_t params_job[HPU_PARAM_CHUNKS]; /* the last job using each chunk */
-	/* Lazy mode (hpu_lazy.c) */
-	int lazy;                    /* 0: as HPU_LAZY_MODE says, 1 lazy, 2 eager */
-	unsigned int max_graph_ops;  /* 0: as HPU_MAX_COMPOUND_OP_SIZE says */
-	struct hpu_ir *graph;     /* recorded ops, NULL before the first */
-	struct hpu_graph *capture; /* the HPU graph capturing the stream's ops, or NULL */
+	/* What the layers above keep on the stream (their types are theirs), under the lock too. */
+	struct hpu_param_ring *params;   /* ops/hpu_launch.c's, from the first kernel on */
+	struct hpu_recording *recording; /* graph/hpu_lazy.c's: lazy mode's ops, a capture */
 };
 
 /*
@@ -152,6 +162,8 @@ struct hpu_settle {
  * (dev->stream_hooks, NULL in host tests), so that submission never calls up.
  */
 struct hpu_stream_hooks {
+	/* At the stream's creation: sets up what the layers above keep on it, or fails it. */
+	int (*init)(struct hpu_stream *s);
 	/*
 	 * With s->lock held: runs what s holds back, as everything that needs the
 	 * stream's work done or ordered does first; -EBUSY while it captures.
@@ -187,6 +199,31 @@ void hpu_stream_put(struct hpu_stream *stream);
 int hpu_stream_default(struct hpu_device *dev, struct hpu_stream **streamp);
 /* For hpu_device_close(): destroys the streams the user still holds. */
 void hpu_streams_close(struct hpu_device *dev);
+
+/* hpu_copy.c: copies, pageable ones through the device's staging buffer (dev->staging). */
+
+/*
+ * The device's staging buffer: pageable copies of every stream go through
+ * its two halves, one filling while the device copies the other, one copy
+ * at a time.  One buffer, not one per stream, so that what a process pins
+ * does not grow with its streams (RLIMIT_MEMLOCK).
+ */
+struct hpu_staging {
+	pthread_mutex_t lock; /* everything below */
+	uint64_t half;        /* bytes of each half, from the pinning limit */
+	uint64_t va;          /* allocated on first use */
+	uint8_t *host;
+	/* The last job that used each half: seq 0 if none. */
+	struct {
+		uint64_t seq, index; /* the device's number, the stream's */
+		unsigned int stream; /* id */
+		uint32_t queue;
+	} last[2];
+};
+
+/* half: bytes of each half, as hpu_host_init() sized them. */
+int hpu_staging_init(struct hpu_device *dev, uint64_t half);
+void hpu_staging_fini(struct hpu_device *dev);
 
 /* hpu_event.c */
 

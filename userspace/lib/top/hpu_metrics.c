@@ -58,7 +58,7 @@ void hpu_metrics_device_close(struct hpu_device *dev)
 			hpu_devices[k++] = hpu_devices[i];
 	if (k < hpu_num_devices) {
 		for (i = 0; i < HPU_FALLBACK_OPS; i++)
-			hpu_closed_fallbacks[i] += atomic_load(&dev->fallback.counts[i]);
+			hpu_closed_fallbacks[i] += atomic_load(&dev->fallback->counts[i]);
 		hpu_suballoc_stats(dev->mem, &mem);
 		if (mem.peak_allocated > hpu_closed_peak)
 			hpu_closed_peak = mem.peak_allocated;
@@ -145,7 +145,7 @@ static void hpu_metric_fallback(struct hpu_metric *m)
 	for (i = 0; i < HPU_FALLBACK_OPS; i++) {
 		counts[i] = hpu_closed_fallbacks[i];
 		for (d = 0; d < hpu_num_devices; d++)
-			counts[i] += atomic_load(&hpu_devices[d]->fallback.counts[i]);
+			counts[i] += atomic_load(&hpu_devices[d]->fallback->counts[i]);
 		total += counts[i];
 	}
 	hpu_stat(m, "Total", total);
