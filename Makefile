@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # hpu: build everything, run it in the emulated machine, test it.
 #
-#   make          build QEMU with the device, firmware, module, runtime, tests
+#   make          build QEMU with the device, firmware, module, runtime, PyTorch bridge, tests
 #   make run      boot the emulated machine, load the driver, print hpu-smi
 #   make test     host unit tests + in-guest suites; last line "N passed, M failed"
 #   make bench    every benchmark (make bench-<name> for one), in the guest
@@ -39,10 +39,10 @@ BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
 # Host halves of benchmarks (host_<name>.c), run by tests/run-bench.sh before the guest boots.
 BENCH_HOST_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/host_*.c))
 
-.PHONY: all setup qemu firmware module check-dkms userspace userspace-san userspace-tsan host-tests guest-tests run test bench \
+.PHONY: all setup qemu firmware module check-dkms userspace pytorch userspace-san userspace-tsan host-tests guest-tests run test bench \
 	install clean $(addprefix bench-,$(BENCHES))
 
-all: qemu firmware module userspace userspace-san userspace-tsan host-tests guest-tests
+all: qemu firmware module userspace pytorch userspace-san userspace-tsan host-tests guest-tests
 
 setup:
 	@scripts/setup-host.sh
@@ -77,6 +77,11 @@ $(DKMS_CHECK)/built: Kbuild dkms.conf scripts/dkms-tree.sh $(wildcard kernel/Kbu
 
 userspace: setup
 	$(MAKE) -C userspace O=$(BUILD)/userspace
+
+# The PyTorch bridge, hpu_torch, over this build's libhpu: importable from the build tree with
+# PYTHONPATH=$(BUILD)/userspace/pytorch (userspace/pytorch/Makefile).
+pytorch: userspace
+	$(MAKE) -C userspace/pytorch O=$(BUILD)/userspace/pytorch LIBHPU=$(BUILD)/userspace/lib
 
 # The runtime built once more, into $(BUILD)/<target>, with the flags $(1).
 define userspace-instrumented

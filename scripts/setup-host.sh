@@ -17,6 +17,8 @@ pkgs=(
 	libopenblas-dev
 	# runtime, tools and tests
 	libdrm-dev libpci-dev pciutils
+	# the PyTorch bridge (userspace/pytorch) and its tests
+	g++ python3-torch libtorch-dev python3-numpy python3-pytest
 	# installing the module
 	dkms
 	dataset-fashion-mnist # the MNIST example's data set

@@ -131,6 +131,16 @@ echo "# suite mnist"
 } >"$HPU_OUT/mnist.tap"
 cat "$HPU_OUT/mnist.tap"
 
+# hpu_torch's tests (userspace/pytorch/tests), in one Python process since importing torch alone
+# takes 20-30 s here, from the host's build tree; pytest's own report is in pytorch.log.
+echo "# suite pytorch"
+start=$(cut -d' ' -f1 /proc/uptime)
+run pytorch env PYTHONPATH="$HPU_TOP/build/userspace/pytorch" PYTHONDONTWRITEBYTECODE=1 \
+	/usr/bin/python3 -m pytest -p no:cacheprovider -q -rfE --tap "$HPU_OUT/pytorch.tap" \
+	userspace/pytorch/tests >"$HPU_OUT/pytorch.log" 2>&1 || { status=1; tail -40 "$HPU_OUT/pytorch.log"; }
+cat "$HPU_OUT/pytorch.tap"
+echo "# pytorch: $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
+
 # Every suite's files are closed: the driver must hold nothing of theirs (its debugfs "usage":
 # open contexts with their ASIDs, HBM (freed HBM too until it is zeroed), files' HBM and
 # page-table pages, users charged, pinned host pages; a file's last references may go a moment

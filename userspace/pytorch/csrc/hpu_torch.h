@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hpu_torch's C++ side: what its files share.  The extension is PyTorch glue over libhpu's
+ * public API only: devices and streams (device.cpp), storage (allocator.cpp), libhpu views of
+ * at::Tensors (tensor.cpp), copies (copy.cpp), the kernels registered at the HPU key
+ * (factory.cpp, ops.cpp), the CPU fallback for every other op (fallback.cpp) and the Python
+ * module (module.cpp).
+ *
+ * Every libhpu call goes through HPU_CHECK: a failure becomes a c10::Error carrying
+ * hpu_last_error(), which Python sees as a RuntimeError.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/Stream.h>
+
+#include <hpu/hpu.h>
+#include <hpu/hpu_tensor.h>
+
+namespace hpu_torch {
+
+// Throws a c10::Error naming the call and libhpu's message if ret is a failure.
+void check(int ret, const char *call);
+#define HPU_CHECK(call) ::hpu_torch::check((call), #call)
+// For the queries that say -EAGAIN while work is pending: whether it has ended.
+bool check_done(int ret, const char *call);
+#define HPU_DONE(call) ::hpu_torch::check_done((call), #call)
+
+// device.cpp: devices, numbered as libhpu numbers them, each opened on first use.
+
+// Devices a process uses at most; c10 numbers devices with an int8_t.
+constexpr c10::DeviceIndex kMaxDevices = 16;
+
+// Devices present (0 if none or if discovery failed).
+c10::DeviceIndex device_count();
+// The calling thread's current device (0 until set_device()).
+c10::DeviceIndex current_device();
+void set_device(c10::DeviceIndex index);
+// The libhpu device of an index, opened on first use; throws if there is none.
+hpu_device *device(c10::DeviceIndex index);
+// The index a tensor or a request names: its own, or the current device when it has none.
+c10::DeviceIndex index_of(c10::Device d);
+// Throws unless index names a device present.
+void check_index(c10::DeviceIndex index);
+
+/*
+ * Streams: id 0 is a device's default stream; ids 1..kStreamPoolSize name a pool of libhpu
+ * streams handed out in turn (torch.hpu.Stream()), created on first use and kept for the
+ * process, as CUDA's pool is: c10::Stream values are plain numbers that may outlive any object.
+ */
+constexpr c10::StreamId kStreamPoolSize = 4;
+c10::Stream current_stream(c10::DeviceIndex index);
+c10::Stream set_current_stream(c10::Stream s);
+c10::Stream pool_stream(c10::DeviceIndex index);
+hpu_stream *stream(c10::Stream s);
+// The current libhpu stream of a tensor's device: where its ops are enqueued.
+hpu_stream *stream_of(const at::Tensor &t);
+
+// allocator.cpp: storage is a libhpu tensor of bytes; the DataPtr holds it.
+
+// The allocator registered for the HPU device type.
+c10::Allocator *allocator();
+// The libhpu tensor (U8, the storage's bytes) behind an HPU storage; NULL for 0 bytes.
+hpu_tensor *storage_tensor(const c10::Storage &storage);
+
+struct MemoryStats {
+	uint64_t in_use, max_in_use, num_allocs, num_frees, active_allocs, max_alloc_size;
+};
+MemoryStats memory_stats(c10::DeviceIndex index);
+void reset_peak_memory_stats(c10::DeviceIndex index);
+
+// tensor.cpp: libhpu views of at::Tensors.
+
+// The libhpu dtype of a torch dtype the device computes in, or 0.
+uint32_t device_dtype(at::ScalarType type);
+
+// A libhpu view, destroyed with the object: it holds its own reference to the storage, so
+// libhpu keeps the memory for the work enqueued with it, whatever becomes of the at::Tensor.
+class View {
+public:
+	// t's elements in their device dtype or, with bits, as unsigned words of their size
+	// (for a copy that moves bits, of any dtype).  Throws if t cannot be expressed.
+	explicit View(const at::Tensor &t, bool bits = false);
+	~View();
+	View(const View &) = delete;
+	View &operator=(const View &) = delete;
+	operator hpu_tensor *() const { return t_; }
+
+private:
+	hpu_tensor *t_ = nullptr;
+};
+
+// Whether t can be a libhpu view: an HPU tensor of at most HPU_MAX_DIMS dims.
+bool viewable(const at::Tensor &t);
+// Whether the device computes on t: viewable and of a device dtype.
+bool on_device(const at::Tensor &t);
+
+// copy.cpp: copies between host and device and on the device, casting where asked.
+void copy_into(const at::Tensor &dst, const at::Tensor &src);
+
+// fallback.cpp: the boxed CPU fallback, its counts by op ("aten::digamma").
+void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
+std::map<std::string, uint64_t> fallback_counts();
+
+} // namespace hpu_torch
