@@ -10,6 +10,9 @@
  */
 #include "hpu_torch.h"
 
+#include <cfloat>
+#include <cmath>
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
@@ -28,15 +31,28 @@ decltype(auto) fall_back(Args &&...args)
 	return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
 }
 
-// Whether the device stores v into t's dtype as PyTorch does: libhpu takes values as doubles.
+/*
+ * Whether the device stores v into t's dtype as PyTorch would.  libhpu takes values as doubles
+ * and converts them unchecked: integers beyond 2^53, and values that PyTorch refuses for the
+ * dtype (out of its range) or converts otherwise (a fraction into an integer), go to the CPU.
+ */
 bool holds_exactly(const at::Tensor &t, const at::Scalar &v)
 {
+	const int64_t exact = int64_t(1) << 53;
+
 	if (v.isComplex())
 		return false;
-	if (!v.isIntegral(true) || !at::isIntegralType(t.scalar_type(), true))
+	if (v.isBoolean() || t.scalar_type() == at::kBool)
 		return true;
-	int64_t i = v.toLong();
-	return i >= -(int64_t(1) << 53) && i <= (int64_t(1) << 53);
+	if (v.isIntegral(false)) {
+		int64_t i = v.toLong();
+
+		if (t.scalar_type() == at::kInt)
+			return i >= INT32_MIN && i <= INT32_MAX;
+		return i >= -exact && i <= exact;
+	}
+	double d = v.toDouble();
+	return at::isFloatingType(t.scalar_type()) && (!std::isfinite(d) || std::abs(d) <= FLT_MAX);
 }
 
 at::Tensor &fill(at::Tensor &self, const at::Scalar &value)

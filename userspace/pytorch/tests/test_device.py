@@ -204,6 +204,20 @@ def test_fill_values_the_device_cannot_hold_exactly():
     assert fallbacks("aten::fill_") == n + 1
     assert_same(torch.full((2,), 2.5, device="hpu").cpu(), torch.full((2,), 2.5))
     assert fallbacks("aten::fill_") == n + 1
+    # Values PyTorch converts otherwise, or refuses, are PyTorch's to convert.
+    assert_same(torch.zeros(2, dtype=torch.int32, device="hpu").fill_(2.7).cpu(),
+                torch.zeros(2, dtype=torch.int32).fill_(2.7))
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.zeros(2, dtype=torch.int32, device="hpu").fill_(2 ** 40)
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.zeros(2, device="hpu").fill_(1e300)
+    assert fallbacks("aten::fill_") == n + 4
+
+
+def test_conjugate_views_copy_as_meant():
+    """PyTorch resolves a conjugate view before the copy reaches the device."""
+    c = torch.tensor([1 + 2j, 3 - 1j])
+    assert_same(c.conj().to("hpu").cpu(), c.conj().resolve_conj())
 
 
 def test_random_fills_draw_the_cpu_generator():
@@ -294,9 +308,9 @@ def test_streams_and_events():
         y = x * 2 + x
         end.record()
     assert torch.hpu.current_stream() == default
-    torch.hpu.current_stream().wait_stream(s)
     end.synchronize()
     assert end.query() and s.query()
+    torch.hpu.current_stream().wait_stream(s)
     assert start.elapsed_time(end) >= 0
     assert_same(y.cpu(), x.cpu() * 2 + x.cpu())
     s.synchronize()
