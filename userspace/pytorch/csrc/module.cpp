@@ -85,6 +85,7 @@ py::dict memory_stats_dict(c10::DeviceIndex index)
 	d["Reserved"] = mem.device.reserved;
 	d["TotalSystemAllocs"] = mem.device.slabs_created;
 	d["TotalSystemFrees"] = mem.device.slabs_released;
+	d["TotalActiveAllocs"] = mem.device.slabs;
 	return d;
 }
 

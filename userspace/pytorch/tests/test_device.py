@@ -64,9 +64,10 @@ def test_memory_counts_storages():
     base = torch.hpu.memory_allocated()
     stats = torch.hpu.memory_stats()
     for key in ["Limit", "InUse", "MaxInUse", "NumAllocs", "NumFrees", "ActiveAllocs",
-                "MaxAllocSize", "Reserved"]:
+                "MaxAllocSize", "TotalSystemAllocs", "TotalSystemFrees", "TotalActiveAllocs",
+                "Reserved"]:
         assert key in stats
-    assert stats["Limit"] > 0
+    assert stats["Limit"] > 0 and stats["TotalActiveAllocs"] >= 1
     t = torch.empty(1000, device="hpu")
     assert torch.hpu.memory_allocated() == base + 4000
     assert torch.hpu.max_memory_allocated() >= base + 4000

@@ -5,7 +5,8 @@ memory_allocated() counts the bytes of the storages PyTorch holds on the
 device; memory_reserved() is what libhpu's caching allocator holds for them
 and for itself.  memory_stats() names its figures as Gaudi's PyTorch does
 (Limit, InUse, MaxInUse, NumAllocs, NumFrees, ActiveAllocs, MaxAllocSize,
-TotalSystemAllocs, TotalSystemFrees) plus Reserved.
+TotalSystemAllocs, TotalSystemFrees, TotalActiveAllocs: the slabs libhpu's
+cache took from the driver, gave back and holds) plus Reserved.
 """
 from .. import _C
 from ._device import _index
