@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots the test guest under TCG with the hpu device and runs a command in it.
 #
-#   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] -- COMMAND [ARGS...]
+#   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] [-w DIR]... [-q] -- COMMAND [ARGS...]
 #
 # The guest runs Debian's kernel under TCG (KVM guests hang on these hosts) from
 # a busybox initramfs that mounts the host's root read-only over 9p: COMMAND (a
@@ -12,22 +12,28 @@
 # `console.log`, and after a timeout `hang.txt` (guest-state.sh: where the guest's
 # CPUs were).  Exits with COMMAND's status, 124 on timeout, 125 if the guest died,
 # and 126 if the guest kernel log has a warning, BUG or oops.
+# For scripts/hpu-vm, which runs a user's command: -w shares DIR writable too, at
+# the same path in the guest (made in its tmpfs if the guest does not see it); -q
+# keeps the console, and a timeout's gist, off the terminal (they stay in OUTDIR).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 timeout=600
 out=$top/build/guest-run
 devopts=
-while getopts "t:o:d:" opt; do
+shares=() quiet=
+while getopts "t:o:d:w:q" opt; do
 	case $opt in
 	t) timeout=$OPTARG ;;
 	o) out=$OPTARG ;;
 	d) devopts=,$OPTARG ;;
-	*) sed -n '3,14p' "$0" >&2; exit 2 ;;
+	w) shares+=("$OPTARG") ;;
+	q) quiet=1 ;;
+	*) sed -n '3,18p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '3,14p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '3,18p' "$0" >&2; exit 2; }
 
 kver=$("$top/scripts/guest-kernel.sh")
 qemu=$top/build/qemu-system-x86_64
@@ -42,6 +48,24 @@ fi
 # The device as the guest sees it; tests read these back through the driver.
 hbm_size=$((32 << 30)) num_dma=8 num_mme=2 num_tpc=8 boot_delay_ms=100
 
+# quote WORD: WORD as one word of cmd.sh, which the host's sh (dash) reads: no $'...'.
+quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+# qemu_opt VALUE: VALUE inside a QEMU option list, where a comma is written twice.
+qemu_opt() { printf '%s' "${1//,/,,}"; }
+
+# The writable shares, as QEMU devices and as cmd.sh's mounts.
+extra=() setup=()
+for i in "${!shares[@]}"; do
+	extra+=(-fsdev "local,id=share$i,path=$(qemu_opt "${shares[$i]}"),security_model=none,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=share$i,mount_tag=share$i")
+	dir=$(quote "${shares[$i]}")
+	# A path the guest does not see (under its own /run) is made in its tmpfs.  cache=mmap:
+	# writes go through to the host, and a program may map a file shared and writable.
+	opts=trans=virtio,version=9p2000.L,msize=512000,cache=mmap
+	setup+=("mkdir -p $dir 2>/dev/null; mount -t 9p -o $opts share$i $dir ||
+	{ echo 'run-guest: cannot mount the share of '$dir >&2; exit 1; }")
+done
+
 rm -rf "$out"
 mkdir -p "$out"
 {
@@ -51,9 +75,10 @@ mkdir -p "$out"
 	echo "export HPU_EXPECT_HBM_SIZE=$hbm_size HPU_EXPECT_NUM_DMA=$num_dma"
 	echo "export HPU_EXPECT_NUM_MME=$num_mme HPU_EXPECT_NUM_TPC=$num_tpc"
 	echo "export HPU_BOOT_DELAY_MS=$boot_delay_ms"
+	[ ${#setup[@]} -eq 0 ] || printf '%s\n' "${setup[@]}"
 	echo "cd '$top' || exit 1"
 	printf 'exec'
-	printf " %q" "$@"
+	for arg; do printf ' %s' "$(quote "$arg")"; done
 	echo
 } >"$out/cmd.sh"
 
@@ -67,6 +92,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# console: the guest's console into console.log, and onto the terminal unless -q.
+console() { if [ -n "$quiet" ]; then cat >"$out/console.log"; else tee "$out/console.log"; fi; }
 
 # tsc=reliable: under TCG the guest's TSC is the host's (invariant, the same on every CPU), but
 # the kernel's boot-time sync check fails on the emulated CPUs' skew and falls back to the
@@ -86,10 +113,10 @@ cmdline+=" slub_debug=FZPU page_poison=1 firmware_class.path=$top/build/firmware
 	-append "$cmdline" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
-	-fsdev local,id=hpuout,path="$out",security_model=none,multidevs=remap \
+	-fsdev local,id=hpuout,path="$(qemu_opt "$out")",security_model=none,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hpuout,mount_tag=hpuout \
 	-device "hpu,hbm-size=$hbm_size,num-dma=$num_dma,num-mme=$num_mme,num-tpc=$num_tpc,boot-delay-ms=$boot_delay_ms$devopts" \
-	</dev/null > >(tee "$out/console.log") &
+	"${extra[@]}" </dev/null > >(console) &
 qemu_pid=$!
 # The watchdog polls rather than sleeping the whole timeout, so that it ends with QEMU.
 (
@@ -115,10 +142,15 @@ wait "$watchdog" || true
 if [ -e "$mon/timed-out" ]; then
 	# The gist here too, for a CI log that may be all there is: each CPU's RIP, halted or not,
 	# and the interrupt counts, per sample.
-	echo "run-guest: timed out after ${timeout}s; where the guest was ($out/hang.txt," \
-		"its backtraces in $out/console.log):" >&2
-	grep -E '^\(qemu\) info (cpus|irq)|CPU #|RIP=|IRQ statistics|^ *[0-9]+: [0-9]+$' \
-		"$out/hang.txt" >&2 || true
+	where="run-guest: timed out after ${timeout}s; where the guest was ($out/hang.txt, its"
+	where+=" backtraces in $out/console.log)"
+	if [ -n "$quiet" ]; then
+		echo "$where" >&2
+	else
+		echo "$where:" >&2
+		grep -E '^\(qemu\) info (cpus|irq)|CPU #|RIP=|IRQ statistics|^ *[0-9]+: [0-9]+$' \
+			"$out/hang.txt" >&2 || true
+	fi
 	exit 124
 fi
 if [ ! -f "$out/rc" ]; then
