@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: the source checks (tests/lint), the host unit tests (also under
-# ASan/UBSan), then one guest boot running every in-guest suite.  Gathers the TAP of both, prints "N passed, M
+# ASan/UBSan), then one guest boot running every in-guest suite, then the users'
+# launcher's test (tests/launcher, a short boot of its own).  Gathers the TAP of all, prints "N passed, M
 # failed" last, and exits non-zero on any failure, a sanitizer report, a guest
 # kernel warning/oops, or a timeout.
 set -uo pipefail
@@ -57,6 +58,13 @@ for f in "$top"/build/guest-run/*.tap; do
 	[ -e "$f" ] && cp "$f" "$res/guest-$(basename "$f")"
 done
 awk -v s="$start" -v e="$end" 'BEGIN { printf "# guest run: %.1f s wall\n", e - s }'
+
+# The users' launcher, scripts/hpu-vm: its rules, and a boot of its own.
+echo "# launcher scripts/hpu-vm"
+start=$(date +%s.%N)
+"$top/tests/launcher/hpu_vm.sh" >"$res/launcher-hpu_vm.tap" 2>&1 || problems+=("launcher test failed")
+cat "$res/launcher-hpu_vm.tap"
+awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "# launcher: %.1f s wall\n", e - s }'
 
 # Top-level TAP results only: subtests in kselftest output are indented.
 pass=$(cat "$res"/*.tap 2>/dev/null | grep -cE '^ok [0-9]+' || true)
