@@ -68,10 +68,11 @@ guest_env() {
 }
 env_is() { grep -qxF -- "$1" "$scratch/env" || { sed 's/^/# env: /' "$scratch/env"; false; }; }
 env_lacks() { ! grep -q "^$1=" "$scratch/env"; }
-PT_HPU_LAZY_MODE=0 LOG_LEVEL_PT_FALLBACK=1 HPU_LOG_FALLBACK=1 VM_TEST_HIDDEN=1 VM_TEST_E=2 \
-	LD_LIBRARY_PATH=/mine PYTHONPATH=/py guest_env -e VM_TEST_E PT_HPU_LAZY_MODE=1 'VM_TEST_W=a b' \
-	-- true >"$scratch/env"
-env_is PT_HPU_LAZY_MODE=1 && env_is LOG_LEVEL_PT_FALLBACK=1 && env_is HPU_LOG_FALLBACK=1
+PT_HPU_LAZY_MODE=0 PT_HPU_MAX_COMPOUND_OP_SIZE=7 LOG_LEVEL_PT_FALLBACK=1 HPU_LOG_FALLBACK=1 \
+	VM_TEST_HIDDEN=1 VM_TEST_E=2 LD_LIBRARY_PATH=/mine PYTHONPATH=/py \
+	guest_env -e VM_TEST_E PT_HPU_LAZY_MODE=1 'VM_TEST_W=a b' -- true >"$scratch/env"
+env_is PT_HPU_MAX_COMPOUND_OP_SIZE=7 && env_is LOG_LEVEL_PT_FALLBACK=1 &&
+	env_is HPU_LOG_FALLBACK=1 && env_is PT_HPU_LAZY_MODE=1
 ok $? "PT_HPU_*, LOG_LEVEL_* and HPU_* pass; NAME=VALUE before the command wins"
 env_lacks VM_TEST_HIDDEN && ! grep -q '^PYTHONPATH=.*/py$' "$scratch/env" && env_is VM_TEST_E=2 &&
 	env_is 'VM_TEST_W=a b'
