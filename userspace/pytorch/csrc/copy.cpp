@@ -55,6 +55,7 @@ void device_copy(const at::Tensor &dst, const at::Tensor &src)
 // dst on the device, src in host memory.
 void upload(const at::Tensor &dst, const at::Tensor &src)
 {
+	check_not_capturing(current_stream(dst.device().index()), "a copy from the host");
 	at::Tensor host = src;
 
 	if (src.scalar_type() != dst.scalar_type() && !device_casts(dst, src))
@@ -73,6 +74,8 @@ void upload(const at::Tensor &dst, const at::Tensor &src)
 // dst in host memory, src on the device.
 void download(const at::Tensor &dst, const at::Tensor &src)
 {
+	check_not_capturing(current_stream(src.device().index()),
+			    "a host read (.item(), .cpu(), printing, a copy to the host)");
 	at::Tensor from = src;
 
 	if (src.scalar_type() != dst.scalar_type() && device_casts(dst, src)) {

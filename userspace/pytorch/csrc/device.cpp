@@ -4,7 +4,8 @@
  * switch between them (C10_REGISTER_GUARD_IMPL): a device index is libhpu's, each device is
  * opened on first use and kept for the process (tensors may outlive any Python object; the
  * process's exit closes its driver file).  The current device and each device's current
- * stream are per thread, as CUDA's are.
+ * stream are per thread, as CUDA's are, but for a device capturing an HPU graph: every other
+ * thread's work on it goes to the capturing stream (graph.cpp).
  */
 #include "hpu_torch.h"
 
@@ -92,7 +93,7 @@ c10::Stream current_stream(c10::DeviceIndex index)
 {
 	check_index(index);
 	return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::HPU, index),
-			   tls_stream[index]);
+			   thread_stream(index, tls_stream[index]));
 }
 
 c10::Stream set_current_stream(c10::Stream s)

@@ -10,11 +10,14 @@
  * read at each fallback), logged on stderr in the seeds' format, the op's inputs by name:
  *   CPU fallback digamma : self=HPUBFloat16Type
  * The frequency table at exit is printed by the Python package (hpu_torch/_fallback.py).
+ *
+ * It is refused, before anything moves, in strict mode and during an HPU graph's capture.
  */
 #include "hpu_torch.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include <ATen/native/CPUFallback.h>
@@ -60,12 +63,35 @@ std::string inputs(const c10::FunctionSchema &schema, const torch::jit::Stack &s
 	return s;
 }
 
+/*
+ * A fallback is refused in strict mode (PT_HPU_FALLBACK_STRICT=1, read at each fallback) and
+ * while the stream its operands' device would run it on captures an HPU graph.
+ */
+void refuse_if_strict_or_capturing(const std::string &name, const c10::FunctionSchema &schema,
+				   const torch::jit::Stack &stack)
+{
+	const char *strict = getenv("PT_HPU_FALLBACK_STRICT");
+	std::string what = name + " has no kernel on the device for " + inputs(schema, stack) +
+			   ": its CPU fallback";
+
+	TORCH_CHECK(!strict || strcmp(strict, "1"), "hpu: ", what,
+		    " is refused in strict mode (PT_HPU_FALLBACK_STRICT=1)");
+	for (size_t i = stack.size() - schema.arguments().size(); i < stack.size(); i++) {
+		if (stack[i].isTensor() && stack[i].toTensor().device().is_hpu()) {
+			check_not_capturing(current_stream(stack[i].toTensor().device().index()),
+					    what.c_str());
+			return;
+		}
+	}
+}
+
 } // namespace
 
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	const c10::OperatorName &name = op.schema().operator_name();
 
+	refuse_if_strict_or_capturing(name.name, op.schema(), *stack);
 	{
 		std::lock_guard<std::mutex> guard(counts_lock);
 		counts[name.name]++;

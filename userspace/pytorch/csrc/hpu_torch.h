@@ -61,6 +61,8 @@ c10::Stream pool_stream(c10::DeviceIndex index);
 hpu_stream *stream(c10::Stream s);
 // The current libhpu stream of a tensor's device: where its ops are enqueued.
 hpu_stream *stream_of(const at::Tensor &t);
+// Stream id of a device, as Python names it (module.cpp).
+c10::Stream stream_at(c10::DeviceIndex index, c10::StreamId id);
 
 // allocator.cpp: storage is a libhpu tensor of bytes; the DataPtr holds it.
 
@@ -107,5 +109,12 @@ void copy_into(const at::Tensor &dst, const at::Tensor &src);
 // fallback.cpp: the boxed CPU fallback, its counts by op ("aten::digamma").
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 std::map<std::string, uint64_t> fallback_counts();
+
+// graph.cpp: HPU graphs.  The stream the calling thread's work on a device goes to, own its
+// current one: the capturing stream while another thread captures a graph on the device (so
+// that the autograd engine's thread is captured too), else own.
+c10::StreamId thread_stream(c10::DeviceIndex index, c10::StreamId own);
+// Throws, naming what, if s captures a graph: host work (copies, the CPU fallback) is refused.
+void check_not_capturing(c10::Stream s, const char *what);
 
 } // namespace hpu_torch

@@ -13,13 +13,18 @@
 namespace py = pybind11;
 
 namespace hpu_torch {
-namespace {
+
+// The module's parts that live with what they wrap: graph.cpp, metrics.cpp.
+void init_graph(py::module &m);
+void init_metrics(py::module &m);
 
 c10::Stream stream_at(c10::DeviceIndex index, c10::StreamId id)
 {
 	check_index(index);
 	return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::HPU, index), id);
 }
+
+namespace {
 
 // An event of one device, created when first recorded (as CUDA's), destroyed with its object.
 class Event {
@@ -131,4 +136,6 @@ PYBIND11_MODULE(_C, m)
 	m.def("_reset_peak_memory_stats", [](c10::DeviceIndex i) { reset_peak_memory_stats(i); });
 	m.def("_empty_cache", [](c10::DeviceIndex i) { HPU_CHECK(hpu_mem_empty_cache(device(i))); });
 	m.def("_fallback_counts", fallback_counts);
+	init_graph(m);
+	init_metrics(m);
 }

@@ -9,6 +9,8 @@ fallback (counted: fallback_counts(); logged with LOG_LEVEL_PT_FALLBACK=1), and
 """
 import torch
 
+# Gaudi's variables onto libhpu's, before a device opens.
+from . import _env  # noqa: F401
 # Loading the extension registers the allocator, the device guard and the kernels.
 from . import _C
 from . import _fallback, _printing, hpu

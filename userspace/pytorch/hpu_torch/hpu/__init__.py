@@ -10,6 +10,8 @@ from ._device import _index
 from .memory import (empty_cache, max_memory_allocated, memory_allocated, memory_reserved,
                      memory_stats, reset_peak_memory_stats)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
+from . import metrics
+from .graphs import HPUGraph, ModuleCacher, graph, make_graphed_callables, wrap_in_hpu_graph
 
 
 def is_available():
@@ -52,4 +54,5 @@ class device:
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "device", "Stream", "Event", "current_stream", "default_stream", "set_stream",
            "stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "memory_stats", "reset_peak_memory_stats", "empty_cache"]
+           "memory_stats", "reset_peak_memory_stats", "empty_cache", "HPUGraph", "graph",
+           "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph", "metrics"]
