@@ -6,10 +6,17 @@
  * process's exit closes its driver file).  The current device and each device's current
  * stream are per thread, as CUDA's are, but for a device capturing an HPU graph: every other
  * thread's work on it goes to the capturing stream (graph.cpp).
+ *
+ * Lazy mode is libhpu's: each stream is made lazy (or eager) as it is created, and switching
+ * the mode switches every stream made so far; mark_step() launches what a device's streams
+ * recorded.  Host reads need no step of their own: libhpu flushes a lazy stream for any copy,
+ * synchronize or query.
  */
 #include "hpu_torch.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -40,6 +47,34 @@ struct DeviceState {
 };
 
 DeviceState devices[kMaxDevices];
+
+// PT_HPU_LAZY_MODE: 0 is eager, anything else (or nothing) lazy.
+std::atomic<bool> lazy{[] {
+	const char *v = getenv("PT_HPU_LAZY_MODE");
+
+	return !v || strcmp(v, "0");
+}()};
+
+// A new stream in the process's mode, its graphs capped by PT_HPU_MAX_COMPOUND_OP_SIZE.
+void configure(hpu_stream *st)
+{
+	const char *cap = getenv("PT_HPU_MAX_COMPOUND_OP_SIZE");
+
+	HPU_CHECK(hpu_stream_set_lazy(st, lazy));
+	if (cap && atoi(cap) > 0)
+		HPU_CHECK(hpu_stream_set_max_graph_ops(st, unsigned(atoi(cap))));
+}
+
+// Calls fn on every stream made so far on the device (those it locks out are being made).
+template <class Fn>
+void each_stream(DeviceState &d, Fn fn)
+{
+	std::lock_guard<std::mutex> guard(d.lock);
+
+	for (auto &s : d.streams)
+		if (hpu_stream *st = s.load(std::memory_order_acquire))
+			fn(st);
+}
 thread_local c10::DeviceIndex tls_device = 0;
 thread_local c10::StreamId tls_stream[kMaxDevices] = {};
 
@@ -128,9 +163,33 @@ hpu_stream *stream(c10::Stream s)
 	st = d.streams[id].load(std::memory_order_relaxed);
 	if (!st) {
 		HPU_CHECK(hpu_stream_create(dev, &st));
+		try {
+			configure(st);
+		} catch (...) {
+			hpu_stream_destroy(st);
+			throw;
+		}
 		d.streams[id].store(st, std::memory_order_release);
 	}
 	return st;
+}
+
+bool lazy_mode()
+{
+	return lazy;
+}
+
+void set_lazy_mode(bool on)
+{
+	lazy = on;
+	for (DeviceState &d : devices)
+		each_stream(d, [&](hpu_stream *st) { HPU_CHECK(hpu_stream_set_lazy(st, on)); });
+}
+
+void mark_step(c10::DeviceIndex index)
+{
+	check_index(index);
+	each_stream(devices[index], [](hpu_stream *st) { HPU_CHECK(hpu_mark_step(st)); });
 }
 
 hpu_stream *stream_of(const at::Tensor &t)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * hpu_torch's C++ side: what its files share.  The extension is PyTorch glue over libhpu's
- * public API only: devices and streams (device.cpp), storage (allocator.cpp), libhpu views of
- * at::Tensors (tensor.cpp), copies (copy.cpp), the kernels registered at the HPU key
- * (factory.cpp, ops.cpp), the CPU fallback for every other op (fallback.cpp) and the Python
- * module (module.cpp).
+ * public API only: devices, streams and lazy mode (device.cpp), storage (allocator.cpp), libhpu
+ * views of at::Tensors (tensor.cpp), copies (copy.cpp), the kernels registered at the HPU key
+ * (factory.cpp, ops.cpp and ops_<family>.cpp), the CPU fallback for every other op
+ * (fallback.cpp) and the Python module (module.cpp).
  *
  * Every libhpu call goes through HPU_CHECK: a failure becomes a c10::Error carrying
  * hpu_last_error(), which Python sees as a RuntimeError.
@@ -12,15 +12,18 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <ATen/native/CPUFallback.h>
 #include <c10/core/Stream.h>
 
 #include <hpu/hpu.h>
+#include <hpu/hpu_graph.h>
 #include <hpu/hpu_tensor.h>
 
 namespace hpu_torch {
@@ -63,6 +66,17 @@ hpu_stream *stream(c10::Stream s);
 hpu_stream *stream_of(const at::Tensor &t);
 // Stream id of a device, as Python names it (module.cpp).
 c10::Stream stream_at(c10::DeviceIndex index, c10::StreamId id);
+
+/*
+ * Lazy mode (PT_HPU_LAZY_MODE, default 1): every stream records its ops into graphs that
+ * libhpu compiles and launches at mark_step() or when anything needs their results (a host
+ * read, a copy, a synchronize, a CPU fallback).  PT_HPU_MAX_COMPOUND_OP_SIZE caps a graph.
+ */
+bool lazy_mode();
+// Switches the streams made so far and those to come (going eager flushes them).
+void set_lazy_mode(bool lazy);
+// Launches what the device's streams recorded.
+void mark_step(c10::DeviceIndex index);
 
 // allocator.cpp: storage is a libhpu tensor of bytes; the DataPtr holds it.
 
@@ -116,5 +130,39 @@ std::map<std::string, uint64_t> fallback_counts();
 c10::StreamId thread_stream(c10::DeviceIndex index, c10::StreamId own);
 // Throws, naming what, if s captures a graph: host work (copies, the CPU fallback) is refused.
 void check_not_capturing(c10::Stream s, const char *what);
+
+/*
+ * ops.cpp: what the kernels (ops*.cpp) share.  A kernel runs on the device when it can take
+ * its operands, else hands the very call to the CPU fallback: fall_back<at::_ops::OP>(args...).
+ */
+template <class Op, class... Args>
+decltype(auto) fall_back(Args &&...args)
+{
+	return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
+// Whether the device stores v into a tensor of type as PyTorch would.
+bool holds_exactly(at::ScalarType type, const at::Scalar &v);
+// A number as PyTorch passes one among tensors: a 0-dim tensor in host memory.
+bool is_host_scalar(const at::Tensor &t);
+// Whether the device computes on t in a floating dtype.
+bool floating_on_device(const at::Tensor &t);
+// Whether out is floating on the device and each of in a device tensor of its dtype and device.
+bool same_floats(const at::Tensor &out, std::initializer_list<at::Tensor> in);
+/*
+ * t as an operand of an op writing out, in dtype type: t, a device cast of it, or (a host
+ * number) a 0-dim device tensor holding it; undefined when the device cannot take it.
+ */
+at::Tensor operand(const at::Tensor &t, const at::Tensor &out, at::ScalarType type);
+// An out= argument resized to sizes, as PyTorch's structured kernels resize theirs.
+void resize_out(const at::Tensor &out, at::IntArrayRef sizes);
+// Whether a and b share any storage.
+bool shares_storage(const at::Tensor &a, const at::Tensor &b);
+
+// ops_eltwise.cpp: out = fn(a, alpha * b) on the device, b broadcast; false if it cannot.
+bool binary_into(enum hpu_binary_fn fn, const at::Tensor &out, const at::Tensor &a,
+		 const at::Tensor &b, double alpha = 1);
+
+// ops_nn.cpp: the device's dropout generator, seeded per device (torch.hpu.manual_seed).
+void manual_seed(c10::DeviceIndex index, uint64_t seed);
 
 } // namespace hpu_torch

@@ -1,63 +1,102 @@
 // SPDX-License-Identifier: MIT
 /*
- * Kernels at the HPU key that compute: fill_ and zero_, _local_scalar_dense (item() and
- * printing), random fills, and add, mul and relu on the device's ops.  A kernel whose operands
- * the device cannot take (a dtype it does not compute in, more dims than it has, a value it
- * cannot hold exactly) hands the call to the CPU fallback, counted like any other.
+ * What the kernels at the HPU key share (operands, out= arguments, the fallback's conditions),
+ * and the kernels that move values rather than compute: fill_ and zero_, _local_scalar_dense
+ * (item() and printing) and random fills.  The computing kernels are in ops_<family>.cpp.
  *
  * Random fills draw on the host, with the generator given or PyTorch's default CPU generator,
- * and copy the numbers over: the device's own generator is not wired to PyTorch yet.
+ * and copy the numbers over; dropout alone draws on the device (ops_nn.cpp).
  */
 #include "hpu_torch.h"
 
 #include <cfloat>
 #include <cmath>
 
-#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
-#include <ATen/native/CPUFallback.h>
-#include <ATen/ops/add_ops.h>
-#include <ATen/ops/fill_ops.h>
-#include <ATen/ops/mul_ops.h>
-#include <ATen/ops/relu_ops.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 namespace hpu_torch {
-namespace {
-
-template <class Op, class... Args>
-decltype(auto) fall_back(Args &&...args)
-{
-	return at::native::call_fallback_fn<&cpu_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 /*
- * Whether the device stores v into t's dtype as PyTorch would.  libhpu takes values as doubles
- * and converts them unchecked: integers beyond 2^53, and values that PyTorch refuses for the
- * dtype (out of its range) or converts otherwise (a fraction into an integer), go to the CPU.
+ * libhpu takes values as doubles and converts them unchecked: integers beyond 2^53, and values
+ * that PyTorch refuses for the dtype (out of its range) or converts otherwise (a fraction into
+ * an integer), are not the device's to store.
  */
-bool holds_exactly(const at::Tensor &t, const at::Scalar &v)
+bool holds_exactly(at::ScalarType type, const at::Scalar &v)
 {
 	const int64_t exact = int64_t(1) << 53;
 
 	if (v.isComplex())
 		return false;
-	if (v.isBoolean() || t.scalar_type() == at::kBool)
+	if (v.isBoolean() || type == at::kBool)
 		return true;
 	if (v.isIntegral(false)) {
 		int64_t i = v.toLong();
 
-		if (t.scalar_type() == at::kInt)
+		if (type == at::kInt)
 			return i >= INT32_MIN && i <= INT32_MAX;
 		return i >= -exact && i <= exact;
 	}
 	double d = v.toDouble();
-	return at::isFloatingType(t.scalar_type()) && (!std::isfinite(d) || std::abs(d) <= FLT_MAX);
+	return at::isFloatingType(type) && (!std::isfinite(d) || std::abs(d) <= FLT_MAX);
 }
+
+bool is_host_scalar(const at::Tensor &t)
+{
+	return t.device().is_cpu() && t.dim() == 0;
+}
+
+bool floating_on_device(const at::Tensor &t)
+{
+	return on_device(t) && at::isFloatingType(t.scalar_type());
+}
+
+bool same_floats(const at::Tensor &out, std::initializer_list<at::Tensor> in)
+{
+	if (!floating_on_device(out))
+		return false;
+	for (const at::Tensor &t : in)
+		if (!on_device(t) || t.scalar_type() != out.scalar_type() ||
+		    t.device() != out.device())
+			return false;
+	return true;
+}
+
+at::Tensor operand(const at::Tensor &t, const at::Tensor &out, at::ScalarType type)
+{
+	if (!device_dtype(type))
+		return {};
+	if (is_host_scalar(t)) {
+		at::Scalar v = t.item();
+
+		if (!holds_exactly(type, v))
+			return {};
+		at::Tensor s = at::empty({}, out.options().dtype(type));
+		HPU_CHECK(hpu_op_fill(stream_of(s), View(s), v.toDouble()));
+		return s;
+	}
+	if (!on_device(t) || t.device() != out.device())
+		return {};
+	return t.scalar_type() == type ? t : t.to(type);
+}
+
+void resize_out(const at::Tensor &out, at::IntArrayRef sizes)
+{
+	if (out.sizes() != sizes)
+		at::native::resize_output(out, sizes);
+}
+
+bool shares_storage(const at::Tensor &a, const at::Tensor &b)
+{
+	return a.defined() && b.defined() && a.storage().is_alias_of(b.storage());
+}
+
+namespace {
 
 at::Tensor &fill(at::Tensor &self, const at::Scalar &value)
 {
-	if (!on_device(self) || !holds_exactly(self, value))
+	if (!on_device(self) || !holds_exactly(self.scalar_type(), value))
 		return fall_back<at::_ops::fill__Scalar>(self, value);
 	at::assert_no_internal_overlap(self);
 	if (self.numel())
@@ -114,62 +153,6 @@ at::Tensor &random(at::Tensor &self, c10::optional<at::Generator> gen)
 	return host_draw(self, [&](at::Tensor &h) { h.random_(gen); });
 }
 
-bool floating_on_device(const at::Tensor &t)
-{
-	return on_device(t) && at::isFloatingType(t.scalar_type());
-}
-
-/*
- * a fn (alpha * b) on the device, b an HPU tensor of a's dtype or a host scalar that leaves
- * a's dtype the result's; nullopt when the device cannot.
- */
-c10::optional<at::Tensor> binary(enum hpu_binary_fn fn, const at::Tensor &a, const at::Tensor &b,
-				  double alpha)
-{
-	bool scalar = b.device().is_cpu() && b.dim() == 0;
-
-	if (!floating_on_device(a) || at::result_type(a, b) != a.scalar_type() ||
-	    !(scalar || (on_device(b) && b.device() == a.device())))
-		return c10::nullopt;
-	at::Tensor out = at::empty(scalar ? a.sizes().vec() : at::infer_size(a.sizes(), b.sizes()),
-				   a.options());
-	if (!out.numel())
-		return out;
-	if (scalar)
-		HPU_CHECK(hpu_op_binary_scalar(stream_of(out), fn, View(out), View(a),
-					       alpha * b.item().toDouble()));
-	else if (fn == HPU_BIN_ADD)
-		HPU_CHECK(hpu_op_add(stream_of(out), View(out), View(a), View(b), alpha));
-	else
-		HPU_CHECK(hpu_op_binary(stream_of(out), fn, View(out), View(a), View(b)));
-	return out;
-}
-
-at::Tensor add(const at::Tensor &self, const at::Tensor &other, const at::Scalar &alpha)
-{
-	if (auto out = binary(HPU_BIN_ADD, self, other, alpha.toDouble()))
-		return *out;
-	return fall_back<at::_ops::add_Tensor>(self, other, alpha);
-}
-
-at::Tensor mul(const at::Tensor &self, const at::Tensor &other)
-{
-	if (auto out = binary(HPU_BIN_MUL, self, other, 1))
-		return *out;
-	return fall_back<at::_ops::mul_Tensor>(self, other);
-}
-
-at::Tensor relu(const at::Tensor &self)
-{
-	if (!on_device(self) || self.scalar_type() == at::kBool)
-		return fall_back<at::_ops::relu>(self);
-	at::Tensor out = at::empty(self.sizes(), self.options());
-
-	if (out.numel())
-		HPU_CHECK(hpu_op_unary(stream_of(out), HPU_UN_RELU, View(out), View(self)));
-	return out;
-}
-
 TORCH_LIBRARY_IMPL(aten, HPU, m)
 {
 	m.impl("fill_.Scalar", fill);
@@ -180,9 +163,6 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("random_.from", random_from);
 	m.impl("random_.to", random_to);
 	m.impl("random_", random);
-	m.impl("add.Tensor", add);
-	m.impl("mul.Tensor", mul);
-	m.impl("relu", relu);
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""torch.hpu: the hpu devices, their streams, events and memory.
+"""torch.hpu: the hpu devices, their streams, events, memory and generators.
 
 The API of PyTorch's device modules (torch.cuda's shape): devices are numbered
 as libhpu numbers them and opened on first use; the current device and each
@@ -9,6 +9,7 @@ from .. import _C
 from ._device import _index
 from .memory import (empty_cache, max_memory_allocated, memory_allocated, memory_reserved,
                      memory_stats, reset_peak_memory_stats)
+from .random import manual_seed, manual_seed_all
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
 from . import metrics
 from .graphs import HPUGraph, ModuleCacher, graph, make_graphed_callables, wrap_in_hpu_graph
@@ -54,5 +55,6 @@ class device:
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "device", "Stream", "Event", "current_stream", "default_stream", "set_stream",
            "stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "memory_stats", "reset_peak_memory_stats", "empty_cache", "HPUGraph", "graph",
-           "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph", "metrics"]
+           "memory_stats", "reset_peak_memory_stats", "empty_cache", "manual_seed",
+           "manual_seed_all", "HPUGraph", "graph", "make_graphed_callables", "ModuleCacher",
+           "wrap_in_hpu_graph", "metrics"]
