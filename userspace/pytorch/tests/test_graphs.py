@@ -289,20 +289,22 @@ def test_metrics_count_compilations():
     with pytest.raises(RuntimeError, match="no metric"):
         metrics.metric_global("no_such_metric")
 
-    def capture(n):
-        x = torch.ones(n, 3, device=HPU)
+    def capture(x):
         g = torch.hpu.HPUGraph()
         with torch.hpu.graph(g):
             y = x * x + x
         return g, y
 
-    # Shapes no other test captured: one compilation each, none for the same shape again.
+    # Shapes no other test captured: one compilation each, none for the same shape again.  The
+    # inputs are made first: in lazy mode their fills compile graphs of their own.
     sizes = [17, 18, 19]
+    xs = [torch.ones(n, 3, device=HPU) for n in sizes]
+    torch.hpu.synchronize()
     with metrics.metric_localcontext("graph_compilation") as local:
         start = stat("graph_compilation", "TotalNumber")
-        graphs = [capture(n) for n in sizes]
+        graphs = [capture(x) for x in xs]
         assert stat("graph_compilation", "TotalNumber") == start + len(sizes)
-        graphs.append(capture(sizes[0]))
+        graphs.append(capture(xs[0]))
         for g, _ in graphs:
             g.replay()
         assert stat("graph_compilation", "TotalNumber") == start + len(sizes)
