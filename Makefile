@@ -34,8 +34,10 @@ INCLUDES = -Iuapi -Ihw -Iqemu-device/core \
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/host/test_*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildcard tests/guest/*_test.c))
-BENCHES := $(patsubst tests/bench/bench_%.c,%,$(wildcard tests/bench/bench_*.c))
-BENCH_BINS := $(patsubst %,$(BUILD)/tests/bench/bench_%,$(BENCHES))
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/bench_*.c))
+# Benchmarks of the PyTorch bridge (bench_<name>.py) run from the tree, with hpu_torch.
+BENCHES := $(patsubst tests/bench/bench_%.c,%,$(wildcard tests/bench/bench_*.c)) \
+	$(patsubst tests/bench/bench_%.py,%,$(wildcard tests/bench/bench_*.py))
 # Host halves of benchmarks (host_<name>.c), run by tests/run-bench.sh before the guest boots.
 BENCH_HOST_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/host_*.c))
 

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""bench-torch: the seeds' table for our stack through PyTorch (hpu_torch), in one process.
+
+STEPS steps (argv[1], default 100) of userspace/pytorch/examples/mnist.py's training in each of
+its five modes, then the same training by PyTorch on this machine's CPU, each step synchronized
+so that it can be timed.  Per mode (BENCH torch_mnist_<mode>_...):
+  step_ms        median time of a step, Python's first call to done
+  host_ms        median host time of a step: Python's first call until the step is enqueued
+                 (its calls return without waiting for the device)
+  first_step_ms  the mode's setup (warm-ups, captures) and first step, to done
+  compiles       libhpu's graph compilations over the mode's steps (graph_compilation)
+  accuracy       test accuracy after the steps (fraction)
+and the issue's comparisons, measured in this run:
+  torch_mnist_host_ratio          no_graphs host time / capture_replay host time
+  torch_mnist_step_ratio          no_graphs step time / capture_replay step time
+  torch_mnist_graphed_host_ratio  no_graphs host time / graphed_callables host time
+  torch_vs_cpu_step_ratio         the CPU's step time / capture_replay step time
+  torch_eager_op_overhead         host time of a small eager op (add_ of 64 floats) on hpu /
+                                  on the CPU backend
+Medians, since the emulator's host is shared and its load changes over seconds.  Eager mode
+runs last: it turns lazy mode off for the process.
+"""
+import importlib.util
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import hpu_torch
+
+TOP = os.environ.get("HPU_TOP") or os.path.join(os.path.dirname(__file__), "..", "..")
+STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+BATCH = 200
+OPS = 2000
+
+
+def example():
+    path = os.path.join(TOP, "userspace", "pytorch", "examples", "mnist.py")
+    spec = importlib.util.spec_from_file_location("mnist_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compiles():
+    return hpu_torch._C._metric_value("graph_compilation", "TotalNumber")
+
+
+def sync(device):
+    if device == "hpu":
+        torch.hpu.synchronize()
+
+
+def run(mnist, mode, data, test, device="hpu"):
+    """One mode's figures: step and host medians (ms), first step (ms), compiles, accuracy."""
+    torch.manual_seed(0)
+    model = mnist.Net().to(device)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    before = compiles()
+    start = time.perf_counter()
+    step = mnist.make_step(mode, model, optimizer, BATCH, device)
+    steps, hosts, first = [], [], None
+    for data_b, target_b in mnist.batches(*data, BATCH, STEPS):
+        t0 = time.perf_counter()
+        step(data_b, target_b)
+        t1 = time.perf_counter()
+        sync(device)
+        t2 = time.perf_counter()
+        if first is None:
+            first = t2 - start
+        else:
+            steps.append(t2 - t0)
+            hosts.append(t1 - t0)
+    done = compiles() - before
+    return (statistics.median(steps) * 1e3, statistics.median(hosts) * 1e3, first * 1e3, done,
+            mnist.accuracy(model, *test, device))
+
+
+def op_host_us(device):
+    """Host time of one small eager add_ (µs), median of 5 runs of OPS calls."""
+    a = torch.ones(64, device=device)
+    b = torch.ones(64, device=device)
+    runs = []
+    for _ in range(5):
+        sync(device)
+        t0 = time.perf_counter()
+        for _ in range(OPS):
+            a.add_(b)
+        runs.append((time.perf_counter() - t0) / OPS * 1e6)
+        sync(device)
+    return statistics.median(runs)
+
+
+def main():
+    mnist = example()
+    data, test = mnist.load("train"), mnist.load("test")
+    order = ("no_graphs", "graphed_callables", "capture_replay", "module_cacher", "eager")
+    got = {mode: run(mnist, mode, data, test) for mode in order}
+    got["cpu"] = run(mnist, "no_graphs", data, test, "cpu")
+    op_hpu, op_cpu = op_host_us("hpu"), op_host_us("cpu")
+
+    print(f"{STEPS} steps of batch {BATCH}, each synchronized; medians")
+    print(f"{'mode':<18} {'step ms':>9} {'host ms':>9} {'first ms':>10} {'compiles':>9} "
+          f"{'accuracy':>9}")
+    for mode in mnist.MODES + ("cpu",):
+        step, host, first, done, acc = got[mode]
+        print(f"{mode:<18} {step:9.3f} {host:9.3f} {first:10.1f} {done:9d} {acc:9.4f}")
+    for mode in mnist.MODES + ("cpu",):
+        step, host, first, done, acc = got[mode]
+        name = "torch_mnist_" + mode
+        print(f"BENCH {name}_step_ms {step:.3f} ms")
+        print(f"BENCH {name}_host_ms {host:.3f} ms")
+        print(f"BENCH {name}_first_step_ms {first:.1f} ms")
+        print(f"BENCH {name}_compiles {done} compiles")
+        print(f"BENCH {name}_accuracy {acc:.4f} fraction")
+    plain, replay = got["no_graphs"], got["capture_replay"]
+    print(f"BENCH torch_mnist_host_ratio {plain[1] / replay[1]:.2f} ratio")
+    print(f"BENCH torch_mnist_step_ratio {plain[0] / replay[0]:.2f} ratio")
+    print(f"BENCH torch_mnist_graphed_host_ratio {plain[1] / got['graphed_callables'][1]:.2f} ratio")
+    print(f"BENCH torch_vs_cpu_step_ratio {got['cpu'][0] / replay[0]:.2f} ratio")
+    print(f"BENCH torch_eager_op_us {op_hpu:.2f} us")
+    print(f"BENCH torch_cpu_op_us {op_cpu:.2f} us")
+    print(f"BENCH torch_eager_op_overhead {op_hpu / op_cpu:.2f} ratio")
+
+
+if __name__ == "__main__":
+    main()
