@@ -91,6 +91,25 @@ def test_capture_begin_end_on_a_side_stream():
     assert torch.equal(b.cpu(), torch.full((100,), 2.0))
 
 
+def test_dropout_masks_differ_per_replay():
+    # The device's generator advances its offset in device memory: each replay draws anew.
+    # A warm-up first, as the seeds' loops do: the generator's state is made by its first use,
+    # a copy from the host that a capture refuses.
+    torch.hpu.manual_seed(0)
+    x = torch.ones(64, 64, device=HPU)
+    torch.nn.functional.dropout(x, 0.5, training=True)
+    g = torch.hpu.HPUGraph()
+    with torch.hpu.graph(g):
+        y = torch.nn.functional.dropout(x, 0.5, training=True)
+    masks = []
+    for _ in range(3):
+        g.replay()
+        masks.append(y.cpu() != 0)
+    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
+    for m in masks:
+        assert 0.4 < m.float().mean().item() < 0.6
+
+
 def test_captured_training_step_with_backward():
     # Forward, backward (run by the autograd engine's thread) and an optimizer step in one
     # graph; replays with new data copied in must train as eager steps do.
