@@ -29,6 +29,13 @@ void init_metrics(py::module &m)
 			stats.emplace_back(metric.stats[i].name, metric.stats[i].value);
 		return stats;
 	});
+	// One stat, read without building the metric's list (mark_step() reads one each step).
+	m.def("_metric_value", [](const std::string &name, const std::string &stat) {
+		uint64_t v;
+
+		HPU_CHECK(hpu_metric_value(name.c_str(), stat.c_str(), &v));
+		return v;
+	});
 	m.def("_metrics_dump_json", [](const std::string &path) {
 		HPU_CHECK(hpu_metrics_dump_json(path.c_str()));
 	});

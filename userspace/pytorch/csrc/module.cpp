@@ -139,15 +139,9 @@ PYBIND11_MODULE(_C, m)
 	init_graph(m);
 	init_metrics(m);
 
-	// Lazy mode, the device's generator and libhpu's counters (for tests and the metrics).
+	// Lazy mode and the device's generator.
 	m.def("_lazy_mode", lazy_mode);
 	m.def("_set_lazy_mode", set_lazy_mode);
 	m.def("_mark_step", [](c10::DeviceIndex i) { mark_step(i); });
 	m.def("_manual_seed", [](c10::DeviceIndex i, uint64_t seed) { manual_seed(i, seed); });
-	m.def("_metric_value", [](const std::string &name, const std::string &stat) {
-		uint64_t v;
-
-		HPU_CHECK(hpu_metric_value(name.c_str(), stat.c_str(), &v));
-		return v;
-	});
 }

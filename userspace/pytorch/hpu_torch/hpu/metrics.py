@@ -46,7 +46,7 @@ def _read(name):
 def check_recompiles():
     """Warns (RecompileWarning) once per new warning libhpu gave about recompilations."""
     global _warned
-    n = dict(_C._metric_global("graph_compilation")).get("RecompileWarnings", 0)
+    n = _C._metric_value("graph_compilation", "RecompileWarnings")
     if n > _warned:
         _warned = n
         warnings.warn(f"hpu: a graph has been recompiled for more shapes than "
