@@ -77,7 +77,13 @@ ELTWISE = {
     "mul_strided": (lambda a, b: a[:, ::2] * b, [(3, 8), (4,)]),
     "div": (lambda a, b: a / pos(b), [(3, 4), (3, 4)]),
     "scalar_div": (lambda a: 1 / pos(a), [(6,)]),
-    "inplace": (lambda a, b: (a * 1).mul_(b).add_(b, alpha=-2).div_(2), [(3, 4), (4,)]),
+    "inplace": (lambda a, b: (a * 1).mul_(b).add_(b, alpha=-2).div_(2).sub_(b), [(3, 4), (4,)]),
+    "inplace_number": (lambda a: (a * 1).add_(2).mul_(0.5).sub_(1, alpha=2).div_(4), [(3, 4)]),
+    "inplace_unary": (lambda a: [getattr(pos(a) * 1, f + "_")() for f in
+                                 ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal",
+                                  "tanh", "sigmoid")], [(3, 4)]),
+    "inplace_addc": (lambda s, a, b: (s * 1).addcmul_(a, b, value=0.5).addcdiv_(a, pos(b)),
+                     [(3, 4), (3, 4), (4,)]),
     "maximum": (lambda a, b: torch.maximum(a, b), [(3, 4), (1, 4)]),
     "minimum": (lambda a, b: torch.minimum(a, b), [(3, 4), (3, 1)]),
     "pow_scalar": (lambda a: pos(a) ** 1.5, [(3, 4)]),
@@ -183,6 +189,40 @@ def test_nll_loss(reduction):
 def test_embedding(padding_idx):
     idx = torch.tensor([[0, 2, 4], [2, 1, 2]])
     check(lambda w, i: F.embedding(i, w, padding_idx=padding_idx), (5, 3), idx)
+
+
+INPLACE_MISUSE = {
+    "does_not_broadcast_into_self": lambda d: torch.ones(3, device=d).add_(torch.ones(2, 3)
+                                                                          .to(d)),
+    "float_into_long": lambda d: torch.ones(3, dtype=torch.long, device=d).mul_(1.5),
+    "float_tensor_into_long": lambda d: torch.ones(3, dtype=torch.long, device=d).sqrt_(),
+    "partial_overlap": lambda d: (lambda x: x[1:].add_(x[:-1]))(torch.ones(4, device=d)),
+    "internal_overlap": lambda d: torch.ones(3, device=d).expand(2, 3).addcmul_(
+        torch.ones(3, device=d), torch.ones(3, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", INPLACE_MISUSE)
+def test_inplace_misuse_raises_as_on_cpu(name):
+    """In-place kernels check what PyTorch's own in-place variants do, with the CPU's errors."""
+    with pytest.raises(RuntimeError) as cpu:
+        INPLACE_MISUSE[name]("cpu")
+    with pytest.raises(RuntimeError) as hpu:
+        INPLACE_MISUSE[name](HPU)
+    assert str(hpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def test_nan_propagates_as_on_cpu():
+    """maximum/minimum and the max/min reductions return NaN where the CPU does; argmax picks it."""
+    n = float("nan")
+    a = torch.tensor([[1., n, 3.], [n, 2., -1.], [4., 5., 6.]])
+    b = torch.tensor([0., 5., n])
+    tol = dict(rtol=1e-5, atol=1e-5, equal_nan=True)
+    check(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y)), a, b, grad=False, tol=tol)
+    check(lambda x: (x.amax(1), x.amin(0), x.max(), x.min(), x.sign(), F.relu(x)), a,
+          grad=False, tol=tol)
+    check(lambda x: (x.argmax(1), x.argmin(0), x.argmax()) + tuple(torch.max(x, 1)), a,
+          grad=False, tol=tol)
 
 
 def test_registered_kernel_falls_back_when_device_cannot():
