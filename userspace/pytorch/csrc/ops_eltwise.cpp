@@ -6,7 +6,8 @@
  * logical and/or, where and masked_fill_, and the backward kernels of tanh, sigmoid and gelu.
  *
  * They are the out= variants of PyTorch's structured ops: PyTorch's own functional and
- * in-place variants (at every backend without them) size the output and call these.  The
+ * in-place variants (at every backend without them) size the output and call these; the
+ * in-place variants of the arithmetic, unary and addc* ops are registered too (see below).  The
  * device computes in one dtype per op: operands of another are cast on the device first, a
  * number becomes the op's scalar, or a 0-dim device tensor when it stands on the left of an
  * op that does not commute.  Integral operands take arithmetic but division and pow; bool
