@@ -12,6 +12,8 @@
  * The frequency table at exit is printed by the Python package (hpu_torch/_fallback.py).
  *
  * It is refused, before anything moves, in strict mode and during an HPU graph's capture.
+ * PyTorch 1.13's fallback moves Tensor and Tensor[] operands but not Tensor?[] ones (the
+ * indices of index and index_put_: x[idx] with idx on the device), so those move here.
  */
 #include "hpu_torch.h"
 
@@ -85,6 +87,22 @@ void refuse_if_strict_or_capturing(const std::string &name, const c10::FunctionS
 	}
 }
 
+// The device tensors of the op's Tensor?[] operands on the host, in new lists (the caller's
+// list is shared, and these are inputs only: nothing is written back to them).
+void optional_lists_to_host(const c10::FunctionSchema &schema, torch::jit::Stack &stack)
+{
+	for (size_t i = stack.size() - schema.arguments().size(); i < stack.size(); i++) {
+		if (!stack[i].isOptionalTensorList())
+			continue;
+		c10::List<c10::optional<at::Tensor>> host;
+		for (const c10::optional<at::Tensor> &t : stack[i].toOptionalTensorList()) {
+			bool device = t.has_value() && t->defined() && t->device().is_hpu();
+			host.push_back(device ? c10::optional<at::Tensor>(t->cpu()) : t);
+		}
+		stack[i] = std::move(host);
+	}
+}
+
 } // namespace
 
 void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
@@ -101,6 +119,7 @@ void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 				   " : " + inputs(op.schema(), *stack) + "\n";
 		fputs(line.c_str(), stderr);
 	}
+	optional_lists_to_host(op.schema(), *stack);
 	at::native::cpu_fallback(op, stack);
 }
 
