@@ -93,6 +93,8 @@ static bool recipe_same(const struct hpu_recipe *a, const struct hpu_recipe *b)
 	if (a->blob_size != b->blob_size || memcmp(a->blob, b->blob, a->blob_size) ||
 	    a->num_sites != b->num_sites ||
 	    memcmp(a->sites, b->sites, a->num_sites * sizeof(*a->sites)) ||
+	    a->num_params != b->num_params ||
+	    memcmp(a->params, b->params, a->num_params * sizeof(*a->params)) ||
 	    a->sync_off != b->sync_off || a->sync_size != b->sync_size ||
 	    a->workspace_off != b->workspace_off || a->workspace_size != b->workspace_size ||
 	    a->num_bindings != b->num_bindings || a->num_engines != b->num_engines ||
@@ -633,31 +635,49 @@ struct damaged {
 	size_t size, key_size;
 };
 
-/* Whether d's file, rec and site its record and first site and its checksum good, is refused. */
+/* Where d's record is, and its first parameter (after the sites the good record counts). */
+static void damaged_at(const struct damaged *d, size_t *rec_at, size_t *param_at)
+{
+	struct hpu_disk_record rec;
+
+	*rec_at = sizeof(struct hpu_disk_header) + sizeof(struct hpu_disk_compat) + d->key_size;
+	memcpy(&rec, d->good + *rec_at, sizeof(rec));
+	*param_at = *rec_at + sizeof(rec) + rec.num_sites * sizeof(struct hpu_site);
+}
+
+/*
+ * Whether d's file, rec, site and param its record, first site and first
+ * parameter and its checksum good, is refused.
+ */
 static bool damaged_refused(struct hpu_device *dev, const struct damaged *d,
-			    const struct hpu_disk_record *rec, const struct hpu_site *site)
+			    const struct hpu_disk_record *rec, const struct hpu_site *site,
+			    const struct hpu_param *param)
 {
 	static uint8_t buf[1 << 16];
-	size_t at = sizeof(struct hpu_disk_header) + sizeof(struct hpu_disk_compat) + d->key_size;
 	struct hpu_disk_header h;
+	size_t at, param_at;
 
+	damaged_at(d, &at, &param_at);
 	memcpy(buf, d->good, d->size);
 	memcpy(buf + at, rec, sizeof(*rec));
 	memcpy(buf + at + sizeof(*rec), site, sizeof(*site));
+	memcpy(buf + param_at, param, sizeof(*param));
 	memcpy(&h, buf, sizeof(h));
 	h.crc = (uint32_t)crc32_z(0, buf + sizeof(h), d->size - sizeof(h));
 	memcpy(buf, &h, sizeof(h));
 	return refused(dev, d->dir, d->name, buf, d->size, d->key, d->key_size);
 }
 
-/* d's record and first site as they are. */
+/* d's record, first site and first parameter as they are. */
 static void damaged_parts(const struct damaged *d, struct hpu_disk_record *rec,
-			  struct hpu_site *site)
+			  struct hpu_site *site, struct hpu_param *param)
 {
-	size_t at = sizeof(struct hpu_disk_header) + sizeof(struct hpu_disk_compat) + d->key_size;
+	size_t at, param_at;
 
+	damaged_at(d, &at, &param_at);
 	memcpy(rec, d->good + at, sizeof(*rec));
 	memcpy(site, d->good + at + sizeof(*rec), sizeof(*site));
+	memcpy(param, d->good + param_at, sizeof(*param));
 }
 
 /* Record fields damaged behind a checksum made good again: each is refused. */
@@ -668,6 +688,7 @@ static void test_offsets_are_checked(void)
 	struct hpu_compile_config cfg2 = cfg4;
 	struct hpu_disk_record rec;
 	struct hpu_site site;
+	struct hpu_param param;
 	struct damaged d = { .dir = "offsets", .good = good };
 	unsigned int k;
 	uint8_t *key;
@@ -678,10 +699,10 @@ static void test_offsets_are_checked(void)
 	d.name = name;
 	d.size = file_read("offsets", name, good, sizeof(good));
 	d.key = key = key0(&d.key_size);
-	for (k = 0; k < 19; k++) {
+	for (k = 0; k < 26; k++) {
 		bool refuse;
 
-		damaged_parts(&d, &rec, &site);
+		damaged_parts(&d, &rec, &site, &param);
 		switch (k) {
 		case 0: break; /* intact: loads */
 		case 1: rec.num_engines = 0; break;
@@ -706,8 +727,17 @@ static void test_offsets_are_checked(void)
 		case 17: rec.engine[0].size -= 4; break;
 		/* A site patching a packet's header. */
 		case 18: site.at = rec.engine[0].off; break;
+		/* Parameters a launch would write outside the blob or over what is no number. */
+		case 19: param.at = rec.blob_size - 4; break;
+		case 20: param.at = UINT32_MAX; break;
+		case 21: param.at = rec.engine[0].off + rec.engine[0].size - 4; break;
+		case 22: param.at = rec.sync_off; break;
+		/* A number of an op the graph does not have. */
+		case 23: param.src = 3 * HPU_OP_SCALARS; break;
+		case 24: rec.num_params++; break;
+		case 25: rec.num_params = 0; break;
 		}
-		refuse = damaged_refused(dev, &d, &rec, &site);
+		refuse = damaged_refused(dev, &d, &rec, &site, &param);
 		if (refuse != (k != 0)) {
 			printf("#   case %u %s\n", k, refuse ? "refused" : "loaded");
 			test_failed = true;
@@ -724,10 +754,10 @@ static void test_offsets_are_checked(void)
 	d = (struct damaged){ .dir = "offsets2", .name = name, .good = good, .key = key,
 			      .key_size = d.key_size };
 	d.size = file_read("offsets2", name, good, sizeof(good));
-	damaged_parts(&d, &rec, &site);
-	EXPECT(!damaged_refused(dev, &d, &rec, &site));
+	damaged_parts(&d, &rec, &site, &param);
+	EXPECT(!damaged_refused(dev, &d, &rec, &site, &param));
 	rec.num_engines = 3;
-	EXPECT(damaged_refused(dev, &d, &rec, &site));
+	EXPECT(damaged_refused(dev, &d, &rec, &site, &param));
 	free(key);
 	dev_close(dev);
 }

@@ -5,9 +5,11 @@
  * are made by hand, and the recipes' command buffers and parameter blocks
  * are read back packet by packet.  Liveness and workspace reuse, engine
  * assignment and the WAITs and SIGNALs between engines, the cache key's
- * stability and its sensitivity to every attribute, and which buffers are
+ * stability and its sensitivity to every attribute, numbers as runtime
+ * parameters (one recipe for every value), and which buffers are
  * intermediates.  Prints TAP.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,10 +333,10 @@ static void test_key_is_stable_and_sees_every_attribute(void)
 	g.bufs[0].size *= 2;
 	EXPECT(key_hash(&cfg4, &k1, &s1) == h0);
 	free(k1);
-	for (m = 0; m < 15; m++) {
+	for (m = 0; m < 14; m++) {
 		struct hpu_compile_config cfg = cfg4;
 		struct hpu_gnode *n;
-		const char *what[] = { "kernel", "arg", "scalar", "dtype", "shape", "stride",
+		const char *what[] = { "kernel", "arg", "dtype", "shape", "stride",
 				       "delta", "aliasing", "internal", "internal size",
 				       "ops", "engines", "firmware", "outputs", "engine fitting" };
 
@@ -343,19 +345,18 @@ static void test_key_is_stable_and_sees_every_attribute(void)
 		switch (m) {
 		case 0: n->op.kernel = HPU_KERNEL_WHERE; break;
 		case 1: n->op.args[0] = HPU_BINARY_SUB; break;
-		case 2: n->op.scalars[0] = 2; break;
-		case 3: n->op.l[1].dtype = HPU_DT_BF16; break;
-		case 4: n->op.l[2].shape[0] = N / 2; break;
-		case 5: n->op.l[2].strides[0] = 0; break;
-		case 6: n->delta[2] = 64; break;
-		case 7: n->buf[2] = 1; break;
-		case 8: g.bufs[1].internal = false; break;
-		case 9: g.bufs[1].size *= 2; break;
-		case 10: g.num_nodes = 1; break;
-		case 11: cfg.engines = 2; break;
-		case 12: cfg.fw_version = 0x010001; break;
-		case 13: n->op.outputs = 3; break;
-		case 14: cfg.fit_engines = true; break;
+		case 2: n->op.l[1].dtype = HPU_DT_BF16; break;
+		case 3: n->op.l[2].shape[0] = N / 2; break;
+		case 4: n->op.l[2].strides[0] = 0; break;
+		case 5: n->delta[2] = 64; break;
+		case 6: n->buf[2] = 1; break;
+		case 7: g.bufs[1].internal = false; break;
+		case 8: g.bufs[1].size *= 2; break;
+		case 9: g.num_nodes = 1; break;
+		case 10: cfg.engines = 2; break;
+		case 11: cfg.fw_version = 0x010001; break;
+		case 12: n->op.outputs = 3; break;
+		case 13: cfg.fit_engines = true; break;
 		}
 		h1 = key_hash(&cfg, &k1, &s1);
 		if (h1 == h0 || (s1 == s0 && !memcmp(k0, k1, s0))) {
@@ -365,6 +366,103 @@ static void test_key_is_stable_and_sees_every_attribute(void)
 		free(k1);
 	}
 	free(k0);
+}
+
+/*
+ * A fill of intermediate 1 with `fill`, 2 = in + alpha * 1, out = 2 ^ exponent,
+ * and persistent buffer 3 filled with `zero` (a memset when it is +0).
+ */
+static void numbers_graph(double fill, double alpha, double exponent, double zero)
+{
+	const bool internal[] = { false, true, true, false, false };
+
+	graph_reset(5, internal);
+	node(HPU_KERNEL_FILL, 0, 1, (uint32_t[]){ 1 }, NULL)->op.scalars[0] = fill;
+	node(HPU_KERNEL_BINARY, HPU_BINARY_ADD, 3, (uint32_t[]){ 2, 0, 1 }, NULL)->op.scalars[0] =
+		alpha;
+	unary(4, 2, HPU_UNARY_POW_SCALAR);
+	g.nodes[2].op.scalars[0] = exponent;
+	node(HPU_KERNEL_FILL, 0, 1, (uint32_t[]){ 3 }, NULL)->op.scalars[0] = zero;
+}
+
+static uint8_t *prev_key;
+static size_t prev_size;
+
+/* Whether g's key is the one of the graph before (none after same_key_reset()). */
+static bool same_key(void)
+{
+	uint8_t *key;
+	size_t size;
+	bool same;
+
+	key_hash(&cfg4, &key, &size);
+	same = prev_key && size == prev_size && !memcmp(key, prev_key, size);
+	free(prev_key);
+	prev_key = key;
+	prev_size = size;
+	return same;
+}
+
+static void same_key_reset(void)
+{
+	free(prev_key);
+	prev_key = NULL;
+}
+
+/*
+ * One recipe for a graph recorded with other numbers: the key has where the
+ * numbers are, not their values, and the recipe with the second graph's
+ * values written in is byte for byte the recipe compiled for it.  A fill
+ * with +0 is a memset, not a kernel: its key differs from a fill with -0
+ * or 1, whose number is a parameter.
+ */
+static void test_numbers_are_parameters(void)
+{
+	struct hpu_recipe *ra, *rb;
+	uint64_t *values = NULL, bits;
+	uint8_t *image;
+	unsigned int i;
+
+	numbers_graph(1.5, 1, 2, 0);
+	EXPECT(!same_key());
+	ra = compile(&cfg4);
+	numbers_graph(-3.25, 0.125, 3, 0);
+	EXPECT(same_key());
+	rb = compile(&cfg4);
+	if (!ra || !rb)
+		return;
+	/* Three kernels' parameter blocks, every number of each; the memset has none. */
+	EXPECT(ra->num_params == 3 * HPU_OP_SCALARS);
+	EXPECT(ra->blob_size == rb->blob_size && memcmp(ra->blob, rb->blob, ra->blob_size));
+	EXPECT(hpu_ir_values(&g, ra, &values) == 0);
+	image = malloc(ra->blob_size);
+	memcpy(image, ra->blob, ra->blob_size);
+	hpu_recipe_write_params(ra, image, values);
+	EXPECT(!memcmp(image, rb->blob, ra->blob_size));
+	/* The add's alpha went where its kernel reads it. */
+	for (i = 0; i < ra->num_params; i++)
+		if (ra->params[i].src == 1 * HPU_OP_SCALARS) {
+			memcpy(&bits, image + ra->params[i].at, sizeof(bits));
+			EXPECT(bits == 0x3fc0000000000000ull); /* 0.125 */
+		}
+	free(image);
+	free(values);
+	hpu_recipe_put(ra);
+	hpu_recipe_put(rb);
+
+	numbers_graph(1.5, 1, 2, -0.0);
+	EXPECT(!same_key());
+	numbers_graph(1.5, 1, 2, 1);
+	EXPECT(same_key());
+	numbers_graph(1.5, 1, 2, 0);
+	EXPECT(!same_key());
+	/* A node past the graph's is refused rather than read. */
+	ra = compile(&cfg4);
+	g.num_nodes = 2;
+	EXPECT(ra && hpu_ir_values(&g, ra, &values) == -EINVAL);
+	if (ra)
+		hpu_recipe_put(ra);
+	same_key_reset();
 }
 
 /* Intermediates: no holder, first access a write of every byte; persistent bases. */
@@ -400,6 +498,8 @@ static const struct tap_test tests[] = {
 	{ "fitting engines keeps a chain on one engine", test_fit_engines_keeps_a_chain_on_one_engine },
 	{ "the cache key is stable and sees every attribute",
 	  test_key_is_stable_and_sees_every_attribute },
+	{ "numbers are parameters: one recipe serves every value",
+	  test_numbers_are_parameters },
 	{ "the flush finds intermediates and persistent bases",
 	  test_finalize_finds_intermediates_and_bases },
 };

@@ -8,7 +8,9 @@
  * never move, so every replay - after the first, which uploads them - is
  * one submission with no host work per op.  The compiled recipe itself
  * comes from the device's recipe cache, so graphs of the same ops share
- * one compilation.
+ * one compilation; the graph writes its ops' numbers as captured into its
+ * instance (a recipe's numbers are parameters), and every replay keeps
+ * them, as a CUDA graph does.
  *
  * A replay may bind other tensors in place of static inputs
  * (hpu_graph_replay_with()): the launch re-writes the addresses that moved
@@ -48,6 +50,7 @@ struct hpu_graph {
 	struct hpu_recipe_inst *inst;
 	uint64_t *bindings;
 	uint64_t *rebound;         /* a replay_with's bindings; the graph's one user at a time */
+	uint64_t *values;          /* the numbers of the ops as captured, which every replay keeps */
 	uint64_t replays;
 };
 
@@ -73,11 +76,13 @@ static void hpu_graph_reset(struct hpu_graph *g)
 		hpu_recipe_put(g->recipe);
 	free(g->bindings);
 	free(g->rebound);
+	free(g->values);
 	hpu_ir_clear(&g->ir);
 	g->inst = NULL;
 	g->recipe = NULL;
 	g->bindings = NULL;
 	g->rebound = NULL;
+	g->values = NULL;
 	g->state = HPU_GRAPH_EMPTY;
 }
 
@@ -183,6 +188,9 @@ static int hpu_graph_build(struct hpu_graph *g)
 		ret = hpu_ir_bindings(&g->ir, &g->rebound);
 	if (!ret)
 		ret = hpu_ir_recipe(g->dev, &g->ir, &g->recipe);
+	/* The cached recipe may have been compiled with other numbers: the capture's are these. */
+	if (!ret)
+		ret = hpu_ir_values(&g->ir, g->recipe, &g->values);
 	if (!ret)
 		ret = hpu_recipe_inst_create(g->dev, g->recipe, &g->inst);
 	if (ret)
@@ -235,7 +243,7 @@ static int hpu_graph_launch(struct hpu_graph *g, struct hpu_stream *s, const uin
 	else
 		ret = hpu_lazy_flush(s);
 	if (!ret && g->recipe)
-		ret = hpu_recipe_launch(s, g->recipe, g->inst, bindings);
+		ret = hpu_recipe_launch(s, g->recipe, g->inst, bindings, g->values);
 	pthread_mutex_unlock(&s->lock);
 	if (ret)
 		return ret;

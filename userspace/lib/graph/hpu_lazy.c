@@ -86,11 +86,14 @@ int hpu_graph_op_take(struct hpu_stream *s, const struct hpu_op *op, const char 
 	return ret ? ret : 1;
 }
 
-/* Binds the persistent buffers and launches, through the recipe cache. */
+/*
+ * Binds the persistent buffers and launches, through the recipe cache, with
+ * the graph's numbers: a recipe compiled for other values serves it.
+ */
 static int hpu_lazy_launch(struct hpu_stream *s, struct hpu_ir *ir)
 {
 	struct hpu_recipe *r;
-	uint64_t *bindings;
+	uint64_t *bindings, *values = NULL;
 	int ret;
 
 	ret = hpu_ir_seal(ir);
@@ -100,7 +103,10 @@ static int hpu_lazy_launch(struct hpu_stream *s, struct hpu_ir *ir)
 		return ret;
 	ret = hpu_ir_recipe(s->dev, ir, &r);
 	if (!ret) {
-		ret = hpu_recipe_launch(s, r, NULL, bindings);
+		ret = hpu_ir_values(ir, r, &values);
+		if (!ret)
+			ret = hpu_recipe_launch(s, r, NULL, bindings, values);
+		free(values);
 		hpu_recipe_put(r);
 	}
 	free(bindings);

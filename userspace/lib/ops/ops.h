@@ -103,6 +103,8 @@ int hpu_tensors_copy(struct hpu_stream *s, unsigned int n, struct hpu_tensor *co
 
 /* Operands of one op: the most a kernel takes (HPU_KERNEL_MAX_TENSORS). */
 #define HPU_OP_TENSORS 16
+/* Numbers of one op: a kernel's parameter block holds as many (HPU_KERNEL_MAX_ARGS). */
+#define HPU_OP_SCALARS 8
 
 /* Not a device kernel: the matrix engine, or host only. */
 enum hpu_op_engine_kernel {
@@ -119,7 +121,7 @@ struct hpu_op {
 	const char *names[HPU_OP_TENSORS];          /* of the operands, in messages */
 	struct hpu_tensor_layout l[HPU_OP_TENSORS];
 	int64_t args[8];
-	double scalars[8];
+	double scalars[HPU_OP_SCALARS];
 };
 
 /*

@@ -28,7 +28,10 @@
  *  6. Emission: one command buffer per engine and the parameter blocks, in
  *     one blob whose addresses are sites: relative to the blob, to the
  *     workspace (placed after the blob) or to a binding (a persistent
- *     tensor's base), resolved when the recipe is put on a device.
+ *     tensor's base), resolved when the recipe is put on a device.  The
+ *     numbers in a recorded op's parameter block are parameters: each
+ *     launch writes the graph's values there, so one recipe serves a
+ *     learning rate that changes every step.
  *
  * The engines' sync objects start from 0 at every launch (the launch
  * zeroes them before any engine starts), so the WAIT values are constants.
@@ -43,7 +46,7 @@
 #include "../recipe/recipe.h"
 
 /* Bump when the recipe of a graph changes: the key then never matches an older one. */
-#define HPU_COMPILER_VERSION 1u
+#define HPU_COMPILER_VERSION 2u
 #define HPU_BLOB_SYNC_SIZE 64u
 #define HPU_PARAMS_ALIGN 64u
 /* Sites whose value is relative to the parameter blocks, until the blob is laid out. */
@@ -57,6 +60,7 @@ enum hpu_lkind { HPU_L_KERNEL, HPU_L_GEMM, HPU_L_DMA_COPY, HPU_L_DMA_FILL };
 /* An op after lowering, and what scheduling decides for it. */
 struct hpu_lnode {
 	struct hpu_op op;
+	uint32_t src; /* the IR node whose numbers op has, HPU_GRAPH_NONE if they are constants */
 	uint32_t buf[HPU_OP_TENSORS];
 	int64_t delta[HPU_OP_TENSORS];
 	enum hpu_lkind kind;
@@ -96,13 +100,15 @@ struct hpu_compiler {
 	struct hpu_site *sites;
 	uint32_t *site_sec;
 	unsigned int num_sites, cap_sites, cap_site_sec;
+	struct hpu_param *params; /* offsets in section 0 until the blob is laid out */
+	unsigned int num_params, cap_params;
 };
 
 /* 1. Lowering */
 
-static struct hpu_lnode hpu_lnode_of(const struct hpu_gnode *g)
+static struct hpu_lnode hpu_lnode_of(const struct hpu_gnode *g, uint32_t src)
 {
-	struct hpu_lnode n = { .op = g->op, .kind = HPU_L_KERNEL };
+	struct hpu_lnode n = { .op = g->op, .src = src, .kind = HPU_L_KERNEL };
 
 	memcpy(n.buf, g->buf, sizeof(n.buf));
 	memcpy(n.delta, g->delta, sizeof(n.delta));
@@ -118,7 +124,7 @@ static int hpu_lower(struct hpu_compiler *c)
 	if (!c->nodes)
 		return hpu_error_set(ENOMEM, "out of memory");
 	for (i = 0; i < g->num_nodes; i++) {
-		struct hpu_lnode n = hpu_lnode_of(&g->nodes[i]);
+		struct hpu_lnode n = hpu_lnode_of(&g->nodes[i], i);
 
 		if (n.op.kernel == HPU_OPK_GEMM && n.buf[3] != HPU_GRAPH_NONE) {
 			struct hpu_lnode copy = {
@@ -126,6 +132,7 @@ static int hpu_lower(struct hpu_compiler *c)
 					.outputs = 1, .t = { n.op.t[0], n.op.t[3] },
 					.names = { n.op.names[0], n.op.names[3] },
 					.l = { n.op.l[0], n.op.l[3] }, .args = { HPU_UNARY_COPY } },
+				.src = HPU_GRAPH_NONE,
 				.buf = { n.buf[0], n.buf[3] },
 				.delta = { n.delta[0], n.delta[3] },
 				.kind = HPU_L_KERNEL,
@@ -485,6 +492,16 @@ static int hpu_emit_params(struct hpu_compiler *c, const struct hpu_lnode *n,
 	*size = (uint32_t)hpu_params_encode(&n->op, addrs, block);
 	hpu_bytes_align(&c->sec[0], HPU_PARAMS_ALIGN);
 	*off = hpu_bytes_put(&c->sec[0], block, *size);
+	for (i = 0; i < HPU_OP_SCALARS && n->src != HPU_GRAPH_NONE && !ret; i++) {
+		ret = hpu_array_grow((void **)&c->params, &c->cap_params, c->num_params + 1,
+				     sizeof(*c->params));
+		if (!ret)
+			c->params[c->num_params++] = (struct hpu_param){
+				.at = (uint32_t)(*off + offsetof(struct hpu_kernel_params, scalars) +
+						 i * sizeof(uint64_t)),
+				.src = n->src * HPU_OP_SCALARS + i,
+			};
+	}
 	for (i = 0; i < n->op.num_tensors && !ret; i++)
 		if (bases[i] != HPU_GRAPH_NONE)
 			ret = hpu_site(c, 0, *off + sizeof(struct hpu_kernel_params) +
@@ -603,6 +620,8 @@ static int hpu_emit_blob(struct hpu_compiler *c, struct hpu_recipe *r)
 			site->base = HPU_SITE_BLOB;
 		}
 	}
+	for (i = 0; i < c->num_params; i++)
+		c->params[i].at += (uint32_t)start[0];
 	r->blob = blob.p;
 	r->blob_size = (uint32_t)blob.len;
 	r->sync_off = 0;
@@ -669,6 +688,9 @@ int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 		r->sites = c.sites;
 		c.sites = NULL;
 		r->num_sites = c.num_sites;
+		r->params = c.params;
+		c.params = NULL;
+		r->num_params = c.num_params;
 		r->num_bindings = c.num_bindings;
 		r->num_nodes = c.num_nodes;
 		r->num_waits = c.waits;
@@ -681,6 +703,7 @@ int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 	for (s = 0; s <= HPU_GRAPH_MAX_ENGINES; s++)
 		free(c.sec[s].p);
 	free(c.sites);
+	free(c.params);
 	free(c.site_sec);
 	free(c.nodes);
 	free(c.deps);
@@ -702,17 +725,32 @@ void hpu_recipe_put(struct hpu_recipe *r)
 		r->inst_free(r->inst);
 	free(r->blob);
 	free(r->sites);
+	free(r->params);
 	free(r->key);
 	free(r);
+}
+
+void hpu_recipe_write_params(const struct hpu_recipe *r, uint8_t *image, const uint64_t *values)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->num_params; i++)
+		hpu_put_u64(image + r->params[i].at, values[i]);
+}
+
+bool hpu_op_scalars_at_run(const struct hpu_op *op)
+{
+	return op->kernel < HPU_OPK_GEMM && !hpu_op_is_dma_fill(op);
 }
 
 /*
  * The key: every field that decides the recipe's bytes or what it computes -
  * compiler, packet and kernel-ABI versions, firmware, engines; per op its
- * kernel, arguments, scalars and outputs, per operand its buffer (which
- * operands share memory), delta, dtype, shape and strides; which buffers are
- * intermediates and their sizes - but not where the persistent tensors are.
- * Its hash is FNV-1a.
+ * kernel, arguments and outputs, whether its numbers are parameters and
+ * else their values, per operand its buffer (which operands share memory),
+ * delta, dtype, shape and strides; which buffers are intermediates and
+ * their sizes - but not where the persistent tensors are, nor the values
+ * of parameters (a launch writes them).  Its hash is FNV-1a.
  */
 int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uint8_t **key,
 		  size_t *size, uint64_t *hash)
@@ -735,7 +773,9 @@ int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uin
 		hpu_bytes_put_u64(&k, (uint64_t)op->kernel << 32 | op->num_tensors << 16 |
 				      op->outputs);
 		hpu_bytes_put(&k, op->args, sizeof(op->args));
-		hpu_bytes_put(&k, op->scalars, sizeof(op->scalars));
+		hpu_bytes_put_u64(&k, hpu_op_scalars_at_run(op));
+		if (!hpu_op_scalars_at_run(op))
+			hpu_bytes_put(&k, op->scalars, sizeof(op->scalars));
 		for (i = 0; i < op->num_tensors; i++) {
 			const struct hpu_tensor_layout *l = &op->l[i];
 

@@ -71,6 +71,7 @@
 _Static_assert(sizeof(struct hpu_disk_header) == 32, "the header has padding");
 _Static_assert(sizeof(struct hpu_disk_record) == 120, "the record has padding");
 _Static_assert(sizeof(struct hpu_site) == 2 * sizeof(uint32_t), "sites have padding");
+_Static_assert(sizeof(struct hpu_param) == 2 * sizeof(uint32_t), "parameters have padding");
 
 struct hpu_disk_job {
 	struct hpu_list node;
@@ -331,7 +332,7 @@ static int hpu_disk_trim_locked(struct hpu_disk_cache *dc, uint64_t bound, bool 
 	return ret;
 }
 
-/* The file of r: header, compat record, key, record, sites, blob. */
+/* The file of r: header, compat record, key, record, sites, parameters, blob. */
 static int hpu_disk_serialize(const struct hpu_disk_cache *dc, const struct hpu_recipe *r,
 			      struct hpu_bytes *b)
 {
@@ -353,6 +354,7 @@ static int hpu_disk_serialize(const struct hpu_disk_cache *dc, const struct hpu_
 		.num_nodes = r->num_nodes,
 		.num_signals = r->num_signals,
 		.num_waits = r->num_waits,
+		.num_params = r->num_params,
 	};
 	unsigned int e;
 
@@ -366,6 +368,7 @@ static int hpu_disk_serialize(const struct hpu_disk_cache *dc, const struct hpu_
 	hpu_bytes_put(b, r->key, r->key_size);
 	hpu_bytes_put(b, &rec, sizeof(rec));
 	hpu_bytes_put(b, r->sites, r->num_sites * sizeof(*r->sites));
+	hpu_bytes_put(b, r->params, r->num_params * sizeof(*r->params));
 	hpu_bytes_put(b, r->blob, r->blob_size);
 	if (b->oom)
 		return hpu_error_set(ENOMEM, "out of memory for a recipe file");
@@ -568,11 +571,12 @@ static int hpu_disk_bad(const char *why)
  * What a recipe of key may hold, from hpu_ir_key()'s layout (u64 words):
  * word 1 has the engines in its low half, word 3 is the buffer count, and
  * a word per buffer follows, 0 for a persistent one (a binding) and
- * size << 1 | 1 for an intermediate (in the workspace).
+ * size << 1 | 1 for an intermediate (in the workspace); then the op count.
  */
 struct hpu_key_bounds {
 	uint32_t engines, bindings;
 	uint64_t workspace; /* each intermediate placed apart, at HPU_WS_ALIGN */
+	uint64_t nodes;     /* the graph's ops, whose numbers parameters name */
 };
 
 static int hpu_key_bounds(const uint8_t *key, size_t size, struct hpu_key_bounds *kb)
@@ -583,7 +587,7 @@ static int hpu_key_bounds(const uint8_t *key, size_t size, struct hpu_key_bounds
 	if (size < sizeof(w))
 		return hpu_disk_bad("the key is too short");
 	memcpy(w, key, sizeof(w));
-	if (w[3] > (size - sizeof(w)) / sizeof(word))
+	if (w[3] >= (size - sizeof(w)) / sizeof(word))
 		return hpu_disk_bad("the key has fewer buffers than it counts");
 	kb->engines = (uint32_t)w[1];
 	for (b = 0; b < w[3]; b++) {
@@ -593,17 +597,45 @@ static int hpu_key_bounds(const uint8_t *key, size_t size, struct hpu_key_bounds
 		else
 			kb->workspace += hpu_round_up(word >> 1, HPU_WS_ALIGN);
 	}
+	memcpy(&kb->nodes, key + sizeof(w) + w[3] * sizeof(word), sizeof(kb->nodes));
 	return 0;
 }
 
+/* Whether [at, at + 8) overlaps [off, off + size). */
+static bool hpu_word_in(uint64_t at, uint64_t off, uint64_t size)
+{
+	return at < off + size && off < at + sizeof(uint64_t);
+}
+
+/*
+ * A parameter is a word a launch writes: inside the blob, in the parameter
+ * blocks (clear of the sync objects and every command buffer, which a
+ * launch may walk), and one number of one of the graph's ops.
+ */
+static bool hpu_disk_param_ok(const struct hpu_disk_record *rec, const struct hpu_param *p,
+			      const struct hpu_key_bounds *kb)
+{
+	unsigned int e;
+
+	if ((uint64_t)p->at + sizeof(uint64_t) > rec->blob_size ||
+	    p->src / HPU_OP_SCALARS >= kb->nodes ||
+	    hpu_word_in(p->at, rec->sync_off, rec->sync_size))
+		return false;
+	for (e = 0; e < rec->num_engines; e++)
+		if (hpu_word_in(p->at, rec->engine[e].off, rec->engine[e].size))
+			return false;
+	return true;
+}
+
 /* Every size, offset and count of a file's record, against its blob and its key. */
-static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_site *sites,
+static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_recipe *r,
 			  const struct hpu_key_bounds *kb)
 {
+	const struct hpu_site *sites = r->sites;
 	uint64_t blob = rec->blob_size, nodes = 0;
 	unsigned int e, i;
 
-	if (!rec->num_engines || rec->num_engines > kb->engines || rec->reserved)
+	if (!rec->num_engines || rec->num_engines > kb->engines)
 		return hpu_disk_bad("bad engine count");
 	if ((uint64_t)rec->sync_off + rec->sync_size > blob)
 		return hpu_disk_bad("sync objects outside the blob");
@@ -628,6 +660,9 @@ static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_si
 		    (sites[i].base != HPU_SITE_BLOB && sites[i].base != HPU_SITE_WORKSPACE &&
 		     sites[i].base >= rec->num_bindings))
 			return hpu_disk_bad("site outside the blob or its bindings");
+	for (i = 0; i < rec->num_params; i++)
+		if (!hpu_disk_param_ok(rec, &r->params[i], kb))
+			return hpu_disk_bad("parameter outside the parameter blocks or the graph's ops");
 	return 0;
 }
 
@@ -669,11 +704,13 @@ static int hpu_disk_check_packets(const struct hpu_recipe *r)
 	return ret;
 }
 
+/* The record's recipe from the file's sites, then parameters, then blob. */
 static struct hpu_recipe *hpu_recipe_of_record(const struct hpu_disk_record *rec,
-					       const uint8_t *sites, const uint8_t *blob)
+					       const uint8_t *sites)
 {
 	struct hpu_recipe *r = calloc(1, sizeof(*r));
 	size_t sites_size = rec->num_sites * sizeof(*r->sites);
+	size_t params_size = rec->num_params * sizeof(*r->params);
 	unsigned int e;
 
 	if (!r)
@@ -681,18 +718,21 @@ static struct hpu_recipe *hpu_recipe_of_record(const struct hpu_disk_record *rec
 	atomic_init(&r->refs, 1);
 	r->blob = malloc(rec->blob_size ? rec->blob_size : 1);
 	r->sites = malloc(sites_size ? sites_size : 1);
-	if (!r->blob || !r->sites) {
+	r->params = malloc(params_size ? params_size : 1);
+	if (!r->blob || !r->sites || !r->params) {
 		hpu_recipe_put(r);
 		return NULL;
 	}
-	memcpy(r->blob, blob, rec->blob_size);
 	memcpy(r->sites, sites, sites_size);
+	memcpy(r->params, sites + sites_size, params_size);
+	memcpy(r->blob, sites + sites_size + params_size, rec->blob_size);
 	r->blob_size = rec->blob_size;
 	r->sync_off = rec->sync_off;
 	r->sync_size = rec->sync_size;
 	r->workspace_off = rec->workspace_off;
 	r->workspace_size = rec->workspace_size;
 	r->num_sites = rec->num_sites;
+	r->num_params = rec->num_params;
 	r->num_bindings = rec->num_bindings;
 	r->num_engines = rec->num_engines;
 	r->num_nodes = rec->num_nodes;
@@ -738,16 +778,17 @@ static int hpu_disk_parse(const struct hpu_disk_cache *dc, const uint8_t *buf, s
 	p += key_size;
 	memcpy(&rec, p, sizeof(rec));
 	p += sizeof(rec);
-	if (len != fixed + (uint64_t)rec.num_sites * sizeof(struct hpu_site) + rec.blob_size)
+	if (len != fixed + (uint64_t)rec.num_sites * sizeof(struct hpu_site) +
+			   (uint64_t)rec.num_params * sizeof(struct hpu_param) + rec.blob_size)
 		return hpu_disk_bad("sizes do not add up");
 	ret = hpu_key_bounds(key, key_size, &kb);
 	if (ret)
 		return ret;
-	/* Copied first: the sites in the file need not be aligned. */
-	*rp = hpu_recipe_of_record(&rec, p, p + rec.num_sites * sizeof(struct hpu_site));
+	/* Copied first: the sites and parameters in the file need not be aligned. */
+	*rp = hpu_recipe_of_record(&rec, p);
 	if (!*rp)
 		return hpu_error_set(ENOMEM, "out of memory");
-	ret = hpu_disk_check(&rec, (*rp)->sites, &kb);
+	ret = hpu_disk_check(&rec, *rp, &kb);
 	if (!ret)
 		ret = hpu_disk_check_packets(*rp);
 	if (ret) {

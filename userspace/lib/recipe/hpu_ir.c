@@ -196,3 +196,26 @@ int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings)
 			(*bindings)[k++] = ir->bufs[b].st->va + (uint64_t)ir->bufs[b].anchor;
 	return 0;
 }
+
+int hpu_ir_values(const struct hpu_ir *ir, const struct hpu_recipe *r, uint64_t **values)
+{
+	unsigned int p;
+
+	*values = malloc((r->num_params ? r->num_params : 1) * sizeof(**values));
+	if (!*values)
+		return hpu_error_set(ENOMEM, "out of memory");
+	for (p = 0; p < r->num_params; p++) {
+		uint32_t n = r->params[p].src / HPU_OP_SCALARS;
+
+		/* The key has the node count; a loaded recipe's parameters were checked against it. */
+		if (n >= ir->num_nodes) {
+			free(*values);
+			*values = NULL;
+			return hpu_error_set(EINVAL, "a recipe parameter names op %u of %u", n,
+					     ir->num_nodes);
+		}
+		memcpy(&(*values)[p], &ir->nodes[n].op.scalars[r->params[p].src % HPU_OP_SCALARS],
+		       sizeof(**values));
+	}
+	return 0;
+}

@@ -14,7 +14,10 @@
  * moved; an address table would cost every launch an indirection the
  * packets do not have (GEMM addresses are inline, and a TPC parameter
  * block holds its descriptors' addresses).  A replay of the same tensors
- * uploads nothing.
+ * uploads nothing.  The recipe's parameters (the numbers in its parameter
+ * blocks) are words like the sites: a launch whose values differ from
+ * those on the device writes them into the image and uploads them the
+ * same way, word by word when few changed.
  *
  * A launch is one SUBMIT of one job per engine with work, engine e on
  * queue (stream's queue + e) % queues; the head (engine 0, the stream's
@@ -93,8 +96,9 @@ struct hpu_recipe_inst {
 	pthread_mutex_t lock; /* the rest */
 	uint64_t va;          /* blob, then workspace */
 	uint64_t bytes;       /* of device memory at va */
-	uint8_t *image;       /* the blob resolved against bound[] */
+	uint8_t *image;       /* the blob resolved against bound[], with values[] written */
 	uint64_t *bound;
+	uint64_t *values;     /* the parameters' bits */
 	bool uploaded;        /* image is what the device has */
 	unsigned int last_stream; /* id of the stream of the last launch */
 	/* The control blocks of the last launch (ctrl[last], none before one) and of the one before. */
@@ -127,6 +131,7 @@ void hpu_recipe_inst_destroy(void *p)
 	pthread_mutex_destroy(&inst->lock);
 	free(inst->image);
 	free(inst->bound);
+	free(inst->values);
 	free(inst);
 }
 
@@ -141,7 +146,8 @@ int hpu_recipe_inst_create(struct hpu_device *dev, const struct hpu_recipe *r,
 		return hpu_error_set(ENOMEM, "out of memory");
 	inst->image = malloc(r->blob_size);
 	inst->bound = calloc(r->num_bindings + 1, sizeof(*inst->bound));
-	if (!inst->image || !inst->bound) {
+	inst->values = calloc(r->num_params + 1, sizeof(*inst->values));
+	if (!inst->image || !inst->bound || !inst->values) {
 		ret = hpu_error_set(ENOMEM, "out of memory");
 		goto free_inst;
 	}
@@ -157,6 +163,7 @@ int hpu_recipe_inst_create(struct hpu_device *dev, const struct hpu_recipe *r,
 free_inst:
 	free(inst->image);
 	free(inst->bound);
+	free(inst->values);
 	free(inst);
 	return ret;
 }
@@ -210,12 +217,14 @@ struct hpu_upload {
 };
 
 /*
- * With the device holding inst->image for inst->bound: patches into the
- * image the sites whose binding moved, their offsets into up->at.  false
- * (image half patched: resolve it all) if more than HPU_PATCH_WORDS moved.
+ * With the device holding inst->image for inst->bound and inst->values:
+ * patches into the image the sites whose binding moved and the parameters
+ * whose value changed, their offsets into up->at.  false (image half
+ * patched: resolve it all) if more than HPU_PATCH_WORDS changed.
  */
 static bool hpu_recipe_repatch(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
-			       const uint64_t *bindings, struct hpu_upload *up)
+			       const uint64_t *bindings, const uint64_t *values,
+			       struct hpu_upload *up)
 {
 	unsigned int i;
 
@@ -230,13 +239,22 @@ static bool hpu_recipe_repatch(const struct hpu_recipe *r, struct hpu_recipe_ins
 		hpu_recipe_patch(r, inst, site, bindings[site->base]);
 		up->at[up->words++] = site->at;
 	}
+	for (i = 0; i < r->num_params; i++) {
+		if (values[i] == inst->values[i])
+			continue;
+		if (up->words == HPU_PATCH_WORDS)
+			return false;
+		hpu_put_u64(inst->image + r->params[i].at, values[i]);
+		up->at[up->words++] = r->params[i].at;
+	}
 	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+	memcpy(inst->values, values, r->num_params * sizeof(*values));
 	return true;
 }
 
-/* Resolves every site of the blob into inst->image. */
+/* Resolves every site of the blob into inst->image, and writes the values. */
 static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_inst *inst,
-			       const uint64_t *bindings)
+			       const uint64_t *bindings, const uint64_t *values)
 {
 	unsigned int i;
 
@@ -249,7 +267,9 @@ static void hpu_recipe_resolve(const struct hpu_recipe *r, struct hpu_recipe_ins
 				 : site->base == HPU_SITE_WORKSPACE ? inst->va + r->workspace_off
 								    : bindings[site->base]);
 	}
+	hpu_recipe_write_params(r, inst->image, values);
 	memcpy(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+	memcpy(inst->values, values, r->num_params * sizeof(*values));
 }
 
 /* Whether the device runs CALL: one probe job per device, the first launch waiting for it. */
@@ -523,7 +543,7 @@ static int hpu_launch_submit(struct hpu_stream *s, const struct hpu_recipe *r,
 }
 
 int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
-		      const uint64_t *bindings)
+		      const uint64_t *bindings, const uint64_t *values)
 {
 	uint64_t start = hpu_now_ns(), bytes = 0;
 	struct hpu_upload up = { 0 };
@@ -539,9 +559,10 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 		return ret;
 	pthread_mutex_lock(&inst->lock);
 	upload = !inst->uploaded ||
-		 memcmp(inst->bound, bindings, r->num_bindings * sizeof(*bindings));
+		 memcmp(inst->bound, bindings, r->num_bindings * sizeof(*bindings)) ||
+		 memcmp(inst->values, values, r->num_params * sizeof(*values));
 	if (upload) {
-		bool partial = inst->uploaded && hpu_recipe_repatch(r, inst, bindings, &up);
+		bool partial = inst->uploaded && hpu_recipe_repatch(r, inst, bindings, values, &up);
 
 		/* Jobs kept without CALL hold copies of the image's command buffers. */
 		hpu_ctrl_forget(&inst->ctrl[0]);
@@ -549,7 +570,7 @@ int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_rec
 		inst->uploaded = false;
 		if (!partial) {
 			up.words = 0;
-			hpu_recipe_resolve(r, inst, bindings);
+			hpu_recipe_resolve(r, inst, bindings, values);
 		}
 		bytes = partial ? up.words * sizeof(uint64_t) : r->blob_size;
 	}

@@ -55,7 +55,11 @@ void hpu_recompile_fork(enum hpu_fork_phase phase)
 	pthread_mutex_unlock(&hpu_sites_lock);
 }
 
-/* Hashes a word of what makes a site: kernels, dtypes, ranks, args, scalars. */
+/*
+ * Hashes a word of what makes a site: kernels, dtypes, ranks, args.  Not the
+ * numbers: most are a recipe's parameters, so a site is the same code path
+ * whatever values it runs with.
+ */
 static uint64_t hpu_mix(uint64_t h, uint64_t v)
 {
 	return hpu_fnv1a(h, &v, sizeof(v));
@@ -63,7 +67,7 @@ static uint64_t hpu_mix(uint64_t h, uint64_t v)
 
 static uint64_t hpu_site_hash(const struct hpu_ir *ir)
 {
-	uint64_t h = HPU_FNV1A_INIT, bits;
+	uint64_t h = HPU_FNV1A_INIT;
 	unsigned int n, i;
 
 	for (n = 0; n < ir->num_nodes; n++) {
@@ -75,10 +79,6 @@ static uint64_t hpu_site_hash(const struct hpu_ir *ir)
 			h = hpu_mix(h, (uint64_t)op->l[i].dtype << 32 | op->l[i].ndim);
 		for (i = 0; i < HPU_ARRAY_SIZE(op->args); i++)
 			h = hpu_mix(h, (uint64_t)op->args[i]);
-		for (i = 0; i < HPU_ARRAY_SIZE(op->scalars); i++) {
-			memcpy(&bits, &op->scalars[i], sizeof(bits));
-			h = hpu_mix(h, bits);
-		}
 	}
 	return h;
 }

@@ -62,6 +62,9 @@ void hpu_ir_finalize(struct hpu_ir *ir, const unsigned int *holders);
 int hpu_ir_seal(struct hpu_ir *ir);
 /* Device addresses of the persistent buffers, in binding order (malloc'ed). */
 int hpu_ir_bindings(const struct hpu_ir *ir, uint64_t **bindings);
+struct hpu_recipe;
+/* The bits of ir's numbers at r's parameters, in r's order (malloc'ed): a launch's values. */
+int hpu_ir_values(const struct hpu_ir *ir, const struct hpu_recipe *r, uint64_t **values);
 
 /*
  * hpu_recompile.c: called for every compilation of ir (key_hash its key's
@@ -89,6 +92,18 @@ struct hpu_site {
 	uint32_t base; /* HPU_SITE_BLOB, or the index of a binding (a persistent buffer) */
 };
 
+/*
+ * A runtime parameter: the u64 at blob offset `at` holds the bits of number
+ * src % HPU_OP_SCALARS of IR node src / HPU_OP_SCALARS, written by every
+ * launch.  A device kernel reads its numbers from its parameter block, so
+ * a recipe serves every value of them: the key has which numbers are
+ * parameters, not their values (hpu_ir_key()).
+ */
+struct hpu_param {
+	uint32_t at;
+	uint32_t src;
+};
+
 /* The workspace starts at this multiple after the blob, and each intermediate in it at one. */
 #define HPU_WS_ALIGN 256u
 
@@ -109,6 +124,8 @@ struct hpu_recipe {
 	uint64_t workspace_off, workspace_size; /* device memory: workspace_off + workspace_size */
 	struct hpu_site *sites;
 	unsigned int num_sites;
+	struct hpu_param *params;
+	unsigned int num_params;
 	unsigned int num_bindings;
 	unsigned int num_engines;
 	struct {
@@ -128,6 +145,10 @@ int hpu_compile(const struct hpu_ir *g, const struct hpu_compile_config *cfg,
 /* The cache key: every byte that decides what the recipe computes, and its hash. */
 int hpu_ir_key(const struct hpu_ir *g, const struct hpu_compile_config *cfg, uint8_t **key,
 		  size_t *size, uint64_t *hash);
+/* Whether op's numbers are runtime parameters: a device kernel's, bar a fill with +0 (a DMA). */
+bool hpu_op_scalars_at_run(const struct hpu_op *op);
+/* A launch's values (hpu_ir_values()) into image, a copy of r's blob. */
+void hpu_recipe_write_params(const struct hpu_recipe *r, uint8_t *image, const uint64_t *values);
 void hpu_recipe_get(struct hpu_recipe *r);
 void hpu_recipe_put(struct hpu_recipe *r);
 
@@ -188,10 +209,11 @@ struct hpu_disk_compat {
 
 /*
  * A file: the header, then the compat record, the key, the record, the
- * sites and the blob.  crc (zlib's crc32) covers everything after the header.
+ * sites, the parameters and the blob.  crc (zlib's crc32) covers everything
+ * after the header.
  */
 #define HPU_DISK_MAGIC 0x52555048u /* "HPUR" */
-#define HPU_DISK_FORMAT 1u
+#define HPU_DISK_FORMAT 2u
 struct hpu_disk_header {
 	uint32_t magic, format;
 	uint64_t body_size;
@@ -202,7 +224,7 @@ struct hpu_disk_header {
 struct hpu_disk_record {
 	uint32_t blob_size, sync_off, sync_size, num_sites;
 	uint64_t workspace_off, workspace_size;
-	uint32_t num_bindings, num_engines, num_nodes, num_signals, num_waits, reserved;
+	uint32_t num_bindings, num_engines, num_nodes, num_signals, num_waits, num_params;
 	struct {
 		uint32_t off, size, nodes, reserved;
 	} engine[HPU_GRAPH_MAX_ENGINES];
@@ -257,8 +279,11 @@ int hpu_recipe_inst_create(struct hpu_device *dev, const struct hpu_recipe *r,
 void hpu_recipe_inst_destroy(void *inst);
 /* Device memory it holds. */
 uint64_t hpu_recipe_inst_bytes(const struct hpu_recipe_inst *inst);
-/* With s->lock held; inst NULL: the recipe's own; bindings[i] is binding i's device address. */
+/*
+ * With s->lock held; inst NULL: the recipe's own; bindings[i] is binding i's
+ * device address, values[i] parameter i's bits (hpu_ir_values()).
+ */
 int hpu_recipe_launch(struct hpu_stream *s, struct hpu_recipe *r, struct hpu_recipe_inst *inst,
-		      const uint64_t *bindings);
+		      const uint64_t *bindings, const uint64_t *values);
 
 #endif /* HPU_RECIPE_H */
