@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Training the seeds' MLP on hpu: eager and lazy mode against the CPU, dropout on the
-device's generator, and lazy mode's compilations."""
+device's generator, and lazy mode's compilations (numbers that change every step compile nothing)."""
 import pytest
 import torch
 import torch.nn as nn
@@ -33,12 +33,18 @@ def batches(n, size=64, seed=0):
             for _ in range(n)]
 
 
-def train(device, data, p=0.0, model_seed=0):
-    """The seeds' loop (Adadelta lr 0.1, mark_step around the optimizer's step); the losses."""
+def adadelta(params):
+    return torch.optim.Adadelta(params, lr=0.1)
+
+
+def train(device, data, p=0.0, model_seed=0, optim=adadelta, schedule=None, after_step=None):
+    """The seeds' loop (by default Adadelta lr 0.1, mark_step around the optimizer's step), the
+    scheduler schedule(optimizer) makes stepped after each step; the losses."""
     torch.manual_seed(model_seed)
     model = Net(p).to(device)
     model.train()
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    optimizer = optim(model.parameters())
+    scheduler = schedule(optimizer) if schedule else None
     losses = []
     for x, y in data:
         x, y = x.to(device), y.to(device)
@@ -48,7 +54,11 @@ def train(device, data, p=0.0, model_seed=0):
         core.mark_step()
         optimizer.step()
         core.mark_step()
+        if scheduler:
+            scheduler.step()
         losses.append(loss.item())
+        if after_step:
+            after_step()
     return losses
 
 
@@ -167,6 +177,52 @@ def test_lazy_compiles_once_per_shape():
         assert compiled() == new_shape
     finally:
         core._set_lazy(was)
+
+
+def test_lr_schedule_compiles_nothing_new():
+    """AdamW under a cosine schedule, lazy: the learning rate and the bias correction change every
+    step, and are parameters of the recipes, not part of their keys: after the first two steps
+    (the second has the optimizer's state) no step compiles, and the losses are the CPU's."""
+    def adamw(params):
+        return torch.optim.AdamW(params, lr=0.01, weight_decay=0.1)
+
+    def cosine(optimizer):
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
+
+    data = batches(10)
+    cpu = train("cpu", data, optim=adamw, schedule=cosine)
+    was = core.is_lazy()
+    core._set_lazy(True)
+    try:
+        compiled = []
+        losses = train(HPU, data, optim=adamw, schedule=cosine,
+                       after_step=lambda: compiled.append(metric("graph_compilation",
+                                                                 "TotalNumber")))
+    finally:
+        core._set_lazy(was)
+    assert compiled[2:] == [compiled[1]] * 8, compiled
+    torch.testing.assert_close(losses, cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_graphs_keep_their_captured_numbers():
+    """Two HPU graphs of the same ops with other numbers: the second capture finds the first's
+    recipe (no compilation), and each replay computes with the numbers its graph captured."""
+    x = torch.full((64,), 1.5, device=HPU)
+    core.mark_step()
+    compiled = metric("graph_compilation", "TotalNumber")
+    graphs = []
+    for scale in (0.5, 0.25):
+        g = torch.hpu.HPUGraph()
+        with torch.hpu.graph(g):
+            y = x.mul(scale).add(x, alpha=scale)
+        graphs.append((g, scale, y))
+    assert metric("graph_compilation", "TotalNumber") == compiled + 1
+    for step in range(2):
+        new = torch.arange(64.0) + step
+        x.copy_(new.to(HPU))
+        for g, scale, y in graphs:
+            g.replay()
+            assert torch.equal(y.cpu(), new * scale + new * scale)
 
 
 def test_mark_step_and_host_reads_flush():
