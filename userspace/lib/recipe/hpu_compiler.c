@@ -124,7 +124,9 @@ static int hpu_lower(struct hpu_compiler *c)
 	if (!c->nodes)
 		return hpu_error_set(ENOMEM, "out of memory");
 	for (i = 0; i < g->num_nodes; i++) {
-		struct hpu_lnode n = hpu_lnode_of(&g->nodes[i], i);
+		/* Numbers are parameters exactly where the key leaves their values out. */
+		uint32_t src = hpu_op_scalars_at_run(&g->nodes[i].op) ? i : HPU_GRAPH_NONE;
+		struct hpu_lnode n = hpu_lnode_of(&g->nodes[i], src);
 
 		if (n.op.kernel == HPU_OPK_GEMM && n.buf[3] != HPU_GRAPH_NONE) {
 			struct hpu_lnode copy = {

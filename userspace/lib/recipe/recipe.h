@@ -110,7 +110,8 @@ struct hpu_param {
 /*
  * A compiled graph: per-engine command buffers, parameter blocks and sync
  * objects in one blob whose addresses are relative (sites), a workspace
- * after it, and the persistent buffers to bind at launch.
+ * after it, the persistent buffers to bind and the numbers (params) to
+ * write at launch.
  */
 struct hpu_recipe {
 	atomic_uint refs;
