@@ -6,12 +6,19 @@
  * destroys that tensor: libhpu frees the memory when the last view goes and reuses it only
  * once the work enqueued with it has ended, so a storage may die while ops on it are queued.
  *
+ * set_ puts a tensor over an HPU storage (torch.load rebuilds tensors so, storage copies and
+ * pinning build theirs so): only sizes, strides and an offset, within the storage's bytes.
+ *
  * The counts behind torch.hpu.memory_allocated() and memory_stats() are the bytes torch
  * asked for, per device; libhpu's own figures (what its cache reserves) are read from it.
  */
 #include "hpu_torch.h"
 
 #include <atomic>
+
+#include <ATen/native/Resize.h>
+#include <c10/util/strides.h>
+#include <torch/library.h>
 
 namespace hpu_torch {
 namespace {
@@ -125,5 +132,37 @@ void reset_peak_memory_stats(c10::DeviceIndex index)
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::HPU, &hpu_allocator);
+
+namespace {
+
+at::Tensor &set_storage(at::Tensor &self, c10::Storage source, int64_t offset,
+			at::IntArrayRef size, at::IntArrayRef stride)
+{
+	// No strides: contiguous ones.
+	c10::DimVector strides = stride.data() ? c10::DimVector(stride) : c10::contiguous_strides(size);
+
+	at::native::checkSetStorage(self, source, offset, size, at::IntArrayRef(strides));
+	at::native::checkInBoundsForStorage(size, at::IntArrayRef(strides), offset, self.dtype(),
+					    source);
+	self.unsafeGetTensorImpl()->set_storage_offset(offset);
+	self.unsafeGetTensorImpl()->set_sizes_and_strides(size, strides);
+	return self;
+}
+
+// The whole storage, as a vector of self's dtype.
+at::Tensor &set_whole_storage(at::Tensor &self, c10::Storage source)
+{
+	int64_t n = int64_t(source.nbytes() / self.dtype().itemsize());
+
+	return set_storage(self, source, 0, {n}, {});
+}
+
+TORCH_LIBRARY_IMPL(aten, HPU, m)
+{
+	m.impl("set_.source_Storage", set_whole_storage);
+	m.impl("set_.source_Storage_storage_offset", set_storage);
+}
+
+} // namespace
 
 } // namespace hpu_torch

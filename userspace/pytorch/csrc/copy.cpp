@@ -7,8 +7,14 @@
  * device's current stream; a strided or broadcast operand on the device side is a device
  * copy from or into a contiguous temporary.  A cast is made by the device when it computes in
  * both dtypes (hpu_op_unary(HPU_UN_COPY), as it rounds: through fp32, nearest even), else on
- * the host.  A copy without a cast moves bits, whatever the dtype.  A copy to pageable host
- * memory waits for the data; from it, only until libhpu has staged it.
+ * the host.  A copy without a cast moves bits, whatever the dtype.
+ *
+ * Host memory pinned for the device (pinned.cpp) is reached directly: with non_blocking the
+ * copy is only enqueued, ordered on the stream (done at a synchronize or an event recorded
+ * after it), else the stream is synchronized after it.  Pageable memory is staged by libhpu:
+ * a copy to it waits for the data, one from it returns once the data is staged, whatever
+ * non_blocking says.  Negative and conjugate views (is_neg(), is_conj()) are resolved on
+ * either side: the bits stored are those their values need.
  */
 #include "hpu_torch.h"
 
@@ -52,8 +58,24 @@ void device_copy(const at::Tensor &dst, const at::Tensor &src)
 	}
 }
 
+// Whether libhpu reaches host memory at ptr directly from device index (see hpu.h).
+bool pinned_for(c10::DeviceIndex index, const void *ptr)
+{
+	uint64_t va;
+
+	return ptr && !hpu_host_get_device_pointer(device(index), ptr, &va);
+}
+
+// After a copy between host memory at ptr and the device on s: a blocking copy from or into
+// pinned memory waits for the stream (one through pageable memory has already waited).
+void settle(hpu_stream *s, c10::DeviceIndex index, const void *ptr, bool non_blocking)
+{
+	if (!non_blocking && pinned_for(index, ptr))
+		HPU_CHECK(hpu_stream_synchronize(s));
+}
+
 // dst on the device, src in host memory.
-void upload(const at::Tensor &dst, const at::Tensor &src)
+void upload(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
 {
 	check_not_capturing(current_stream(dst.device().index()), "a copy from the host");
 	at::Tensor host = src;
@@ -69,10 +91,11 @@ void upload(const at::Tensor &dst, const at::Tensor &src)
 	HPU_CHECK(hpu_memcpy_h2d_async(stream_of(to), address(to), host.data_ptr(), nbytes(to)));
 	if (!to.is_same(dst))
 		device_copy(dst, to);
+	settle(stream_of(dst), dst.device().index(), host.data_ptr(), non_blocking);
 }
 
 // dst in host memory, src on the device.
-void download(const at::Tensor &dst, const at::Tensor &src)
+void download(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
 {
 	check_not_capturing(current_stream(src.device().index()),
 			    "a host read (.item(), .cpu(), printing, a copy to the host)");
@@ -87,40 +110,97 @@ void download(const at::Tensor &dst, const at::Tensor &src)
 	if (!(dst.is_contiguous() && dst.sizes() == from.sizes() &&
 	      dst.scalar_type() == from.scalar_type()))
 		host = at::empty(from.sizes(), from.options().device(at::kCPU));
-	// Into pageable memory: returns once the data is there.
 	HPU_CHECK(hpu_memcpy_d2h_async(stream_of(from), host.data_ptr(), address(from),
 				       nbytes(from)));
+	// A temporary is pageable: the data is there already.
 	if (!host.is_same(dst))
 		dst.copy_(host);
+	else
+		settle(stream_of(from), from.device().index(), host.data_ptr(), non_blocking);
 }
 
-} // namespace
+// t with its negative and conjugate bits cleared: the values its memory holds.
+at::Tensor stored(const at::Tensor &t)
+{
+	at::Tensor s = t.is_neg() ? at::_neg_view(t) : t;
 
-void copy_into(const at::Tensor &dst, const at::Tensor &src)
+	return s.is_conj() ? at::_conj(s) : s;
+}
+
+// t's values as a view with t's bits flipped: what a view of t with them cleared must hold.
+at::Tensor flip_bits_like(const at::Tensor &t, const at::Tensor &like)
+{
+	at::Tensor s = like.is_neg() ? at::_neg_view(t) : t;
+
+	return like.is_conj() && s.is_complex() ? at::_conj(s) : s;
+}
+
+void copy_between(const at::Tensor &dst, const at::Tensor &src, bool non_blocking);
+
+/*
+ * A copy from src with the negative or conjugate bit into dst without: resolved by the host
+ * (pytorch's CPU kernels) when src is in host memory; else the memory is copied as it is and
+ * its values resolved where they landed: by the host, or by the device for a negation (the
+ * device does not compute in complex dtypes: a conjugate goes through the host).
+ */
+void copy_resolving(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
+{
+	if (!is_hpu(src)) {
+		copy_between(dst, src.resolve_conj().resolve_neg(), non_blocking);
+	} else if (is_hpu(dst) && src.is_conj()) {
+		at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+
+		copy_resolving(host, src, false);
+		copy_between(dst, host, non_blocking);
+	} else {
+		copy_between(dst, stored(src), false);
+		if (src.is_conj() && dst.is_complex())
+			dst.conj_physical_();
+		if (src.is_neg())
+			dst.neg_();
+	}
+}
+
+void copy_between(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
 {
 	if (dst.numel() == 0)
 		return;
+	if (dst.is_neg() || dst.is_conj()) {
+		// dst's memory holds src's values with dst's bits applied.
+		copy_between(stored(dst), flip_bits_like(src, dst), non_blocking);
+		return;
+	}
+	if (src.is_neg() || src.is_conj()) {
+		copy_resolving(dst, src, non_blocking);
+		return;
+	}
 	if (is_hpu(dst) && is_hpu(src) && dst.device() == src.device()) {
 		at::assert_no_internal_overlap(dst);
 		at::assert_no_partial_overlap(dst, src);
 		device_copy(dst, src);
 	} else if (is_hpu(dst) && is_hpu(src)) {
 		// Between devices: through the host.
-		upload(dst, src.cpu());
+		upload(dst, src.cpu(), non_blocking);
 	} else if (is_hpu(dst)) {
-		upload(dst, src);
+		upload(dst, src, non_blocking);
 	} else {
 		TORCH_CHECK(is_hpu(src), "hpu: a copy from ", src.device(), " to ", dst.device());
-		download(dst, src);
+		download(dst, src, non_blocking);
 	}
+}
+
+} // namespace
+
+void copy_into(const at::Tensor &dst, const at::Tensor &src)
+{
+	copy_between(dst, src, false);
 }
 
 namespace {
 
-// non_blocking changes nothing: a copy from pageable memory returns as soon as it may anyway.
-at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool)
+at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
 {
-	copy_into(dst, self);
+	copy_between(dst, self, non_blocking);
 	return dst;
 }
 
@@ -136,6 +216,23 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 {
 	m.impl("_copy_from", copy_from);
 	m.impl("_copy_from_and_resize", copy_from_and_resize);
+}
+
+/*
+ * PyTorch's fallback for tensors with the negative or conjugate bit resolves an op's inputs
+ * into new tensors, and _copy_from's schema does not say that it writes dst: a copy into such
+ * a view would land in a temporary.  These copies see the bits and resolve them themselves.
+ */
+TORCH_LIBRARY_IMPL(aten, Negative, m)
+{
+	m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+	m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Conjugate, m)
+{
+	m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+	m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 } // namespace

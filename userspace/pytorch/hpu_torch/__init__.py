@@ -13,7 +13,7 @@ import torch
 from . import _env  # noqa: F401
 # Loading the extension registers the allocator, the device guard and the kernels.
 from . import _C
-from . import _fallback, _printing, core, hpu
+from . import _fallback, _printing, _serialization, core, hpu
 from ._fallback import fallback_counts
 
 torch._register_device_module("hpu", hpu)
