@@ -142,24 +142,26 @@ def test_pageable_copies_stay_synchronous():
 
 
 def test_pinned_buffer_freed_while_copy_queued():
-    x = sample((256, 256), torch.float32, seed=3)
+    # 256 KiB buffers: a few of them stay well within RLIMIT_MEMLOCK.
+    x = sample((128, 512), torch.float32, seed=3)
     busy()
     p = x.pin_memory()
     h = p.to(HPU, non_blocking=True)
     del p
     # New pinned buffers, possibly where p was, overwritten while the copy is queued.
-    others = [torch.full((256, 256), -1.0).pin_memory() for _ in range(4)]
-    r = busy()
-    out = torch.zeros(r.shape).pin_memory()
+    others = [torch.full(x.shape, -1.0).pin_memory() for _ in range(3)]
+    r = busy()[:128]
+    out = torch.zeros(x.shape).pin_memory()
     out.copy_(r, non_blocking=True)
     del out
-    fresh = [torch.zeros(r.shape).pin_memory() for _ in range(4)]
+    # Were out's memory reused, the queued copy would land in one of these.
+    fresh = [torch.zeros(x.shape).pin_memory() for _ in range(3)]
     torch.hpu.synchronize()
     assert_same(h.cpu(), x)
     for t in others:
-        assert_same(t, torch.full((256, 256), -1.0))
+        assert_same(t, torch.full(x.shape, -1.0))
     for t in fresh:
-        assert_same(t, torch.zeros(r.shape))
+        assert_same(t, torch.zeros(x.shape))
 
 
 def test_dataloader_pins_for_hpu():
@@ -227,6 +229,7 @@ def test_save_load_state_dict(tmp_path):
     model = mlp().to(HPU)
     path = tmp_path / "model.pt"
     torch.save(model.state_dict(), path)
+    assert locations(path.read_bytes()) == ["hpu:0"] * 4
     state = torch.load(path)
     assert all(v.device == HPU for v in state.values())
     want = {k: v.cpu() for k, v in model.state_dict().items()}
@@ -235,7 +238,9 @@ def test_save_load_state_dict(tmp_path):
     cpu_model = mlp()
     for p in cpu_model.parameters():
         p.data.zero_()
-    cpu_model.load_state_dict(torch.load(path, map_location="cpu"))
+    on_cpu = torch.load(path, map_location="cpu")
+    assert all(v.device.type == "cpu" for v in on_cpu.values())
+    cpu_model.load_state_dict(on_cpu)
     for k, v in cpu_model.state_dict().items():
         assert_same(v, want[k])
     hpu_model = mlp().to(HPU)
