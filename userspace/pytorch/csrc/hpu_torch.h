@@ -2,9 +2,10 @@
 /*
  * hpu_torch's C++ side: what its files share.  The extension is PyTorch glue over libhpu's
  * public API only: devices, streams and lazy mode (device.cpp), storage (allocator.cpp), libhpu
- * views of at::Tensors (tensor.cpp), copies (copy.cpp), the kernels registered at the HPU key
- * (factory.cpp, ops.cpp and ops_<family>.cpp), the CPU fallback for every other op
- * (fallback.cpp) and the Python module (module.cpp).
+ * views of at::Tensors (tensor.cpp), copies (copy.cpp), pinned host memory (pinned.cpp), the
+ * kernels registered at the HPU key (factory.cpp, ops.cpp and ops_<family>.cpp), the CPU
+ * fallback for every other op (fallback.cpp), HPU graphs (graph.cpp), metrics (metrics.cpp)
+ * and the Python module (module.cpp).
  *
  * Every libhpu call goes through HPU_CHECK: a failure becomes a c10::Error carrying
  * hpu_last_error(), which Python sees as a RuntimeError.
