@@ -105,9 +105,39 @@ def _graphed_callables(model, optimizer, device, batch_size):
     return _loop(torch.hpu.make_graphed_callables(model, (x,)), optimizer, device, ("end",))
 
 
+def _snapshot(model, optimizer):
+    """What a warm-up changes: the parameters' values and the optimizer's state."""
+    return ([p.detach().clone() for p in model.parameters()],
+            {p: {k: v.clone() if torch.is_tensor(v) else v for k, v in state.items()}
+             for p, state in optimizer.state.items()})
+
+
+@torch.no_grad()
+def _rewind(model, optimizer, snapshot):
+    """Puts back in place (a capture then keeps these very tensors) what the warm-up changed:
+    the parameters, and the optimizer's state - as it was, or, the state the warm-up made,
+    as a fresh one's: zeros and a step count of 0, as Adadelta's begins.  Left as they are,
+    three Adadelta steps on random data train the model on noise and fill Adadelta's running
+    averages with its gradients, which slows the replays' learning after (40 steps of 200
+    without dropout reached 0.46 test accuracy, the eager loop 0.74)."""
+    params, states = snapshot
+    for p, saved in zip(model.parameters(), params):
+        p.copy_(saved)
+    for p, state in optimizer.state.items():
+        before = states.get(p)
+        for k, v in state.items():
+            if not torch.is_tensor(v):
+                state[k] = before[k] if before else type(v)(0)
+            elif before:
+                v.copy_(before[k])
+            else:
+                v.zero_()
+
+
 def _capture_replay(model, optimizer, device, batch_size):
     static_input = torch.randn(batch_size, 1, 28, 28, device=device)
     static_target = torch.randint(0, 10, (batch_size,), device=device)
+    snapshot = _snapshot(model, optimizer)
     s = torch.hpu.Stream()
     s.wait_stream(torch.hpu.current_stream())
     with torch.hpu.stream(s):
@@ -117,6 +147,7 @@ def _capture_replay(model, optimizer, device, batch_size):
             loss.backward()
             optimizer.step()
     torch.hpu.current_stream().wait_stream(s)
+    _rewind(model, optimizer, snapshot)
     g = torch.hpu.HPUGraph()
     optimizer.zero_grad(set_to_none=True)
     with torch.hpu.graph(g):

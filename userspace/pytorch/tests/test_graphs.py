@@ -7,6 +7,7 @@ models use the ops the device runs (add, mul, relu forward, fills, copies) and
 no gradient accumulation, so that nothing in a capture falls back to the CPU.
 """
 import copy
+import importlib.util
 import json
 import os
 import subprocess
@@ -169,6 +170,26 @@ def test_captured_torch_optimizer_step():
         eopt.step()
     for a, b in zip(net.parameters(), eager.parameters()):
         assert torch.equal(a.detach().cpu(), b.detach().cpu())
+
+
+def test_example_capture_replay_steps_as_eager():
+    # examples/mnist.py's capture-replay loop (forward, backward and Adadelta's step in one
+    # graph, warmed up on random data first) takes the eager loop's steps, loss for loss, on
+    # the same batches (dropout off: the same computation).
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "mnist.py")
+    spec = importlib.util.spec_from_file_location("mnist_example", path)
+    mnist = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mnist)
+    images, labels = mnist.load("test")
+    losses = {}
+    for mode in ("no_graphs", "capture_replay"):
+        torch.manual_seed(0)
+        model = mnist.Net().to(HPU)
+        model.dropout.p = 0.0
+        optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+        step = mnist.make_step(mode, model, optimizer, 64)
+        losses[mode] = [step(x, y).item() for x, y in mnist.batches(images, labels, 64, 5)]
+    assert losses["capture_replay"] == pytest.approx(losses["no_graphs"], rel=1e-6, abs=0), losses
 
 
 def test_make_graphed_callables_against_eager():
