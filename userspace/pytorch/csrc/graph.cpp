@@ -14,6 +14,9 @@
  *   capture per device at a time.
  * - Host work during a capture (a copy to or from the host, a CPU fallback) is refused here,
  *   by name, before libhpu would refuse the transfer it starts.
+ * A capture begins, and each replay starts, with the device's dropout generator ready on its
+ * stream (rng_ready(), ops_nn.cpp): the state exists before anything is captured, and a seed
+ * given since the last draw is written ahead of the replay.
  */
 #include "hpu_torch.h"
 
@@ -42,6 +45,11 @@ c10::StreamId thread_stream(c10::DeviceIndex index, c10::StreamId own)
 	return c && capturer[index].load() != std::this_thread::get_id() ? c - 1 : own;
 }
 
+bool capturing_on(c10::DeviceIndex index)
+{
+	return capturing[index].load(std::memory_order_acquire) != 0;
+}
+
 void check_not_capturing(c10::Stream s, const char *what)
 {
 	TORCH_CHECK(capturing[s.device_index()].load(std::memory_order_acquire) != s.id() + 1,
@@ -50,6 +58,18 @@ void check_not_capturing(c10::Stream s, const char *what)
 }
 
 namespace {
+
+// A device's claim to capture, given back unless kept (the capture began).
+struct Claim {
+	c10::DeviceIndex index;
+	bool kept = false;
+
+	~Claim()
+	{
+		if (!kept)
+			capturing[index] = 0;
+	}
+};
 
 // A graph of one device; its capture on one of that device's streams.
 class Graph {
@@ -66,15 +86,17 @@ public:
 		TORCH_CHECK(capturing[index].compare_exchange_strong(none, id + 1), "hpu: hpu:",
 			    int(index), " captures a graph already (stream ", none - 1,
 			    "): one capture per device at a time");
+		Claim claim{index};
 		capturer[index] = std::this_thread::get_id();
-		int ret = hpu_graph_create(device(index), &g);
-		if (!ret)
-			ret = hpu_graph_capture_begin(g, st);
+		// Claimed first, so that no seed can come between this and the capture.
+		rng_ready(index, st);
+		HPU_CHECK(hpu_graph_create(device(index), &g));
+		int ret = hpu_graph_capture_begin(g, st);
 		if (ret) {
 			hpu_graph_destroy(g);
-			capturing[index] = 0;
 			check(ret, "hpu_graph_capture_begin");
 		}
+		claim.kept = true;
 		g_ = g;
 		index_ = index;
 	}
@@ -92,6 +114,8 @@ public:
 		TORCH_CHECK(g_ && index_ < 0, "hpu: replay of a graph ",
 			    g_ ? "still capturing" : "never captured");
 		hpu_stream *st = stream(stream_at(index, id));
+
+		rng_ready(index, st);
 		py::gil_scoped_release nogil;
 		HPU_CHECK(hpu_graph_replay(g_, st));
 	}

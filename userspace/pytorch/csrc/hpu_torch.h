@@ -131,6 +131,8 @@ std::map<std::string, uint64_t> fallback_counts();
 c10::StreamId thread_stream(c10::DeviceIndex index, c10::StreamId own);
 // Throws, naming what, if s captures a graph: host work (copies, the CPU fallback) is refused.
 void check_not_capturing(c10::Stream s, const char *what);
+// Whether a stream of device index captures a graph.
+bool capturing_on(c10::DeviceIndex index);
 
 /*
  * ops.cpp: what the kernels (ops*.cpp) share.  A kernel runs on the device when it can take
@@ -164,6 +166,9 @@ bool binary_into(enum hpu_binary_fn fn, const at::Tensor &out, const at::Tensor 
 		 const at::Tensor &b, double alpha = 1);
 
 // ops_nn.cpp: the device's dropout generator, seeded per device (torch.hpu.manual_seed).
+// Refused while the device captures.
 void manual_seed(c10::DeviceIndex index, uint64_t seed);
+// Device index's generator state, made if it is not yet, its pending seed written on s.
+at::Tensor rng_ready(c10::DeviceIndex index, hpu_stream *s);
 
 } // namespace hpu_torch

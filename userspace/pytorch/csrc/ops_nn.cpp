@@ -6,10 +6,14 @@
  * Dropout runs on the device's Philox generator (hpu_op_dropout): each device has a state
  * tensor {seed, offset} that every call advances on the device, so masks differ per call
  * (and per replay of a captured graph) and repeat per seed.  torch.hpu.manual_seed (and
- * torch.manual_seed, which hpu_torch extends) sets the seed; it is written to the state at
- * the next dropout.  Unseeded, a device starts from PyTorch's default CPU seed.  PyTorch sends
- * nn.Dropout to bernoulli_ and mul for devices it does not know: dropout is registered at
- * AutogradHPU (as CUDA's fused path) to reach native_dropout.
+ * torch.manual_seed, which hpu_torch extends) sets the seed; it is written to the state, by
+ * device fills on the stream about to draw, ahead of the device's next dropout, capture or
+ * replay (rng_ready()): the state exists and holds its seed before any capture begins, and
+ * a seed given after a capture holds for the replays that follow.  A capture would refuse a
+ * host copy, and would record a fill made during it, so manual_seed is refused while the
+ * device captures (as CUDA's is).  Unseeded, a device starts from PyTorch's default CPU
+ * seed.  PyTorch sends nn.Dropout to bernoulli_ and mul for devices it does not know: dropout
+ * is registered at AutogradHPU (as CUDA's fused path) to reach native_dropout.
  */
 #include "hpu_torch.h"
 
@@ -33,24 +37,36 @@ struct Rng {
 // Kept for the process (never destroyed: tensors must not outlive libhpu at exit).
 Rng *const rngs = new Rng[kMaxDevices];
 
-// The generator state of t's device, written with its seed if one is pending.
-at::Tensor rng_state(const at::Tensor &t)
+// Fills elements [at, at + n) of words (a state's int32 view) with v, on s.
+void fill_words(hpu_stream *s, const at::Tensor &words, int64_t at, int64_t n, int32_t v)
 {
-	Rng &r = rngs[t.device().index()];
-	std::lock_guard<std::mutex> guard(r.lock);
-
-	if (!r.state.defined())
-		r.state = at::empty({2}, t.options().dtype(at::kLong));
-	if (r.pending) {
-		if (!r.seeded)
-			r.seed = at::detail::getDefaultCPUGenerator().current_seed();
-		copy_into(r.state, at::tensor({int64_t(r.seed), int64_t(0)}, at::kLong));
-		r.pending = false;
-	}
-	return r.state;
+	HPU_CHECK(hpu_op_fill(s, View(words.narrow(0, at, n)), v));
 }
 
 } // namespace
+
+at::Tensor rng_ready(c10::DeviceIndex index, hpu_stream *s)
+{
+	Rng &r = rngs[index];
+	std::lock_guard<std::mutex> guard(r.lock);
+
+	if (!r.state.defined())
+		r.state = at::empty({2}, at::TensorOptions(at::kLong).device(c10::DeviceType::HPU,
+									    index));
+	if (!r.pending)
+		return r.state;
+	if (!r.seeded)
+		r.seed = at::detail::getDefaultCPUGenerator().current_seed();
+	// {seed, offset 0} as the little-endian words {seed lo, seed hi, 0, 0}: each a value a
+	// device fill holds exactly, where a 64-bit seed in one double would not be.
+	at::Tensor words = r.state.view(at::kInt);
+
+	fill_words(s, words, 0, 1, int32_t(uint32_t(r.seed)));
+	fill_words(s, words, 1, 1, int32_t(uint32_t(r.seed >> 32)));
+	fill_words(s, words, 2, 2, 0);
+	r.pending = false;
+	return r.state;
+}
 
 void manual_seed(c10::DeviceIndex index, uint64_t seed)
 {
@@ -58,6 +74,9 @@ void manual_seed(c10::DeviceIndex index, uint64_t seed)
 	Rng &r = rngs[index];
 	std::lock_guard<std::mutex> guard(r.lock);
 
+	TORCH_CHECK(!capturing_on(index), "hpu: manual_seed of hpu:", int(index),
+		    " while it captures an HPU graph: seed before the capture (replays draw from "
+		    "the generator's state as it is at each replay)");
 	r.seed = seed;
 	r.seeded = r.pending = true;
 }
@@ -147,8 +166,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor &input, doubl
 			HPU_CHECK(hpu_op_fill(stream_of(out), View(out), 0));
 		return {out, mask};
 	}
-	at::Tensor rng = rng_state(input);
-	HPU_CHECK(hpu_op_dropout(stream_of(out), View(out), View(mask), View(input), View(rng), p));
+	hpu_stream *s = stream_of(out);
+	at::Tensor rng = rng_ready(input.device().index(), s);
+
+	HPU_CHECK(hpu_op_dropout(s, View(out), View(mask), View(input), View(rng), p));
 	return {out, mask};
 }
 

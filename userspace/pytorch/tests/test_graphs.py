@@ -94,21 +94,52 @@ def test_capture_begin_end_on_a_side_stream():
 
 def test_dropout_masks_differ_per_replay():
     # The device's generator advances its offset in device memory: each replay draws anew.
-    # A warm-up first, as the seeds' loops do: the generator's state is made by its first use,
-    # a copy from the host that a capture refuses.
-    torch.hpu.manual_seed(0)
-    x = torch.ones(64, 64, device=HPU)
-    torch.nn.functional.dropout(x, 0.5, training=True)
+    # In a process of its own, whose first dropout is the captured one: the generator's
+    # state is made and seeded on the device before the capture begins.
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import torch
+        import hpu_torch
+        x = torch.ones(64, 64, device="hpu")
+        g = torch.hpu.HPUGraph()
+        with torch.hpu.graph(g):
+            y = torch.nn.functional.dropout(x, 0.5, training=True)
+        masks = []
+        for _ in range(3):
+            g.replay()
+            masks.append(y.cpu() != 0)
+        assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
+        assert all(0.4 < m.float().mean().item() < 0.6 for m in masks)
+        print("replayed")
+    """)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "replayed" in run.stdout, run.stderr
+
+
+def test_manual_seed_after_a_capture_holds_for_its_replays():
+    # As CUDA graphs: a replay draws from the generator's state at the replay (advanced by
+    # each draw), so a seed given after the capture repeats the replays' masks.
+    x = torch.ones(256, device=HPU)
     g = torch.hpu.HPUGraph()
     with torch.hpu.graph(g):
         y = torch.nn.functional.dropout(x, 0.5, training=True)
-    masks = []
-    for _ in range(3):
-        g.replay()
-        masks.append(y.cpu() != 0)
-    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
-    for m in masks:
-        assert 0.4 < m.float().mean().item() < 0.6
+
+    def draws(seed):
+        torch.hpu.manual_seed(seed)
+        masks = []
+        for _ in range(2):
+            g.replay()
+            masks.append(y.cpu() != 0)
+        return masks
+
+    a, b, c = draws(7), draws(7), draws(8)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], a[1]) and not torch.equal(a[0], c[0])
+    # The first draw after a seed, replayed or eager, is the same mask.
+    torch.hpu.manual_seed(7)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.5, training=True).cpu() != 0, a[0])
+    # Seeding a device that captures would record the seed into the graph: refused.
+    with pytest.raises(RuntimeError, match="manual_seed of hpu:0 while it captures"):
+        with torch.hpu.graph(torch.hpu.HPUGraph()):
+            torch.hpu.manual_seed(1)
 
 
 def test_captured_training_step_with_backward():

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The devices' generators: dropout draws on each device's own (Philox, its
-state in device memory).  A seed takes effect at the device's next dropout.
+state in device memory, csrc/ops_nn.cpp).  A seed takes effect at the device's
+next dropout, capture or graph replay (a replay draws from the state as it is
+then, as CUDA graphs do); seeding a device that captures is refused.
 torch.manual_seed() seeds them too once hpu_torch is imported."""
 import torch
 
