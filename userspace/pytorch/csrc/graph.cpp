@@ -17,6 +17,9 @@
  * A capture begins, and each replay starts, with the device's dropout generator ready on its
  * stream (rng_ready(), ops_nn.cpp): the state exists before anything is captured, and a seed
  * given since the last draw is written ahead of the replay.
+ *
+ * _device_allocated() is the device memory libhpu has allocated (what its graphs hold
+ * included, which PyTorch's counts do not see): what ModuleCacher's tests check its figures on.
  */
 #include "hpu_torch.h"
 
@@ -163,6 +166,13 @@ void init_graph(py::module &m)
 		.def("replay", &Graph::replay)
 		.def("reset", &Graph::reset)
 		.def("info", &Graph::info);
+	m.def("_device_allocated", [](c10::DeviceIndex i) {
+		struct hpu_mem_stats mem = {};
+
+		mem.size = sizeof(mem);
+		HPU_CHECK(hpu_mem_get_stats(device(i), &mem));
+		return mem.device.allocated;
+	});
 	m.def("_capturing_stream", [](c10::DeviceIndex i) {
 		check_index(i);
 		return capturing[i].load() - 1;

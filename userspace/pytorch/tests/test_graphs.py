@@ -302,6 +302,93 @@ def test_module_cacher_training_matches_eager():
     assert torch.hpu.wrap_in_hpu_graph(Scale().to(HPU)).forward.cache is not None
 
 
+class MLP(torch.nn.Module):
+    """Linear, relu, linear, sized in whole granules of libhpu's allocator (512 bytes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(128, 256)
+        self.fc2 = torch.nn.Linear(256, 128)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def released(model):
+    """Device memory libhpu gives back when model's cached graphs go."""
+    torch.hpu.synchronize()
+    before = hpu_torch._C._device_allocated(0)
+    model.forward.cache.clear()
+    torch.hpu.synchronize()
+    return before - hpu_torch._C._device_allocated(0)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_module_cacher_memory_budget(training):
+    # libhpu's policy: after each call the least recently used graphs go while their memory
+    # is over the budget, never the call's own.  The bytes counted are those the graphs pin:
+    # dropping them gives that much back (within the allocator's 512-byte granules).
+    torch.manual_seed(0)
+    eager = MLP().to(HPU)
+    sizes = (64, 32, 16)
+
+    def run(model, rows):
+        x = randn(rows, 128, seed=rows).to(HPU)
+        with torch.set_grad_enabled(training):
+            out = model(x)
+            if training:
+                out.sum().backward()
+            want = eager(x)
+        assert torch.allclose(out.detach().cpu(), want.detach().cpu(), atol=1e-5)
+
+    unbounded = torch.hpu.ModuleCacher(max_graphs=8, max_memory=0)(copy.deepcopy(eager))
+    for rows in sizes:
+        run(unbounded, rows)
+    cost = {key[-1][0][1][0]: fn.bytes for key, fn in unbounded.forward.cache.items()}
+    stats = unbounded.forward.stats
+    assert stats["bytes"] == sum(cost.values()) and stats["evictions"] == 0
+    for rows in sizes:
+        # At least the static input and output, and in training the activations saved for
+        # the backward graph and the static gradients.
+        assert cost[rows] >= rows * (128 + 128) * 4 * (3 if training else 1)
+    assert abs(released(unbounded) - stats["bytes"]) <= 512 * 16
+
+    budget = cost[64] + cost[32]
+    model = torch.hpu.ModuleCacher(max_graphs=8, max_memory=budget)(copy.deepcopy(eager))
+    stats = model.forward.stats
+    calls = [(64, 0, [64]), (32, 0, [64, 32]), (16, 1, [32, 16]), (32, 1, [16, 32]),
+             (64, 2, [32, 64])]
+    for rows, evictions, kept in calls:
+        run(model, rows)
+        assert stats["evictions"] == evictions, (rows, stats)
+        assert [key[-1][0][1][0] for key in model.forward.cache] == kept
+        assert stats["bytes"] == sum(cost[k] for k in kept) <= budget
+    assert (stats["calls"], stats["hits"], stats["captures"], stats["graphs"]) == (5, 1, 4, 2)
+    assert abs(released(model) - stats["bytes"]) <= 512 * 16
+
+    # A graph larger than the budget is kept, alone.
+    model = torch.hpu.ModuleCacher(max_memory=cost[16])(copy.deepcopy(eager))
+    for rows in (16, 64):
+        run(model, rows)
+    assert model.forward.stats["graphs"] == 1 and model.forward.stats["bytes"] == cost[64]
+
+
+def test_module_cacher_budget_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PT_HPU_MODULE_CACHER_MAX_MB", "1.5")
+    assert torch.hpu.ModuleCacher().max_memory == 3 * 2**19
+    assert torch.hpu.ModuleCacher(max_memory=4096).max_memory == 4096
+    model = torch.hpu.wrap_in_hpu_graph(Scale().to(HPU))
+    with torch.no_grad():
+        model(torch.ones(4, device=HPU))
+    assert model.forward.stats["bytes"] > 0
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv("PT_HPU_MODULE_CACHER_MAX_MB", bad)
+        with pytest.raises(ValueError, match="PT_HPU_MODULE_CACHER_MAX_MB"):
+            torch.hpu.ModuleCacher()
+    monkeypatch.delenv("PT_HPU_MODULE_CACHER_MAX_MB")
+    assert torch.hpu.ModuleCacher().max_memory == 0
+
+
 def test_host_work_during_a_capture_is_refused():
     x = torch.ones(4, device=HPU)
     g = torch.hpu.HPUGraph()

@@ -17,10 +17,12 @@ torch.cuda.graph); make_graphed_callables(), a module or function as separate
 forward and backward graphs behind autograd; ModuleCacher, a module whose calls
 each replay the graph of their input signature (tensors' shapes and dtypes,
 non-tensor and keyword arguments, training mode), captured on first use, at
-most max_graphs kept, least recently used dropped first; wrap_in_hpu_graph(),
-the same for inference.
+most max_graphs kept and, with a budget, at most that much device memory, least
+recently used dropped first (libhpu's hpu_module_cacher policy and figures);
+wrap_in_hpu_graph(), the same for inference.
 """
 import collections
+import os
 
 import torch
 
@@ -121,8 +123,16 @@ class _Graphed:
             del outs
         current_stream().wait_stream(s)
 
+        # What the forward graph hands the backward one (autograd's saved tensors) is held by
+        # the graphs alone once the capture's autograd graph goes: counted in self.bytes.
+        saved = []
+
+        def pack(t):
+            saved.append(t.detach())
+            return saved[-1]
+
         self.fwd = HPUGraph()
-        with graph(self.fwd):
+        with graph(self.fwd), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             outs = fn(*self.static_inputs)
         self.single = not isinstance(outs, tuple)
         outs = _as_tuple(outs)
@@ -131,6 +141,7 @@ class _Graphed:
         self.static_grad_inputs = ()
         if not self.needs_grad:
             self.static_outputs = tuple(o.detach() for o in outs)
+            self.bytes = self._bytes(saved)
             return
         self.static_grad_outputs = tuple(torch.empty_like(o) if o.requires_grad else None
                                          for o in outs)
@@ -144,6 +155,22 @@ class _Graphed:
         self.static_grad_inputs = tuple(next(grads) if t.requires_grad else None
                                         for t in surface)
         self.static_outputs = tuple(o.detach() for o in outs)
+        self.bytes = self._bytes(saved)
+
+    def _bytes(self, saved):
+        """The device memory the graphs pin, counted as libhpu's module cacher counts a graph's:
+        the storages of the static inputs and outputs (here also the static gradients and
+        the saved tensors), each once, and each graph's device_bytes (command buffers and
+        workspace).  The parameters' storages are the module's, shared by all its graphs."""
+        shared = {t.storage().data_ptr() for t in self.params}
+        held = {}
+        for t in (self.static_inputs + self.static_outputs + self.static_grad_outputs +
+                  self.static_grad_inputs + tuple(saved)):
+            if t is not None and t.device.type == "hpu":
+                held.setdefault(t.storage().data_ptr(), t.storage().nbytes())
+        graphs = (self.fwd, self.bwd) if self.needs_grad else (self.fwd,)
+        return (sum(n for ptr, n in held.items() if ptr not in shared) +
+                sum(g.info()["device_bytes"] for g in graphs))
 
     def check(self, inputs):
         if len(inputs) != len(self.static_inputs):
@@ -184,35 +211,36 @@ def _needing_grad(outs):
     return tuple(o for o in outs if o.requires_grad)
 
 
-def _autograd_function(graphed):
-    """The autograd Function that replays graphed's forward and backward graphs."""
+class _Replay(torch.autograd.Function):
+    """A graphed callable's replays behind autograd.  One class for all: a class made per
+    graph would be a reference cycle holding the graphs until Python's collector ran, where
+    here they go with the last reference (ModuleCacher's evictions give their memory back)."""
 
-    class Graphed(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *inputs):
-            outs = graphed.forward(inputs[:len(graphed.static_inputs)])
-            return tuple(o.detach() for o in outs)
+    @staticmethod
+    def forward(ctx, graphed, *inputs):
+        ctx.graphed = graphed
+        outs = graphed.forward(inputs[:len(graphed.static_inputs)])
+        return tuple(o.detach() for o in outs)
 
-        @staticmethod
-        @torch.autograd.function.once_differentiable
-        def backward(ctx, *grads):
-            return graphed.backward(grads)
-
-    return Graphed.apply
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        return (None,) + ctx.graphed.backward(grads)
 
 
 def _graphed(fn, sample_args, params):
-    """fn over tensors as a graphed callable: it returns what fn returned, a tensor or a tuple."""
+    """fn over tensors as a graphed callable: it returns what fn returned, a tensor or a tuple.
+    Its bytes attribute is the device memory its graphs pin (_Graphed.bytes)."""
     g = _Graphed(fn, sample_args, params)
     if g.needs_grad:
-        apply = _autograd_function(g)
-        run = lambda inputs: apply(*inputs, *g.params)  # noqa: E731
+        run = lambda inputs: _Replay.apply(g, *inputs, *g.params)  # noqa: E731
     else:
         run = g.forward
 
     def call(*inputs):
         outs = run(inputs)
         return outs[0] if g.single else outs
+    call.bytes = g.bytes
     return call
 
 
@@ -252,17 +280,44 @@ def _signature(value):
         return repr(value)
 
 
-class ModuleCacher:
-    """ModuleCacher(max_graphs=N)(model=m, inplace=True): m's calls run as HPU graphs, one per
-    input signature (tensor shapes and dtypes, non-tensor and keyword arguments, training
-    and grad mode), captured the first time it is seen; at most max_graphs are kept, the
-    least recently used dropped first.  Outputs are the graph's static outputs: the next call
-    of the same signature overwrites them."""
+_MAX_MB = "PT_HPU_MODULE_CACHER_MAX_MB"
 
-    def __init__(self, max_graphs=10):
+
+def _budget_from_env():
+    """PT_HPU_MODULE_CACHER_MAX_MB (MiB, >= 0; unset, empty or 0: no budget) in bytes."""
+    value = os.environ.get(_MAX_MB, "").strip()
+    try:
+        mb = float(value) if value else 0.0
+    except ValueError:
+        mb = -1.0
+    if not mb >= 0 or mb == float("inf"):
+        raise ValueError(f"hpu: {_MAX_MB}={value!r}: a number of MiB >= 0 (0: no budget)")
+    return int(mb * 2**20)
+
+
+class ModuleCacher:
+    """ModuleCacher(max_graphs=N, max_memory=B)(model=m, inplace=True): m's calls run as HPU
+    graphs, one per input signature (tensor shapes and dtypes, non-tensor and keyword
+    arguments, training and grad mode), captured the first time it is seen.  After each call
+    the least recently used graphs are dropped while more than max_graphs are kept or, with
+    a budget, while their device memory exceeds max_memory bytes (default: the environment's
+    PT_HPU_MODULE_CACHER_MAX_MB, MiB; 0 or unset: no budget) - but never the graph of the
+    call, so one larger than the budget is kept alone.  A graph's memory is what it pins
+    (_Graphed.bytes: its static tensors and saved activations, command buffers and
+    workspace), given back once nothing else holds the graph.  model.forward.stats: calls,
+    hits, captures, evictions, graphs (kept) and bytes (their memory), as libhpu's cacher
+    counts them.  Outputs are the graph's static outputs: the next call of the same
+    signature overwrites them."""
+
+    def __init__(self, max_graphs=10, max_memory=None):
         if max_graphs < 1:
             raise ValueError("hpu: ModuleCacher needs max_graphs >= 1")
+        if max_memory is None:
+            max_memory = _budget_from_env()
+        if max_memory < 0:
+            raise ValueError("hpu: ModuleCacher needs max_memory >= 0 (0: no budget)")
         self.max_graphs = max_graphs
+        self.max_memory = int(max_memory)
 
     def __call__(self, model, inplace=True):
         if not inplace:
@@ -270,8 +325,16 @@ class ModuleCacher:
             model = copy.deepcopy(model)
         cache = collections.OrderedDict()
         forward = model.forward
-        max_graphs = self.max_graphs
-        stats = {"calls": 0, "captures": 0, "evictions": 0}
+        max_graphs, max_memory = self.max_graphs, self.max_memory
+        stats = dict.fromkeys(("calls", "hits", "captures", "evictions", "graphs", "bytes"), 0)
+
+        def trim():
+            while len(cache) > 1 and (len(cache) > max_graphs or
+                                      (max_memory and stats["bytes"] > max_memory)):
+                _, dropped = cache.popitem(last=False)
+                stats["evictions"] += 1
+                stats["bytes"] -= dropped.bytes
+            stats["graphs"] = len(cache)
 
         def cached_forward(*args, **kwargs):
             names = tuple(sorted(kwargs))
@@ -292,12 +355,14 @@ class ModuleCacher:
                 fn = _graphed(bound, tuple(values[i] for i in slots), tuple(model.parameters()))
                 cache[key] = fn
                 stats["captures"] += 1
-                if len(cache) > max_graphs:
-                    cache.popitem(last=False)
-                    stats["evictions"] += 1
+                stats["bytes"] += fn.bytes
             else:
                 cache.move_to_end(key)
-            return fn(*_tensors(values))
+                stats["hits"] += 1
+            try:
+                return fn(*_tensors(values))
+            finally:
+                trim()
 
         cached_forward.cache = cache
         cached_forward.stats = stats
@@ -305,9 +370,9 @@ class ModuleCacher:
         return model
 
 
-def wrap_in_hpu_graph(module, max_graphs=10, **unused):
+def wrap_in_hpu_graph(module, max_graphs=10, max_memory=None, **unused):
     """module with its calls replayed as HPU graphs, one per input signature (ModuleCacher)."""
-    return ModuleCacher(max_graphs=max_graphs)(model=module, inplace=True)
+    return ModuleCacher(max_graphs=max_graphs, max_memory=max_memory)(model=module, inplace=True)
 
 
 __all__ = ["HPUGraph", "graph", "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph"]
