@@ -304,9 +304,9 @@ class ModuleCacher:
     PT_HPU_MODULE_CACHER_MAX_MB, MiB; 0 or unset: no budget) - but never the graph of the
     call, so one larger than the budget is kept alone.  A graph's memory is what it pins
     (_Graphed.bytes: its static tensors and saved activations, command buffers and
-    workspace), given back once nothing else holds the graph.  model.forward.stats: calls,
-    hits, captures, evictions, graphs (kept) and bytes (their memory), as libhpu's cacher
-    counts them.  Outputs are the graph's static outputs: the next call of the same
+    workspace), given back once nothing else holds the graph.  model.forward.stats counts
+    calls, captures and evictions; model.forward.memory has graphs (kept) and bytes (their
+    memory), as libhpu's cacher counts them.  Outputs are the graph's static outputs: the next call of the same
     signature overwrites them."""
 
     def __init__(self, max_graphs=10, max_memory=None):
@@ -326,15 +326,16 @@ class ModuleCacher:
         cache = collections.OrderedDict()
         forward = model.forward
         max_graphs, max_memory = self.max_graphs, self.max_memory
-        stats = dict.fromkeys(("calls", "hits", "captures", "evictions", "graphs", "bytes"), 0)
+        stats = dict.fromkeys(("calls", "captures", "evictions"), 0)
+        memory = {"graphs": 0, "bytes": 0}
 
         def trim():
             while len(cache) > 1 and (len(cache) > max_graphs or
-                                      (max_memory and stats["bytes"] > max_memory)):
+                                      (max_memory and memory["bytes"] > max_memory)):
                 _, dropped = cache.popitem(last=False)
                 stats["evictions"] += 1
-                stats["bytes"] -= dropped.bytes
-            stats["graphs"] = len(cache)
+                memory["bytes"] -= dropped.bytes
+            memory["graphs"] = len(cache)
 
         def cached_forward(*args, **kwargs):
             names = tuple(sorted(kwargs))
@@ -355,10 +356,9 @@ class ModuleCacher:
                 fn = _graphed(bound, tuple(values[i] for i in slots), tuple(model.parameters()))
                 cache[key] = fn
                 stats["captures"] += 1
-                stats["bytes"] += fn.bytes
+                memory["bytes"] += fn.bytes
             else:
                 cache.move_to_end(key)
-                stats["hits"] += 1
             try:
                 return fn(*_tensors(values))
             finally:
@@ -366,6 +366,7 @@ class ModuleCacher:
 
         cached_forward.cache = cache
         cached_forward.stats = stats
+        cached_forward.memory = memory
         model.forward = cached_forward
         return model
 
