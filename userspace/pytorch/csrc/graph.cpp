@@ -91,8 +91,13 @@ public:
 			    "): one capture per device at a time");
 		Claim claim{index};
 		capturer[index] = std::this_thread::get_id();
-		// Claimed first, so that no seed can come between this and the capture.
+		// Claimed first, so that no seed can come between this and the capture.  The seed's
+		// fills are waited for: a replay on another stream reads the state with no order.
 		rng_ready(index, st);
+		{
+			py::gil_scoped_release nogil;
+			HPU_CHECK(hpu_stream_synchronize(st));
+		}
 		HPU_CHECK(hpu_graph_create(device(index), &g));
 		int ret = hpu_graph_capture_begin(g, st);
 		if (ret) {
