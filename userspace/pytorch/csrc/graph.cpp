@@ -107,6 +107,7 @@ public:
 		claim.kept = true;
 		g_ = g;
 		index_ = index;
+		device_ = index;
 	}
 
 	void capture_end()
@@ -117,13 +118,15 @@ public:
 		HPU_CHECK(hpu_graph_capture_end(g_));
 	}
 
-	void replay(c10::DeviceIndex index, c10::StreamId id)
+	// On the current stream of the graph's device: one call from Python, since a replayed
+	// step's host time is mostly calls like this one.
+	void replay()
 	{
 		TORCH_CHECK(g_ && index_ < 0, "hpu: replay of a graph ",
 			    g_ ? "still capturing" : "never captured");
-		hpu_stream *st = stream(stream_at(index, id));
+		hpu_stream *st = stream(current_stream(device_));
 
-		rng_ready(index, st);
+		rng_ready(device_, st);
 		py::gil_scoped_release nogil;
 		HPU_CHECK(hpu_graph_replay(g_, st));
 	}
@@ -158,6 +161,7 @@ public:
 private:
 	hpu_graph *g_ = nullptr;
 	c10::DeviceIndex index_ = -1; // capturing on this device
+	c10::DeviceIndex device_ = -1; // captured on this device
 };
 
 } // namespace

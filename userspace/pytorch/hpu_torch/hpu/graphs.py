@@ -50,8 +50,7 @@ class HPUGraph:
 
     def replay(self):
         """Enqueues the captured ops on the current stream of the graph's device."""
-        s = current_stream()
-        self._graph.replay(s.device_index, s.stream_id)
+        self._graph.replay()
 
     def reset(self):
         """Drops the capture (ending it if it is going): the graph may capture again."""
