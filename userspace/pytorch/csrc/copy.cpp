@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Copies with an HPU tensor on either side (aten::_copy_from, which copy_ calls for devices
- * PyTorch does not know, and _copy_from_and_resize, which the CPU fallback writes back with).
+ * PyTorch does not know, and _copy_from_and_resize, which the CPU fallback writes back with),
+ * and cat (torch.stack's too): each input copied on the device into its slice of the output.
  *
  * Between host and device the bytes move as one transfer of a contiguous buffer on the
  * device's current stream; a strided or broadcast operand on the device side is a device
@@ -19,6 +20,7 @@
 #include "hpu_torch.h"
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
 namespace hpu_torch {
@@ -212,10 +214,50 @@ at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
 	return dst;
 }
 
+/*
+ * Inputs of one device, of the output's rank, agreeing off dim (1-d empty ones skipped, as
+ * PyTorch does), none overlapping the output (PyTorch's error); else the CPU fallback, which
+ * raises PyTorch's other errors (0-dim inputs, sizes that disagree).
+ */
+at::Tensor &cat_out(const at::ITensorListRef &tensors, int64_t dim, at::Tensor &out)
+{
+	std::vector<at::Tensor> in;
+
+	for (const at::Tensor &t : tensors)
+		if (t.dim() != 1 || t.numel())
+			in.push_back(t);
+	bool ok = !in.empty() && in[0].dim() && on_device(out);
+	int64_t d = ok ? at::maybe_wrap_dim(dim, in[0].dim()) : 0;
+	std::vector<int64_t> sizes = in.empty() ? std::vector<int64_t>() : in[0].sizes().vec();
+
+	if (ok)
+		sizes[d] = 0;
+	for (size_t i = 0; ok && i < in.size(); i++) {
+		const at::Tensor &t = in[i];
+
+		ok = on_device(t) && t.device() == out.device() && t.dim() == in[0].dim();
+		if (ok)
+			at::assert_no_overlap(out, t);
+		for (int64_t k = 0; ok && k < t.dim(); k++)
+			ok = k == d || t.size(k) == in[0].size(k);
+		sizes[d] += ok ? t.size(d) : 0;
+	}
+	if (!ok)
+		return fall_back<at::_ops::cat_out>(tensors, dim, out);
+	resize_out(out, sizes);
+	int64_t at = 0;
+	for (const at::Tensor &t : in) {
+		copy_into(out.narrow(d, at, t.size(d)), t);
+		at += t.size(d);
+	}
+	return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, HPU, m)
 {
 	m.impl("_copy_from", copy_from);
 	m.impl("_copy_from_and_resize", copy_from_and_resize);
+	m.impl("cat.out", cat_out);
 }
 
 /*

@@ -2,8 +2,9 @@
 /*
  * Elementwise kernels at the HPU key: the arithmetic, comparison and max/min of two operands
  * (tensors that broadcast, or a number), the functions of one (neg, abs, exp, log, sqrt,
- * rsqrt, reciprocal, tanh, sigmoid, gelu, sign, pow with a number), addcmul/addcdiv,
- * logical and/or, where and masked_fill_, and the backward kernels of tanh, sigmoid and gelu.
+ * rsqrt, reciprocal, tanh, sigmoid, gelu, sign, pow with a number), clamp, isnan,
+ * addcmul/addcdiv, logical and/or, where and masked_fill_, and the backward kernels of tanh,
+ * sigmoid and gelu.
  *
  * They are the out= variants of PyTorch's structured ops: PyTorch's own functional and
  * in-place variants (at every backend without them) size the output and call these; the
@@ -276,6 +277,32 @@ at::Tensor &addc_(at::Tensor &self, const at::Tensor &tensor1, const at::Tensor 
 	return fall_back<Op>(self, tensor1, tensor2, value);
 }
 
+// clamp = minimum(maximum(self, min), max): NaN stays NaN, and min > max gives max, as PyTorch.
+at::Tensor &clamp_out(const at::Tensor &self, const c10::optional<at::Scalar> &min,
+		      const c10::optional<at::Scalar> &max, at::Tensor &out)
+{
+	bool ok = (min || max) && !(min && min->isComplex()) && !(max && max->isComplex());
+	at::Tensor x = self;
+
+	if (ok && min) {
+		ok = binary_into(HPU_BIN_MAX, out, x, at::native::wrapped_scalar_tensor(*min));
+		x = out;
+	}
+	if (ok && max)
+		ok = binary_into(HPU_BIN_MIN, out, x, at::native::wrapped_scalar_tensor(*max));
+	if (ok)
+		return out;
+	return fall_back<at::_ops::clamp_out>(self, min, max, out);
+}
+
+// isnan(x) = x != x (the inf-norm's backward asks).
+at::Tensor isnan(const at::Tensor &self)
+{
+	if (!on_device(self))
+		return fall_back<at::_ops::isnan>(self);
+	return self.ne(self);
+}
+
 // sign(x) = (x > 0) - (x < 0), NaN included (0); sgn of real numbers is sign.
 template <class Op>
 at::Tensor &sign_out(const at::Tensor &self, at::Tensor &out)
@@ -358,6 +385,8 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("mul_.Tensor", binary_<HPU_BIN_MUL, ops::mul__Tensor>);
 	m.impl("div_.Tensor", binary_<HPU_BIN_DIV, ops::div__Tensor>);
 	m.impl("maximum.out", binary_out<HPU_BIN_MAX, ops::maximum_out>);
+	m.impl("clamp.out", clamp_out);
+	m.impl("isnan", isnan);
 	m.impl("minimum.out", binary_out<HPU_BIN_MIN, ops::minimum_out>);
 	m.impl("pow.Tensor_Tensor_out", binary_out<HPU_BIN_POW, ops::pow_Tensor_Tensor_out>);
 	m.impl("pow.Tensor_Scalar_out", pow_scalar_out);

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * Reductions at the HPU key: sum, mean, amax/amin, argmax/argmin, max/min along a dim (values
- * and indices) and of everything, on libhpu's hpu_op_reduce.  The out= variants serve PyTorch's
+ * and indices) and of everything, on libhpu's hpu_op_reduce; vector norms from these and
+ * elementwise ops.  The out= variants serve PyTorch's
  * functional ones (which size the output); the input is cast on the device to the output's
  * dtype first where they differ (sum of bool or int32 into int64, sum with dtype=).  0-dim and
  * empty inputs, and a dim=None argmax keeping its dims, go to the CPU fallback.
  */
 #include "hpu_torch.h"
+
+#include <cmath>
 
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -74,6 +77,35 @@ at::Tensor &amax_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, 
 	return fall_back<Op>(self, dim, keepdim, out);
 }
 
+/*
+ * The p-norm over dims (torch.norm, clip_grad_norm_): sum(|x|^p)^(1/p) from the device's abs,
+ * pow, sum and sqrt; max or min of |x| for +-inf; the count of non-zeros for 0.  Negative p
+ * but -inf, a dtype=, 0-dim and empty inputs fall back.
+ */
+at::Tensor &norm_out(const at::Tensor &self, const c10::optional<at::Scalar> &p,
+		     at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+	double ord = p && !p->isComplex() ? p->toDouble() : 2;
+
+	if ((p && p->isComplex()) || (ord < 0 && !std::isinf(ord)) || !self.dim() ||
+	    !self.numel() || !same_floats(out, {self}))
+		return fall_back<at::_ops::norm_out>(self, p, dim, keepdim, out);
+	at::Tensor a = self.abs(), r;
+	if (std::isinf(ord))
+		r = ord > 0 ? at::amax(a, dim, keepdim) : at::amin(a, dim, keepdim);
+	else if (ord == 0)
+		r = at::sum(a.ne(0), dim, keepdim, out.scalar_type());
+	else if (ord == 1)
+		r = at::sum(a, dim, keepdim);
+	else if (ord == 2)
+		r = at::sum(a * a, dim, keepdim).sqrt();
+	else
+		r = at::sum(a.pow(ord), dim, keepdim).pow(1 / ord);
+	resize_out(out, r.sizes());
+	copy_into(out, r);
+	return out;
+}
+
 // dim=None: the index into the flattened input.
 template <enum hpu_reduce_fn Fn, class Op>
 at::Tensor &argmax_out(const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim,
@@ -123,6 +155,7 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("sum.IntList_out", sum_out<HPU_RED_SUM, ops::sum_IntList_out>);
 	m.impl("mean.out", sum_out<HPU_RED_MEAN, ops::mean_out>);
 	m.impl("amax.out", amax_out<HPU_RED_MAX, ops::amax_out>);
+	m.impl("norm.out", norm_out);
 	m.impl("amin.out", amax_out<HPU_RED_MIN, ops::amin_out>);
 	m.impl("argmax.out", argmax_out<HPU_RED_ARGMAX, ops::argmax_out>);
 	m.impl("argmin.out", argmax_out<HPU_RED_ARGMIN, ops::argmin_out>);

@@ -103,6 +103,16 @@ ELTWISE = {
     "gelu": (lambda a: F.gelu(a), [(3, 4)]),
     "gelu_tanh": (lambda a: F.gelu(a, approximate="tanh"), [(3, 4)]),
     "sign": (lambda a: a.sign() * a, [(3, 4)]),
+    "clamp": (lambda a: a.clamp(-0.5, 0.5), [(3, 4)]),
+    "clamp_max_": (lambda a: (a * 1).clamp_(max=0.2), [(3, 4)]),
+    "clamp_min": (lambda a: torch.clamp(a[:, ::2], min=0.1), [(3, 8)]),
+    "norm": (lambda a: torch.norm(a), [(3, 4)]),
+    "norm_dim": (lambda a: torch.norm(a, 1, dim=1, keepdim=True), [(3, 4)]),
+    "norm_p3": (lambda a: torch.norm(a.t(), 3, dim=0), [(3, 4)]),
+    "norm_inf": (lambda a: (torch.norm(a, float("inf")), torch.norm(a, float("-inf"), dim=0)),
+                 [(3, 4)]),
+    "cat": (lambda a, b: torch.cat([a, b.t(), torch.empty(0)], 1), [(3, 4), (2, 3)]),
+    "stack": (lambda a, b: torch.stack([a, b * 2], 1), [(3, 4), (3, 4)]),
     "addcmul": (lambda s, a, b: torch.addcmul(s, a, b, value=0.5), [(3, 4), (3, 1), (4,)]),
     "addcdiv": (lambda s, a, b: torch.addcdiv(s, a, pos(b), value=-2), [(3, 4), (3, 4), (3, 4)]),
     "where": (lambda a, b: torch.where(a > b, a, b * 2), [(3, 4), (4,)]),
@@ -202,13 +212,20 @@ INPLACE_MISUSE = {
 }
 
 
-@pytest.mark.parametrize("name", INPLACE_MISUSE)
-def test_inplace_misuse_raises_as_on_cpu(name):
-    """In-place kernels check what PyTorch's own in-place variants do, with the CPU's errors."""
+MISUSE = dict(INPLACE_MISUSE, **{
+    "cat_0dim": lambda d: torch.cat([torch.ones(2, device=d), torch.tensor(1.).to(d)]),
+    "cat_sizes": lambda d: torch.cat([torch.ones(2, 3, device=d), torch.ones(2, 4, device=d)]),
+    "cat_into_input": lambda d: (lambda x: torch.cat([x, x], out=x))(torch.ones(2, device=d)),
+})
+
+
+@pytest.mark.parametrize("name", MISUSE)
+def test_misuse_raises_as_on_cpu(name):
+    """In-place kernels and cat check what PyTorch's own kernels do, with the CPU's errors."""
     with pytest.raises(RuntimeError) as cpu:
-        INPLACE_MISUSE[name]("cpu")
+        MISUSE[name]("cpu")
     with pytest.raises(RuntimeError) as hpu:
-        INPLACE_MISUSE[name](HPU)
+        MISUSE[name](HPU)
     assert str(hpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
 
 
@@ -219,10 +236,31 @@ def test_nan_propagates_as_on_cpu():
     b = torch.tensor([0., 5., n])
     tol = dict(rtol=1e-5, atol=1e-5, equal_nan=True)
     check(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y)), a, b, grad=False, tol=tol)
-    check(lambda x: (x.amax(1), x.amin(0), x.max(), x.min(), x.sign(), F.relu(x)), a,
+    check(lambda x: (x.amax(1), x.amin(0), x.max(), x.min(), x.sign(), F.relu(x), x.isnan(),
+                     x.clamp(0, 2)), a,
           grad=False, tol=tol)
     check(lambda x: (x.argmax(1), x.argmin(0), x.argmax()) + tuple(torch.max(x, 1)), a,
           grad=False, tol=tol)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_clip_grad_norm(norm_type):
+    """nn.utils.clip_grad_norm_ (norm, stack, clamp, mul_) on the device, the CPU's results."""
+    def grads(device):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+        m = m.to(device)
+        m(torch.randn(4, 6).to(device)).pow(2).sum().backward()
+        total = torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5, norm_type=norm_type)
+        return total, [p.grad for p in m.parameters()]
+
+    want = grads("cpu")
+    before = hpu_torch.fallback_counts()
+    got = grads(HPU)
+    torch.testing.assert_close(got[0].cpu(), want[0])
+    for g, w in zip(got[1], want[1]):
+        torch.testing.assert_close(g.cpu(), w)
+    assert fallback_diff(before) == {}
 
 
 def test_registered_kernel_falls_back_when_device_cannot():
