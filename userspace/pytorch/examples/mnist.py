@@ -2,6 +2,7 @@
 """The seeds' MNIST with HPU graphs, on Fashion-MNIST, in any of its five training loops.
 
     python3 -m hpu_torch.run examples/mnist.py [--mode MODE] [--steps N] [--batch-size B]
+                                               [--pin-memory]
     python3 examples/mnist.py ...           (imports hpu_torch itself)
 
 MODE is the seeds' loop: no_graphs (lazy mode, mark_step around the optimizer's step), eager
@@ -9,10 +10,13 @@ MODE is the seeds' loop: no_graphs (lazy mode, mark_step around the optimizer's 
 (make_graphed_callables on the model), capture_replay (forward, backward and Adadelta's step
 captured once, replayed per batch) or module_cacher (ModuleCacher on the model).  The data is
 Debian's dataset-fashion-mnist, read whole into tensors; it prints the test accuracy.
+--pin-memory hands the steps batches in pinned memory, as a DataLoader with pin_memory=True
+does (the pinning outside the step), which the steps copy with non_blocking=True.
 
-As a module: make_step(mode, model, optimizer, batch_size) is one mode's training step
-(step(data, target) enqueues it and returns the loss tensor), load() the data, accuracy() the
-test accuracy, Net the model; tests/ and tests/bench/bench_torch.py use them.
+As a module: make_step(mode, model, optimizer, batch_size[, device, non_blocking]) is one
+mode's training step
+(step(data, target) enqueues it and returns the loss tensor), load() the data, batches() its
+batches, accuracy() the test accuracy, Net the model; tests/ and tests/bench/bench_torch.py use them.
 """
 import argparse
 import gzip
@@ -70,15 +74,17 @@ def load(split):
     return torch.from_numpy(images).unsqueeze(1), torch.from_numpy(labels)
 
 
-def batches(images, labels, batch_size, steps):
-    """steps batches in order, wrapping around; the last partial batch is dropped."""
+def batches(images, labels, batch_size, steps, pin=False):
+    """steps batches in order, wrapping around; the last partial batch is dropped.  pin: each
+    batch copied into pinned memory for hpu."""
     n = len(images) // batch_size
     for i in range(steps):
         j = (i % n) * batch_size
-        yield images[j:j + batch_size], labels[j:j + batch_size]
+        batch = images[j:j + batch_size], labels[j:j + batch_size]
+        yield tuple(t.pin_memory(device="hpu") for t in batch) if pin else batch
 
 
-def _loop(forward, optimizer, device, marks):
+def _loop(forward, optimizer, device, marks, non_blocking=False):
     """The seeds' loop around forward, with mark_step() at the named points of marks ("begin",
     "backward": after it, "end") on hpu; gradients set to None each step."""
     hpu = device.type == "hpu"
@@ -88,7 +94,8 @@ def _loop(forward, optimizer, device, marks):
             htcore.mark_step()
 
     def step(data, target):
-        data, target = data.to(device), target.to(device)
+        data = data.to(device, non_blocking=non_blocking)
+        target = target.to(device, non_blocking=non_blocking)
         mark("begin")
         optimizer.zero_grad(set_to_none=True)
         loss = F.nll_loss(forward(data), target)
@@ -100,9 +107,10 @@ def _loop(forward, optimizer, device, marks):
     return step
 
 
-def _graphed_callables(model, optimizer, device, batch_size):
+def _graphed_callables(model, optimizer, device, batch_size, non_blocking):
     x = torch.randn(batch_size, 1, 28, 28, device=device)
-    return _loop(torch.hpu.make_graphed_callables(model, (x,)), optimizer, device, ("end",))
+    return _loop(torch.hpu.make_graphed_callables(model, (x,)), optimizer, device, ("end",),
+                 non_blocking)
 
 
 def _snapshot(model, optimizer):
@@ -134,7 +142,7 @@ def _rewind(model, optimizer, snapshot):
                 v.zero_()
 
 
-def _capture_replay(model, optimizer, device, batch_size):
+def _capture_replay(model, optimizer, device, batch_size, non_blocking):
     static_input = torch.randn(batch_size, 1, 28, 28, device=device)
     static_target = torch.randint(0, 10, (batch_size,), device=device)
     snapshot = _snapshot(model, optimizer)
@@ -156,34 +164,34 @@ def _capture_replay(model, optimizer, device, batch_size):
         optimizer.step()
 
     def step(data, target):
-        static_input.copy_(data)
-        static_target.copy_(target)
+        static_input.copy_(data, non_blocking=non_blocking)
+        static_target.copy_(target, non_blocking=non_blocking)
         g.replay()
         return static_loss
     return step
 
 
-def _module_cacher(model, optimizer, device):
+def _module_cacher(model, optimizer, device, non_blocking):
     torch.hpu.ModuleCacher(max_graphs=10)(model=model, inplace=True)
-    return _loop(model, optimizer, device, ("begin", "end"))
+    return _loop(model, optimizer, device, ("begin", "end"), non_blocking)
 
 
-def make_step(mode, model, optimizer, batch_size, device="hpu"):
+def make_step(mode, model, optimizer, batch_size, device="hpu", non_blocking=False):
     """mode's training step over model (in training mode) and optimizer: step(data, target)
-    enqueues one step on host batches and returns its loss tensor.  eager turns lazy mode off
-    for the process; the others leave it as it is."""
+    enqueues one step on host batches (copied with non_blocking) and returns its loss tensor.
+    eager turns lazy mode off for the process; the others leave it as it is."""
     device = torch.device(device)
     model.train()
     if mode == "eager":
         htcore._set_lazy(False)
     if mode in ("no_graphs", "eager") or device.type != "hpu":
-        return _loop(model, optimizer, device, ("backward", "end"))
+        return _loop(model, optimizer, device, ("backward", "end"), non_blocking)
     if mode == "graphed_callables":
-        return _graphed_callables(model, optimizer, device, batch_size)
+        return _graphed_callables(model, optimizer, device, batch_size, non_blocking)
     if mode == "capture_replay":
-        return _capture_replay(model, optimizer, device, batch_size)
+        return _capture_replay(model, optimizer, device, batch_size, non_blocking)
     if mode == "module_cacher":
-        return _module_cacher(model, optimizer, device)
+        return _module_cacher(model, optimizer, device, non_blocking)
     raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
 
 
@@ -207,14 +215,18 @@ def main():
     parser.add_argument("--batch-size", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="hpu", help="hpu, or cpu for the reference")
+    parser.add_argument("--pin-memory", action="store_true",
+                        help="batches in pinned memory, copied with non_blocking=True")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     model = Net().to(args.device)
     optimizer = optim.Adadelta(model.parameters(), lr=0.1)
     train_x, train_y = load("train")
-    step = make_step(args.mode, model, optimizer, args.batch_size, args.device)
-    for i, (data, target) in enumerate(batches(train_x, train_y, args.batch_size, args.steps)):
+    pin = args.pin_memory and args.device != "cpu"
+    step = make_step(args.mode, model, optimizer, args.batch_size, args.device, pin)
+    for i, (data, target) in enumerate(batches(train_x, train_y, args.batch_size, args.steps,
+                                               pin)):
         loss = step(data, target)
         if i % 100 == 0 or i == args.steps - 1:
             print(f"step {i:5d}  loss {loss.item():.4f}")
