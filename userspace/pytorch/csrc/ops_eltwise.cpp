@@ -385,9 +385,9 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("mul_.Tensor", binary_<HPU_BIN_MUL, ops::mul__Tensor>);
 	m.impl("div_.Tensor", binary_<HPU_BIN_DIV, ops::div__Tensor>);
 	m.impl("maximum.out", binary_out<HPU_BIN_MAX, ops::maximum_out>);
+	m.impl("minimum.out", binary_out<HPU_BIN_MIN, ops::minimum_out>);
 	m.impl("clamp.out", clamp_out);
 	m.impl("isnan", isnan);
-	m.impl("minimum.out", binary_out<HPU_BIN_MIN, ops::minimum_out>);
 	m.impl("pow.Tensor_Tensor_out", binary_out<HPU_BIN_POW, ops::pow_Tensor_Tensor_out>);
 	m.impl("pow.Tensor_Scalar_out", pow_scalar_out);
 	m.impl("eq.Tensor_out", binary_out<HPU_BIN_EQ, ops::eq_Tensor_out>);

@@ -2,10 +2,10 @@
 /*
  * Reductions at the HPU key: sum, mean, amax/amin, argmax/argmin, max/min along a dim (values
  * and indices) and of everything, on libhpu's hpu_op_reduce; vector norms from these and
- * elementwise ops.  The out= variants serve PyTorch's
- * functional ones (which size the output); the input is cast on the device to the output's
- * dtype first where they differ (sum of bool or int32 into int64, sum with dtype=).  0-dim and
- * empty inputs, and a dim=None argmax keeping its dims, go to the CPU fallback.
+ * elementwise ops.  The out= variants serve PyTorch's functional ones (which size the
+ * output); the input is cast on the device to the output's dtype first where they differ (sum
+ * of bool or int32 into int64, sum with dtype=).  0-dim and empty inputs, and a dim=None
+ * argmax keeping its dims, go to the CPU fallback.
  */
 #include "hpu_torch.h"
 
@@ -155,10 +155,10 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("sum.IntList_out", sum_out<HPU_RED_SUM, ops::sum_IntList_out>);
 	m.impl("mean.out", sum_out<HPU_RED_MEAN, ops::mean_out>);
 	m.impl("amax.out", amax_out<HPU_RED_MAX, ops::amax_out>);
-	m.impl("norm.out", norm_out);
 	m.impl("amin.out", amax_out<HPU_RED_MIN, ops::amin_out>);
 	m.impl("argmax.out", argmax_out<HPU_RED_ARGMAX, ops::argmax_out>);
 	m.impl("argmin.out", argmax_out<HPU_RED_ARGMIN, ops::argmin_out>);
+	m.impl("norm.out", norm_out);
 	m.impl("max.dim_max", max_dim_out<HPU_RED_MAX, HPU_RED_ARGMAX, ops::max_dim_max>);
 	m.impl("min.dim_min", max_dim_out<HPU_RED_MIN, HPU_RED_ARGMIN, ops::min_dim_min>);
 	m.impl("max", max_all<HPU_RED_MAX, ops::max>);
