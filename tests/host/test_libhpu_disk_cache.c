@@ -699,7 +699,7 @@ static void test_offsets_are_checked(void)
 	d.name = name;
 	d.size = file_read("offsets", name, good, sizeof(good));
 	d.key = key = key0(&d.key_size);
-	for (k = 0; k < 26; k++) {
+	for (k = 0; k < 28; k++) {
 		bool refuse;
 
 		damaged_parts(&d, &rec, &site, &param);
@@ -736,6 +736,9 @@ static void test_offsets_are_checked(void)
 		case 23: param.src = 3 * HPU_OP_SCALARS; break;
 		case 24: rec.num_params++; break;
 		case 25: rec.num_params = 0; break;
+		/* A number written over a tensor's address, or over half of it. */
+		case 26: param.at = site.at; break;
+		case 27: param.at = site.at + 4; break;
 		}
 		refuse = damaged_refused(dev, &d, &rec, &site, &param);
 		if (refuse != (k != 0)) {

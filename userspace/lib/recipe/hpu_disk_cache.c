@@ -610,12 +610,14 @@ static bool hpu_word_in(uint64_t at, uint64_t off, uint64_t size)
 /*
  * A parameter is a word a launch writes: inside the blob, in the parameter
  * blocks (clear of the sync objects and every command buffer, which a
- * launch may walk), and one number of one of the graph's ops.
+ * launch may walk, and of every site: a number written over a kernel's
+ * tensor address would aim the kernel at memory of the process's choosing),
+ * and one number of one of the graph's ops.
  */
-static bool hpu_disk_param_ok(const struct hpu_disk_record *rec, const struct hpu_param *p,
-			      const struct hpu_key_bounds *kb)
+static bool hpu_disk_param_ok(const struct hpu_disk_record *rec, const struct hpu_recipe *r,
+			      const struct hpu_param *p, const struct hpu_key_bounds *kb)
 {
-	unsigned int e;
+	unsigned int e, i;
 
 	if ((uint64_t)p->at + sizeof(uint64_t) > rec->blob_size ||
 	    p->src / HPU_OP_SCALARS >= kb->nodes ||
@@ -623,6 +625,9 @@ static bool hpu_disk_param_ok(const struct hpu_disk_record *rec, const struct hp
 		return false;
 	for (e = 0; e < rec->num_engines; e++)
 		if (hpu_word_in(p->at, rec->engine[e].off, rec->engine[e].size))
+			return false;
+	for (i = 0; i < r->num_sites; i++)
+		if (hpu_word_in(p->at, r->sites[i].at, sizeof(uint64_t)))
 			return false;
 	return true;
 }
@@ -661,7 +666,7 @@ static int hpu_disk_check(const struct hpu_disk_record *rec, const struct hpu_re
 		     sites[i].base >= rec->num_bindings))
 			return hpu_disk_bad("site outside the blob or its bindings");
 	for (i = 0; i < rec->num_params; i++)
-		if (!hpu_disk_param_ok(rec, &r->params[i], kb))
+		if (!hpu_disk_param_ok(rec, r, &r->params[i], kb))
 			return hpu_disk_bad("parameter outside the parameter blocks or the graph's ops");
 	return 0;
 }
