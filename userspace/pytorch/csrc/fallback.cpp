@@ -67,24 +67,26 @@ std::string inputs(const c10::FunctionSchema &schema, const torch::jit::Stack &s
 
 /*
  * A fallback is refused in strict mode (PT_HPU_FALLBACK_STRICT=1, read at each fallback) and
- * while the stream its operands' device would run it on captures an HPU graph.
+ * while the stream its operands' device would run it on captures an HPU graph.  The message
+ * (the inputs formatted) is made only when a refusal is possible.
  */
 void refuse_if_strict_or_capturing(const std::string &name, const c10::FunctionSchema &schema,
 				   const torch::jit::Stack &stack)
 {
-	const char *strict = getenv("PT_HPU_FALLBACK_STRICT");
+	const char *env = getenv("PT_HPU_FALLBACK_STRICT");
+	bool strict = env && !strcmp(env, "1");
+	c10::optional<c10::Stream> s;
+
+	for (size_t i = stack.size() - schema.arguments().size(); i < stack.size() && !s; i++)
+		if (stack[i].isTensor() && stack[i].toTensor().device().is_hpu())
+			s = current_stream(stack[i].toTensor().device().index());
+	if (!strict && !(s && capturing_on(s->device_index())))
+		return;
 	std::string what = name + " has no kernel on the device for " + inputs(schema, stack) +
 			   ": its CPU fallback";
 
-	TORCH_CHECK(!strict || strcmp(strict, "1"), "hpu: ", what,
-		    " is refused in strict mode (PT_HPU_FALLBACK_STRICT=1)");
-	for (size_t i = stack.size() - schema.arguments().size(); i < stack.size(); i++) {
-		if (stack[i].isTensor() && stack[i].toTensor().device().is_hpu()) {
-			check_not_capturing(current_stream(stack[i].toTensor().device().index()),
-					    what.c_str());
-			return;
-		}
-	}
+	TORCH_CHECK(!strict, "hpu: ", what, " is refused in strict mode (PT_HPU_FALLBACK_STRICT=1)");
+	check_not_capturing(*s, what.c_str());
 }
 
 // The device tensors of the op's Tensor?[] operands on the host, in new lists (the caller's
