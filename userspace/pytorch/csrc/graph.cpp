@@ -17,9 +17,6 @@
  * A capture begins, and each replay starts, with the device's dropout generator ready on its
  * stream (rng_ready(), ops_nn.cpp): the state exists before anything is captured, and a seed
  * given since the last draw is written ahead of the replay.
- *
- * _device_allocated() is the device memory libhpu has allocated (what its graphs hold
- * included, which PyTorch's counts do not see): what ModuleCacher's tests check its figures on.
  */
 #include "hpu_torch.h"
 
@@ -106,15 +103,15 @@ public:
 		}
 		claim.kept = true;
 		g_ = g;
-		index_ = index;
 		device_ = index;
+		capturing_ = true;
 	}
 
 	void capture_end()
 	{
-		TORCH_CHECK(g_ && index_ >= 0, "hpu: the graph is not capturing");
-		capturing[index_] = 0;
-		index_ = -1;
+		TORCH_CHECK(g_ && capturing_, "hpu: the graph is not capturing");
+		capturing[device_] = 0;
+		capturing_ = false;
 		HPU_CHECK(hpu_graph_capture_end(g_));
 	}
 
@@ -122,7 +119,7 @@ public:
 	// step's host time is mostly calls like this one.
 	void replay()
 	{
-		TORCH_CHECK(g_ && index_ < 0, "hpu: replay of a graph ",
+		TORCH_CHECK(g_ && !capturing_, "hpu: replay of a graph ",
 			    g_ ? "still capturing" : "never captured");
 		hpu_stream *st = stream(current_stream(device_));
 
@@ -134,9 +131,9 @@ public:
 	// Drops the capture (ending it if it is going): the graph may capture again.
 	void reset()
 	{
-		if (index_ >= 0)
-			capturing[index_] = 0;
-		index_ = -1;
+		if (capturing_)
+			capturing[device_] = 0;
+		capturing_ = false;
 		hpu_graph_destroy(g_);
 		g_ = nullptr;
 	}
@@ -160,8 +157,8 @@ public:
 
 private:
 	hpu_graph *g_ = nullptr;
-	c10::DeviceIndex index_ = -1; // capturing on this device
-	c10::DeviceIndex device_ = -1; // captured on this device
+	c10::DeviceIndex device_ = -1; // captured (or capturing) on this device
+	bool capturing_ = false;
 };
 
 } // namespace
@@ -175,13 +172,6 @@ void init_graph(py::module &m)
 		.def("replay", &Graph::replay)
 		.def("reset", &Graph::reset)
 		.def("info", &Graph::info);
-	m.def("_device_allocated", [](c10::DeviceIndex i) {
-		struct hpu_mem_stats mem = {};
-
-		mem.size = sizeof(mem);
-		HPU_CHECK(hpu_mem_get_stats(device(i), &mem));
-		return mem.device.allocated;
-	});
 	m.def("_capturing_stream", [](c10::DeviceIndex i) {
 		check_index(i);
 		return capturing[i].load() - 1;

@@ -69,17 +69,25 @@ private:
 	c10::DeviceIndex index_ = -1;
 };
 
+// libhpu's own figures of device index's memory (what its cache holds).
+struct hpu_mem_stats libhpu_mem_stats(c10::DeviceIndex index)
+{
+	struct hpu_mem_stats mem = {};
+
+	mem.size = sizeof(mem);
+	HPU_CHECK(hpu_mem_get_stats(device(index), &mem));
+	return mem;
+}
+
 py::dict memory_stats_dict(c10::DeviceIndex index)
 {
 	MemoryStats s = memory_stats(index);
 	struct hpu_device_info info = {};
-	struct hpu_mem_stats mem = {};
+	struct hpu_mem_stats mem = libhpu_mem_stats(index);
 	py::dict d;
 
 	info.size = sizeof(info);
-	mem.size = sizeof(mem);
 	HPU_CHECK(hpu_device_get_info(device(index), &info));
-	HPU_CHECK(hpu_mem_get_stats(device(index), &mem));
 	d["Limit"] = info.hbm_size;
 	d["InUse"] = s.in_use;
 	d["MaxInUse"] = s.max_in_use;
@@ -133,6 +141,9 @@ PYBIND11_MODULE(_C, m)
 		.def("elapsed_time", &Event::elapsed_ms);
 
 	m.def("_memory_stats", memory_stats_dict);
+	// What libhpu has allocated, graphs' memory included, which PyTorch's counts do not see.
+	m.def("_device_allocated",
+	      [](c10::DeviceIndex i) { return libhpu_mem_stats(i).device.allocated; });
 	m.def("_reset_peak_memory_stats", [](c10::DeviceIndex i) { reset_peak_memory_stats(i); });
 	m.def("_empty_cache", [](c10::DeviceIndex i) { HPU_CHECK(hpu_mem_empty_cache(device(i))); });
 	m.def("_fallback_counts", fallback_counts);
