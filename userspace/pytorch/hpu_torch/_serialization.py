@@ -70,10 +70,9 @@ def _deserialize(obj, location):
         return None
     device = torch.device("hpu", _index(location))
     if device.index >= torch.hpu.device_count():
-        raise RuntimeError(f"Attempting to deserialize object on {device} but "
-                           f"torch.hpu.device_count() is {torch.hpu.device_count()}. "
-                           "Please use torch.load with map_location to map your "
-                           "storages to an existing device.")
+        raise RuntimeError(f"hpu: the file holds tensors of {device}, and this process has "
+                           f"{torch.hpu.device_count()} hpu device(s): load it with "
+                           "map_location naming one it has")
     on_device = torch.tensor([], dtype=torch.uint8).set_(obj).to(device)
     storage = on_device._storage()
     storage._hpu_bytes = on_device

@@ -210,6 +210,13 @@ def test_save_load_tensor(dtype):
     assert_same(loaded(saved(x), map_location="hpu").cpu(), x)
 
 
+def test_load_onto_a_device_this_process_lacks():
+    raw = saved(torch.ones(2).to(HPU))
+    missing = f"hpu:{torch.hpu.device_count()}"
+    with pytest.raises(RuntimeError, match="map_location"):
+        loaded(raw, map_location={"hpu:0": missing})
+
+
 def test_save_load_keeps_views_and_grad():
     base = sample((6,), torch.float32, seed=5).to(HPU)
     p = torch.nn.Parameter(base.clone())
