@@ -7,8 +7,9 @@
  * one stream and lazily on another from the same values: every result is
  * bitwise the same.  Also: one compilation and N-1 cache hits for N
  * identical steps, dropout drawing fresh masks each step, a host read
- * flushing implicitly, a re-bound recipe uploading only what moved, a CPU fallback flushing first, the op cap splitting
- * a graph, eviction, misuse, and the metrics' JSON.
+ * flushing implicitly, a re-bound recipe uploading only what moved, a CPU
+ * fallback flushing first, the op cap splitting a graph, eviction, misuse,
+ * and the metrics' JSON.
  */
 #include <errno.h>
 #include <stdbool.h>

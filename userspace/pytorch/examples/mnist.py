@@ -14,9 +14,9 @@ Debian's dataset-fashion-mnist, read whole into tensors; it prints the test accu
 does (the pinning outside the step), which the steps copy with non_blocking=True.
 
 As a module: make_step(mode, model, optimizer, batch_size[, device, non_blocking]) is one
-mode's training step
-(step(data, target) enqueues it and returns the loss tensor), load() the data, batches() its
-batches, accuracy() the test accuracy, Net the model; tests/ and tests/bench/bench_torch.py use them.
+mode's training step (step(data, target) enqueues it and returns the loss tensor), load() the
+data, batches() its batches, accuracy() the test accuracy, Net the model; tests/ and
+tests/bench/bench_torch.py use them.
 """
 import argparse
 import gzip

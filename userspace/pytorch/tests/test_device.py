@@ -24,7 +24,8 @@ def sample(shape, dtype, seed=0):
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()
     if dtype.is_complex:
-        return torch.complex(torch.randn(shape, generator=g), torch.randn(shape, generator=g)).to(dtype)
+        return torch.complex(torch.randn(shape, generator=g),
+                             torch.randn(shape, generator=g)).to(dtype)
     if dtype.is_floating_point:
         return torch.randn(shape, generator=g).to(dtype)
     lo = 0 if dtype == torch.uint8 else -100

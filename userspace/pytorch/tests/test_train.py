@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Training the seeds' MLP on hpu: eager and lazy mode against the CPU, dropout on the
-device's generator, and lazy mode's compilations (numbers that change every step compile nothing)."""
+device's generator, and lazy mode's compilations (numbers that change every step compile
+nothing)."""
 import pytest
 import torch
 import torch.nn as nn

@@ -305,8 +305,8 @@ class ModuleCacher:
     (_Graphed.bytes: its static tensors and saved activations, command buffers and
     workspace), given back once nothing else holds the graph.  model.forward.stats counts
     calls, captures and evictions; model.forward.memory has graphs (kept) and bytes (their
-    memory), as libhpu's cacher counts them.  Outputs are the graph's static outputs: the next call of the same
-    signature overwrites them."""
+    memory), as libhpu's cacher counts them.  Outputs are the graph's static outputs: the
+    next call of the same signature overwrites them."""
 
     def __init__(self, max_graphs=10, max_memory=None):
         if max_graphs < 1:
