@@ -14,23 +14,12 @@ import pytest
 import torch
 
 import hpu_torch  # noqa: F401
+from samples import sample
 
 HPU = torch.device("hpu:0")
 DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.bool, torch.uint8,
           torch.float64, torch.complex64]
 SHAPES = [(), (0,), (7,), (3, 5), (2, 3, 4)]
-
-
-def sample(shape, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if dtype.is_complex:
-        return torch.complex(torch.randn(shape, generator=g),
-                             torch.randn(shape, generator=g)).to(dtype)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=g).to(dtype)
-    return torch.randint(0, 100, shape, generator=g).to(dtype)
 
 
 def assert_same(got, want):

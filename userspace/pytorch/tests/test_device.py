@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import hpu_torch
+from samples import sample
 
 HPU = torch.device("hpu:0")
 
@@ -16,20 +17,6 @@ HPU = torch.device("hpu:0")
 DEVICE_DTYPES = [torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.bool]
 STORED_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.float16, torch.float64,
                  torch.complex64, torch.complex128]
-
-
-def sample(shape, dtype, seed=0):
-    """Values of dtype on the host, every one exact in every dtype a test casts to."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if dtype.is_complex:
-        return torch.complex(torch.randn(shape, generator=g),
-                             torch.randn(shape, generator=g)).to(dtype)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=g).to(dtype)
-    lo = 0 if dtype == torch.uint8 else -100
-    return torch.randint(lo, 100, shape, generator=g).to(dtype)
 
 
 def fallbacks(op):
