@@ -430,6 +430,24 @@ static void hpu_round_trip(struct __test_metadata *_metadata, struct hpu_device 
 	EXPECT_EQ(0, hpu_mem_free(dev, b));
 }
 
+/* hpu_host_is_pinned() answers as copies decide: the whole range pinned, or not. */
+TEST_F(copy, is_pinned_answers_for_the_whole_range)
+{
+	struct hpu_host_buf buf;
+	const int pinned = variant->kind != HPU_HOST_PAGEABLE;
+
+	hpu_host_buf_get(_metadata, self->dev, variant->kind, 3 * 4096, &buf);
+	EXPECT_EQ(pinned, hpu_host_is_pinned(self->dev, buf.p, buf.size));
+	EXPECT_EQ(pinned, hpu_host_is_pinned(self->dev, buf.p + buf.size - 1, 1));
+	EXPECT_EQ(pinned, hpu_host_is_pinned(self->dev, buf.p + 5, 0));
+	/* A registration ends at its last byte (an allocation's slab goes on, pinned too). */
+	if (variant->kind != HPU_HOST_PINNED) {
+		EXPECT_EQ(0, hpu_host_is_pinned(self->dev, buf.p, buf.size + 1));
+		EXPECT_EQ(0, hpu_host_is_pinned(self->dev, buf.p + buf.size, 1));
+	}
+	hpu_host_buf_put(_metadata, self->dev, &buf);
+}
+
 TEST_F(copy, small_sizes)
 {
 	static const size_t sizes[] = { 1, 4095, 4097, MiB + 3 };
@@ -1307,6 +1325,10 @@ TEST_F(errors, bad_arguments)
 			 "hpu_host_unregister", "not the start of registered memory");
 	hpu_expect_error(_metadata, hpu_host_get_device_pointer(self->dev, host, &devptr), ENOENT,
 			 "hpu_host_get_device_pointer", "not pinned");
+	hpu_expect_error(_metadata, hpu_host_is_pinned(self->dev, NULL, 1), EINVAL,
+			 "hpu_host_is_pinned", "ptr is NULL");
+	hpu_expect_error(_metadata, hpu_host_is_pinned(self->dev, pinned, SIZE_MAX), EINVAL,
+			 "hpu_host_is_pinned", "wraps around");
 	hpu_expect_error(_metadata, hpu_stream_create(self->dev, NULL), EINVAL,
 			 "hpu_stream_create", "streamp is NULL");
 	hpu_expect_error(_metadata, hpu_stream_synchronize(NULL), EINVAL,

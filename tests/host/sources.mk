@@ -22,7 +22,8 @@ HOST_TEST_LIBS_test_dev_compute := $(HPU_DEV_TEST_LIBS) -Wl,--wrap=hdm_kernel_lo
 HOST_TEST_LIBS_test_libhpu_api := -L$(BUILD)/userspace/lib -Wl,-rpath,$(BUILD)/userspace/lib \
 	-lhpu -pthread -ldl
 HOST_TEST_SRCS_test_libhpu_internals := userspace/lib/mem/hpu_suballoc.c \
-	userspace/lib/submit/hpu_cb.c userspace/lib/util/hpu_error.c
+	userspace/lib/submit/hpu_cb.c userspace/lib/util/hpu_error.c \
+	userspace/lib/util/hpu_bulk_copy.c userspace/lib/util/hpu_counters.c
 HOST_TEST_LIBS_test_libhpu_internals := -pthread
 # Kernel suites: the kernel families they cover, the shared kernel harness, libm and threads.
 HPU_KERNEL_TEST_LIBS := $(HPU_KERNEL_CFLAGS) -Iuapi/drm -lm -pthread

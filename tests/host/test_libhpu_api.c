@@ -191,6 +191,11 @@ static int host_device_pointer_null_dev(void)
 	return hpu_host_get_device_pointer(NULL, buf, &out_devptr);
 }
 
+static int host_is_pinned_null_dev(void)
+{
+	return hpu_host_is_pinned(NULL, buf, sizeof(buf));
+}
+
 static int stream_create_null_dev(void)
 {
 	return hpu_stream_create(NULL, &out_stream);
@@ -340,6 +345,8 @@ static const struct {
 	  "hpu_host_unregister: dev is NULL", CLEARS_NONE },
 	{ "hpu_host_get_device_pointer(NULL, p, &d)", host_device_pointer_null_dev, -EINVAL,
 	  "hpu_host_get_device_pointer: dev is NULL", CLEARS_NONE },
+	{ "hpu_host_is_pinned(NULL, p, n)", host_is_pinned_null_dev, -EINVAL,
+	  "hpu_host_is_pinned: dev is NULL", CLEARS_NONE },
 	{ "hpu_stream_create(NULL, &s)", stream_create_null_dev, -EINVAL,
 	  "hpu_stream_create: dev is NULL", CLEARS_STREAM },
 	{ "hpu_stream_create(NULL, NULL)", stream_create_null_streamp, -EINVAL,
@@ -555,10 +562,11 @@ static const struct {
 	API("HPU_0.5", hpu_bucket_size),
 	API("HPU_0.5", hpu_tensor_pad),
 	API("HPU_0.6", hpu_graph_replay_with),
+	API("HPU_0.8", hpu_host_is_pinned),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",
-						"HPU_0.5", "HPU_0.6" };
+						"HPU_0.5", "HPU_0.6", "HPU_0.8" };
 
 static bool is_version_node(const char *name)
 {

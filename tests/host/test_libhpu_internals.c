@@ -3,7 +3,8 @@
  * Host unit test of libhpu's device-free parts, built from their sources:
  * the caching sub-allocator over a fake backend (placement, reuse, pending
  * blocks and their fences, merging, trimming, running out of memory,
- * threads) and the command-buffer builder (exact packet bytes).  Prints TAP.
+ * threads), the command-buffer builder (exact packet bytes) and the bulk
+ * host copies.  Prints TAP.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -534,6 +535,64 @@ static void test_cb_capacity(void)
 	EXPECT(cb.size == 80 && cb.size <= HPU_CB_CAPACITY);
 }
 
+/*
+ * Every bulk routine copies exactly n bytes, whatever the alignment of either side and the
+ * remainder past whole words, and touches nothing around them.
+ */
+static void test_bulk_routines_copy_exactly(void)
+{
+	enum { MAX = 3 * 4096 + 29, PAD = 16 };
+	static const size_t sizes[] = { 0, 1, 7, 8, 9, 63, 64, 65, 4095, 4096, MAX };
+	static uint8_t src[MAX + 8], dst[MAX + 8 + 2 * PAD];
+	size_t r, i, j, k, n;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 131 + 7);
+	for (r = 0; r < hpu_bulk_routine_count; r++) {
+		const struct hpu_bulk_routine *rt = &hpu_bulk_routines[r];
+
+		for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+			for (j = 0; j < 8; j++) {
+				size_t so = j, dof = PAD + (j * 3) % 8;
+				bool ok = true;
+
+				n = sizes[i];
+				memset(dst, 0xee, sizeof(dst));
+				rt->copy(dst + dof, src + so, n);
+				for (k = 0; k < sizeof(dst); k++) {
+					bool inside = k >= dof && k < dof + n;
+
+					if (dst[k] != (inside ? src[so + k - dof] : 0xee))
+						ok = false;
+				}
+				if (!ok) {
+					printf("#   %s: %zu bytes from +%zu to +%zu wrong\n", rt->name,
+					       n, so, dof);
+					test_failed = true;
+				}
+			}
+		}
+	}
+}
+
+/* The choice is one of the routines, the same on every call, and is what hpu_bulk_copy() uses. */
+static void test_bulk_choice_is_stable(void)
+{
+	const struct hpu_bulk_routine *chosen = hpu_bulk_routine();
+	static uint8_t a[100000], b[100000];
+	bool known = false;
+	size_t r;
+
+	for (r = 0; r < hpu_bulk_routine_count; r++)
+		known |= chosen == &hpu_bulk_routines[r];
+	EXPECT(known);
+	EXPECT(hpu_bulk_routine() == chosen);
+	printf("#   bulk copies by %s\n", chosen->name);
+	memset(a, 0x3c, sizeof(a));
+	hpu_bulk_copy(b, a, sizeof(a));
+	EXPECT(!memcmp(a, b, sizeof(a)));
+}
+
 static const struct tap_test tests[] = {
 	{ "small allocations share one slab, aligned and disjoint", test_small_share_a_slab },
 	{ "requests pick their slab size by class", test_size_classes },
@@ -549,6 +608,8 @@ static const struct tap_test tests[] = {
 	{ "threads allocating at once never share a byte", test_threads },
 	{ "command buffer packets are laid out as the ABI says", test_cb_packets },
 	{ "the largest job fits a command buffer", test_cb_capacity },
+	{ "bulk copy routines copy exactly n bytes at any alignment", test_bulk_routines_copy_exactly },
+	{ "the bulk copy routine chosen is one of them, once", test_bulk_choice_is_stable },
 };
 
 int main(void)

@@ -37,7 +37,7 @@ extern "C" {
 
 /* Version of this header; hpu_version() gives the loaded library's. */
 #define HPU_VERSION_MAJOR 0
-#define HPU_VERSION_MINOR 7
+#define HPU_VERSION_MINOR 8
 #define HPU_VERSION_PATCH 0
 
 struct hpu_version {
@@ -268,6 +268,15 @@ HPU_API int hpu_host_unregister(struct hpu_device *dev, void *ptr);
  */
 HPU_API int hpu_host_get_device_pointer(struct hpu_device *dev, const void *ptr,
 					uint64_t *devptr);
+
+/*
+ * Whether the size bytes at ptr are all pinned host memory of dev (in one
+ * allocation or registration): 1 if so, 0 if not, -errno for a bad
+ * argument.  Copies take the same test: pinned memory is reached directly
+ * and asynchronously, any other is staged.  A "not pinned" is no error, so
+ * asking about pageable memory costs no message.
+ */
+HPU_API int hpu_host_is_pinned(struct hpu_device *dev, const void *ptr, size_t size);
 
 /* ------------------------------------------------------------------------
  * Streams

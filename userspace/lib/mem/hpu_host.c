@@ -451,3 +451,16 @@ int hpu_host_get_device_pointer(struct hpu_device *dev, const void *ptr, uint64_
 		*devptr = va;
 	return hpu_error_in(__func__, ret);
 }
+
+int hpu_host_is_pinned(struct hpu_device *dev, const void *ptr, size_t size)
+{
+	uint64_t va;
+	int ret;
+
+	ret = hpu_host_check(dev, ptr, "ptr");
+	if (!ret && (uintptr_t)ptr + size < (uintptr_t)ptr)
+		ret = hpu_error_set(EINVAL, "%p + %zu wraps around", ptr, size);
+	if (!ret)
+		ret = hpu_host_lookup(dev, ptr, size, &va);
+	return hpu_error_in(__func__, ret);
+}

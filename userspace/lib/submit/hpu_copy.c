@@ -7,7 +7,8 @@
  * pageable memory is staged through the two pinned halves of the device's
  * staging buffer, one filling while the device copies the other.  The
  * buffer is one per device, shared by its streams under its lock and
- * sized from RLIMIT_MEMLOCK (hpu_host.c).
+ * sized from RLIMIT_MEMLOCK (hpu_host.c); the host's side of staging is
+ * hpu_bulk_copy().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -169,7 +170,7 @@ static int hpu_copy_staged_h2d(struct hpu_stream *s, const struct hpu_copy *op, 
 		ret = hpu_staging_half(s, st, &half);
 		if (ret)
 			break;
-		memcpy(st->host + half * st->half, (char *)op->host + off, n);
+		hpu_bulk_copy(st->host + half * st->half, (char *)op->host + off, n);
 		ret = hpu_staging_submit(s, st, half, op->dst + off, st->va + half * st->half, n,
 					 what);
 	}
@@ -220,7 +221,8 @@ static int hpu_copy_staged_d2h(struct hpu_stream *s, const struct hpu_copy *op, 
 			ret = hpu_staging_wait(s, st, cur.half);
 		if (ret)
 			break;
-		memcpy((char *)op->host + cur.off, st->host + cur.half * st->half, cur.size);
+		hpu_bulk_copy((char *)op->host + cur.off, st->host + cur.half * st->half,
+			      cur.size);
 		if (next_off >= op->size)
 			break;
 		cur = next;

@@ -100,6 +100,17 @@ static inline uint64_t hpu_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* hpu_bulk_copy.c: copies of large non-overlapping host buffers, by the routine measured fastest. */
+struct hpu_bulk_routine {
+	const char *name;
+	void (*copy)(void *dst, const void *src, size_t n);
+};
+extern const struct hpu_bulk_routine hpu_bulk_routines[];
+extern const size_t hpu_bulk_routine_count;
+/* The routine hpu_bulk_copy() uses: timed on the first call of the process. */
+const struct hpu_bulk_routine *hpu_bulk_routine(void);
+void hpu_bulk_copy(void *dst, const void *src, size_t n);
+
 /*
  * hpu_counters.c: process-wide counters, bumped where things happen and
  * read by the metrics (top/hpu_metrics.c).

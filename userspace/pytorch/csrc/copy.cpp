@@ -60,19 +60,14 @@ void device_copy(const at::Tensor &dst, const at::Tensor &src)
 	}
 }
 
-// Whether libhpu reaches host memory at ptr directly from device index (see hpu.h).
-bool pinned_for(c10::DeviceIndex index, const void *ptr)
-{
-	uint64_t va;
-
-	return ptr && !hpu_host_get_device_pointer(device(index), ptr, &va);
-}
-
-// After a copy between host memory at ptr and the device on s: a blocking copy from or into
+// After a copy between host tensor host and the device on s: a blocking copy from or into
 // pinned memory waits for the stream (one through pageable memory has already waited).
-void settle(hpu_stream *s, c10::DeviceIndex index, const void *ptr, bool non_blocking)
+// libhpu decides what is pinned, as its copy did.
+void settle(hpu_stream *s, c10::DeviceIndex index, const at::Tensor &host, bool non_blocking)
 {
-	if (!non_blocking && pinned_for(index, ptr))
+	if (non_blocking || !host.data_ptr())
+		return;
+	if (HPU_YES(hpu_host_is_pinned(device(index), host.data_ptr(), nbytes(host))))
 		HPU_CHECK(hpu_stream_synchronize(s));
 }
 
@@ -93,7 +88,7 @@ void upload(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
 	HPU_CHECK(hpu_memcpy_h2d_async(stream_of(to), address(to), host.data_ptr(), nbytes(to)));
 	if (!to.is_same(dst))
 		device_copy(dst, to);
-	settle(stream_of(dst), dst.device().index(), host.data_ptr(), non_blocking);
+	settle(stream_of(dst), dst.device().index(), host, non_blocking);
 }
 
 // dst in host memory, src on the device.
@@ -118,7 +113,7 @@ void download(const at::Tensor &dst, const at::Tensor &src, bool non_blocking)
 	if (!host.is_same(dst))
 		dst.copy_(host);
 	else
-		settle(stream_of(from), from.device().index(), host.data_ptr(), non_blocking);
+		settle(stream_of(from), from.device().index(), host, non_blocking);
 }
 
 // t with its negative and conjugate bits cleared: the values its memory holds.

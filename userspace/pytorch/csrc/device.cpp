@@ -36,6 +36,14 @@ bool check_done(int ret, const char *call)
 	return true;
 }
 
+bool check_yes(int ret, const char *call)
+{
+	if (ret > 0)
+		return true;
+	check(ret, call);
+	return false;
+}
+
 namespace {
 
 struct DeviceState {

@@ -35,6 +35,9 @@ void check(int ret, const char *call);
 // For the queries that say -EAGAIN while work is pending: whether it has ended.
 bool check_done(int ret, const char *call);
 #define HPU_DONE(call) ::hpu_torch::check_done((call), #call)
+// For the predicates that answer 1 or 0 (and -errno on a bad argument).
+bool check_yes(int ret, const char *call);
+#define HPU_YES(call) ::hpu_torch::check_yes((call), #call)
 
 // device.cpp: devices, numbered as libhpu numbers them, each opened on first use.
 
