@@ -30,6 +30,11 @@ static const struct hdm_kernel_def *const hdm_kernels[] = {
 	[HPU_KERNEL_ADADELTA] = &hdm_kernel_adadelta,
 	[HPU_KERNEL_ADAMW] = &hdm_kernel_adamw,
 	[HPU_KERNEL_CLIP_GRAD_NORM] = &hdm_kernel_clip_grad_norm,
+	[HPU_KERNEL_SILU_BWD] = &hdm_kernel_silu_bwd,
+	[HPU_KERNEL_TRIANGLE] = &hdm_kernel_triangle,
+	[HPU_KERNEL_ARANGE] = &hdm_kernel_arange,
+	[HPU_KERNEL_RMS_NORM] = &hdm_kernel_rms_norm,
+	[HPU_KERNEL_RMS_NORM_BWD] = &hdm_kernel_rms_norm_bwd,
 };
 
 const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id)

@@ -151,6 +151,10 @@ static void hdm_unary_f(const struct hdm_kcall *c, size_t n, double *o, double (
 	case HPU_UNARY_SQRT: HDM_KMAP(sqrt(a[k])); break;
 	case HPU_UNARY_RSQRT: HDM_KMAP(1 / sqrt(a[k])); break;
 	case HPU_UNARY_RECIPROCAL: HDM_KMAP(1 / a[k]); break;
+	case HPU_UNARY_SILU: HDM_KMAP(a[k] / (1 + exp(-a[k]))); break;
+	case HPU_UNARY_SIN: HDM_KMAP(sin(a[k])); break;
+	case HPU_UNARY_COS: HDM_KMAP(cos(a[k])); break;
+	case HPU_UNARY_ERF: HDM_KMAP(erf(a[k])); break;
 	default: HDM_KMAP(pow(a[k], s)); break; /* POW_SCALAR; check() allows no other */
 	}
 }
@@ -367,7 +371,7 @@ static int hdm_unary_check(const struct hdm_kcall *c, uint64_t *items)
 {
 	int64_t op = c->args[0];
 
-	if (c->num_tensors != 2 || op < HPU_UNARY_COPY || op > HPU_UNARY_POW_SCALAR)
+	if (c->num_tensors != 2 || op < HPU_UNARY_COPY || op > HPU_UNARY_ERF)
 		return -1;
 	if (op >= HPU_UNARY_GELU && !hdm_dtype_is_float(c->t[0].dtype))
 		return -1;

@@ -42,6 +42,12 @@ HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hdm_kernel_optim.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_rmsnorm := qemu-device/core/hdm_kernel_rmsnorm.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_rmsnorm := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_misc := qemu-device/core/hdm_kernel_misc.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_misc := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

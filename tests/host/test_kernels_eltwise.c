@@ -199,6 +199,10 @@ static double ref_unary(const struct elt_op *op, uint32_t out_dtype, const doubl
 	case HPU_UNARY_SQRT: return pow(v, 0.5);
 	case HPU_UNARY_RSQRT: return pow(v, -0.5);
 	case HPU_UNARY_RECIPROCAL: return pow(v, -1);
+	case HPU_UNARY_SILU: return v * (0.5 + 0.5 * tanh(v / 2));
+	case HPU_UNARY_SIN: return cos(v - M_PI_2);
+	case HPU_UNARY_COS: return sin(v + M_PI_2);
+	case HPU_UNARY_ERF: return 1 - erfc(v);
 	default: return exp(op->s0 * log(v));
 	}
 }
@@ -252,7 +256,8 @@ static const struct elt_op unary_float_ops[] = {
 	UNARY(GELU, -5, 5),     UNARY(GELU_TANH, -5, 5), UNARY(TANH, -4, 4),
 	UNARY(SIGMOID, -8, 8),  UNARY(EXP, -5, 5),       UNARY(LOG, 1, 9),
 	UNARY(SQRT, 1, 9),      UNARY(RSQRT, 1, 9),      UNARY(RECIPROCAL, 1, 9),
-	UNARY(POW_SCALAR, 1, 9),
+	UNARY(POW_SCALAR, 1, 9), UNARY(SILU, -8, 8),     UNARY(SIN, -7, 7),
+	UNARY(COS, -7, 7),      UNARY(ERF, -3, 3),
 };
 
 /* Whole numbers, so integral and float domains agree and comparisons tie. */
@@ -683,7 +688,9 @@ static const struct reject rejects[] = {
 	{ "unary: one tensor", HPU_KERNEL_UNARY, 1, { 0 }, 0, { 0 } },
 	{ "unary: three tensors", HPU_KERNEL_UNARY, 3, { 0 }, 0, { 0 } },
 	{ "unary: op -1", HPU_KERNEL_UNARY, 2, { 0 }, 0, { -1 } },
-	{ "unary: op 14", HPU_KERNEL_UNARY, 2, { 0 }, 0, { 14 } },
+	{ "unary: op 18", HPU_KERNEL_UNARY, 2, { 0 }, 0, { 18 } },
+	{ "unary: silu to int", HPU_KERNEL_UNARY, 2, { I64, F32 }, 0, { HPU_UNARY_SILU } },
+	{ "unary: erf to U8", HPU_KERNEL_UNARY, 2, { U8, F32 }, 0, { HPU_UNARY_ERF } },
 	{ "unary: exp to int", HPU_KERNEL_UNARY, 2, { I32, F32 }, 0, { HPU_UNARY_EXP } },
 	{ "unary: reciprocal to U8", HPU_KERNEL_UNARY, 2, { U8, F32 }, 0, { HPU_UNARY_RECIPROCAL } },
 	{ "unary: shape", HPU_KERNEL_UNARY, 2, { 0 }, 1, { 0 } },

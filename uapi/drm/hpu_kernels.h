@@ -200,6 +200,39 @@ enum hpu_kernel_id {
 	 * scaled by min(1, max_norm / (total_norm + 1e-6)), as
 	 * torch.nn.utils.clip_grad_norm_. */
 	HPU_KERNEL_CLIP_GRAD_NORM = 23,
+	/* t: grad_in (out), grad_out, in.  grad_in = grad_out * d/dx silu(in):
+	 * with s = sigmoid(in), grad_out * s * (1 + in * (1 - s)).  Floats of
+	 * one shape.  Work: out's elements. */
+	HPU_KERNEL_SILU_BWD = 36,
+	/* t: out, in: of one shape, at least 2 dims, any dtypes of one kind
+	 * (both integral or both float; COPY's cast).  a0: diagonal (any
+	 * value).  a1: 1 upper (torch.triu), 0 lower (torch.tril).  Over the
+	 * last two dims [.., R, C], batched over the others: out[.., i, j] =
+	 * in[.., i, j] where j - i >= a0 (upper) or j - i <= a0 (lower), else
+	 * 0.  out may be in itself.  Work: out's elements. */
+	HPU_KERNEL_TRIANGLE = 37,
+	/* t: out, of 1 dim, any dtype but U8.  s0: start, s1: step.  out[i] =
+	 * start + i * step, computed in double (float out) and rounded once,
+	 * or in int64 (integral out: start and step must be whole numbers in
+	 * int64's range), as torch.arange on the CPU.  Work: out's elements. */
+	HPU_KERNEL_ARANGE = 38,
+	/* t: out, rstd (out, F32), in, weight.  RMSNorm over in's a0 trailing
+	 * dims: rstd = 1 / sqrt(mean(in^2) + s0) of in's leading dims, out =
+	 * in * rstd * weight.  a1: 1 weight present, 0 absent (its slot then
+	 * holds any valid descriptor, not read).  s0: eps >= 0.  Floats; out
+	 * may be in itself.  A row has at most HPU_KERNEL_MAX_ITEM_WORK / 2
+	 * elements.  Work: twice in's elements. */
+	HPU_KERNEL_RMS_NORM = 39,
+	/* t: grad_in (out), grad_weight (out), grad_out, in, rstd, weight.
+	 * a0, a1 as forward (grad_weight written when a1 is 1).  With xhat =
+	 * in * rstd and gy = grad_out * weight: grad_in = rstd * (gy - xhat *
+	 * mean(gy * xhat)) along the row; grad_weight = the sum over rows of
+	 * grad_out * xhat, in partial sums of chunks of
+	 * HPU_KERNEL_MAX_ITEM_WORK rows added in order.  A row has at most
+	 * HPU_KERNEL_MAX_ITEM_WORK / 2 elements; grad_in may be grad_out or in
+	 * itself; grad_weight may alias no input.  Work: twice in's elements,
+	 * once more with grad_weight. */
+	HPU_KERNEL_RMS_NORM_BWD = 40,
 };
 
 enum hpu_unary_op {
@@ -217,6 +250,10 @@ enum hpu_unary_op {
 	HPU_UNARY_RSQRT = 11,
 	HPU_UNARY_RECIPROCAL = 12,
 	HPU_UNARY_POW_SCALAR = 13, /* in ** s0 */
+	HPU_UNARY_SILU = 14,       /* in * sigmoid(in) */
+	HPU_UNARY_SIN = 15,
+	HPU_UNARY_COS = 16,
+	HPU_UNARY_ERF = 17,
 };
 
 enum hpu_binary_op {
