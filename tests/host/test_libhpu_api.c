@@ -563,10 +563,15 @@ static const struct {
 	API("HPU_0.5", hpu_tensor_pad),
 	API("HPU_0.6", hpu_graph_replay_with),
 	API("HPU_0.8", hpu_host_is_pinned),
+	API("HPU_0.9", hpu_op_arange),
+	API("HPU_0.9", hpu_op_rms_norm),
+	API("HPU_0.9", hpu_op_rms_norm_backward),
+	API("HPU_0.9", hpu_op_silu_backward),
+	API("HPU_0.9", hpu_op_triangle),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",
-						"HPU_0.5", "HPU_0.6", "HPU_0.8" };
+						"HPU_0.5", "HPU_0.6", "HPU_0.8", "HPU_0.9" };
 
 static bool is_version_node(const char *name)
 {

@@ -150,6 +150,10 @@ enum hpu_unary_fn {
 	HPU_UN_RSQRT = 11,
 	HPU_UN_RECIPROCAL = 12,
 	HPU_UN_POW_SCALAR = 13, /* in ** scalar */
+	HPU_UN_SILU = 14,       /* in * sigmoid(in) */
+	HPU_UN_SIN = 15,
+	HPU_UN_COS = 16,
+	HPU_UN_ERF = 17,
 };
 
 /* Elementwise functions of two inputs. */
@@ -275,6 +279,40 @@ HPU_API int hpu_op_layer_norm_backward(struct hpu_stream *stream, struct hpu_ten
 				       const struct hpu_tensor *in, const struct hpu_tensor *mean,
 				       const struct hpu_tensor *rstd,
 				       const struct hpu_tensor *weight, unsigned int dims);
+/* grad_in = grad_out * d/dx silu(in); floats of one dtype and shape. */
+HPU_API int hpu_op_silu_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				 const struct hpu_tensor *grad_out, const struct hpu_tensor *in);
+/*
+ * RMSNorm over the last `dims` dims of in: rstd (F32, in's leading dims)
+ * = 1 / sqrt(mean(in^2) + eps), out = in * rstd * weight.  weight (the
+ * normalised shape) may be NULL.  out may be in.
+ */
+HPU_API int hpu_op_rms_norm(struct hpu_stream *stream, struct hpu_tensor *out,
+			    struct hpu_tensor *rstd, const struct hpu_tensor *in,
+			    const struct hpu_tensor *weight, unsigned int dims, double eps);
+/* grad_weight is given exactly when weight is; rstd from the forward. */
+HPU_API int hpu_op_rms_norm_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				     struct hpu_tensor *grad_weight,
+				     const struct hpu_tensor *grad_out,
+				     const struct hpu_tensor *in, const struct hpu_tensor *rstd,
+				     const struct hpu_tensor *weight, unsigned int dims);
+/*
+ * torch.triu (upper) or torch.tril of in over its last two dims (at least
+ * 2), batched over the others: elements off the kept side of the diagonal
+ * become 0.  out and in of one dtype (any) and shape; out may be in.
+ */
+HPU_API int hpu_op_triangle(struct hpu_stream *stream, struct hpu_tensor *out,
+			    const struct hpu_tensor *in, int64_t diagonal, bool upper);
+/*
+ * out [n] = start + i * step (1 dim, any dtype but U8; integral: start and
+ * step whole numbers, computed in int64).  A float out computed as
+ * torch's CPU loop does when lanes is nonzero: in ranges of `chunk`
+ * elements (its threads'; 0: one range), blocks of 2 * lanes elements
+ * counting on from a lane base rounded to out's dtype, the tail element by
+ * element; lanes 0: every element on its own, rounded once.
+ */
+HPU_API int hpu_op_arange(struct hpu_stream *stream, struct hpu_tensor *out, double start,
+			  double step, unsigned int lanes, uint64_t chunk);
 /* out [..., D] = rows of weight [V, D] named by indices [...]; padding_idx -1 for none. */
 HPU_API int hpu_op_embedding(struct hpu_stream *stream, struct hpu_tensor *out,
 			     const struct hpu_tensor *weight, const struct hpu_tensor *indices,

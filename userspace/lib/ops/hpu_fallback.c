@@ -85,6 +85,10 @@ static double hpu_unary_fn(int64_t fn, double x, double s)
 	case HPU_UNARY_RSQRT: return 1 / sqrt(x);
 	case HPU_UNARY_RECIPROCAL: return 1 / x;
 	case HPU_UNARY_POW_SCALAR: return pow(x, s);
+	case HPU_UNARY_SILU: return x / (1 + exp(-x));
+	case HPU_UNARY_SIN: return sin(x);
+	case HPU_UNARY_COS: return cos(x);
+	case HPU_UNARY_ERF: return erf(x);
 	default: return x; /* COPY */
 	}
 }
@@ -136,6 +140,10 @@ static void hpu_elementwise_fn(const struct hpu_op *op, double *v, double step)
 	case HPU_KERNEL_DROPOUT_BWD: v[0] = v[2] != 0 ? v[1] / (1 - s[0]) : 0; break;
 	case HPU_KERNEL_RELU_BWD: v[0] = v[2] > 0 ? v[1] : 0; break;
 	case HPU_KERNEL_GELU_BWD: v[0] = v[1] * hpu_gelu_grad(v[2], op->args[0]); break;
+	case HPU_KERNEL_SILU_BWD:
+		g = 1 / (1 + exp(-v[2]));
+		v[0] = v[1] * g * (1 + v[2] * (1 - g));
+		break;
 	case HPU_KERNEL_SGD: /* param, grad, buf; lr, momentum, dampening, weight_decay */
 		g = v[1] + s[3] * v[0];
 		if (s[1] != 0) {
@@ -433,6 +441,145 @@ static int hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *
 	return 0;
 }
 
+/* RMS_NORM: t out, rstd, in, weight; a0 trailing dims normalised, a1 weight present, s0 eps. */
+static int hpu_host_rms_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[2];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+
+	if (!hpu_layout_numel(in))
+		return 0;
+	do {
+		double ss = 0, rstd, y;
+
+		do
+			ss += hpu_hload(&h[2], idx) * hpu_hload(&h[2], idx);
+		while (hpu_index_next(dims, inner, idx + lead));
+		rstd = 1 / sqrt(ss / (double)n + op->scalars[0]);
+		hpu_hstore(&h[1], idx, rstd);
+		do {
+			y = hpu_hload(&h[2], idx) * rstd;
+			if (op->t[3])
+				y *= hpu_hload(&h[3], idx + lead);
+			hpu_hstore(&h[0], idx, y);
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
+}
+
+/*
+ * RMS_NORM_BWD: t grad_in, grad_weight, grad_out, in, rstd, weight.  With
+ * xhat = x * rstd and g = grad_out * weight: grad_in = rstd * (g - xhat *
+ * mean(g * xhat)); grad_weight sums grad_out * xhat over the rows.
+ */
+static int hpu_host_rms_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[3];
+	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
+	const int64_t *inner = in->shape + lead;
+
+	if (op->t[1])
+		do
+			hpu_hstore(&h[1], idx + lead, 0);
+		while (hpu_index_next(dims, inner, idx + lead));
+	if (!hpu_layout_numel(in))
+		return 0;
+	do {
+		double rstd = hpu_hload(&h[4], idx), sgx = 0, go, xhat;
+
+		do {
+			go = hpu_hload(&h[2], idx);
+			xhat = hpu_hload(&h[3], idx) * rstd;
+			sgx += (op->t[5] ? go * hpu_hload(&h[5], idx + lead) : go) * xhat;
+			if (op->t[1])
+				hpu_hstore(&h[1], idx + lead, hpu_hload(&h[1], idx + lead) + go * xhat);
+		} while (hpu_index_next(dims, inner, idx + lead));
+		do {
+			xhat = hpu_hload(&h[3], idx) * rstd;
+			go = hpu_hload(&h[2], idx) * (op->t[5] ? hpu_hload(&h[5], idx + lead) : 1);
+			hpu_hstore(&h[0], idx, rstd * (go - xhat * sgx / (double)n));
+		} while (hpu_index_next(dims, inner, idx + lead));
+	} while (hpu_index_next(lead, in->shape, idx));
+	return 0;
+}
+
+/* TRIANGLE: t out, in of one dtype; a0 diagonal, a1 upper.  Elements move as bytes. */
+static int hpu_host_triangle(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *l = &op->l[0];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, diag = op->args[0];
+
+	if (!hpu_layout_numel(l))
+		return 0;
+	do {
+		int64_t d = idx[l->ndim - 1] - idx[l->ndim - 2];
+
+		if (op->args[1] ? d >= diag : d <= diag)
+			memmove(hpu_helem(&h[0], idx), hpu_helem(&h[1], idx), h[0].size);
+		else
+			memset(hpu_helem(&h[0], idx), 0, h[0].size);
+	} while (hpu_index_next(l->ndim, l->shape, idx));
+	return 0;
+}
+
+/* v as dtype stores it. */
+static double hpu_host_round(uint32_t dtype, double v)
+{
+	switch (dtype) {
+	case HPU_DT_F32: return (float)v;
+	case HPU_DT_BF16: {
+		struct hpu_tensor_layout l = { .dtype = HPU_DT_BF16 };
+		uint16_t b;
+		struct hpu_hview h = { (uint8_t *)&b, 0, 2, &l };
+		int64_t idx[HPU_MAX_DIMS] = { 0 };
+
+		hpu_hstore(&h, idx, v);
+		return hpu_hload(&h, idx);
+	}
+	default: return v;
+	}
+}
+
+/*
+ * ARANGE: t out [n]; s0 start, s1 step; a0 lanes, a1 chunk (hpu_op_arange()).
+ * Integral outs in int64; BF16's arithmetic is float, as the CPU's.
+ */
+static int hpu_host_arange(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t n = op->l[0].shape[0], lanes = op->args[0], chunk = op->args[1], i;
+	double start = op->scalars[0], step = op->scalars[1];
+	uint32_t dt = op->l[0].dtype;
+	bool fl = dt == HPU_DT_BF16;
+
+	for (i = 0; i < n; i++) {
+		int64_t b = chunk ? i / chunk * chunk : 0, len = n - b, k, at[HPU_MAX_DIMS] = { i };
+		double v;
+
+		if (chunk && len > chunk)
+			len = chunk;
+		if (dt != HPU_DT_F32 && dt != HPU_DT_F64 && !fl) {
+			uint64_t x = (uint64_t)(int64_t)start + (uint64_t)(int64_t)step * (uint64_t)i;
+			int64_t iv = (int64_t)x;
+
+			memcpy(hpu_helem(&h[0], at), dt == HPU_DT_I64 ? (void *)&iv :
+			       (void *)&(int32_t){ (int32_t)iv }, h[0].size);
+			continue;
+		}
+		k = lanes && i - b < len / (2 * lanes) * (2 * lanes) ? i - (i - b) % lanes : i;
+		v = fl ? (float)((float)start + (float)step * (float)k) : start + step * (double)k;
+		if (k != i) {
+			v = hpu_host_round(dt, v);
+			v = fl ? (float)((float)v + (float)(i - k) * (float)step)
+			       : v + (double)(i - k) * step;
+		}
+		hpu_hstore(&h[0], at, v);
+	}
+	return 0;
+}
+
 /*
  * LAYER_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
  * rstd, weight.  With xhat = (x - mean) * rstd and g = grad_out * weight:
@@ -621,6 +768,11 @@ static const struct {
 	{ HPU_KERNEL_ADADELTA, hpu_host_elementwise },
 	{ HPU_KERNEL_ADAMW, hpu_host_elementwise },
 	{ HPU_KERNEL_CLIP_GRAD_NORM, hpu_host_clip },
+	{ HPU_KERNEL_SILU_BWD, hpu_host_elementwise },
+	{ HPU_KERNEL_TRIANGLE, hpu_host_triangle },
+	{ HPU_KERNEL_ARANGE, hpu_host_arange },
+	{ HPU_KERNEL_RMS_NORM, hpu_host_rms_norm },
+	{ HPU_KERNEL_RMS_NORM_BWD, hpu_host_rms_norm_bwd },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };
@@ -644,6 +796,7 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 {
 	const struct hpu_tensor_layout *l = op->l;
 	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, n;
+	unsigned int i;
 
 	switch (op->kernel) {
 	case HPU_KERNEL_SOFTMAX:
@@ -665,6 +818,14 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 	case HPU_KERNEL_LAYER_NORM_BWD:
 		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
 					      l[4].shape + l[4].ndim - op->args[0]);
+		most /= 2;
+		break;
+	case HPU_KERNEL_RMS_NORM:
+	case HPU_KERNEL_RMS_NORM_BWD:
+		/* in is t[2] forward, t[3] backward: two passes a row either way. */
+		i = op->kernel == HPU_KERNEL_RMS_NORM ? 2 : 3;
+		n = (uint64_t)hpu_shape_numel((unsigned int)op->args[0],
+					      l[i].shape + l[i].ndim - op->args[0]);
 		most /= 2;
 		break;
 	case HPU_KERNEL_EMBEDDING:

@@ -21,7 +21,8 @@
 #define HPU_SAME_VALUE(a, b) ((int)(a) == (int)(b))
 _Static_assert(HPU_SAME_VALUE(HPU_UN_COPY, HPU_UNARY_COPY) &&
 		       HPU_SAME_VALUE(HPU_UN_GELU_TANH, HPU_UNARY_GELU_TANH) &&
-		       HPU_SAME_VALUE(HPU_UN_POW_SCALAR, HPU_UNARY_POW_SCALAR),
+		       HPU_SAME_VALUE(HPU_UN_POW_SCALAR, HPU_UNARY_POW_SCALAR) &&
+		       HPU_SAME_VALUE(HPU_UN_ERF, HPU_UNARY_ERF),
 	       "unary functions differ from the ABI's");
 _Static_assert(HPU_SAME_VALUE(HPU_BIN_ADD, HPU_BINARY_ADD) &&
 		       HPU_SAME_VALUE(HPU_BIN_POW, HPU_BINARY_POW) &&
@@ -37,7 +38,7 @@ _Static_assert(HPU_SAME_VALUE(HPU_LOSS_NONE, HPU_REDUCTION_NONE) &&
 
 const char *const hpu_unary_names[HPU_UNARY_FNS] = {
 	"copy", "neg", "abs", "relu", "gelu", "gelu_tanh", "tanh", "sigmoid",
-	"exp", "log", "sqrt", "rsqrt", "reciprocal", "pow_scalar",
+	"exp", "log", "sqrt", "rsqrt", "reciprocal", "pow_scalar", "silu", "sin", "cos", "erf",
 };
 const char *const hpu_binary_names[HPU_BINARY_FNS] = {
 	"add", "sub", "mul", "div", "maximum", "minimum", "pow",
@@ -52,7 +53,8 @@ static const char *const hpu_other_names[] = {
 	"nll_loss_backward", "cross_entropy", "cross_entropy_backward", "dropout",
 	"dropout_backward", "relu_backward", "gelu_backward", "layer_norm",
 	"layer_norm_backward", "embedding", "embedding_backward", "sgd", "adadelta", "adamw",
-	"clip_grad_norm", "matmul", "linear", "cumsum",
+	"clip_grad_norm", "matmul", "linear", "cumsum", "silu_backward", "rms_norm",
+	"rms_norm_backward", "triangle", "arange",
 };
 
 _Static_assert(HPU_UNARY_FNS + HPU_BINARY_FNS + HPU_REDUCE_FNS + HPU_ARRAY_SIZE(hpu_other_names) <=

@@ -138,7 +138,7 @@ int hpu_op_run(struct hpu_stream *s, struct hpu_op *op);
 /* A number for each op name (for the fallback counts), -1 for a name that is no op. */
 int hpu_op_index(const char *name);
 
-#define HPU_UNARY_FNS 14
+#define HPU_UNARY_FNS 18
 #define HPU_BINARY_FNS 13
 #define HPU_REDUCE_FNS 6
 extern const char *const hpu_unary_names[HPU_UNARY_FNS];
@@ -232,7 +232,7 @@ void hpu_params_release(struct hpu_stream *s);
 
 /* hpu_fallback.c: ops on the host, and their counts per device (dev->fallback). */
 
-#define HPU_FALLBACK_OPS 64
+#define HPU_FALLBACK_OPS 128
 struct hpu_fallback_state {
 	atomic_uint_fast64_t counts[HPU_FALLBACK_OPS]; /* by hpu_op_index() */
 	atomic_int strict; /* 0: as HPU_FALLBACK_STRICT says, 1 on, 2 off */
