@@ -2,9 +2,9 @@
 /*
  * Elementwise kernels at the HPU key: the arithmetic, comparison and max/min of two operands
  * (tensors that broadcast, or a number), the functions of one (neg, abs, exp, log, sqrt,
- * rsqrt, reciprocal, tanh, sigmoid, gelu, sign, pow with a number), clamp, isnan,
- * addcmul/addcdiv, logical and/or, where and masked_fill_, and the backward kernels of tanh,
- * sigmoid and gelu.
+ * rsqrt, reciprocal, tanh, sigmoid, gelu, silu, sin, cos, erf, sign, pow with a number), clamp,
+ * isnan, addcmul/addcdiv, logical and/or, where and masked_fill_, and the backward kernels of
+ * tanh, sigmoid, gelu and silu.
  *
  * They are the out= variants of PyTorch's structured ops: PyTorch's own functional and
  * in-place variants (at every backend without them) size the output and call these; the
@@ -232,6 +232,18 @@ at::Tensor &gelu_backward_out(const at::Tensor &grad_output, const at::Tensor &s
 	return grad_input;
 }
 
+at::Tensor &silu_backward_out(const at::Tensor &grad_output, const at::Tensor &self,
+			      at::Tensor &grad_input)
+{
+	if (!same_floats(grad_input, {grad_output, self}) || grad_output.sizes() != self.sizes())
+		return fall_back<at::_ops::silu_backward_grad_input>(grad_output, self, grad_input);
+	resize_out(grad_input, self.sizes());
+	if (grad_input.numel())
+		HPU_CHECK(hpu_op_silu_backward(stream_of(grad_input), View(grad_input),
+					       View(grad_output), View(self)));
+	return grad_input;
+}
+
 /*
  * The backward of y = tanh(x) and y = sigmoid(x) from y: grad * (1 - y^2) and grad * y * (1 - y),
  * as ops of this file.
@@ -421,12 +433,21 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("tanh_", unary_<HPU_UN_TANH, ops::tanh_>);
 	m.impl("sigmoid.out", unary_out<HPU_UN_SIGMOID, ops::sigmoid_out>);
 	m.impl("sigmoid_", unary_<HPU_UN_SIGMOID, ops::sigmoid_>);
+	m.impl("silu.out", unary_out<HPU_UN_SILU, ops::silu_out>);
+	m.impl("silu_", unary_<HPU_UN_SILU, ops::silu_>);
+	m.impl("sin.out", unary_out<HPU_UN_SIN, ops::sin_out>);
+	m.impl("sin_", unary_<HPU_UN_SIN, ops::sin_>);
+	m.impl("cos.out", unary_out<HPU_UN_COS, ops::cos_out>);
+	m.impl("cos_", unary_<HPU_UN_COS, ops::cos_>);
+	m.impl("erf.out", unary_out<HPU_UN_ERF, ops::erf_out>);
+	m.impl("erf_", unary_<HPU_UN_ERF, ops::erf_>);
 	m.impl("sign.out", sign_out<ops::sign_out>);
 	m.impl("sgn.out", sign_out<ops::sgn_out>);
 	m.impl("gelu.out", gelu_out);
 	m.impl("gelu_backward.grad_input", gelu_backward_out);
 	m.impl("tanh_backward.grad_input", tanh_backward_out);
 	m.impl("sigmoid_backward.grad_input", sigmoid_backward_out);
+	m.impl("silu_backward.grad_input", silu_backward_out);
 
 	m.impl("addcmul.out", addc_out<HPU_BIN_MUL, ops::addcmul_out>);
 	m.impl("addcdiv.out", addc_out<HPU_BIN_DIV, ops::addcdiv_out>);

@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: MIT
+"""Gaudi's ``habana_frameworks.torch.hpex``: the device's fused ops beyond PyTorch's."""
+from . import normalization
+
+__all__ = ["normalization"]
