@@ -575,6 +575,54 @@ static void test_fallback_long_rows(void)
 	EXPECT(launches == before + 1);
 }
 
+/*
+ * The ops of issue 24's model glue on F64 (host only): silu, sin, cos, erf and silu's
+ * backward elementwise; rms_norm and its backward against the formula; triu as bytes;
+ * arange's lane blocks (each lane counting on from its base).
+ */
+static void test_fallback_misc(void)
+{
+	struct hpu_tensor *x = FAKE(HPU_DT_F64, 2, 3), *y = FAKE(HPU_DT_F64, 2, 3);
+	struct hpu_tensor *g = FAKE(HPU_DT_F64, 2, 3), *gw = FAKE(HPU_DT_F64, 3);
+	struct hpu_tensor *w = FAKE(HPU_DT_F64, 3), *rstd = FAKE(HPU_DT_F32, 2);
+	struct hpu_tensor *ar = FAKE(HPU_DT_F64, 21), *ai = FAKE(HPU_DT_I64, 5);
+	double *xv = (double *)(uintptr_t)x->storage->va, *yv = (double *)(uintptr_t)y->storage->va;
+	double *gv = (double *)(uintptr_t)g->storage->va, *wv = (double *)(uintptr_t)w->storage->va;
+	const double *gwv = (const double *)(uintptr_t)gw->storage->va;
+	const double *arv = (const double *)(uintptr_t)ar->storage->va;
+	const float *rv = (const float *)(uintptr_t)rstd->storage->va;
+	static const double xs[6] = { -1.5, 0.25, 2, 3, -4, 0.5 };
+	double r0 = 1 / sqrt((2.25 + 0.0625 + 4) / 3 + 0.5), s = 1 / (1 + exp(-2.0)), sgx = 0;
+
+	for (int i = 0; i < 6; i++) {
+		xv[i] = xs[i];
+		gv[i] = 1 + i;
+	}
+	for (int i = 0; i < 3; i++)
+		wv[i] = 0.5 * (i + 1);
+	EXPECT(hpu_op_unary(S, HPU_UN_SILU, y, x) == 0 && yv[2] == 2 / (1 + exp(-2.0)));
+	EXPECT(hpu_op_unary(S, HPU_UN_SIN, y, x) == 0 && yv[0] == sin(-1.5));
+	EXPECT(hpu_op_unary(S, HPU_UN_COS, y, x) == 0 && yv[1] == cos(0.25));
+	EXPECT(hpu_op_unary(S, HPU_UN_ERF, y, x) == 0 && yv[3] == erf(3.0));
+	EXPECT(hpu_op_silu_backward(S, y, g, x) == 0 && yv[2] == 3 * s * (1 + 2 * (1 - s)));
+	EXPECT(hpu_op_rms_norm(S, y, rstd, x, w, 1, 0.5) == 0);
+	EXPECT(rv[0] == (float)r0 && fabs(yv[2] - 2 * r0 * 1.5) < 1e-12);
+	/* rstd as the device saved it (F32), the gradient's formula row 0, column 2. */
+	for (int j = 0; j < 3; j++)
+		sgx += gv[j] * wv[j] * xv[j] * rv[0] / 3;
+	EXPECT(hpu_op_rms_norm_backward(S, y, gw, g, x, rstd, w, 1) == 0);
+	EXPECT(fabs(yv[2] - rv[0] * (3 * 1.5 - 2 * rv[0] * sgx)) < 1e-12);
+	EXPECT(fabs(gwv[0] - (-1.5 * rv[0] + 12.0 * rv[1])) < 1e-12);
+	EXPECT(hpu_op_triangle(S, y, x, 0, true) == 0 && yv[3] == 0 && yv[4] == -4 && yv[2] == 2);
+	/* Blocks of 2 * 4 lanes: elements 0-15 from bases 0 and 4 * 0.1 ..., 16-20 the tail. */
+	EXPECT(hpu_op_arange(S, ar, 0, 0.1, 4, 0) == 0);
+	/* 12 * 0.1 + 0.1 is 1.3000000000000003, 13 * 0.1 is 1.3: the blocks show. */
+	EXPECT(arv[13] == 12 * 0.1 + 0.1 && arv[13] != 13 * 0.1 && arv[20] == 20 * 0.1);
+	/* Integral: no fallback (a launch of the fake device), whole numbers wanted. */
+	EXPECT(hpu_op_arange(S, ai, (double)(1ll << 60), -3, 0, 0) == 0);
+	EXPECT(hpu_op_arange(S, ai, 0.5, 1, 0, 0) == -EINVAL);
+}
+
 static void test_fallback_clip(void)
 {
 	const int64_t n[2] = { 2 * HPU_CLIP_CHUNK + 77, HPU_CLIP_CHUNK + 3 };
@@ -620,6 +668,7 @@ int main(void)
 		  test_fallback_dropout_stream },
 		{ "CPU fallback: clip_grad_norm adds the device's chunks", test_fallback_clip },
 		{ "CPU fallback: a row past the device's item bound", test_fallback_long_rows },
+		{ "CPU fallback: silu, rms_norm, triangle, arange", test_fallback_misc },
 	};
 	unsigned int n = 0, failed;
 
