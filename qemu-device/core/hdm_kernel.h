@@ -155,6 +155,9 @@ extern const struct hdm_kernel_def hdm_kernel_layer_norm, hdm_kernel_layer_norm_
 extern const struct hdm_kernel_def hdm_kernel_embedding, hdm_kernel_embedding_bwd;
 extern const struct hdm_kernel_def hdm_kernel_sgd, hdm_kernel_adadelta, hdm_kernel_adamw;
 extern const struct hdm_kernel_def hdm_kernel_clip_grad_norm;
+/* hdm_kernel_conv.c */
+extern const struct hdm_kernel_def hdm_kernel_conv, hdm_kernel_conv_bwd_input;
+extern const struct hdm_kernel_def hdm_kernel_conv_bwd_weight;
 extern const struct hdm_kernel_def hdm_kernel_silu_bwd, hdm_kernel_triangle, hdm_kernel_arange;
 extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
 

@@ -48,6 +48,10 @@ HOST_TEST_LIBS_test_kernels_rmsnorm := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_misc := qemu-device/core/hdm_kernel_misc.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_misc := $(HPU_KERNEL_TEST_LIBS)
+# The convolutions multiply on OpenBLAS.
+HOST_TEST_SRCS_test_kernels_conv := qemu-device/core/hdm_kernel_conv.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_conv := $(HPU_KERNEL_TEST_LIBS) -lopenblas
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

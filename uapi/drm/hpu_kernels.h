@@ -200,6 +200,28 @@ enum hpu_kernel_id {
 	 * scaled by min(1, max_norm / (total_norm + 1e-6)), as
 	 * torch.nn.utils.clip_grad_norm_. */
 	HPU_KERNEL_CLIP_GRAD_NORM = 23,
+	/* t: out [N, Cout, Ho, Wo], in [N, Cin, H, W], weight [Cout, Cin / a6,
+	 * kh, kw], and optionally bias [Cout] (4 tensors: present).  Float,
+	 * any mix.  a0, a1: stride (height, width), a2, a3: zero padding on
+	 * both sides, a4, a5: dilation, a6: groups, a7: 0.  Strides and
+	 * dilations in [1, 2^20], paddings in [0, 2^20]; groups divide Cin
+	 * and Cout; Ho = (H + 2 a2 - a4 (kh - 1) - 1) / a0 + 1 (at least 1),
+	 * Wo likewise.  1d: every tensor of 3 dims (no height), a0, a2, a4
+	 * then 1, 0, 1.  Computed as GEMMs in fp32 (HPU_CONV_MACS_PER_WORK).
+	 * The most elements an item visits, HPU_KERNEL_MAX_ITEM_WORK, bounds
+	 * one output element's multiply-adds (Cin / a6 kh kw, at most about
+	 * 2^19). */
+	HPU_KERNEL_CONV = 24,
+	/* t: grad_in (out) [N, Cin, H, W], grad_out [N, Cout, Ho, Wo],
+	 * weight.  a0..a7 as CONV, whose shape rules grad_in and grad_out
+	 * follow as in and out. */
+	HPU_KERNEL_CONV_BWD_INPUT = 25,
+	/* t: grad_weight (out) [Cout, Cin / a6, kh, kw], grad_out, in.  a as
+	 * CONV.  The sums over N Ho Wo are split into chunks whose fp32
+	 * partials go to the launch's scratch, added in order (fp64) by a
+	 * second phase: Cout (Cin / a6) kh kw times the chunks is at most
+	 * 2^21 (the bias gradient is a REDUCE SUM of grad_out). */
+	HPU_KERNEL_CONV_BWD_WEIGHT = 26,
 	/* t: grad_in (out), grad_out, in.  grad_in = grad_out * d/dx silu(in):
 	 * with s = sigmoid(in), grad_out * s * (1 + in * (1 - s)).  Floats of
 	 * one shape.  Work: out's elements. */
@@ -234,6 +256,14 @@ enum hpu_kernel_id {
 	 * once more with grad_weight. */
 	HPU_KERNEL_RMS_NORM_BWD = 40,
 };
+
+/*
+ * The convolutions' work: an item's multiply-adds over
+ * HPU_CONV_MACS_PER_WORK (a GEMM's blocked multiply-add costs about that
+ * much less than an element visited one at a time), plus every element it
+ * gathers, packs or writes.
+ */
+#define HPU_CONV_MACS_PER_WORK 64u
 
 enum hpu_unary_op {
 	HPU_UNARY_COPY = 0,
