@@ -568,6 +568,8 @@ static const struct {
 	API("HPU_0.9", hpu_op_rms_norm_backward),
 	API("HPU_0.9", hpu_op_silu_backward),
 	API("HPU_0.9", hpu_op_triangle),
+	API("HPU_0.9", hpu_op_conv),
+	API("HPU_0.9", hpu_op_conv_backward),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

@@ -335,6 +335,32 @@ HPU_API int hpu_op_matmul(struct hpu_stream *stream, struct hpu_tensor *out,
 HPU_API int hpu_op_linear(struct hpu_stream *stream, struct hpu_tensor *out,
 			  const struct hpu_tensor *x, const struct hpu_tensor *weight,
 			  const struct hpu_tensor *bias);
+/* A convolution's stride, zero padding and dilation: [0] height, [1] width (1d: [1] only). */
+struct hpu_conv_params {
+	int64_t stride[2], padding[2], dilation[2];
+	int64_t groups; /* dividing the input and output channels */
+};
+
+/*
+ * out = conv(in, weight) + bias, torch's conv1d / conv2d: in [N, Cin, H, W]
+ * (1d: [N, Cin, L]), weight [Cout, Cin / groups, kh, kw] (1d: [Cout, Cin /
+ * groups, k]), bias [Cout] or NULL, out [N, Cout, Ho, Wo] with Ho = (H +
+ * 2 padding - dilation (kh - 1) - 1) / stride + 1.  One float dtype;
+ * computed as GEMMs in fp32 (since libhpu 0.9).
+ */
+HPU_API int hpu_op_conv(struct hpu_stream *stream, struct hpu_tensor *out,
+			const struct hpu_tensor *in, const struct hpu_tensor *weight,
+			const struct hpu_tensor *bias, const struct hpu_conv_params *params);
+/*
+ * The gradients of hpu_op_conv() from grad_out: grad_in (in's shape),
+ * grad_weight (weight's) and grad_bias ([Cout]), each NULL when not wanted.
+ * The weight's is summed over chunks of N Ho Wo, added in order.
+ */
+HPU_API int hpu_op_conv_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				 struct hpu_tensor *grad_weight, struct hpu_tensor *grad_bias,
+				 const struct hpu_tensor *grad_out, const struct hpu_tensor *in,
+				 const struct hpu_tensor *weight,
+				 const struct hpu_conv_params *params);
 /* out = cumulative sum of in along dim.  No device kernel: always falls back. */
 HPU_API int hpu_op_cumsum(struct hpu_stream *stream, struct hpu_tensor *out,
 			  const struct hpu_tensor *in, unsigned int dim);

@@ -740,6 +740,121 @@ static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 	return 0;
 }
 
+/* A convolution's dims, from the layouts of x (in or its grad), w and y (out or its grad). */
+struct hpu_host_conv_dims {
+	bool d2; /* 4 dims; 1d has no height (1) */
+	int64_t n, cin, h, w, cout, cin_g, kh, kw, ho, wo;
+};
+
+/* Which operands are x, w and y, by kernel: t[] as drm/hpu_kernels.h lists them. */
+static const unsigned int hpu_host_conv_slots[3][3] = { { 1, 2, 0 }, { 0, 2, 1 }, { 2, 0, 1 } };
+
+static struct hpu_host_conv_dims hpu_host_conv_dims(const struct hpu_op *op)
+{
+	const unsigned int *sl = hpu_host_conv_slots[op->kernel - HPU_KERNEL_CONV];
+	const struct hpu_tensor_layout *x = &op->l[sl[0]], *w = &op->l[sl[1]], *y = &op->l[sl[2]];
+	bool d2 = x->ndim == 4;
+	unsigned int last = x->ndim - 1;
+
+	return (struct hpu_host_conv_dims){
+		d2, x->shape[0], x->shape[1], d2 ? x->shape[2] : 1, x->shape[last], w->shape[0],
+		w->shape[1], d2 ? w->shape[2] : 1, w->shape[last], d2 ? y->shape[2] : 1,
+		y->shape[last],
+	};
+}
+
+/* The index (a, b, c, d) of a convolution operand: without c in 1d. */
+static const int64_t *hpu_host_conv_idx(int64_t *idx, bool d2, int64_t a, int64_t b, int64_t c,
+					int64_t d)
+{
+	idx[0] = a;
+	idx[1] = b;
+	idx[2] = d2 ? c : d;
+	idx[3] = d;
+	return idx;
+}
+
+/*
+ * CONV, CONV_BWD_INPUT, CONV_BWD_WEIGHT (t[0] the output; a0..a6 stride,
+ * padding, dilation by (height, width), groups): every (output element, tap)
+ * pair once, summed in double, then stored.
+ */
+static int hpu_host_conv(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	unsigned int kind = op->kernel - HPU_KERNEL_CONV;
+	const unsigned int *sl = hpu_host_conv_slots[kind];
+	const struct hpu_hview *x = &h[sl[0]], *w = &h[sl[1]], *y = &h[sl[2]];
+	struct hpu_host_conv_dims d = hpu_host_conv_dims(op);
+	int64_t cout_g = d.cout / op->args[6], nout = hpu_layout_numel(&op->l[0]), i = 0;
+	int64_t xi[4], wi[4], yi[4], idx[HPU_MAX_DIMS] = { 0 };
+	const int64_t *a = op->args;
+	double *acc = calloc(nout ? (size_t)nout : 1, sizeof(double));
+
+	if (!acc)
+		return hpu_error_set(ENOMEM, "out of memory");
+	for (int64_t n = 0; n < d.n; n++)
+	for (int64_t co = 0; co < d.cout; co++)
+	for (int64_t oh = 0; oh < d.ho; oh++)
+	for (int64_t ow = 0; ow < d.wo; ow++) {
+		int64_t yf = ((n * d.cout + co) * d.ho + oh) * d.wo + ow, g = co / cout_g;
+		double gy = kind ? hpu_hload(y, hpu_host_conv_idx(yi, d.d2, n, co, oh, ow)) : 0;
+		double sum = op->num_tensors == 4 ? hpu_hload(&h[3], (int64_t[]){ co }) : 0;
+
+		for (int64_t cl = 0; cl < d.cin_g; cl++)
+		for (int64_t ki = 0; ki < d.kh; ki++)
+		for (int64_t kj = 0; kj < d.kw; kj++) {
+			int64_t hh = oh * a[0] - a[2] + ki * a[4], ww = ow * a[1] - a[3] + kj * a[5];
+			int64_t ci = g * d.cin_g + cl;
+
+			if (hh < 0 || hh >= d.h || ww < 0 || ww >= d.w)
+				continue;
+			hpu_host_conv_idx(xi, d.d2, n, ci, hh, ww);
+			hpu_host_conv_idx(wi, d.d2, co, cl, ki, kj);
+			if (kind == 0)
+				sum += hpu_hload(x, xi) * hpu_hload(w, wi);
+			else if (kind == 1)
+				acc[((n * d.cin + ci) * d.h + hh) * d.w + ww] += gy * hpu_hload(w, wi);
+			else
+				acc[((co * d.cin_g + cl) * d.kh + ki) * d.kw + kj] += gy * hpu_hload(x, xi);
+		}
+		if (kind == 0)
+			acc[yf] = sum;
+	}
+	if (nout)
+		do
+			hpu_hstore(&h[0], idx, acc[i++]);
+		while (hpu_index_next(op->l[0].ndim, op->l[0].shape, idx));
+	free(acc);
+	return 0;
+}
+
+/*
+ * Whether the device refuses a convolution for an item's bound
+ * (hdm_kernel_conv.c's plans at their smallest blocks): a patch of more
+ * multiply-adds than an item has, or weight gradients whose chunks'
+ * partials overflow the launch's scratch.
+ */
+static bool hpu_host_conv_too_long(const struct hpu_op *op)
+{
+	struct hpu_host_conv_dims d = hpu_host_conv_dims(op);
+	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, taps = (uint64_t)(d.kh * d.kw);
+	uint64_t k = (uint64_t)d.cin_g * taps, cout_g = (uint64_t)(d.cout / op->args[6]);
+	uint64_t weights = (uint64_t)d.cout * k, pixels = (uint64_t)(d.n * d.ho * d.wo);
+	/* 2^21 partials; the longest chunk at blocks of 1 x 1. */
+	uint64_t partials = 8u << 18, chunk = (most - 1) / 3;
+
+	switch (op->kernel) {
+	case HPU_KERNEL_CONV:
+		return k / HPU_CONV_MACS_PER_WORK + 2 * k + 1 > most;
+	case HPU_KERNEL_CONV_BWD_INPUT:
+		return taps * cout_g * taps / HPU_CONV_MACS_PER_WORK + 2 * taps * cout_g +
+		       taps * taps + 1 > most;
+	default:
+		return pixels && weights &&
+		       (pixels + chunk - 1) / chunk > partials / weights;
+	}
+}
+
 /* The host's version of each kernel the device has, and of the ops it lacks. */
 static const struct {
 	uint32_t kernel;
@@ -773,6 +888,9 @@ static const struct {
 	{ HPU_KERNEL_ARANGE, hpu_host_arange },
 	{ HPU_KERNEL_RMS_NORM, hpu_host_rms_norm },
 	{ HPU_KERNEL_RMS_NORM_BWD, hpu_host_rms_norm_bwd },
+	{ HPU_KERNEL_CONV, hpu_host_conv },
+	{ HPU_KERNEL_CONV_BWD_INPUT, hpu_host_conv },
+	{ HPU_KERNEL_CONV_BWD_WEIGHT, hpu_host_conv },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };
@@ -835,6 +953,10 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 		n = (uint64_t)hpu_layout_numel(&l[2]);
 		most -= 512;
 		break;
+	case HPU_KERNEL_CONV:
+	case HPU_KERNEL_CONV_BWD_INPUT:
+	case HPU_KERNEL_CONV_BWD_WEIGHT:
+		return hpu_host_conv_too_long(op);
 	default:
 		return false;
 	}
