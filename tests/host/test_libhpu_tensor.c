@@ -649,6 +649,60 @@ static void test_fallback_clip(void)
 	EXPECT(isnan(*norm) && isnan(v[0][0]) && isnan(v[1][n[1] - 1]));
 }
 
+/*
+ * Convolution: F32 launches carry the parameters as the kernels' args (1d
+ * with the neutral height entries, bias only when given); F64 falls back
+ * and computes forward and all three gradients; bad shapes are refused.
+ */
+static void test_conv(void)
+{
+	struct hpu_tensor *x = FAKE(HPU_DT_F64, 1, 1, 3, 3), *w = FAKE(HPU_DT_F64, 1, 1, 2, 2);
+	struct hpu_tensor *b = FAKE(HPU_DT_F64, 1), *y = FAKE(HPU_DT_F64, 1, 1, 2, 2);
+	struct hpu_tensor *gx = FAKE(HPU_DT_F64, 1, 1, 3, 3), *gw = FAKE(HPU_DT_F64, 1, 1, 2, 2);
+	struct hpu_tensor *gb = FAKE(HPU_DT_F64, 1), *x1 = FAKE(HPU_DT_F32, 2, 4, 9);
+	struct hpu_tensor *w1 = FAKE(HPU_DT_F32, 6, 2, 3), *y1 = FAKE(HPU_DT_F32, 2, 6, 4);
+	const struct hpu_conv_params p = { { 1, 1 }, { 0, 0 }, { 1, 1 }, 1 };
+	const struct hpu_conv_params p1 = { { 7, 2 }, { 7, 1 }, { 7, 2 }, 2 };
+	const double want_gx[9] = { 1, 1, 0, 1, 2, 1, 0, 1, 1 }, want_gw[4] = { 12, 16, 24, 28 };
+	unsigned int before = launches, i;
+	const int64_t args1[8] = { 1, 2, 0, 1, 1, 2, 2, 0 };
+
+	put_f64(x, (const double[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9);
+	put_f64(w, (const double[]){ 1, 0, 0, 1 }, 4);
+	put_f64(b, (const double[]){ 0.5 }, 1);
+	EXPECT(hpu_op_conv(S, y, x, w, b, &p) == 0);
+	EXPECT(f64_at(y, 0) == 6.5 && f64_at(y, 1) == 8.5 && f64_at(y, 2) == 12.5 &&
+	       f64_at(y, 3) == 14.5);
+	put_f64(y, (const double[]){ 1, 1, 1, 1 }, 4);
+	EXPECT(hpu_op_conv_backward(S, gx, gw, gb, y, x, w, &p) == 0);
+	for (i = 0; i < 9; i++)
+		EXPECT(f64_at(gx, i) == want_gx[i]);
+	for (i = 0; i < 4; i++)
+		EXPECT(f64_at(gw, i) == want_gw[i]);
+	EXPECT(f64_at(gb, 0) == 4);
+	EXPECT(launches == before);
+	/* 1d, stride 2, padding 1, dilation 2, groups 2: L 9 gives (9 + 2 - 5) / 2 + 1 = 4. */
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &p1) == 0);
+	EXPECT(launches == before + 1 && launched.kernel == HPU_KERNEL_CONV &&
+	       launched.num_tensors == 3 && !memcmp(launched.args, args1, sizeof(args1)));
+	EXPECT(hpu_op_conv_backward(S, FAKE(HPU_DT_F32, 2, 4, 10), NULL, NULL, y1, x1, w1, &p1) ==
+	       -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_conv_backward: grad_in must have in's shape");
+	y1->l.shape[2] = 5;
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &p1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_conv: out's dim 2 is 5, the convolution gives 4");
+	y1->l.shape[2] = 4;
+	w1->l.shape[1] = 3;
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &p1) == -EINVAL);
+	w1->l.shape[1] = 2;
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &(struct hpu_conv_params){ { 1, 0 }, { 0, 1 },
+									      { 1, 2 }, 2 }) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_conv: stride[1] is 0, not in [1, 2^20]");
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &(struct hpu_conv_params){ { 1, 2 }, { 0, 1 },
+									      { 1, 2 }, 3 }) == -EINVAL);
+	EXPECT(launches == before + 1);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -669,6 +723,7 @@ int main(void)
 		{ "CPU fallback: clip_grad_norm adds the device's chunks", test_fallback_clip },
 		{ "CPU fallback: a row past the device's item bound", test_fallback_long_rows },
 		{ "CPU fallback: silu, rms_norm, triangle, arange", test_fallback_misc },
+		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
 	};
 	unsigned int n = 0, failed;
 
