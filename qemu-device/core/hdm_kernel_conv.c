@@ -19,6 +19,8 @@
  * / HPU_CONV_MACS_PER_WORK plus the elements it gathers and writes, all in
  * its working memory) stays within HPU_KERNEL_MAX_ITEM_WORK, so a part
  * allocates at most that many floats (4 MiB), once, for all its items.
+ * Parts call sgemm concurrently, each on one thread, as the MME's steps do
+ * (hdm_mme.c: Debian's pthread OpenBLAS, limited to one thread a call).
  *
  * Items: the forward takes (group, block of output channels, block of
  * output pixels over N Ho Wo); the input gradient (image, group, block of
