@@ -666,6 +666,7 @@ static void test_conv(void)
 	const double want_gx[9] = { 1, 1, 0, 1, 2, 1, 0, 1, 1 }, want_gw[4] = { 12, 16, 24, 28 };
 	unsigned int before = launches, i;
 	const int64_t args1[8] = { 1, 2, 0, 1, 1, 2, 2, 0 };
+	uint64_t was, count;
 
 	put_f64(x, (const double[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, 9);
 	put_f64(w, (const double[]){ 1, 0, 0, 1 }, 4);
@@ -700,6 +701,17 @@ static void test_conv(void)
 	EXPECT_STR(hpu_last_error(), "hpu_op_conv: stride[1] is 0, not in [1, 2^20]");
 	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &(struct hpu_conv_params){ { 1, 2 }, { 0, 1 },
 									      { 1, 2 }, 3 }) == -EINVAL);
+	EXPECT(launches == before + 1);
+	/* A patch of 2^19 + 2^18 multiply-adds is past any item of the device: the host's. */
+	x1 = FAKE(HPU_DT_F32, 1, 786432, 1, 1);
+	w1 = FAKE(HPU_DT_F32, 1, 786432, 1, 1);
+	y1 = FAKE(HPU_DT_F32, 1, 1, 1, 1);
+	((float *)(uintptr_t)x1->storage->va)[786431] = 3;
+	((float *)(uintptr_t)w1->storage->va)[786431] = 2;
+	EXPECT(hpu_fallback_count(&fake_dev, "conv", &was) == 0);
+	EXPECT(hpu_op_conv(S, y1, x1, w1, NULL, &p) == 0);
+	EXPECT(*(float *)(uintptr_t)y1->storage->va == 6);
+	EXPECT(hpu_fallback_count(&fake_dev, "conv", &count) == 0 && count == was + 1);
 	EXPECT(launches == before + 1);
 }
 

@@ -831,8 +831,8 @@ static int hpu_host_conv(const struct hpu_op *op, const struct hpu_hview *h)
 /*
  * Whether the device refuses a convolution for an item's bound
  * (hdm_kernel_conv.c's plans at their smallest blocks): a patch of more
- * multiply-adds than an item has, or weight gradients whose chunks'
- * partials overflow the launch's scratch.
+ * multiply-adds than an item has, weight gradients whose chunks' partials
+ * overflow the launch's scratch, or more work than a launch has.
  */
 static bool hpu_host_conv_too_long(const struct hpu_op *op)
 {
@@ -842,7 +842,16 @@ static bool hpu_host_conv_too_long(const struct hpu_op *op)
 	uint64_t weights = (uint64_t)d.cout * k, pixels = (uint64_t)(d.n * d.ho * d.wo);
 	/* 2^21 partials; the longest chunk at blocks of 1 x 1. */
 	uint64_t partials = 8u << 18, chunk = (most - 1) / 3;
+	/*
+	 * Every kind multiplies as much; the gathers add about a multiply-add
+	 * over the channels of a block (64 at most) and over its pixels.
+	 */
+	double macs = (double)weights * (double)pixels;
+	double work = macs / HPU_CONV_MACS_PER_WORK + macs / (double)(cout_g < 64 ? cout_g : 64) +
+		      macs / 32 + (double)d.cout * (double)pixels;
 
+	if (cout_g && work > (double)HPU_KERNEL_MAX_WORK)
+		return true;
 	switch (op->kernel) {
 	case HPU_KERNEL_CONV:
 		return k / HPU_CONV_MACS_PER_WORK + 2 * k + 1 > most;
