@@ -98,19 +98,6 @@ static void conv_view(struct conv_t *t, const struct hdm_kview *v)
 	}
 }
 
-static inline float conv_ld(const struct conv_t *t, int64_t off)
-{
-	const uint8_t *p = t->base + off * (int64_t)t->esize;
-
-	if (t->dtype == HPU_DTYPE_F32) {
-		float v;
-
-		memcpy(&v, p, 4);
-		return v;
-	}
-	return hdm_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
-}
-
 static inline void conv_st(const struct conv_t *t, int64_t off, float v)
 {
 	hdm_kstore_f(t->dtype, (uint8_t *)t->base + off * (int64_t)t->esize, v);
@@ -537,8 +524,10 @@ static void conv_fwd_item(const struct conv *v, uint64_t i, float *buf)
 		    wb, (int)v->k, col, (int)qn, 0.0f, acc, (int)qn);
 	for (uint64_t r = 0; r < cn; r++) {
 		uint64_t co = g * v->cout_g + c0 + r;
-		float bias = v->bias ? conv_ld(&v->b, (int64_t)co * v->b.st[0]) : 0.0f;
+		float bias = 0.0f;
 
+		if (v->bias)
+			conv_ld_row(&v->b, (int64_t)co * v->b.st[0], 1, 1, &bias);
 		for (struct conv_seg s = conv_seg_start(v, q0); conv_seg_next(v, &s, qn);)
 			conv_st_row(&v->y, conv_off(&v->y, s.px.n, co, s.px.ho, s.px.wo),
 				    v->y.st[3], s.len, acc + r * qn + s.j, bias);
