@@ -38,6 +38,10 @@ static const struct hdm_kernel_def *const hdm_kernels[] = {
 	[HPU_KERNEL_ARANGE] = &hdm_kernel_arange,
 	[HPU_KERNEL_RMS_NORM] = &hdm_kernel_rms_norm,
 	[HPU_KERNEL_RMS_NORM_BWD] = &hdm_kernel_rms_norm_bwd,
+	[HPU_KERNEL_INDEX_SELECT] = &hdm_kernel_index_select,
+	[HPU_KERNEL_GATHER] = &hdm_kernel_gather,
+	[HPU_KERNEL_SCATTER_ADD] = &hdm_kernel_scatter_add,
+	[HPU_KERNEL_TOPK] = &hdm_kernel_topk,
 };
 
 const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id)

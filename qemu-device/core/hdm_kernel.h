@@ -160,6 +160,9 @@ extern const struct hdm_kernel_def hdm_kernel_conv, hdm_kernel_conv_bwd_input;
 extern const struct hdm_kernel_def hdm_kernel_conv_bwd_weight;
 extern const struct hdm_kernel_def hdm_kernel_silu_bwd, hdm_kernel_triangle, hdm_kernel_arange;
 extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
+/* hdm_kernel_index.c */
+extern const struct hdm_kernel_def hdm_kernel_index_select, hdm_kernel_gather;
+extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk;
 
 /* ---- faults and cancellation ---- */
 

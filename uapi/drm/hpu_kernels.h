@@ -264,6 +264,45 @@ enum hpu_kernel_id {
  * gathers, packs or writes.
  */
 #define HPU_CONV_MACS_PER_WORK 64u
+	/* t: out, in, index (index, ndim 0 or 1).  a0: dim, in [0, max(in's
+	 * ndim, 1)).  out has in's ndim and dtype (any dtype) and in's shape
+	 * but out.shape[dim] = index's elements; out[..., j, ...] =
+	 * in[..., index[j], ...], every index in [0, in.shape[dim]).  out may
+	 * not be in or index. */
+	HPU_KERNEL_INDEX_SELECT = 44,
+	/* t: out, in, index (index).  a0: dim as INDEX_SELECT.  torch.gather:
+	 * in, index and out have one ndim; out has index's shape and in's
+	 * dtype (any dtype); index.shape[d] <= in.shape[d] for d != dim;
+	 * out[i] = in[i with i[dim] = index[i]], every index in
+	 * [0, in.shape[dim]).  out may not be in or index. */
+	HPU_KERNEL_GATHER = 45,
+	/* t: self (io), index (index), src.  a0: dim as INDEX_SELECT.
+	 * torch.Tensor.scatter_add_: one ndim; src has self's dtype (F32,
+	 * BF16, I32 or I64); index.shape[d] <= src.shape[d] for every d and
+	 * <= self.shape[d] for d != dim; self[i with i[dim] = index[i]] +=
+	 * src[i] over index's elements, every index in [0, self.shape[dim]).
+	 * An item is a block of HPU_SCATTER_BLOCK elements of self along dim
+	 * at fixed other coordinates: it visits that column's indices in
+	 * order and sums in fp64 (integral: int64, wrapping) from self's
+	 * value, so the result does not depend on the split of the launch.
+	 * index.shape[dim] is at most HPU_KERNEL_MAX_ITEM_WORK -
+	 * HPU_SCATTER_BLOCK.  self may not be index or src.  A 1-D index
+	 * broadcast (strides 0) over src's other dims is index_add_. */
+	HPU_KERNEL_SCATTER_ADD = 46,
+	/* t: values (out), indices (out, index), in.  a0: k, a1: dim as
+	 * INDEX_SELECT, a2: 1 largest, 0 smallest; a3: 1 sorted, 0 any order
+	 * (the device sorts either way).  in is F32, BF16, I32 or I64;
+	 * values has its dtype, values and indices its ndim and shape but
+	 * shape[dim] = k <= in.shape[dim].  Each row along dim keeps its k
+	 * largest (smallest) elements best first, NaN above every number
+	 * (torch on the CPU), ties by the lower index first.  A row of n
+	 * elements costs (n + k) * (bits of k + 1) work, at most
+	 * HPU_KERNEL_MAX_ITEM_WORK.  No output may be in or the other. */
+	HPU_KERNEL_TOPK = 47,
+};
+
+/* SCATTER_ADD's block of self's elements along dim: one work item. */
+#define HPU_SCATTER_BLOCK 512u
 
 enum hpu_unary_op {
 	HPU_UNARY_COPY = 0,
