@@ -570,6 +570,11 @@ static const struct {
 	API("HPU_0.9", hpu_op_triangle),
 	API("HPU_0.9", hpu_op_conv),
 	API("HPU_0.9", hpu_op_conv_backward),
+	API("HPU_0.9", hpu_op_index_select),
+	API("HPU_0.9", hpu_op_gather),
+	API("HPU_0.9", hpu_op_scatter_add),
+	API("HPU_0.9", hpu_op_index_add),
+	API("HPU_0.9", hpu_op_topk),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

@@ -365,6 +365,41 @@ HPU_API int hpu_op_conv_backward(struct hpu_stream *stream, struct hpu_tensor *g
 HPU_API int hpu_op_cumsum(struct hpu_stream *stream, struct hpu_tensor *out,
 			  const struct hpu_tensor *in, unsigned int dim);
 
+/*
+ * Index ops and topk (torch's semantics; dim may be negative, counted from
+ * the end; a 0-dim tensor has one dim of size 1 here).  Indices are I32 or
+ * I64 in [0, size along dim): the device checks each one before it writes
+ * anything, and an out-of-range or negative index fails the launch (the
+ * stream's error, HPU_EVENT_BAD_KERNEL), outputs unwritten.
+ */
+/* out = in with dim's positions picked by index (ndim 0 or 1); out has in's dtype (any). */
+HPU_API int hpu_op_index_select(struct hpu_stream *stream, struct hpu_tensor *out,
+				const struct hpu_tensor *in, const struct hpu_tensor *index,
+				int64_t dim);
+/* torch.gather: out[i] = in[i with i[dim] = index[i]]; out has index's shape. */
+HPU_API int hpu_op_gather(struct hpu_stream *stream, struct hpu_tensor *out,
+			  const struct hpu_tensor *in, const struct hpu_tensor *index, int64_t dim);
+/*
+ * torch's scatter_add_: self[i with i[dim] = index[i]] += src[i] for every
+ * element of index.  self and src F32, BF16, I32 or I64 (one dtype); sums
+ * run in fp64 in index order along dim, the same whatever the device's split.
+ */
+HPU_API int hpu_op_scatter_add(struct hpu_stream *stream, struct hpu_tensor *self,
+			       const struct hpu_tensor *index, const struct hpu_tensor *src,
+			       int64_t dim);
+/* torch's index_add_ (alpha 1): self's positions index[j] along dim += src's j-th. */
+HPU_API int hpu_op_index_add(struct hpu_stream *stream, struct hpu_tensor *self,
+			     const struct hpu_tensor *index, const struct hpu_tensor *src,
+			     int64_t dim);
+/*
+ * torch.topk: the k largest (smallest) of in along dim, best first (always
+ * sorted), NaN above every number, ties by the lower index.  values has
+ * in's dtype (F32, BF16, I32 or I64), indices I64 or I32.
+ */
+HPU_API int hpu_op_topk(struct hpu_stream *stream, struct hpu_tensor *values,
+			struct hpu_tensor *indices, const struct hpu_tensor *in, int64_t k,
+			int64_t dim, bool largest, bool sorted);
+
 /* Optimizer steps, in place, as torch.optim's (param, grad and state of one shape). */
 struct hpu_sgd_config {
 	double lr, momentum, dampening, weight_decay;

@@ -655,6 +655,138 @@ static int hpu_host_embedding(const struct hpu_op *op, const struct hpu_hview *h
 	return 0;
 }
 
+/*
+ * An index read from the device, checked before it addresses host memory:
+ * in [0, n), else the op fails as the device's launch would.
+ */
+static int hpu_host_index(const struct hpu_op *op, const struct hpu_hview *h, const int64_t *idx,
+			  int64_t n, int64_t *x)
+{
+	double v = hpu_hload(h, idx);
+
+	if (v >= 0 && v < (double)n) {
+		*x = (int64_t)v;
+		return 0;
+	}
+	return hpu_error_set(EINVAL, "%s: index %g is out of range for a dim of %lld", op->name,
+			     v, (long long)n);
+}
+
+/* INDEX_SELECT and GATHER: t out, in, index; a0 dim. */
+static int hpu_host_gather(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *out = &op->l[0], *in = &op->l[1];
+	unsigned int dim = (unsigned int)op->args[0];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, at[HPU_MAX_DIMS], x = 0;
+	int ret;
+
+	if (!hpu_layout_numel(out))
+		return 0;
+	do {
+		memcpy(at, idx, sizeof(at));
+		ret = hpu_host_index(op, &h[2],
+				     op->kernel == HPU_KERNEL_GATHER ? idx : &idx[dim],
+				     in->ndim ? in->shape[dim] : 1, &x);
+		if (ret)
+			return ret;
+		at[dim] = x;
+		hpu_hstore(&h[0], idx, hpu_hload(&h[1], at));
+	} while (hpu_index_next(out->ndim, out->shape, idx));
+	return 0;
+}
+
+/*
+ * SCATTER_ADD: t self (io), index, src; a0 dim.  Every index is checked
+ * first (nothing written on a bad one); sums run in double in index order,
+ * from self's value, as the device's.
+ */
+static int hpu_host_scatter_add(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *self = &op->l[0], *ix = &op->l[1];
+	unsigned int dim = (unsigned int)op->args[0];
+	int64_t n = hpu_layout_numel(self), bound = self->ndim ? self->shape[dim] : 1;
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, at[HPU_MAX_DIMS], x = 0, o;
+	double *acc;
+	int ret = 0;
+
+	if (!hpu_layout_numel(ix))
+		return 0;
+	do
+		ret = hpu_host_index(op, &h[1], idx, bound, &x);
+	while (!ret && hpu_index_next(ix->ndim, ix->shape, idx));
+	acc = ret ? NULL : malloc((size_t)n * sizeof(*acc));
+	if (!acc)
+		return ret ? ret : hpu_error_set(ENOMEM, "out of memory");
+	memset(at, 0, sizeof(at));
+	for (o = 0; o < n; o++, hpu_index_next(self->ndim, self->shape, at))
+		acc[o] = hpu_hload(&h[0], at);
+	do {
+		memcpy(at, idx, sizeof(at));
+		at[dim] = (int64_t)hpu_hload(&h[1], idx);
+		o = 0;
+		for (unsigned int d = 0; d < self->ndim; d++)
+			o = o * self->shape[d] + at[d];
+		acc[o] += hpu_hload(&h[2], idx);
+	} while (hpu_index_next(ix->ndim, ix->shape, idx));
+	memset(at, 0, sizeof(at));
+	for (o = 0; o < n; o++, hpu_index_next(self->ndim, self->shape, at))
+		hpu_hstore(&h[0], at, acc[o]);
+	free(acc);
+	return 0;
+}
+
+/* TOPK's order over one row's values v: larger (smaller) first, NaN above all, ties by index. */
+static const double *hpu_topk_row;
+static bool hpu_topk_largest;
+
+static int hpu_topk_cmp(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+	double x = hpu_topk_row[a], y = hpu_topk_row[b];
+	int s = isnan(x) || isnan(y) ? isnan(x) - isnan(y) : (x > y) - (x < y);
+
+	if (!hpu_topk_largest)
+		s = -s;
+	return s ? -s : (a > b) - (a < b);
+}
+
+/* TOPK: t values, indices, in; a0 k, a1 dim, a2 largest. */
+static int hpu_host_topk(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[2];
+	unsigned int dim = (unsigned int)op->args[1];
+	int64_t k = op->args[0], n = in->ndim ? in->shape[dim] : 1, idx[HPU_MAX_DIMS] = { 0 }, j;
+	double *row = malloc((size_t)(n + 1) * sizeof(*row));
+	int64_t *order = malloc((size_t)(n + 1) * sizeof(*order));
+
+	if (!row || !order) {
+		free(row);
+		free(order);
+		return hpu_error_set(ENOMEM, "out of memory");
+	}
+	hpu_topk_row = row;
+	hpu_topk_largest = op->args[2];
+	if (hpu_layout_numel(in) && k) {
+		do {
+			for (j = 0; j < n; j++) {
+				idx[dim] = j;
+				row[j] = hpu_hload(&h[2], idx);
+				order[j] = j;
+			}
+			qsort(order, (size_t)n, sizeof(*order), hpu_topk_cmp);
+			for (j = 0; j < k; j++) {
+				idx[dim] = j;
+				hpu_hstore(&h[0], idx, row[order[j]]);
+				hpu_hstore(&h[1], idx, (double)order[j]);
+			}
+			idx[dim] = 0;
+		} while (in->ndim && hpu_row_next(in, dim, idx));
+	}
+	free(row);
+	free(order);
+	return 0;
+}
+
 /* Partial a with b, the next element's square or |x|, or the next chunk's partial: NaN stays. */
 static double hpu_host_clip_join(bool max_norm, double a, double b)
 {
@@ -900,6 +1032,10 @@ static const struct {
 	{ HPU_KERNEL_CONV, hpu_host_conv },
 	{ HPU_KERNEL_CONV_BWD_INPUT, hpu_host_conv },
 	{ HPU_KERNEL_CONV_BWD_WEIGHT, hpu_host_conv },
+	{ HPU_KERNEL_INDEX_SELECT, hpu_host_gather },
+	{ HPU_KERNEL_GATHER, hpu_host_gather },
+	{ HPU_KERNEL_SCATTER_ADD, hpu_host_scatter_add },
+	{ HPU_KERNEL_TOPK, hpu_host_topk },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };
@@ -966,6 +1102,14 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 	case HPU_KERNEL_CONV_BWD_INPUT:
 	case HPU_KERNEL_CONV_BWD_WEIGHT:
 		return hpu_host_conv_too_long(op);
+	case HPU_KERNEL_SCATTER_ADD:
+		n = l[1].ndim ? (uint64_t)l[1].shape[op->args[0]] : 1;
+		most -= HPU_SCATTER_BLOCK;
+		break;
+	case HPU_KERNEL_TOPK: /* (n + k) * (bits of k + 1) */
+		n = (uint64_t)(l[2].ndim ? l[2].shape[op->args[1]] : 1) + (uint64_t)op->args[0];
+		n *= 65 - (op->args[0] ? (uint64_t)__builtin_clzll((uint64_t)op->args[0]) : 64);
+		break;
 	default:
 		return false;
 	}
