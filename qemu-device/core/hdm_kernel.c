@@ -42,6 +42,7 @@ static const struct hdm_kernel_def *const hdm_kernels[] = {
 	[HPU_KERNEL_GATHER] = &hdm_kernel_gather,
 	[HPU_KERNEL_SCATTER_ADD] = &hdm_kernel_scatter_add,
 	[HPU_KERNEL_TOPK] = &hdm_kernel_topk,
+	[HPU_KERNEL_SCATTER] = &hdm_kernel_scatter,
 };
 
 const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id)

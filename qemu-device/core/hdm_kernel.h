@@ -162,7 +162,7 @@ extern const struct hdm_kernel_def hdm_kernel_silu_bwd, hdm_kernel_triangle, hdm
 extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
 /* hdm_kernel_index.c */
 extern const struct hdm_kernel_def hdm_kernel_index_select, hdm_kernel_gather;
-extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk;
+extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_kernel_scatter;
 
 /* ---- faults and cancellation ---- */
 

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tensor-engine kernels: index ops (index_select, gather, scatter_add) and
- * topk.  index_select is a gather whose index is the 1-D one broadcast over
- * the output's other dims.  Gathers take output elements as work items;
- * scatter_add takes blocks of self along dim at fixed other coordinates, so
- * no two parts add to the same element and each sum runs in index order
- * whatever the split; topk takes rows.  Indices are checked by a first
- * phase, before anything is written, and again where they address.
+ * Tensor-engine kernels: index ops (index_select, gather, scatter_add,
+ * scatter) and topk.  index_select is a gather whose index is the 1-D one
+ * broadcast over the output's other dims.  Gathers take output elements as
+ * work items; the scatters take blocks of self along dim at fixed other
+ * coordinates, so no two parts write the same element and each sum (or
+ * last write) runs in index order whatever the split; topk takes rows.
+ * Indices are checked by a first phase, before anything is written, and
+ * again where they address.
  */
 #include "hdm_kernel_nn.h"
 
@@ -213,7 +214,7 @@ const struct hdm_kernel_def hdm_kernel_gather = {
 	.run = hdm_gather_run,
 };
 
-/* ---- scatter_add: t self (io), index, src ---- */
+/* ---- scatter_add and scatter: t self (io), index, src ---- */
 
 /* Items: blocks of self along dim (HPU_SCATTER_BLOCK, or all of a shorter dim) per column. */
 static uint64_t hdm_scatter_block(const struct hdm_kcall *c)
@@ -269,7 +270,7 @@ static uint64_t hdm_scatter_work(const struct hdm_kcall *c, uint64_t items)
 	return hdm_kmul_sat(items, hdm_scatter_item_work(c));
 }
 
-/* A block's sums: fp64 for floats, int64 (wrapping, as unsigned) for integers. */
+/* A block's sums (or last values): fp64 for floats, int64 (wrapping, as unsigned) for integers. */
 union hdm_scatter_acc {
 	double f[HPU_SCATTER_BLOCK];
 	uint64_t i[HPU_SCATTER_BLOCK];
@@ -283,7 +284,7 @@ static void hdm_scatter_item(const struct hdm_kcall *c, uint64_t it, uint64_t nb
 	uint64_t blk = hdm_scatter_block(c), n = self->shape[dim], k = idx->shape[dim];
 	uint64_t v0 = it % nb * blk, nv = n - v0 < blk ? n - v0 : blk;
 	unsigned int esize = hdm_dtype_size(self->dtype), isize = hdm_dtype_size(idx->dtype);
-	bool fl = hdm_dtype_is_float(self->dtype);
+	bool fl = hdm_dtype_is_float(self->dtype), put = c->kernel == HPU_KERNEL_SCATTER;
 	uint64_t col_shape[HPU_TENSOR_MAX_DIMS];
 	struct hdm_ixwalk w;
 	uint8_t *sp, *ip, *xp;
@@ -314,9 +315,11 @@ static void hdm_scatter_item(const struct hdm_kcall *c, uint64_t it, uint64_t nb
 		if ((uint64_t)x - v0 >= nv)
 			continue;
 		if (fl)
-			acc->f[(uint64_t)x - v0] += hdm_kload_f(src->dtype, e);
+			acc->f[(uint64_t)x - v0] = hdm_kload_f(src->dtype, e) +
+						   (put ? 0 : acc->f[(uint64_t)x - v0]);
 		else
-			acc->i[(uint64_t)x - v0] += (uint64_t)hdm_kload_i(src->dtype, e);
+			acc->i[(uint64_t)x - v0] = (uint64_t)hdm_kload_i(src->dtype, e) +
+						   (put ? 0 : acc->i[(uint64_t)x - v0]);
 	}
 	if (hdm_kstop(c))
 		return;
@@ -344,17 +347,16 @@ static void hdm_scatter_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 		hdm_scatter_item(c, it, nb, &acc, &p);
 }
 
-const struct hdm_kernel_def hdm_kernel_scatter_add = {
-	.name = "scatter_add",
-	.min_tensors = 3,
-	.max_tensors = 3,
-	.outputs = hdm_kernel_writes_t0,
-	.phases = HDM_IX_PHASES,
-	.check = hdm_scatter_check,
-	.work = hdm_scatter_work,
-	.item_work = hdm_scatter_item_work,
-	.run = hdm_scatter_run,
-};
+#define HDM_SCATTER_DEF(kname)                                                           \
+	{                                                                                \
+		.name = kname, .min_tensors = 3, .max_tensors = 3,                       \
+		.outputs = hdm_kernel_writes_t0, .phases = HDM_IX_PHASES,                \
+		.check = hdm_scatter_check, .work = hdm_scatter_work,                    \
+		.item_work = hdm_scatter_item_work, .run = hdm_scatter_run,              \
+	}
+
+const struct hdm_kernel_def hdm_kernel_scatter_add = HDM_SCATTER_DEF("scatter_add");
+const struct hdm_kernel_def hdm_kernel_scatter = HDM_SCATTER_DEF("scatter");
 
 /* ---- topk: t values (out), indices (out), in ---- */
 

@@ -228,30 +228,37 @@ static void test_gather_dtypes(void)
 
 /* ---- scatter_add ---- */
 
-/* self[i with i[dim] = index[i]] += src[i] over index's elements, in double. */
+/*
+ * self[i with i[dim] = index[i]] += src[i] (put: = src[i], the last one
+ * along dim) over index's elements, in double.
+ */
 static double *scatter_ref(const struct hpu_ktensor *self, const struct shape *ss,
 			   const struct hpu_ktensor *src, const struct shape *xs,
-			   const struct shape *ks, uint32_t dim, const double *idx)
+			   const struct shape *ks, uint32_t dim, const double *idx, bool put)
 {
 	uint64_t n = numel(ks), pos[HPU_TENSOR_MAX_DIMS];
 	double *want = hpu_kt_values(self), *sv = hpu_kt_values(src);
 
 	for (uint64_t i = 0; i < n; i++) {
-		unravel(ks, i, pos);
-		double x = sv[xs->ndim ? ravel(xs, pos) : 0];
+		double x, *w;
 
+		unravel(ks, i, pos);
+		x = sv[xs->ndim ? ravel(xs, pos) : 0];
 		if (ks->ndim)
 			pos[dim] = (uint64_t)idx[i];
-		want[ss->ndim ? ravel(ss, pos) : 0] += x;
+		w = &want[ss->ndim ? ravel(ss, pos) : 0];
+		*w = put ? x : *w + x;
 	}
 	free(sv);
 	return want;
 }
 
+/* scatter_add, or scatter on odd turns. */
 static void scatter_case(const struct shape *ss, uint32_t dim, const struct shape *ks,
 			 const struct shape *xs, uint32_t dtype, uint32_t idx_dtype,
 			 unsigned int turn)
 {
+	const struct hdm_kernel_def *def = turn % 2 ? &hdm_kernel_scatter : &hdm_kernel_scatter_add;
 	struct hpu_ktensor *t[3];
 	struct hdm_kcall c;
 	double *idx;
@@ -261,12 +268,12 @@ static void scatter_case(const struct shape *ss, uint32_t dim, const struct shap
 	t[1] = kt_random(idx_dtype, ks, 0, (double)dim_size(ss, dim));
 	t[2] = dtype == I64 ? kt_random(dtype, xs, -1000, 1000) : kt_noise(dtype, xs);
 	idx = hpu_kt_values(t[1]);
-	want = scatter_ref(t[0], ss, t[2], xs, ks, dim, idx);
-	HPU_KCALL(&c, HPU_KERNEL_SCATTER_ADD, t[0], t[1], t[2]);
+	want = scatter_ref(t[0], ss, t[2], xs, ks, dim, idx, turn % 2);
+	HPU_KCALL(&c, turn % 2 ? HPU_KERNEL_SCATTER : HPU_KERNEL_SCATTER_ADD, t[0], t[1], t[2]);
 	c.args[0] = dim;
 	if (turn % 3 == 0)
-		HPU_KEXPECT_LAYOUTS_AGREE(&hdm_kernel_scatter_add, &c);
-	HPU_KLAUNCH(&hdm_kernel_scatter_add, &c);
+		HPU_KEXPECT_LAYOUTS_AGREE(def, &c);
+	HPU_KLAUNCH(def, &c);
 	HPU_KEXPECT_NEAR_DT(t[0], want);
 	free(want);
 	free(idx);
@@ -315,7 +322,7 @@ static void test_scatter_add_blocks(void)
 			kt_random(dtype, &ks, -4, 4),
 		};
 		double *idx = hpu_kt_values(t[1]);
-		double *want = scatter_ref(t[0], &ss, t[2], &ks, &ks, 0, idx);
+		double *want = scatter_ref(t[0], &ss, t[2], &ks, &ks, 0, idx, false);
 		struct hdm_kcall c;
 
 		HPU_KCALL(&c, HPU_KERNEL_SCATTER_ADD, t[0], t[1], t[2]);
@@ -528,6 +535,10 @@ static const struct hpu_kreject_case reject_cases[] = {
 		    HPU_KM_DTYPE(2, F32), HPU_KM_DTYPE(1, F32), HPU_KM_SHAPE(1, 1),
 		    HPU_KM_SHAPE(1, 0), HPU_KM_NDIM(1, 2), HPU_KM_NDIM(2, 4),
 		    HPU_KM_ALIAS(0, 1), HPU_KM_ALIAS(0, 2)) },
+	{ "scatter", &hdm_kernel_scatter, HPU_KERNEL_SCATTER, { 1 }, { 0 }, 3,
+	  { { I32, 2, { 3, 4 } }, { I32, 2, { 3, 6 } }, { I32, 2, { 3, 6 } } },
+	  HPU_KMUTS(HPU_KM_VALUE(1, 4), HPU_KM_VALUE(1, -1), HPU_KM_DTYPE(0, U8),
+		    HPU_KM_SHAPE(1, 0), HPU_KM_ALIAS(0, 2)) },
 	{ "topk", &hdm_kernel_topk, HPU_KERNEL_TOPK, { 2, 1, 1, 1 }, { 0 }, 3,
 	  { { F32, 3, { 3, 2, 5 } }, { I64, 3, { 3, 2, 5 } }, T345(F32) },
 	  HPU_KMUTS(HPU_KM_COUNT(2), HPU_KM_ARG(0, 3), HPU_KM_ARG(0, 5), HPU_KM_ARG(0, -1),
@@ -568,7 +579,7 @@ static const struct hpu_ktest_case cases[] = {
 	{ "index_select every dim, dtype and index dtype", test_index_select },
 	{ "gather every dim, shorter and longer indices", test_gather },
 	{ "index_select and gather copy I32 and bool bytes", test_gather_dtypes },
-	{ "scatter_add with duplicates, every dim", test_scatter_add },
+	{ "scatter_add and scatter with duplicates, every dim", test_scatter_add },
 	{ "scatter_add over several blocks, split-independent", test_scatter_add_blocks },
 	{ "scatter_add as index_add_ (broadcast index)", test_index_add },
 	{ "topk every dim and k, ties and NaN", test_topk },

@@ -573,6 +573,7 @@ static const struct {
 	API("HPU_0.9", hpu_op_index_select),
 	API("HPU_0.9", hpu_op_gather),
 	API("HPU_0.9", hpu_op_scatter_add),
+	API("HPU_0.9", hpu_op_scatter),
 	API("HPU_0.9", hpu_op_index_add),
 	API("HPU_0.9", hpu_op_topk),
 };

@@ -299,6 +299,11 @@ enum hpu_kernel_id {
 	 * elements costs (n + k) * (bits of k + 1) work, at most
 	 * HPU_KERNEL_MAX_ITEM_WORK.  No output may be in or the other. */
 	HPU_KERNEL_TOPK = 47,
+	/* t: self (io), index (index), src.  a0: dim.  torch.Tensor.scatter_
+	 * with a src: as SCATTER_ADD, but each element of src replaces self's
+	 * (the last along dim in index order wins); the same operands and
+	 * limits. */
+	HPU_KERNEL_SCATTER = 48,
 };
 
 /* SCATTER_ADD's block of self's elements along dim: one work item. */

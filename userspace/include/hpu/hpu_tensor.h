@@ -387,6 +387,9 @@ HPU_API int hpu_op_gather(struct hpu_stream *stream, struct hpu_tensor *out,
 HPU_API int hpu_op_scatter_add(struct hpu_stream *stream, struct hpu_tensor *self,
 			       const struct hpu_tensor *index, const struct hpu_tensor *src,
 			       int64_t dim);
+/* torch's scatter_ with a src: as scatter_add, but src's element replaces self's (last wins). */
+HPU_API int hpu_op_scatter(struct hpu_stream *stream, struct hpu_tensor *self,
+			   const struct hpu_tensor *index, const struct hpu_tensor *src, int64_t dim);
 /* torch's index_add_ (alpha 1): self's positions index[j] along dim += src's j-th. */
 HPU_API int hpu_op_index_add(struct hpu_stream *stream, struct hpu_tensor *self,
 			     const struct hpu_tensor *index, const struct hpu_tensor *src,

@@ -696,9 +696,9 @@ static int hpu_host_gather(const struct hpu_op *op, const struct hpu_hview *h)
 }
 
 /*
- * SCATTER_ADD: t self (io), index, src; a0 dim.  Every index is checked
- * first (nothing written on a bad one); sums run in double in index order,
- * from self's value, as the device's.
+ * SCATTER_ADD and SCATTER: t self (io), index, src; a0 dim.  Every index is
+ * checked first (nothing written on a bad one); sums run in double in index
+ * order, from self's value, as the device's; SCATTER's last write wins.
  */
 static int hpu_host_scatter_add(const struct hpu_op *op, const struct hpu_hview *h)
 {
@@ -726,7 +726,7 @@ static int hpu_host_scatter_add(const struct hpu_op *op, const struct hpu_hview 
 		o = 0;
 		for (unsigned int d = 0; d < self->ndim; d++)
 			o = o * self->shape[d] + at[d];
-		acc[o] += hpu_hload(&h[2], idx);
+		acc[o] = hpu_hload(&h[2], idx) + (op->kernel == HPU_KERNEL_SCATTER ? 0 : acc[o]);
 	} while (hpu_index_next(ix->ndim, ix->shape, idx));
 	memset(at, 0, sizeof(at));
 	for (o = 0; o < n; o++, hpu_index_next(self->ndim, self->shape, at))
@@ -1035,6 +1035,7 @@ static const struct {
 	{ HPU_KERNEL_INDEX_SELECT, hpu_host_gather },
 	{ HPU_KERNEL_GATHER, hpu_host_gather },
 	{ HPU_KERNEL_SCATTER_ADD, hpu_host_scatter_add },
+	{ HPU_KERNEL_SCATTER, hpu_host_scatter_add },
 	{ HPU_KERNEL_TOPK, hpu_host_topk },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
@@ -1103,6 +1104,7 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 	case HPU_KERNEL_CONV_BWD_WEIGHT:
 		return hpu_host_conv_too_long(op);
 	case HPU_KERNEL_SCATTER_ADD:
+	case HPU_KERNEL_SCATTER:
 		n = l[1].ndim ? (uint64_t)l[1].shape[op->args[0]] : 1;
 		most -= HPU_SCATTER_BLOCK;
 		break;

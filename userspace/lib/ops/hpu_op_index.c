@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The index ops: index_select, gather, scatter_add, index_add and topk
+ * The index ops: index_select, gather, scatter_add, scatter, index_add and topk
  * (the device's hdm_kernel_index.c).  Shapes, dtypes and dims are checked
  * here; index values live in device memory, so the device checks them.
  * index_add is scatter_add with its 1-D index broadcast over src's other
@@ -115,14 +115,14 @@ int hpu_op_gather(struct hpu_stream *s, struct hpu_tensor *out, const struct hpu
 	return hpu_op_finish(__func__, s, &op, ret);
 }
 
-/* The operands of scatter_add and index_add: self (io), index, src. */
-static int hpu_scatter_describe(struct hpu_op *op, const char *name, struct hpu_tensor *self,
-				const struct hpu_tensor *index, const struct hpu_tensor *src,
-				int64_t dim)
+/* The operands of scatter_add, scatter and index_add: self (io), index, src. */
+static int hpu_scatter_describe(struct hpu_op *op, uint32_t kernel, const char *name,
+				struct hpu_tensor *self, const struct hpu_tensor *index,
+				const struct hpu_tensor *src, int64_t dim)
 {
 	const struct hpu_arg args[] = { HPU_OUT(self, "self"), HPU_SAME(index, "index"),
 					HPU_SAME(src, "src") };
-	int ret = hpu_op_describe(op, HPU_KERNEL_SCATTER_ADD, name, args, 3);
+	int ret = hpu_op_describe(op, kernel, name, args, 3);
 
 	if (!ret)
 		ret = hpu_op_dtype_in(op, 0, HPU_DTS_FLOAT | HPU_DTS_INDEX);
@@ -133,11 +133,13 @@ static int hpu_scatter_describe(struct hpu_op *op, const char *name, struct hpu_
 	return ret;
 }
 
-int hpu_op_scatter_add(struct hpu_stream *s, struct hpu_tensor *self,
-		       const struct hpu_tensor *index, const struct hpu_tensor *src, int64_t dim)
+/* scatter_add or scatter: index no larger than src, nor than self but along dim. */
+static int hpu_scatter(const char *func, struct hpu_stream *s, uint32_t kernel, const char *name,
+		       struct hpu_tensor *self, const struct hpu_tensor *index,
+		       const struct hpu_tensor *src, int64_t dim)
 {
 	struct hpu_op op = { 0 };
-	int ret = hpu_scatter_describe(&op, "scatter_add", self, index, src, dim);
+	int ret = hpu_scatter_describe(&op, kernel, name, self, index, src, dim);
 
 	if (!ret)
 		ret = hpu_op_dtype_in(&op, 1, HPU_DTS_INDEX);
@@ -145,14 +147,28 @@ int hpu_op_scatter_add(struct hpu_stream *s, struct hpu_tensor *self,
 		ret = hpu_index_within(&op, 1, 2, -1);
 	if (!ret)
 		ret = hpu_index_within(&op, 1, 0, op.args[0]);
-	return hpu_op_finish(__func__, s, &op, ret);
+	return hpu_op_finish(func, s, &op, ret);
+}
+
+int hpu_op_scatter_add(struct hpu_stream *s, struct hpu_tensor *self,
+		       const struct hpu_tensor *index, const struct hpu_tensor *src, int64_t dim)
+{
+	return hpu_scatter(__func__, s, HPU_KERNEL_SCATTER_ADD, "scatter_add", self, index, src,
+			   dim);
+}
+
+int hpu_op_scatter(struct hpu_stream *s, struct hpu_tensor *self, const struct hpu_tensor *index,
+		   const struct hpu_tensor *src, int64_t dim)
+{
+	return hpu_scatter(__func__, s, HPU_KERNEL_SCATTER, "scatter", self, index, src, dim);
 }
 
 int hpu_op_index_add(struct hpu_stream *s, struct hpu_tensor *self,
 		     const struct hpu_tensor *index, const struct hpu_tensor *src, int64_t dim)
 {
 	struct hpu_op op = { 0 };
-	int ret = hpu_scatter_describe(&op, "index_add", self, index, src, dim);
+	int ret = hpu_scatter_describe(&op, HPU_KERNEL_SCATTER_ADD, "index_add", self, index, src,
+				       dim);
 	struct hpu_tensor_layout *ix = &op.l[1];
 	int64_t step;
 

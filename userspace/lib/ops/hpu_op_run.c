@@ -55,7 +55,8 @@ static const char *const hpu_other_names[] = {
 	"layer_norm_backward", "embedding", "embedding_backward", "sgd", "adadelta", "adamw",
 	"clip_grad_norm", "matmul", "linear", "cumsum", "silu_backward", "rms_norm",
 	"rms_norm_backward", "triangle", "arange", "conv", "conv_backward_input",
-	"conv_backward_weight", "index_select", "gather", "scatter_add", "index_add", "topk",
+	"conv_backward_weight", "index_select", "gather", "scatter_add", "scatter", "index_add",
+	"topk",
 };
 
 _Static_assert(HPU_UNARY_FNS + HPU_BINARY_FNS + HPU_REDUCE_FNS + HPU_ARRAY_SIZE(hpu_other_names) <=
