@@ -547,6 +547,67 @@ static double clip_chunked_grad(unsigned int i, uint64_t k)
  * the host, counted; a row of exactly the bound is launched.  So does a
  * layer norm row past its bound (a third of it: it walks a row thrice).
  */
+static void put_i64(struct hpu_tensor *t, const int64_t *v, size_t n)
+{
+	memcpy((void *)(uintptr_t)t->storage->va, v, n * sizeof(*v));
+}
+
+/*
+ * The index ops on F64 run on the host: every index checked before it
+ * addresses memory (a bad one fails, nothing written), topk's order the
+ * device's.  F32's index_add launches scatter_add with a broadcast index.
+ */
+static void test_fallback_index(void)
+{
+	struct hpu_tensor *x = FAKE(HPU_DT_F64, 2, 3), *out = FAKE(HPU_DT_F64, 2, 2);
+	struct hpu_tensor *i2 = FAKE(HPU_DT_I64, 2), *g = FAKE(HPU_DT_I64, 2, 2);
+	struct hpu_tensor *v = FAKE(HPU_DT_F64, 2, 2), *vi = FAKE(HPU_DT_I64, 2, 2);
+	struct hpu_tensor *f = FAKE(HPU_DT_F32, 4, 3), *fs = FAKE(HPU_DT_F32, 4, 5);
+	struct hpu_tensor *i5 = FAKE(HPU_DT_I32, 5);
+	unsigned int before = launches;
+
+	put_f64(x, (const double[]){ 1, NAN, 3, 3, 2, 3 }, 6);
+	put_i64(i2, (const int64_t[]){ 2, 0 }, 2);
+	EXPECT(hpu_op_index_select(S, out, x, i2, -1) == 0);
+	EXPECT(f64_at(out, 0) == 3 && f64_at(out, 1) == 1 && f64_at(out, 3) == 3);
+	put_i64(g, (const int64_t[]){ 1, 1, 0, 2 }, 4);
+	EXPECT(hpu_op_gather(S, out, x, g, 1) == 0);
+	EXPECT(isnan(f64_at(out, 0)) && f64_at(out, 2) == 3 && f64_at(out, 3) == 3);
+	/* Duplicates add; scatter's last write wins. */
+	put_f64(out, (const double[]){ 10, 20, 30, 40 }, 4);
+	EXPECT(hpu_op_scatter_add(S, x, g, out, 1) == 0);
+	EXPECT(f64_at(x, 0) == 1 && isnan(f64_at(x, 1)) && f64_at(x, 3) == 33);
+	EXPECT(f64_at(x, 5) == 43);
+	EXPECT(hpu_op_scatter(S, x, g, out, 1) == 0);
+	EXPECT(isnan(f64_at(x, 1)) == false && f64_at(x, 1) == 20);
+	/* NaN ranks first, ties by the lower index. */
+	put_f64(x, (const double[]){ 1, NAN, 3, 3, 2, 3 }, 6);
+	EXPECT(hpu_op_topk(S, v, vi, x, 2, 1, true, true) == 0);
+	EXPECT(isnan(f64_at(v, 0)) && f64_at(v, 1) == 3 && f64_at(v, 2) == 3);
+	EXPECT(((int64_t *)(uintptr_t)vi->storage->va)[1] == 2);
+	EXPECT(((int64_t *)(uintptr_t)vi->storage->va)[3] == 2);
+	EXPECT(hpu_op_topk(S, v, vi, x, 2, 1, false, true) == 0);
+	EXPECT(f64_at(v, 0) == 1 && f64_at(v, 1) == 3 && f64_at(v, 2) == 2);
+	EXPECT(launches == before);
+	/* A bad index fails and writes nothing. */
+	put_i64(g, (const int64_t[]){ 1, 1, 0, 3 }, 4);
+	EXPECT(hpu_op_scatter_add(S, x, g, out, 1) == -EINVAL);
+	EXPECT(f64_at(x, 0) == 1 && f64_at(x, 5) == 3);
+	put_i64(i2, (const int64_t[]){ -1, 0 }, 2);
+	EXPECT(hpu_op_index_select(S, out, x, i2, 1) == -EINVAL);
+	/* Shapes, dims and k are checked before anything runs. */
+	EXPECT(hpu_op_index_select(S, out, x, g, 1) == -EINVAL);
+	EXPECT(hpu_op_gather(S, out, x, g, 2) == -EINVAL);
+	EXPECT(hpu_op_topk(S, v, vi, x, 4, 1, true, true) == -EINVAL);
+	EXPECT(hpu_op_index_add(S, x, i2, out, 0) == -EINVAL);
+	EXPECT(launches == before);
+	/* index_add: its index along dim 1 of src, broadcast over dim 0. */
+	EXPECT(hpu_op_index_add(S, f, i5, fs, 1) == 0);
+	EXPECT(launches == before + 1 && launched.kernel == HPU_KERNEL_SCATTER_ADD);
+	EXPECT(strides_are(&launched.l[1], 2, (const int64_t[]){ 0, 1 }));
+	EXPECT(launched.l[1].shape[0] == 4 && launched.l[1].shape[1] == 5);
+}
+
 static void test_fallback_long_rows(void)
 {
 	const int64_t n = HPU_KERNEL_MAX_ITEM_WORK + 1;
@@ -736,6 +797,7 @@ int main(void)
 		{ "CPU fallback: a row past the device's item bound", test_fallback_long_rows },
 		{ "CPU fallback: silu, rms_norm, triangle, arange", test_fallback_misc },
 		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
+		{ "CPU fallback: index ops check their indices", test_fallback_index },
 	};
 	unsigned int n = 0, failed;
 
