@@ -108,6 +108,8 @@ static bool hpu_op_reads_output(const struct hpu_op *op, unsigned int i)
 	case HPU_KERNEL_ADADELTA:
 	case HPU_KERNEL_ADAMW:
 	case HPU_KERNEL_EMBEDDING_BWD:
+	case HPU_KERNEL_SCATTER_ADD:
+	case HPU_KERNEL_SCATTER:
 	case HPU_KERNEL_CLIP_GRAD_NORM:
 		return true;
 	case HPU_KERNEL_DROPOUT:
