@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Index kernels at the HPU key: index_select, gather, scatter_add, scatter (with a src),
- * index_add and topk, on libhpu's ops; with them their backwards stay on the device
- * (index_select's is index_add into zeros, gather's scatter_add, topk's scatter).
+ * Index kernels at the HPU key: index_select, gather, scatter_add, scatter (with a src or a
+ * number), index_add and topk, on libhpu's ops; with them their backwards stay on the device
+ * (index_select's is index_add into zeros, gather's scatter_add, topk's scatter, scatter's a
+ * scatter of zeros and a gather).
  *
  * gather, scatter_add, scatter, index_add and topk are structured: PyTorch's functional and
  * in-place variants make their outputs and call these out= kernels.  A call the device cannot
@@ -80,6 +81,20 @@ at::Tensor &scatter_out(const at::Tensor &self, int64_t dim, const at::Tensor &i
 	if (index.numel())
 		HPU_CHECK(Fn(stream_of(out), View(out), View(index), View(src), d));
 	return out;
+}
+
+// scatter_ of a number: the number as a 0-dim device tensor broadcast over index.
+at::Tensor &scatter_value_out(const at::Tensor &self, int64_t dim, const at::Tensor &index,
+			      const at::Scalar &value, at::Tensor &out)
+{
+	at::Tensor src;
+
+	if (on_device(self) && holds_exactly(self.scalar_type(), value))
+		src = operand(at::scalar_tensor(value), self, self.scalar_type());
+	if (!src.defined())
+		return fall_back<at::_ops::scatter_value_out>(self, dim, index, value, out);
+	return scatter_out<at::_ops::scatter_src_out, hpu_op_scatter>(
+		self, dim, index, src.expand(index.sizes()), out);
 }
 
 bool select_ok(const at::Tensor &self, const at::Tensor &index)
@@ -190,6 +205,7 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("gather.out", gather_out);
 	m.impl("scatter_add.out", scatter_out<ops::scatter_add_out, hpu_op_scatter_add>);
 	m.impl("scatter.src_out", scatter_out<ops::scatter_src_out, hpu_op_scatter>);
+	m.impl("scatter.value_out", scatter_value_out);
 	m.impl("index_add.out", index_add_out);
 	m.impl("topk.values", topk_values);
 }
