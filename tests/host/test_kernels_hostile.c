@@ -470,6 +470,11 @@ static const struct fz_template {
 	{ HPU_KERNEL_ADAMW, 0, 0, { 1e-3, 0.9, 0.999, 1e-8, 0.01 }, 0,
 	  { "*N", "*N", "*N", "*N", "f" } },
 	{ HPU_KERNEL_CLIP_GRAD_NORM, 0, 0, { 1, 2 }, 0, { "f", "*N", "*D", "*ND" } },
+	{ HPU_KERNEL_INDEX_SELECT, 0, 0, { 0 }, 'V', { "*ND", "*VD", "lN" } },
+	{ HPU_KERNEL_GATHER, 1, 0, { 0 }, 'V', { "*NC", "*NV", "lNC" } },
+	{ HPU_KERNEL_SCATTER_ADD, 0, 0, { 0 }, 'V', { "*VD", "lND", "*ND" } },
+	{ HPU_KERNEL_SCATTER, 1, 0, { 0 }, 'V', { "*NV", "lNC", "*NC" } },
+	{ HPU_KERNEL_TOPK, 1, 1, { 0 }, 0, { "*N1", "lN1", "*ND" } },
 };
 
 /* Sizes a broadcast dim may take: around the limit, far past it, the most a u64 holds. */
