@@ -508,6 +508,45 @@ static void test_topk_item_work(void)
 	HPU_KEXPECT(hpu_kitem_work(&hdm_kernel_topk, &c, 1) <= HPU_KERNEL_MAX_ITEM_WORK);
 }
 
+/* ---- indices overwritten while a kernel runs ---- */
+
+/*
+ * The gathers' out (F32 [8, 1], 8 bytes a row) laid over their I64 index:
+ * element n lands on the low word of index n + 1, which the scan saw as 0
+ * and the copy then meets as 0x3fc00000 (1.5's bits).  The engine refuses
+ * this overlap; another job writing HBM under a launch does the same.  The
+ * copy must check the index where it uses it and fail the launch, not read
+ * a gigabyte past in (the sanitizer build would report it).
+ */
+static void test_indices_overwritten_mid_run(void)
+{
+	const struct shape one = { 2, { 8, 1 } }, in = { 2, { 4, 1 } };
+	struct hpu_ktensor *ix = kt(I64, &(struct shape){ 2, { 9, 1 } }), *x = kt(F32, &in);
+	struct hpu_ktensor *out = kt(F32, &one);
+
+	for (uint64_t i = 0; i < 4; i++)
+		hpu_kt_set(x, i, 1.5);
+	for (unsigned int select = 0; select < 2; select++) {
+		const struct hdm_kernel_def *def = select ? &hdm_kernel_index_select : &hdm_kernel_gather;
+		struct hdm_kstate st = { .fault = NULL };
+		uint64_t items[HDM_KERNEL_MAX_PHASES] = { 0 };
+		struct hdm_kcall c;
+
+		memset(ix->buf, 0, ix->size);
+		HPU_KCALL(&c, select ? HPU_KERNEL_INDEX_SELECT : HPU_KERNEL_GATHER, out, x, ix);
+		c.t[0].base = c.t[2].base + 8;
+		c.t[0].strides[0] = 2;
+		c.t[2].shape[0] = 8;
+		c.t[2].ndim = 2 - select; /* index_select's is [8] */
+		c.state = &st;
+		HPU_KEXPECT(def->check(&c, items) == 0);
+		for (st.phase = 0; st.phase < def->phases && !st.fault; st.phase++)
+			def->run(&c, 0, items[st.phase]);
+		HPU_KEXPECT(st.fault && !strcmp(st.fault, "an index out of range"));
+	}
+	free_all((struct hpu_ktensor *[]){ ix, x, out }, 3);
+}
+
 /* ---- rejections ---- */
 
 #define T345(dt) { dt, 3, { 3, 4, 5 } }
@@ -586,6 +625,8 @@ static const struct hpu_ktest_case cases[] = {
 	{ "topk on long rows", test_topk_long_rows },
 	{ "topk item work bounds a row", test_topk_item_work },
 	{ "scatter_add refuses a column past an item", test_scatter_column_limit },
+	{ "gathers: an index overwritten mid-run fails the launch",
+	  test_indices_overwritten_mid_run },
 	{ "rejections", test_rejections },
 };
 
