@@ -43,6 +43,12 @@ static const struct hdm_kernel_def *const hdm_kernels[] = {
 	[HPU_KERNEL_SCATTER_ADD] = &hdm_kernel_scatter_add,
 	[HPU_KERNEL_TOPK] = &hdm_kernel_topk,
 	[HPU_KERNEL_SCATTER] = &hdm_kernel_scatter,
+	[HPU_KERNEL_BATCH_NORM] = &hdm_kernel_batch_norm,
+	[HPU_KERNEL_BATCH_NORM_BWD] = &hdm_kernel_batch_norm_bwd,
+	[HPU_KERNEL_MAX_POOL] = &hdm_kernel_max_pool,
+	[HPU_KERNEL_MAX_POOL_BWD] = &hdm_kernel_max_pool_bwd,
+	[HPU_KERNEL_AVG_POOL] = &hdm_kernel_avg_pool,
+	[HPU_KERNEL_AVG_POOL_BWD] = &hdm_kernel_avg_pool_bwd,
 };
 
 const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id)

@@ -143,7 +143,10 @@ static inline uint64_t hdm_kernel_item_work(const struct hdm_kernel_def *def,
 /* NULL for an unknown id. */
 const struct hdm_kernel_def *hdm_kernel_lookup(uint32_t id);
 
-/* The library, by family (hdm_kernel_eltwise.c, hdm_kernel_reduce.c, hdm_kernel_nn.c, hdm_kernel_optim.c). */
+/*
+ * The library, by family (hdm_kernel_eltwise.c, hdm_kernel_reduce.c, hdm_kernel_nn.c,
+ * hdm_kernel_optim.c, hdm_kernel_bnorm.c, hdm_kernel_pool.c).
+ */
 extern const struct hdm_kernel_def hdm_kernel_unary, hdm_kernel_binary, hdm_kernel_where, hdm_kernel_fill;
 extern const struct hdm_kernel_def hdm_kernel_reduce;
 extern const struct hdm_kernel_def hdm_kernel_softmax, hdm_kernel_softmax_bwd;
@@ -163,6 +166,9 @@ extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
 /* hdm_kernel_index.c */
 extern const struct hdm_kernel_def hdm_kernel_index_select, hdm_kernel_gather;
 extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_kernel_scatter;
+extern const struct hdm_kernel_def hdm_kernel_batch_norm, hdm_kernel_batch_norm_bwd;
+extern const struct hdm_kernel_def hdm_kernel_max_pool, hdm_kernel_max_pool_bwd;
+extern const struct hdm_kernel_def hdm_kernel_avg_pool, hdm_kernel_avg_pool_bwd;
 
 /* ---- faults and cancellation ---- */
 

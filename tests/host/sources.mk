@@ -55,6 +55,12 @@ HOST_TEST_LIBS_test_kernels_conv := $(HPU_KERNEL_TEST_LIBS) -lopenblas
 HOST_TEST_SRCS_test_kernels_index := qemu-device/core/hdm_kernel_index.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_index := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_pool := qemu-device/core/hdm_kernel_pool.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_pool := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_bnorm := qemu-device/core/hdm_kernel_bnorm.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_bnorm := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

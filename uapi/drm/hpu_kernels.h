@@ -42,7 +42,11 @@
  * grad's for CLIP_GRAD_NORM; the indices' plus 512 for each column of each
  * block of 512 rows of grad_weight for EMBEDDING_BWD (a row of no elements
  * still counts one); the indices or targets once more for EMBEDDING(_BWD)
- * and the losses, which check them all before they write anything.  The
+ * and the losses, which check them all before they write anything; in's
+ * three times for BATCH_NORM(_BWD) (and each chunk its channel's chunks);
+ * out's times the window (kH * kW, or an adaptive window's most) for the
+ * pooling forwards; grad_in's times the most windows that can hold one of
+ * its elements for their backwards, plus the indices for MAX_POOL_BWD.  The
  * work comes in items (an element, a row, a chunk), none of more than
  * HPU_KERNEL_MAX_ITEM_WORK elements (the kernels' row and count limits
  * below follow from it): between two items the device may turn to another
@@ -222,6 +226,57 @@ enum hpu_kernel_id {
 	 * second phase: Cout (Cin / a6) kh kw times the chunks is at most
 	 * 2^21 (the bias gradient is a REDUCE SUM of grad_out). */
 	HPU_KERNEL_CONV_BWD_WEIGHT = 26,
+	/* t: out, save_mean (out, F32 [C]), save_invstd (out, F32 [C]), in [N, C, ...],
+	 * weight [C], bias [C], running_mean (io) [C], running_var (io) [C]: in,
+	 * out, weight, bias and the running statistics float.  a0: bit 0 weight
+	 * present, bit 1 bias present (absent operands take their slot as in
+	 * LAYER_NORM), bit 2 training, bit 3 running statistics present (eval
+	 * needs them).  s0: eps (>= 0), s1: momentum.  Training normalises each
+	 * channel by its batch mean and biased variance and, with running
+	 * statistics, sets running = (1 - momentum) * running + momentum * stat
+	 * (the unbiased variance, as torch); eval normalises by the running
+	 * statistics.  save_mean and save_invstd get the mean and 1 / sqrt(var +
+	 * eps) used.  A channel's elements (in's order over the dims but 1) are
+	 * walked in chunks of HPU_BNORM_CHUNK, each a work item; the chunks'
+	 * means and squared deviations are joined in order (Chan et al.),
+	 * whatever the split.  C * chunks is at most 2^19; training needs at
+	 * least one element per channel.  out may be in itself. */
+	HPU_KERNEL_BATCH_NORM = 28,
+	/* t: grad_in (out), grad_weight (out) [C], grad_bias (out) [C],
+	 * grad_out, in, mean [C], invstd [C], weight [C].  a0: bit 0 weight
+	 * present, bit 1 grad_weight wanted, bit 2 grad_bias wanted, bit 3
+	 * training (the batch statistics' own gradient flows), bit 4 t[6] holds
+	 * a variance (invstd = 1 / sqrt(var + s0): eval's running_var).
+	 * grad_weight = sum grad_out * xhat, grad_bias = sum grad_out per
+	 * channel, summed in HPU_BNORM_CHUNK chunks joined in order; grad_in
+	 * may be grad_out or in itself.  Limits as BATCH_NORM. */
+	HPU_KERNEL_BATCH_NORM_BWD = 29,
+	/* t: out [..., Ho, Wo], indices (out, index, out's shape), in [..., H,
+	 * W]: float, the leading dims (at least one) equal.  a0 kH, a1 kW, a2
+	 * sH, a3 sW, a4 pH, a5 pW, a6 dH, a7 dW: kernel, stride, padding,
+	 * dilation, all >= 1 (padding >= 0) and at most 2^20, padding at most
+	 * half the kernel.  Ho is torch's output size with ceil_mode or
+	 * without (either is accepted, which is how ceil_mode is given), every
+	 * window holding an element of in; H, W >= 1; kH * kW at most
+	 * HPU_KERNEL_MAX_ITEM_WORK.  indices are h * W + w within the plane;
+	 * the first maximum wins, NaN over any number (the last NaN). */
+	HPU_KERNEL_MAX_POOL = 30,
+	/* t: grad_in (out) [..., H, W], grad_out [..., Ho, Wo], indices.  a0-a7
+	 * as forward; every index must be a position of its window (checked
+	 * before anything is written).  grad_in = the sum, in window order, of
+	 * the grad_out elements whose index names it. */
+	HPU_KERNEL_MAX_POOL_BWD = 31,
+	/* t: out [..., Ho, Wo], in [..., H, W] as MAX_POOL.  a0-a5 as MAX_POOL;
+	 * a6: bit 0 count_include_pad, bit 1 adaptive (then a0-a5 are 0 and
+	 * window o spans [floor(o H / Ho), ceil((o + 1) H / Ho)) for any Ho >=
+	 * 1); a7: divisor override (0: none, else > 0).  The mean of each
+	 * window, over its elements in in, or (count_include_pad) over the
+	 * window clipped to the padded input, as torch. */
+	HPU_KERNEL_AVG_POOL = 32,
+	/* t: grad_in (out) [..., H, W], grad_out [..., Ho, Wo].  a0-a7 as
+	 * forward.  grad_in = the sum, in window order, of grad_out / divisor
+	 * over the windows that hold the element. */
+	HPU_KERNEL_AVG_POOL_BWD = 33,
 	/* t: grad_in (out), grad_out, in.  grad_in = grad_out * d/dx silu(in):
 	 * with s = sigmoid(in), grad_out * s * (1 + in * (1 - s)).  Floats of
 	 * one shape.  Work: out's elements. */
@@ -363,6 +418,9 @@ enum hpu_binary_op {
  * exact whatever the chunks.
  */
 #define HPU_CLIP_CHUNK (1u << 19)
+
+/* BATCH_NORM(_BWD)'s chunk of a channel's elements: a work item walks it twice at most. */
+#define HPU_BNORM_CHUNK (1u << 19)
 
 enum hpu_reduce_op {
 	HPU_REDUCE_SUM = 0,
