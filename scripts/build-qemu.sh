@@ -18,7 +18,7 @@ cache=${HPU_CACHE_DIR:-/var/cache/hpu}
 qver=$(apt-cache showsrc qemu | awk '/^Version:/ {print $2}' | sort -V | tail -n 1)
 [ -n "$qver" ] || { echo "build-qemu: no qemu source package (deb-src missing?)" >&2; exit 1; }
 source_key() {
-	(cd "$top" && { find qemu-device hw/*.h uapi/drm/hpu_packets.h uapi/drm/hpu_kernels.h uapi/drm/hpu_philox.h -type f -print0 |
+	(cd "$top" && { find qemu-device hw/*.h uapi/drm/hpu_packets.h uapi/drm/hpu_kernels.h uapi/drm/hpu_philox.h uapi/drm/hpu_pool.h -type f -print0 |
 		sort -z | xargs -0 sha256sum;
 		sha256sum scripts/build-qemu.sh; } | sha256sum | cut -c1-16)
 }
@@ -61,7 +61,7 @@ if [ ! -x "$dest/qemu-system-x86_64" ]; then
 	mkdir -p "$src/hw/misc/hpu"
 	cp "$top"/qemu-device/core/*.[ch] "$top"/qemu-device/qemu/* "$top"/hw/*.h \
 		"$top"/uapi/drm/hpu_packets.h "$top"/uapi/drm/hpu_kernels.h \
-		"$top"/uapi/drm/hpu_philox.h "$src/hw/misc/hpu/"
+		"$top"/uapi/drm/hpu_philox.h "$top"/uapi/drm/hpu_pool.h "$src/hw/misc/hpu/"
 	echo "subdir('hpu')" >> "$src/hw/misc/meson.build"
 	echo "source hpu/Kconfig" >> "$src/hw/misc/Kconfig"
 	cp "$top/qemu-device/hpu-devices.mak" "$src/configs/devices/x86_64-softmmu/hpu.mak"

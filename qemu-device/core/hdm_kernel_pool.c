@@ -12,20 +12,12 @@
  * a gradient but never an access.
  */
 #include "hdm_kernel_nn.h"
-
-/* The largest kernel, stride, padding or dilation: sums of them stay far from overflow. */
-#define HDM_POOL_MAX_ARG (1 << 20)
-
-/* One spatial axis: input size n, output size no, and how windows map between them. */
-struct hdm_pool_axis {
-	int64_t n, no, k, s, p, d;
-	bool adaptive;
-};
+#include "hpu_pool.h"
 
 struct hdm_pool {
 	const struct hdm_kview *in, *out; /* [..., H, W] and [..., Ho, Wo] (grads in a backward) */
 	uint32_t lead;                    /* the plane dims */
-	struct hdm_pool_axis ax[2];       /* H, W */
+	struct hpu_pool_axis ax[2];       /* H, W */
 	bool include_pad;
 	int64_t divisor; /* 0: the window's own count */
 };
@@ -47,7 +39,7 @@ static struct hdm_pool hdm_pool_get(const struct hdm_kcall *c)
 
 	pl.lead = pl.in->ndim >= 2 ? pl.in->ndim - 2 : 0;
 	for (unsigned int a = 0; a < 2; a++) {
-		pl.ax[a] = (struct hdm_pool_axis){
+		pl.ax[a] = (struct hpu_pool_axis){
 			.n = (int64_t)pl.in->shape[pl.lead + a], .no = (int64_t)pl.out->shape[pl.lead + a],
 			.k = c->args[a], .s = c->args[2 + a], .p = c->args[4 + a],
 			.d = max ? c->args[6 + a] : 1, .adaptive = adaptive,
@@ -56,105 +48,6 @@ static struct hdm_pool hdm_pool_get(const struct hdm_kcall *c)
 	pl.include_pad = !max && (c->args[6] & 1);
 	pl.divisor = max ? 0 : c->args[7];
 	return pl;
-}
-
-/*
- * Window o of axis x: the positions lo, lo + d, ... below hi that lie in
- * the input (none when lo >= hi), and the extent of the window clipped to
- * the padded input (count_include_pad's divisor).
- */
-static void hdm_pool_window(const struct hdm_pool_axis *x, int64_t o, int64_t *lo, int64_t *hi,
-			    int64_t *padded)
-{
-	int64_t st, en;
-
-	if (x->adaptive) {
-		*lo = o * x->n / x->no;
-		*hi = ((o + 1) * x->n + x->no - 1) / x->no;
-		*padded = *hi - *lo;
-		return;
-	}
-	st = o * x->s - x->p;
-	en = st + (x->k - 1) * x->d + 1;
-	*padded = (en < x->n + x->p ? en : x->n + x->p) - st;
-	*lo = st >= 0 ? st : st + (-st + x->d - 1) / x->d * x->d;
-	*hi = en < x->n ? en : x->n;
-}
-
-/* The windows of axis x that may hold position h: [*first, *last]. */
-static void hdm_pool_holders(const struct hdm_pool_axis *x, int64_t h, int64_t *first,
-			     int64_t *last)
-{
-	if (x->adaptive) {
-		*first = h * x->no / x->n;
-		*last = ((h + 1) * x->no - 1) / x->n;
-	} else {
-		int64_t from = h + x->p - (x->k - 1) * x->d;
-
-		*first = from <= 0 ? 0 : (from + x->s - 1) / x->s;
-		*last = (h + x->p) / x->s;
-	}
-	if (*last > x->no - 1)
-		*last = x->no - 1;
-}
-
-/* Whether position h is one of window o's. */
-static bool hdm_pool_holds(const struct hdm_pool_axis *x, int64_t o, int64_t h)
-{
-	int64_t lo, hi, padded;
-
-	hdm_pool_window(x, o, &lo, &hi, &padded);
-	return h >= lo && h < hi && (h - lo) % x->d == 0;
-}
-
-/* The most windows one position is in, along x. */
-static uint64_t hdm_pool_max_holders(const struct hdm_pool_axis *x)
-{
-	if (x->adaptive)
-		return (uint64_t)((x->no + x->n - 1) / x->n + 1);
-	return (uint64_t)((((x->k - 1) * x->d + 1) + x->s - 1) / x->s);
-}
-
-/* The most positions one window has, along x. */
-static uint64_t hdm_pool_max_span(const struct hdm_pool_axis *x)
-{
-	return x->adaptive ? (uint64_t)((x->n + x->no - 1) / x->no + 1) : (uint64_t)x->k;
-}
-
-/*
- * Axis x's parameters in range and no torch's output size for them, with
- * ceil_mode or without; every window holding an input position.
- */
-static bool hdm_pool_axis_ok(const struct hdm_pool_axis *x)
-{
-	int64_t ext, floor_no, ceil_no;
-
-	if (x->n < 1 || x->no < 1)
-		return false;
-	/* Adaptive windows' bounds multiply positions by sizes. */
-	if (x->adaptive)
-		return !x->k && !x->s && !x->p && x->n <= INT64_MAX / 4 / x->no;
-	if (x->k < 1 || x->k > HDM_POOL_MAX_ARG || x->s < 1 || x->s > HDM_POOL_MAX_ARG ||
-	    x->d < 1 || x->d > HDM_POOL_MAX_ARG || x->p < 0 || x->p > x->k / 2)
-		return false;
-	ext = (x->k - 1) * x->d + 1;
-	if (x->n + 2 * x->p < ext)
-		return false;
-	floor_no = (x->n + 2 * x->p - ext) / x->s + 1;
-	ceil_no = (x->n + 2 * x->p - ext + x->s - 1) / x->s + 1;
-	if ((ceil_no - 1) * x->s >= x->n + x->p)
-		ceil_no--;
-	if (x->no != floor_no && x->no != ceil_no)
-		return false;
-	/* Windows from the first on the grid start past h = -p; only those starting before 0 can miss. */
-	for (int64_t o = 0; o < x->no && o * x->s < x->p; o++) {
-		int64_t lo, hi, padded;
-
-		hdm_pool_window(x, o, &lo, &hi, &padded);
-		if (lo >= hi)
-			return false;
-	}
-	return true;
 }
 
 /* in a float [..., H, W], out a float of its leading dims, not in; both axes valid. */
@@ -167,7 +60,7 @@ static bool hdm_pool_ok(const struct hdm_pool *pl)
 	for (uint32_t d = 0; d < pl->lead; d++)
 		if (pl->out->shape[d] != pl->in->shape[d])
 			return false;
-	return hdm_pool_axis_ok(&pl->ax[0]) && hdm_pool_axis_ok(&pl->ax[1]);
+	return hpu_pool_axis_ok(&pl->ax[0]) && hpu_pool_axis_ok(&pl->ax[1]);
 }
 
 /* Address of element (y, x) of plane q of v (a view of the pooling's rank). */
@@ -204,7 +97,7 @@ static uint32_t hdm_maxpool_outputs(const struct hdm_kcall *c)
 
 static uint64_t hdm_maxpool_window(const struct hdm_pool *pl)
 {
-	return hdm_kmul_sat(hdm_pool_max_span(&pl->ax[0]), hdm_pool_max_span(&pl->ax[1]));
+	return hdm_kmul_sat(hpu_pool_max_span(&pl->ax[0]), hpu_pool_max_span(&pl->ax[1]));
 }
 
 static int hdm_maxpool_check(const struct hdm_kcall *c, uint64_t *items)
@@ -249,8 +142,8 @@ static void hdm_maxpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 		int64_t oy, ox;
 
 		hdm_pool_split(pl.out, pl.lead, i, &q, &oy, &ox);
-		hdm_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
-		hdm_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
+		hpu_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
+		hpu_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
 		for (int64_t y = ylo; y < yhi; y += pl.ax[0].d) {
 			for (int64_t x = xlo; x < xhi; x += pl.ax[1].d) {
 				double v = hdm_kload_f(in->dtype, hdm_pool_at(in, pl.lead, q, y, x));
@@ -282,7 +175,7 @@ const struct hdm_kernel_def hdm_kernel_max_pool = {
 /* The most grad_out elements one grad_in element gathers from. */
 static uint64_t hdm_pool_bwd_holders(const struct hdm_pool *pl)
 {
-	return hdm_kmul_sat(hdm_pool_max_holders(&pl->ax[0]), hdm_pool_max_holders(&pl->ax[1]));
+	return hdm_kmul_sat(hpu_pool_max_holders(&pl->ax[0]), hpu_pool_max_holders(&pl->ax[1]));
 }
 
 /* A backward's pooling valid, and its gathers within an item's bound. */
@@ -305,8 +198,8 @@ static double hdm_avgpool_divisor(const struct hdm_pool *pl, int64_t oy, int64_t
 		return (double)pl->divisor;
 	if (!pl->include_pad)
 		return (double)((yhi - ylo) * (xhi - xlo));
-	hdm_pool_window(&pl->ax[0], oy, &ylo, &yhi, &py);
-	hdm_pool_window(&pl->ax[1], ox, &xlo, &xhi, &px);
+	hpu_pool_window(&pl->ax[0], oy, &ylo, &yhi, &py);
+	hpu_pool_window(&pl->ax[1], ox, &xlo, &xhi, &px);
 	return (double)(py * px);
 }
 
@@ -329,8 +222,8 @@ static void hdm_pool_gather(const struct hdm_kcall *c, const struct hdm_pool *pl
 
 		hdm_pool_split(gi, pl->lead, i, &q, &y, &x);
 		me = y * pl->ax[1].n + x;
-		hdm_pool_holders(&pl->ax[0], y, &oy0, &oy1);
-		hdm_pool_holders(&pl->ax[1], x, &ox0, &ox1);
+		hpu_pool_holders(&pl->ax[0], y, &oy0, &oy1);
+		hpu_pool_holders(&pl->ax[1], x, &ox0, &ox1);
 		for (int64_t oy = oy0; oy <= oy1; oy++) {
 			for (int64_t ox = ox0; ox <= ox1; ox++) {
 				double g = hdm_kload_f(go->dtype, hdm_pool_at(go, pl->lead, q, oy, ox));
@@ -343,11 +236,11 @@ static void hdm_pool_gather(const struct hdm_kcall *c, const struct hdm_pool *pl
 						sum += g;
 					continue;
 				}
-				if (!hdm_pool_holds(&pl->ax[0], oy, y) ||
-				    !hdm_pool_holds(&pl->ax[1], ox, x))
+				if (!hpu_pool_holds(&pl->ax[0], oy, y) ||
+				    !hpu_pool_holds(&pl->ax[1], ox, x))
 					continue;
-				hdm_pool_window(&pl->ax[0], oy, &ylo, &yhi, &pad);
-				hdm_pool_window(&pl->ax[1], ox, &xlo, &xhi, &pad);
+				hpu_pool_window(&pl->ax[0], oy, &ylo, &yhi, &pad);
+				hpu_pool_window(&pl->ax[1], ox, &xlo, &xhi, &pad);
 				sum += g / hdm_avgpool_divisor(pl, oy, ox, ylo, yhi, xlo, xhi);
 			}
 		}
@@ -406,8 +299,8 @@ static void hdm_maxpool_scan(const struct hdm_kcall *c, const struct hdm_pool *p
 
 		hdm_pool_split(pl->out, pl->lead, first + j, &q, &oy, &ox);
 		at = hdm_kload_index(c->t[2].dtype, hdm_pool_at(&c->t[2], pl->lead, q, oy, ox));
-		if (at < 0 || !hdm_pool_holds(&pl->ax[0], oy, at / pl->ax[1].n) ||
-		    !hdm_pool_holds(&pl->ax[1], ox, at % pl->ax[1].n)) {
+		if (at < 0 || !hpu_pool_holds(&pl->ax[0], oy, at / pl->ax[1].n) ||
+		    !hpu_pool_holds(&pl->ax[1], ox, at % pl->ax[1].n)) {
 			hdm_kfail(c, "a max-pool index outside its window");
 			return;
 		}
@@ -444,7 +337,7 @@ const struct hdm_kernel_def hdm_kernel_max_pool_bwd = {
 /* a6 two flag bits, a7 >= 0. */
 static bool hdm_avgpool_args_ok(const struct hdm_kcall *c)
 {
-	return !(c->args[6] & ~3) && c->args[7] >= 0 && c->args[7] <= HDM_POOL_MAX_ARG;
+	return !(c->args[6] & ~3) && c->args[7] >= 0 && c->args[7] <= HPU_POOL_MAX_ARG;
 }
 
 static int hdm_avgpool_check(const struct hdm_kcall *c, uint64_t *items)
@@ -471,8 +364,8 @@ static void hdm_avgpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 		uint64_t q;
 
 		hdm_pool_split(pl.out, pl.lead, i, &q, &oy, &ox);
-		hdm_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
-		hdm_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
+		hpu_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
+		hpu_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
 		for (int64_t y = ylo; y < yhi; y++)
 			for (int64_t x = xlo; x < xhi; x++)
 				sum += hdm_kload_f(in->dtype, hdm_pool_at(in, pl.lead, q, y, x));

@@ -57,7 +57,7 @@ static const struct bn_shape shapes[] = {
 	{ 4, { 1, 4, 3, 1 } },
 };
 
-/* The forward's tensors: out, save_mean, save_invstd, in, weight, bias, running_mean, running_var. */
+/* The forward's tensors: out, save_mean, save_invstd, in, weight, bias, running mean and var. */
 struct bn {
 	const struct bn_shape *s;
 	uint64_t chans, m;
@@ -385,7 +385,7 @@ static void test_backward(void)
 			}
 }
 
-/* The forward's layouts agree; a backward in place (grad_in = grad_out) writes what one apart does. */
+/* The forward's layouts agree; a backward in place (grad_in = grad_out) writes the same. */
 static void test_layouts_and_in_place(void)
 {
 	struct bn bn;
