@@ -186,24 +186,6 @@ static bool hdm_pool_bwd_ok(const struct hdm_pool *pl)
 }
 
 /*
- * The divisor of window (oy, ox) of an average pooling: the override, or
- * the window's positions in the (padded, with count_include_pad) input.
- */
-static double hdm_avgpool_divisor(const struct hdm_pool *pl, int64_t oy, int64_t ox,
-				  int64_t ylo, int64_t yhi, int64_t xlo, int64_t xhi)
-{
-	int64_t py, px;
-
-	if (pl->divisor)
-		return (double)pl->divisor;
-	if (!pl->include_pad)
-		return (double)((yhi - ylo) * (xhi - xlo));
-	hpu_pool_window(&pl->ax[0], oy, &ylo, &yhi, &py);
-	hpu_pool_window(&pl->ax[1], ox, &xlo, &xhi, &px);
-	return (double)(py * px);
-}
-
-/*
  * grad_in's elements [begin, end) of phase 1 (max) or the only phase
  * (average): each the sum over the windows that hold it, in order, of
  * grad_out (divided by the window's divisor), or for max pooling of the
@@ -227,8 +209,6 @@ static void hdm_pool_gather(const struct hdm_kcall *c, const struct hdm_pool *pl
 		for (int64_t oy = oy0; oy <= oy1; oy++) {
 			for (int64_t ox = ox0; ox <= ox1; ox++) {
 				double g = hdm_kload_f(go->dtype, hdm_pool_at(go, pl->lead, q, oy, ox));
-				int64_t ylo, yhi, xlo, xhi, pad;
-
 				if (max) {
 					uint8_t *at = hdm_pool_at(idx, pl->lead, q, oy, ox);
 
@@ -239,9 +219,8 @@ static void hdm_pool_gather(const struct hdm_kcall *c, const struct hdm_pool *pl
 				if (!hpu_pool_holds(&pl->ax[0], oy, y) ||
 				    !hpu_pool_holds(&pl->ax[1], ox, x))
 					continue;
-				hpu_pool_window(&pl->ax[0], oy, &ylo, &yhi, &pad);
-				hpu_pool_window(&pl->ax[1], ox, &xlo, &xhi, &pad);
-				sum += g / hdm_avgpool_divisor(pl, oy, ox, ylo, yhi, xlo, xhi);
+				sum += g / hpu_pool_divisor(pl->ax, oy, ox, pl->include_pad,
+							    pl->divisor);
 			}
 		}
 		hdm_kstore_f(gi->dtype, hdm_kview_at(gi, i), sum);
@@ -370,7 +349,7 @@ static void hdm_avgpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 			for (int64_t x = xlo; x < xhi; x++)
 				sum += hdm_kload_f(in->dtype, hdm_pool_at(in, pl.lead, q, y, x));
 		hdm_kstore_f(pl.out->dtype, hdm_kview_at(pl.out, i),
-			     sum / hdm_avgpool_divisor(&pl, oy, ox, ylo, yhi, xlo, xhi));
+			     sum / hpu_pool_divisor(pl.ax, oy, ox, pl.include_pad, pl.divisor));
 	}
 }
 

@@ -99,6 +99,23 @@ static inline uint64_t hpu_pool_max_span(const struct hpu_pool_axis *x)
 }
 
 /*
+ * The divisor of average pooling's window (oy, ox) over axes ax[2]: the
+ * override if nonzero, else the window's positions in the input, or with
+ * count_include_pad in the padded input.
+ */
+static inline double hpu_pool_divisor(const struct hpu_pool_axis *ax, int64_t oy, int64_t ox,
+				      bool include_pad, int64_t divisor)
+{
+	int64_t lo[2], hi[2], padded[2];
+
+	if (divisor)
+		return (double)divisor;
+	hpu_pool_window(&ax[0], oy, &lo[0], &hi[0], &padded[0]);
+	hpu_pool_window(&ax[1], ox, &lo[1], &hi[1], &padded[1]);
+	return (double)(include_pad ? padded[0] * padded[1] : (hi[0] - lo[0]) * (hi[1] - lo[1]));
+}
+
+/*
  * Axis x's parameters in range and no torch's output size for them, with
  * ceil_mode or without; every window holding an input position.
  */
