@@ -576,6 +576,14 @@ static const struct {
 	API("HPU_0.9", hpu_op_scatter),
 	API("HPU_0.9", hpu_op_index_add),
 	API("HPU_0.9", hpu_op_topk),
+	API("HPU_0.9", hpu_op_batch_norm),
+	API("HPU_0.9", hpu_op_batch_norm_backward),
+	API("HPU_0.9", hpu_op_max_pool2d),
+	API("HPU_0.9", hpu_op_max_pool2d_backward),
+	API("HPU_0.9", hpu_op_avg_pool2d),
+	API("HPU_0.9", hpu_op_avg_pool2d_backward),
+	API("HPU_0.9", hpu_op_adaptive_avg_pool2d),
+	API("HPU_0.9", hpu_op_adaptive_avg_pool2d_backward),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

@@ -313,6 +313,79 @@ HPU_API int hpu_op_triangle(struct hpu_stream *stream, struct hpu_tensor *out,
  */
 HPU_API int hpu_op_arange(struct hpu_stream *stream, struct hpu_tensor *out, double start,
 			  double step, unsigned int lanes, uint64_t chunk);
+/* hpu_op_batch_norm()'s and hpu_op_batch_norm_backward()'s flags. */
+enum hpu_batch_norm_flags {
+	HPU_BN_TRAINING = 1 << 0, /* batch statistics (and their gradient); else running ones */
+	HPU_BN_VAR = 1 << 1,      /* backward: invstd holds a variance, 1 / sqrt(var + eps) taken */
+};
+
+/*
+ * Batch norm over in [N, C, ...] per channel (dim 1), torch's: training
+ * (HPU_BN_TRAINING) normalises by the batch mean and biased variance and,
+ * if running_mean and running_var are given, updates them in place to
+ * (1 - momentum) * running + momentum * stat (the unbiased variance);
+ * eval normalises by running_mean and running_var (then required).
+ * save_mean and save_invstd (F32 [C]) get the mean and 1 / sqrt(var + eps)
+ * used, what the backward takes.  weight, bias (float [C]) may be NULL.
+ * Every channel needs an element in training; C * ceil(N * spatial /
+ * 2^19) is at most 2^19.  out may be in itself.
+ */
+HPU_API int hpu_op_batch_norm(struct hpu_stream *stream, struct hpu_tensor *out,
+			      struct hpu_tensor *save_mean, struct hpu_tensor *save_invstd,
+			      const struct hpu_tensor *in, const struct hpu_tensor *weight,
+			      const struct hpu_tensor *bias, struct hpu_tensor *running_mean,
+			      struct hpu_tensor *running_var, unsigned int flags, double momentum,
+			      double eps);
+/*
+ * The gradients of batch norm given the forward's mean and invstd (with
+ * HPU_BN_VAR: a variance, such as eval's running_var, and eps); with
+ * HPU_BN_TRAINING the statistics' own gradient flows into grad_in.
+ * grad_weight and grad_bias may be NULL (not computed), weight too.
+ */
+HPU_API int hpu_op_batch_norm_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				       struct hpu_tensor *grad_weight,
+				       struct hpu_tensor *grad_bias,
+				       const struct hpu_tensor *grad_out,
+				       const struct hpu_tensor *in, const struct hpu_tensor *mean,
+				       const struct hpu_tensor *invstd,
+				       const struct hpu_tensor *weight, unsigned int flags,
+				       double eps);
+
+/*
+ * 2-d pooling over the last two dims of in [..., H, W] (at least one
+ * leading dim), as torch: kernel, stride, padding and dilation are
+ * {H, W} pairs; padding at most half the kernel.  out [..., Ho, Wo] gives
+ * ceil_mode: Ho is torch's output size with or without it.  Max pooling
+ * writes indices (I64 or I32, out's shape): h * W + w of each window's
+ * first maximum (NaN wins).  Average pooling divides by divisor_override
+ * if nonzero, else by the window's positions in the input, or with
+ * count_include_pad in the padded input.  1-d pooling is the 2-d one with
+ * H = 1.
+ */
+HPU_API int hpu_op_max_pool2d(struct hpu_stream *stream, struct hpu_tensor *out,
+			      struct hpu_tensor *indices, const struct hpu_tensor *in,
+			      const int64_t kernel[2], const int64_t stride[2],
+			      const int64_t padding[2], const int64_t dilation[2]);
+/* grad_in [..., H, W] = the sum of the grad_out elements whose index names each element. */
+HPU_API int hpu_op_max_pool2d_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				       const struct hpu_tensor *grad_out,
+				       const struct hpu_tensor *indices, const int64_t kernel[2],
+				       const int64_t stride[2], const int64_t padding[2],
+				       const int64_t dilation[2]);
+HPU_API int hpu_op_avg_pool2d(struct hpu_stream *stream, struct hpu_tensor *out,
+			      const struct hpu_tensor *in, const int64_t kernel[2],
+			      const int64_t stride[2], const int64_t padding[2],
+			      bool count_include_pad, int64_t divisor_override);
+HPU_API int hpu_op_avg_pool2d_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				       const struct hpu_tensor *grad_out, const int64_t kernel[2],
+				       const int64_t stride[2], const int64_t padding[2],
+				       bool count_include_pad, int64_t divisor_override);
+/* Adaptive average pooling: out's [Ho, Wo] windows of in's [H, W], torch's. */
+HPU_API int hpu_op_adaptive_avg_pool2d(struct hpu_stream *stream, struct hpu_tensor *out,
+				       const struct hpu_tensor *in);
+HPU_API int hpu_op_adaptive_avg_pool2d_backward(struct hpu_stream *stream,
+						struct hpu_tensor *grad_in,
+						const struct hpu_tensor *grad_out);
 /* out [..., D] = rows of weight [V, D] named by indices [...]; padding_idx -1 for none. */
 HPU_API int hpu_op_embedding(struct hpu_stream *stream, struct hpu_tensor *out,
 			     const struct hpu_tensor *weight, const struct hpu_tensor *indices,

@@ -15,6 +15,7 @@
 
 #include <drm/hpu_kernels.h>
 #include <drm/hpu_philox.h>
+#include <drm/hpu_pool.h>
 
 #include "../ops/ops.h"
 
@@ -957,6 +958,58 @@ static int hpu_host_conv(const struct hpu_op *op, const struct hpu_hview *h)
 			hpu_hstore(&h[0], idx, acc[i++]);
 		while (hpu_index_next(op->l[0].ndim, op->l[0].shape, idx));
 	free(acc);
+/* Steps idx over channel c's elements of l [N, C, ...] (idx[1] = c); false after the last. */
+static bool hpu_chan_next(const struct hpu_tensor_layout *l, int64_t c, int64_t *idx)
+{
+	bool more;
+
+	idx[1] = 0;
+	more = hpu_row_next(l, 1, idx);
+	idx[1] = c;
+	return more;
+}
+
+/*
+ * BATCH_NORM: t out, save_mean, save_invstd, in, weight, bias, running_mean,
+ * running_var; a0 bits weight, bias, training, running; s0 eps, s1 momentum.
+ */
+static int hpu_host_batch_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[3];
+	int64_t f = op->args[0], m = hpu_layout_numel(in) / (in->shape[1] ? in->shape[1] : 1);
+	double eps = op->scalars[0], mom = op->scalars[1];
+
+	for (int64_t c = 0; c < in->shape[1]; c++) {
+		int64_t idx[HPU_MAX_DIMS] = { 0, c }, ci[1] = { c };
+		double mean = 0, var = 0, invstd, scale, shift;
+
+		if (f & 4) {
+			do
+				mean += hpu_hload(&h[3], idx);
+			while (hpu_chan_next(in, c, idx));
+			mean /= (double)m;
+			do
+				var += (hpu_hload(&h[3], idx) - mean) * (hpu_hload(&h[3], idx) - mean);
+			while (hpu_chan_next(in, c, idx));
+			invstd = 1 / sqrt(var / (double)m + eps);
+			if (f & 8) {
+				hpu_hstore(&h[6], ci, (1 - mom) * hpu_hload(&h[6], ci) + mom * mean);
+				hpu_hstore(&h[7], ci, (1 - mom) * hpu_hload(&h[7], ci) +
+						      mom * var / (double)(m - 1));
+			}
+		} else {
+			mean = hpu_hload(&h[6], ci);
+			invstd = 1 / sqrt(hpu_hload(&h[7], ci) + eps);
+		}
+		hpu_hstore(&h[1], ci, mean);
+		hpu_hstore(&h[2], ci, invstd);
+		scale = invstd * (f & 1 ? hpu_hload(&h[4], ci) : 1);
+		shift = f & 2 ? hpu_hload(&h[5], ci) : 0;
+		if (m)
+			do
+				hpu_hstore(&h[0], idx, (hpu_hload(&h[3], idx) - mean) * scale + shift);
+			while (hpu_chan_next(in, c, idx));
+	}
 	return 0;
 }
 
@@ -994,6 +1047,130 @@ static bool hpu_host_conv_too_long(const struct hpu_op *op)
 		return pixels && weights &&
 		       (pixels + chunk - 1) / chunk > partials / weights;
 	}
+ * BATCH_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
+ * invstd, weight; a0 bits weight, grad_weight, grad_bias, training, t[6] a
+ * variance (s0 eps).
+ */
+static int hpu_host_batch_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[4];
+	int64_t f = op->args[0], m = hpu_layout_numel(in) / (in->shape[1] ? in->shape[1] : 1);
+
+	for (int64_t c = 0; c < in->shape[1]; c++) {
+		int64_t idx[HPU_MAX_DIMS] = { 0, c }, ci[1] = { c };
+		double mean = hpu_hload(&h[5], ci), invstd = hpu_hload(&h[6], ci);
+		double sg = 0, sgx = 0, scale;
+
+		if (f & 16)
+			invstd = 1 / sqrt(invstd + op->scalars[0]);
+		if (m)
+			do {
+				sg += hpu_hload(&h[3], idx);
+				sgx += hpu_hload(&h[3], idx) * (hpu_hload(&h[4], idx) - mean) * invstd;
+			} while (hpu_chan_next(in, c, idx));
+		if (f & 2)
+			hpu_hstore(&h[1], ci, sgx);
+		if (f & 4)
+			hpu_hstore(&h[2], ci, sg);
+		if (!(f & 8))
+			sg = sgx = 0;
+		scale = invstd * (f & 1 ? hpu_hload(&h[7], ci) : 1);
+		if (m)
+			do {
+				double xhat = (hpu_hload(&h[4], idx) - mean) * invstd;
+
+				hpu_hstore(&h[0], idx, scale * (hpu_hload(&h[3], idx) - sg / (double)m -
+								xhat * sgx / (double)m));
+			} while (hpu_chan_next(in, c, idx));
+	}
+	return 0;
+}
+
+/*
+ * The pooling kernels: t[0] out or grad_in, then in or grad_out (and max
+ * pooling's indices), the windows from the args as the device takes them
+ * (drm/hpu_pool.h).  Forwards reduce each window; backwards gather, as the
+ * device does, after checking every max-pool index is in its window.
+ */
+static int hpu_host_pool(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	bool max = op->kernel == HPU_KERNEL_MAX_POOL || op->kernel == HPU_KERNEL_MAX_POOL_BWD;
+	bool bwd = op->kernel == HPU_KERNEL_MAX_POOL_BWD || op->kernel == HPU_KERNEL_AVG_POOL_BWD;
+	const struct hpu_hview *x = bwd ? &h[0] : &h[max ? 2 : 1], *y = bwd ? &h[1] : &h[0];
+	const struct hpu_hview *ix = bwd ? &h[2] : &h[1];
+	unsigned int lead = x->l->ndim - 2, a;
+	struct hpu_pool_axis ax[2];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, at[HPU_MAX_DIMS];
+
+	for (a = 0; a < 2; a++)
+		ax[a] = (struct hpu_pool_axis){
+			.n = x->l->shape[lead + a], .no = y->l->shape[lead + a], .k = op->args[a],
+			.s = op->args[2 + a], .p = op->args[4 + a], .d = max ? op->args[6 + a] : 1,
+			.adaptive = !max && (op->args[6] & 2),
+		};
+	if (max && bwd && hpu_layout_numel(y->l)) {
+		do {
+			int64_t i = (int64_t)hpu_hload(ix, idx);
+
+			if (i < 0 || !hpu_pool_holds(&ax[0], idx[lead], i / ax[1].n) ||
+			    !hpu_pool_holds(&ax[1], idx[lead + 1], i % ax[1].n))
+				return hpu_error_set(EINVAL, "a max-pool index outside its window");
+		} while (hpu_index_next(y->l->ndim, y->l->shape, idx));
+	}
+	if (!hpu_layout_numel(bwd ? x->l : y->l))
+		return 0;
+	memset(idx, 0, sizeof(idx));
+	do {
+		int64_t w[2][3], best_at = -1, lo[2], hi[2];
+		double sum = 0, best = -INFINITY;
+
+		memcpy(at, idx, sizeof(at));
+		for (a = 0; a < 2; a++) {
+			if (bwd)
+				hpu_pool_holders(&ax[a], idx[lead + a], &lo[a], &hi[a]);
+			else
+				hpu_pool_window(&ax[a], idx[lead + a], &w[a][0], &w[a][1], &w[a][2]);
+		}
+		if (bwd) {
+			for (at[lead] = lo[0]; at[lead] <= hi[0]; at[lead]++) {
+				for (at[lead + 1] = lo[1]; at[lead + 1] <= hi[1]; at[lead + 1]++) {
+					if (max) {
+						if ((int64_t)hpu_hload(ix, at) ==
+						    idx[lead] * ax[1].n + idx[lead + 1])
+							sum += hpu_hload(y, at);
+						continue;
+					}
+					if (!hpu_pool_holds(&ax[0], at[lead], idx[lead]) ||
+					    !hpu_pool_holds(&ax[1], at[lead + 1], idx[lead + 1]))
+						continue;
+					sum += hpu_hload(y, at) /
+					       hpu_pool_divisor(ax, at[lead], at[lead + 1],
+								op->args[6] & 1, op->args[7]);
+				}
+			}
+			hpu_hstore(x, idx, sum);
+			continue;
+		}
+		for (at[lead] = w[0][0]; at[lead] < w[0][1]; at[lead] += ax[0].d) {
+			for (at[lead + 1] = w[1][0]; at[lead + 1] < w[1][1]; at[lead + 1] += ax[1].d) {
+				double v = hpu_hload(x, at);
+
+				if (v > best || isnan(v) || best_at < 0) {
+					best = v;
+					best_at = at[lead] * ax[1].n + at[lead + 1];
+				}
+				sum += v;
+			}
+		}
+		if (max) {
+			hpu_hstore(y, idx, best);
+			hpu_hstore(ix, idx, (double)best_at);
+		} else {
+			hpu_hstore(y, idx, sum / hpu_pool_divisor(ax, idx[lead], idx[lead + 1],
+								  op->args[6] & 1, op->args[7]));
+		}
+	} while (hpu_index_next((bwd ? x : y)->l->ndim, (bwd ? x : y)->l->shape, idx));
+	return 0;
 }
 
 /* The host's version of each kernel the device has, and of the ops it lacks. */
@@ -1037,6 +1214,12 @@ static const struct {
 	{ HPU_KERNEL_SCATTER_ADD, hpu_host_scatter_add },
 	{ HPU_KERNEL_SCATTER, hpu_host_scatter_add },
 	{ HPU_KERNEL_TOPK, hpu_host_topk },
+	{ HPU_KERNEL_BATCH_NORM, hpu_host_batch_norm },
+	{ HPU_KERNEL_BATCH_NORM_BWD, hpu_host_batch_norm_bwd },
+	{ HPU_KERNEL_MAX_POOL, hpu_host_pool },
+	{ HPU_KERNEL_MAX_POOL_BWD, hpu_host_pool },
+	{ HPU_KERNEL_AVG_POOL, hpu_host_pool },
+	{ HPU_KERNEL_AVG_POOL_BWD, hpu_host_pool },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };
