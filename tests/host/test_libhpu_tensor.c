@@ -774,6 +774,97 @@ static void test_conv(void)
 	EXPECT(*(float *)(uintptr_t)y1->storage->va == 6);
 	EXPECT(hpu_fallback_count(&fake_dev, "conv", &count) == 0 && count == was + 1);
 	EXPECT(launches == before + 1);
+/* Pooling and batch norm: the launches' args, the refusals with reasons. */
+static void test_pool_bnorm_ops(void)
+{
+	static const int64_t k[2] = { 3, 2 }, st[2] = { 2, 2 }, pad[2] = { 1, 1 }, dil[2] = { 1, 1 };
+	struct hpu_tensor *in = FAKE(HPU_DT_BF16, 2, 3, 7, 9), *out = FAKE(HPU_DT_BF16, 2, 3, 4, 5);
+	struct hpu_tensor *ix = FAKE(HPU_DT_I64, 2, 3, 4, 5), *c3 = FAKE(HPU_DT_F32, 3);
+	struct hpu_tensor *c4 = FAKE(HPU_DT_F32, 4), *m = FAKE(HPU_DT_F32, 3), *v = FAKE(HPU_DT_F32, 3);
+	unsigned int before = launches;
+
+	EXPECT(hpu_op_max_pool2d(S, out, ix, in, k, st, pad, dil) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_MAX_POOL && launched.args[0] == 3 &&
+	       launched.args[1] == 2 && launched.args[4] == 1 && launched.args[7] == 1);
+	EXPECT(hpu_op_avg_pool2d_backward(S, in, out, k, st, pad, true, 0) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_AVG_POOL_BWD && launched.args[6] == 1);
+	EXPECT(hpu_op_adaptive_avg_pool2d(S, FAKE(HPU_DT_BF16, 2, 3, 1, 4), in) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_AVG_POOL && launched.args[6] == 2 &&
+	       launched.args[0] == 0);
+	EXPECT(hpu_op_max_pool2d(S, out, ix, in, k, st, (const int64_t[]){ 2, 1 }, dil) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_max_pool2d: height out: no pooling of 7 into 4 with "
+				     "kernel 3, stride 2, padding 2 (at most half the kernel), "
+				     "dilation 1, in (0, 2^20]");
+	EXPECT(hpu_op_avg_pool2d(S, FAKE(HPU_DT_BF16, 2, 3, 5, 5), in, k, st, pad, false, 0) ==
+	       -EINVAL);
+	EXPECT(hpu_op_avg_pool2d(S, FAKE(HPU_DT_BF16, 3, 3, 4, 5), in, k, st, pad, false, 0) ==
+	       -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_avg_pool2d: in and out must have the same leading dims");
+	EXPECT(hpu_op_max_pool2d(S, out, out, in, k, st, pad, dil) == -EINVAL);
+	EXPECT(hpu_op_batch_norm(S, in, m, v, in, c3, NULL, c3, v, HPU_BN_TRAINING, 0.1, 1e-5) ==
+	       -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_batch_norm: save_invstd overlaps running_var");
+	EXPECT(hpu_op_batch_norm(S, in, m, v, in, c4, NULL, NULL, NULL, HPU_BN_TRAINING, 0.1,
+				 1e-5) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_batch_norm: weight must be [C], C = 3 (in's dim 1)");
+	EXPECT(hpu_op_batch_norm(S, in, m, v, in, NULL, NULL, NULL, NULL, 0, 0.1, 1e-5) == -EINVAL);
+	EXPECT_STR(hpu_last_error(),
+		   "hpu_op_batch_norm: eval normalises by running statistics: none given");
+	EXPECT(hpu_op_batch_norm(S, in, m, v, in, c3, c3, FAKE(HPU_DT_F32, 3), FAKE(HPU_DT_F32, 3),
+				 HPU_BN_TRAINING, 0.1, 1e-5) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_BATCH_NORM && launched.args[0] == 15 &&
+	       launched.scalars[0] == 1e-5 && launched.scalars[1] == 0.1);
+	EXPECT(hpu_op_batch_norm_backward(S, in, NULL, c3, in, out, m, v, NULL, HPU_BN_TRAINING,
+					  1e-5) == -EINVAL);
+	EXPECT(hpu_op_batch_norm_backward(S, out, c4, c3, out, out, m, v, NULL, HPU_BN_VAR, 1e-5) ==
+	       -EINVAL);
+	EXPECT(hpu_op_batch_norm_backward(S, out, NULL, c3, out, FAKE(HPU_DT_BF16, 2, 3, 4, 5), m,
+					  v, NULL, HPU_BN_VAR, 1e-3) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_BATCH_NORM_BWD && launched.args[0] == 20);
+	EXPECT(launches == before + 5);
+}
+
+/*
+ * F64 pooling and batch norm on the host: a max with its index and
+ * gradient, an average with count_include_pad, batch statistics and the
+ * running statistics' update.
+ */
+static void test_fallback_pool_bnorm(void)
+{
+	static const int64_t k[2] = { 2, 2 }, st[2] = { 2, 2 }, p0[2] = { 0, 0 }, p1[2] = { 0, 1 };
+	static const int64_t one[2] = { 1, 1 };
+	struct hpu_tensor *x = FAKE(HPU_DT_F64, 1, 1, 2, 4), *y = FAKE(HPU_DT_F64, 1, 1, 1, 2);
+	struct hpu_tensor *ix = FAKE(HPU_DT_I64, 1, 1, 1, 2), *gx = FAKE(HPU_DT_F64, 1, 1, 2, 4);
+	struct hpu_tensor *ya = FAKE(HPU_DT_F64, 1, 1, 1, 3), *bx = FAKE(HPU_DT_F64, 2, 2);
+	struct hpu_tensor *by = FAKE(HPU_DT_F64, 2, 2), *m = FAKE(HPU_DT_F64, 2);
+	struct hpu_tensor *is = FAKE(HPU_DT_F64, 2), *rm = FAKE(HPU_DT_F64, 2);
+	struct hpu_tensor *rv = FAKE(HPU_DT_F64, 2);
+	int64_t *idx = (int64_t *)(uintptr_t)ix->storage->va;
+
+	put_f64(x, (const double[]){ 1, 7, 3, 0, 7, 2, 4, 4 }, 8);
+	EXPECT(hpu_op_max_pool2d(S, y, ix, x, k, st, p0, one) == 0);
+	EXPECT(f64_at(y, 0) == 7 && idx[0] == 1 && f64_at(y, 1) == 4 && idx[1] == 6);
+	put_f64(y, (const double[]){ 10, 20 }, 2);
+	EXPECT(hpu_op_max_pool2d_backward(S, gx, y, ix, k, st, p0, one) == 0);
+	EXPECT(f64_at(gx, 1) == 10 && f64_at(gx, 4) == 0 && f64_at(gx, 6) == 20 &&
+	       f64_at(gx, 7) == 0);
+	idx[1] = 1; /* outside window 1: refused before anything is written */
+	EXPECT(hpu_op_max_pool2d_backward(S, gx, y, ix, k, st, p0, one) == -EINVAL);
+	EXPECT(f64_at(gx, 6) == 20);
+	/* Windows of 2 x 2 at columns -1, 1, 3: sums 8, 16, 4 over 4, or 2, 4, 2 in the input. */
+	EXPECT(hpu_op_avg_pool2d(S, ya, x, k, st, p1, true, 0) == 0);
+	EXPECT(f64_at(ya, 0) == 2 && f64_at(ya, 1) == 4 && f64_at(ya, 2) == 1);
+	EXPECT(hpu_op_avg_pool2d(S, ya, x, k, st, p1, false, 0) == 0);
+	EXPECT(f64_at(ya, 0) == 4 && f64_at(ya, 1) == 4 && f64_at(ya, 2) == 2);
+	/* Channels {1, 3} and {2, 6}: means 2, 4, biased variances 1, 4. */
+	put_f64(bx, (const double[]){ 1, 2, 3, 6 }, 4);
+	put_f64(rv, (const double[]){ 1, 1 }, 2);
+	EXPECT(hpu_op_batch_norm(S, by, m, is, bx, NULL, NULL, rm, rv, HPU_BN_TRAINING, 0.5, 0) ==
+	       0);
+	EXPECT(f64_at(by, 0) == -1 && f64_at(by, 3) == 1 && f64_at(is, 1) == 0.5);
+	EXPECT(f64_at(rm, 1) == 2 && f64_at(rv, 0) == 1.5 && f64_at(rv, 1) == 4.5);
+	EXPECT(hpu_op_batch_norm(S, by, m, is, bx, NULL, NULL, rm, rv, 0, 0.5, 0) == 0);
+	EXPECT(fabs(f64_at(by, 3) - (6 - 2) / sqrt(4.5)) < 1e-12);
 }
 
 int main(void)
@@ -798,6 +889,8 @@ int main(void)
 		{ "CPU fallback: silu, rms_norm, triangle, arange", test_fallback_misc },
 		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
 		{ "CPU fallback: index ops check their indices", test_fallback_index },
+		{ "pooling and batch norm: args and refusals", test_pool_bnorm_ops },
+		{ "CPU fallback: pooling and batch norm", test_fallback_pool_bnorm },
 	};
 	unsigned int n = 0, failed;
 
