@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -163,6 +164,9 @@ at::Tensor operand(const at::Tensor &t, const at::Tensor &out, at::ScalarType ty
 void resize_out(const at::Tensor &out, at::IntArrayRef sizes);
 // Whether a and b share any storage.
 bool shares_storage(const at::Tensor &a, const at::Tensor &b);
+// An optional operand as libhpu takes it: a view, or none (handle() NULL).
+std::unique_ptr<View> maybe_view(const c10::optional<at::Tensor> &t);
+hpu_tensor *handle(const std::unique_ptr<View> &v);
 
 // ops_eltwise.cpp: out = fn(a, alpha * b) on the device, b broadcast; false if it cannot.
 bool binary_into(enum hpu_binary_fn fn, const at::Tensor &out, const at::Tensor &a,

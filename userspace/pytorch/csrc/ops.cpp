@@ -92,6 +92,16 @@ bool shares_storage(const at::Tensor &a, const at::Tensor &b)
 	return a.defined() && b.defined() && a.storage().is_alias_of(b.storage());
 }
 
+std::unique_ptr<View> maybe_view(const c10::optional<at::Tensor> &t)
+{
+	return t && t->defined() ? std::make_unique<View>(*t) : nullptr;
+}
+
+hpu_tensor *handle(const std::unique_ptr<View> &v)
+{
+	return v ? static_cast<hpu_tensor *>(*v) : nullptr;
+}
+
 namespace {
 
 at::Tensor &fill(at::Tensor &self, const at::Scalar &value)

@@ -196,17 +196,6 @@ at::Tensor dropout(const at::Tensor &input, double p, bool train)
 	return std::get<0>(at::native_dropout(input, p, train));
 }
 
-// The optional operands of layer norm as libhpu takes them: a view or NULL.
-std::unique_ptr<View> maybe_view(const c10::optional<at::Tensor> &t)
-{
-	return t && t->defined() ? std::make_unique<View>(*t) : nullptr;
-}
-
-hpu_tensor *handle(const std::unique_ptr<View> &v)
-{
-	return v ? static_cast<hpu_tensor *>(*v) : nullptr;
-}
-
 /*
  * Layer norm's operands as the device takes them: floating, of one dtype, normalized over the
  * last dims; PyTorch's mean and rstd are [leading dims, 1 per normalized dim], libhpu's F32
