@@ -63,28 +63,47 @@ static bool hdm_pool_ok(const struct hdm_pool *pl)
 	return hpu_pool_axis_ok(&pl->ax[0]) && hpu_pool_axis_ok(&pl->ax[1]);
 }
 
-/* Address of element (y, x) of plane q of v (a view of the pooling's rank). */
-static uint8_t *hdm_pool_at(const struct hdm_kview *v, uint32_t lead, uint64_t q, int64_t y,
-			    int64_t x)
-{
-	int64_t off = y * v->strides[lead] + x * v->strides[lead + 1];
-
-	for (uint32_t d = lead; d-- > 0;) {
-		off += (int64_t)(q % v->shape[d]) * v->strides[d];
-		q /= v->shape[d];
-	}
-	return v->base + off * (int64_t)hdm_dtype_size(v->dtype);
-}
-
-/* Element i of v [..., A, B] (row-major) as plane q and (y, x). */
+/*
+ * Element i of v [..., A, B] (row-major) as its plane's index in each
+ * leading dim (q[], which every operand of the pooling shares) and (y, x).
+ */
 static void hdm_pool_split(const struct hdm_kview *v, uint32_t lead, uint64_t i, uint64_t *q,
 			   int64_t *y, int64_t *x)
 {
 	uint64_t b = v->shape[lead + 1], a = v->shape[lead];
 
 	*x = (int64_t)(i % b);
-	*y = (int64_t)(i / b % a);
-	*q = i / b / a;
+	i /= b;
+	*y = (int64_t)(i % a);
+	i /= a;
+	for (uint32_t d = lead; d-- > 0;) {
+		q[d] = i % v->shape[d];
+		i /= v->shape[d];
+	}
+}
+
+/* Plane q of a view of the pooling's rank: its (0, 0) and its steps in bytes along H and W. */
+struct hdm_pool_plane {
+	uint8_t *base;
+	int64_t sy, sx;
+	uint32_t dtype;
+};
+
+static struct hdm_pool_plane hdm_pool_plane(const struct hdm_kview *v, uint32_t lead,
+					    const uint64_t *q)
+{
+	int64_t off = 0, size = (int64_t)hdm_dtype_size(v->dtype);
+
+	for (uint32_t d = 0; d < lead; d++)
+		off += (int64_t)q[d] * v->strides[d];
+	return (struct hdm_pool_plane){ v->base + off * size, v->strides[lead] * size,
+					v->strides[lead + 1] * size, v->dtype };
+}
+
+/* Address of element (y, x) of a plane. */
+static uint8_t *hdm_pool_at(const struct hdm_pool_plane *pp, int64_t y, int64_t x)
+{
+	return pp->base + y * pp->sy + x * pp->sx;
 }
 
 /* ---- max pooling ---- */
@@ -133,20 +152,23 @@ static void hdm_maxpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 {
 	struct hdm_pool pl = hdm_pool_get(c);
 	struct hdm_kpace p = hdm_kpace_start(c);
-	const struct hdm_kview *in = pl.in;
 
 	for (uint64_t i = begin; i < end && !hdm_kpace(&p, hdm_maxpool_window(&pl)); i++) {
 		int64_t ylo, yhi, xlo, xhi, pad, best_at = -1;
 		double best = -INFINITY;
-		uint64_t q;
+		struct hdm_pool_plane pp, op, ip;
+		uint64_t q[HPU_TENSOR_MAX_DIMS];
 		int64_t oy, ox;
 
-		hdm_pool_split(pl.out, pl.lead, i, &q, &oy, &ox);
+		hdm_pool_split(pl.out, pl.lead, i, q, &oy, &ox);
+		pp = hdm_pool_plane(pl.in, pl.lead, q);
+		op = hdm_pool_plane(pl.out, pl.lead, q);
+		ip = hdm_pool_plane(&c->t[1], pl.lead, q);
 		hpu_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
 		hpu_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
 		for (int64_t y = ylo; y < yhi; y += pl.ax[0].d) {
 			for (int64_t x = xlo; x < xhi; x += pl.ax[1].d) {
-				double v = hdm_kload_f(in->dtype, hdm_pool_at(in, pl.lead, q, y, x));
+				double v = hdm_kload_f(pp.dtype, hdm_pool_at(&pp, y, x));
 
 				if (v > best || isnan(v) || best_at < 0) {
 					best = v;
@@ -154,8 +176,8 @@ static void hdm_maxpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 				}
 			}
 		}
-		hdm_kstore_f(pl.out->dtype, hdm_kview_at(pl.out, i), best);
-		hdm_kstore_i(c->t[1].dtype, hdm_kview_at(&c->t[1], i), best_at);
+		hdm_kstore_f(op.dtype, hdm_pool_at(&op, oy, ox), best);
+		hdm_kstore_i(ip.dtype, hdm_pool_at(&ip, oy, ox), best_at);
 	}
 }
 
@@ -199,31 +221,33 @@ static void hdm_pool_gather(const struct hdm_kcall *c, const struct hdm_pool *pl
 
 	for (uint64_t i = begin; i < end && !hdm_kpace(&p, hdm_pool_bwd_holders(pl)); i++) {
 		int64_t y, x, oy0, oy1, ox0, ox1, me;
+		struct hdm_pool_plane gp, ip = { 0 }, op;
 		double sum = 0;
-		uint64_t q;
+		uint64_t q[HPU_TENSOR_MAX_DIMS];
 
-		hdm_pool_split(gi, pl->lead, i, &q, &y, &x);
+		hdm_pool_split(gi, pl->lead, i, q, &y, &x);
+		gp = hdm_pool_plane(go, pl->lead, q);
+		op = hdm_pool_plane(gi, pl->lead, q);
+		if (max)
+			ip = hdm_pool_plane(idx, pl->lead, q);
 		me = y * pl->ax[1].n + x;
 		hpu_pool_holders(&pl->ax[0], y, &oy0, &oy1);
 		hpu_pool_holders(&pl->ax[1], x, &ox0, &ox1);
 		for (int64_t oy = oy0; oy <= oy1; oy++) {
 			for (int64_t ox = ox0; ox <= ox1; ox++) {
-				double g = hdm_kload_f(go->dtype, hdm_pool_at(go, pl->lead, q, oy, ox));
-				if (max) {
-					uint8_t *at = hdm_pool_at(idx, pl->lead, q, oy, ox);
+				double g = hdm_kload_f(gp.dtype, hdm_pool_at(&gp, oy, ox));
 
-					if (hdm_kload_index(idx->dtype, at) == me)
+				if (max) {
+					if (hdm_kload_index(ip.dtype, hdm_pool_at(&ip, oy, ox)) == me)
 						sum += g;
 					continue;
 				}
-				if (!hpu_pool_holds(&pl->ax[0], oy, y) ||
-				    !hpu_pool_holds(&pl->ax[1], ox, x))
-					continue;
+				/* Average windows are runs: every holder of the range holds it. */
 				sum += g / hpu_pool_divisor(pl->ax, oy, ox, pl->include_pad,
 							    pl->divisor);
 			}
 		}
-		hdm_kstore_f(gi->dtype, hdm_kview_at(gi, i), sum);
+		hdm_kstore_f(op.dtype, hdm_pool_at(&op, y, x), sum);
 	}
 }
 
@@ -273,11 +297,13 @@ static void hdm_maxpool_scan(const struct hdm_kcall *c, const struct hdm_pool *p
 	uint64_t first = k * HDM_KSCAN_CHUNK, n = hdm_kview_numel(pl->out) - first;
 
 	hdm_kfor(p, j, n < HDM_KSCAN_CHUNK ? n : HDM_KSCAN_CHUNK) {
+		struct hdm_pool_plane ip;
 		int64_t oy, ox, at;
-		uint64_t q;
+		uint64_t q[HPU_TENSOR_MAX_DIMS];
 
-		hdm_pool_split(pl->out, pl->lead, first + j, &q, &oy, &ox);
-		at = hdm_kload_index(c->t[2].dtype, hdm_pool_at(&c->t[2], pl->lead, q, oy, ox));
+		hdm_pool_split(pl->out, pl->lead, first + j, q, &oy, &ox);
+		ip = hdm_pool_plane(&c->t[2], pl->lead, q);
+		at = hdm_kload_index(ip.dtype, hdm_pool_at(&ip, oy, ox));
 		if (at < 0 || !hpu_pool_holds(&pl->ax[0], oy, at / pl->ax[1].n) ||
 		    !hpu_pool_holds(&pl->ax[1], ox, at % pl->ax[1].n)) {
 			hdm_kfail(c, "a max-pool index outside its window");
@@ -335,20 +361,22 @@ static void hdm_avgpool_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 {
 	struct hdm_pool pl = hdm_pool_get(c);
 	struct hdm_kpace p = hdm_kpace_start(c);
-	const struct hdm_kview *in = pl.in;
 
 	for (uint64_t i = begin; i < end && !hdm_kpace(&p, hdm_maxpool_window(&pl)); i++) {
 		int64_t ylo, yhi, xlo, xhi, pad, oy, ox;
+		struct hdm_pool_plane pp, op;
 		double sum = 0;
-		uint64_t q;
+		uint64_t q[HPU_TENSOR_MAX_DIMS];
 
-		hdm_pool_split(pl.out, pl.lead, i, &q, &oy, &ox);
+		hdm_pool_split(pl.out, pl.lead, i, q, &oy, &ox);
+		pp = hdm_pool_plane(pl.in, pl.lead, q);
+		op = hdm_pool_plane(pl.out, pl.lead, q);
 		hpu_pool_window(&pl.ax[0], oy, &ylo, &yhi, &pad);
 		hpu_pool_window(&pl.ax[1], ox, &xlo, &xhi, &pad);
 		for (int64_t y = ylo; y < yhi; y++)
 			for (int64_t x = xlo; x < xhi; x++)
-				sum += hdm_kload_f(in->dtype, hdm_pool_at(in, pl.lead, q, y, x));
-		hdm_kstore_f(pl.out->dtype, hdm_kview_at(pl.out, i),
+				sum += hdm_kload_f(pp.dtype, hdm_pool_at(&pp, y, x));
+		hdm_kstore_f(op.dtype, hdm_pool_at(&op, oy, ox),
 			     sum / hpu_pool_divisor(pl.ax, oy, ox, pl.include_pad, pl.divisor));
 	}
 }

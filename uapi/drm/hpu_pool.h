@@ -58,7 +58,7 @@ static inline void hpu_pool_window(const struct hpu_pool_axis *x, int64_t o, int
 	*hi = en < x->n ? en : x->n;
 }
 
-/* The windows of axis x that may hold position h: [*first, *last]. */
+/* The windows of axis x that may hold position h: [*first, *last]; all do without dilation. */
 static inline void hpu_pool_holders(const struct hpu_pool_axis *x, int64_t h, int64_t *first,
 				    int64_t *last)
 {
