@@ -310,15 +310,6 @@ enum hpu_kernel_id {
 	 * itself; grad_weight may alias no input.  Work: twice in's elements,
 	 * once more with grad_weight. */
 	HPU_KERNEL_RMS_NORM_BWD = 40,
-};
-
-/*
- * The convolutions' work: an item's multiply-adds over
- * HPU_CONV_MACS_PER_WORK (a GEMM's blocked multiply-add costs about that
- * much less than an element visited one at a time), plus every element it
- * gathers, packs or writes.
- */
-#define HPU_CONV_MACS_PER_WORK 64u
 	/* t: out, in, index (index, ndim 0 or 1).  a0: dim, in [0, max(in's
 	 * ndim, 1)).  out has in's ndim and dtype (any dtype) and in's shape
 	 * but out.shape[dim] = index's elements; out[..., j, ...] =
@@ -360,6 +351,15 @@ enum hpu_kernel_id {
 	 * limits. */
 	HPU_KERNEL_SCATTER = 48,
 };
+
+
+/*
+ * The convolutions' work: an item's multiply-adds over
+ * HPU_CONV_MACS_PER_WORK (a GEMM's blocked multiply-add costs about that
+ * much less than an element visited one at a time), plus every element it
+ * gathers, packs or writes.
+ */
+#define HPU_CONV_MACS_PER_WORK 64u
 
 /* SCATTER_ADD's block of self's elements along dim: one work item. */
 #define HPU_SCATTER_BLOCK 512u

@@ -958,6 +958,45 @@ static int hpu_host_conv(const struct hpu_op *op, const struct hpu_hview *h)
 			hpu_hstore(&h[0], idx, acc[i++]);
 		while (hpu_index_next(op->l[0].ndim, op->l[0].shape, idx));
 	free(acc);
+	return 0;
+}
+
+/*
+ * Whether the device refuses a convolution for an item's bound
+ * (hdm_kernel_conv.c's plans at their smallest blocks): a patch of more
+ * multiply-adds than an item has, weight gradients whose chunks' partials
+ * overflow the launch's scratch, or more work than a launch has.
+ */
+static bool hpu_host_conv_too_long(const struct hpu_op *op)
+{
+	struct hpu_host_conv_dims d = hpu_host_conv_dims(op);
+	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, taps = (uint64_t)(d.kh * d.kw);
+	uint64_t k = (uint64_t)d.cin_g * taps, cout_g = (uint64_t)(d.cout / op->args[6]);
+	uint64_t weights = (uint64_t)d.cout * k, pixels = (uint64_t)(d.n * d.ho * d.wo);
+	/* 2^21 partials; the longest chunk at blocks of 1 x 1. */
+	uint64_t partials = 8u << 18, chunk = (most - 1) / 3;
+	/*
+	 * Every kind multiplies as much; the gathers add about a multiply-add
+	 * over the channels of a block (64 at most) and over its pixels.
+	 */
+	double macs = (double)weights * (double)pixels;
+	double work = macs / HPU_CONV_MACS_PER_WORK + macs / (double)(cout_g < 64 ? cout_g : 64) +
+		      macs / 32 + (double)d.cout * (double)pixels;
+
+	if (cout_g && work > (double)HPU_KERNEL_MAX_WORK)
+		return true;
+	switch (op->kernel) {
+	case HPU_KERNEL_CONV:
+		return k / HPU_CONV_MACS_PER_WORK + 2 * k + 1 > most;
+	case HPU_KERNEL_CONV_BWD_INPUT:
+		return taps * cout_g * taps / HPU_CONV_MACS_PER_WORK + 2 * taps * cout_g +
+		       taps * taps + 1 > most;
+	default:
+		return pixels && weights &&
+		       (pixels + chunk - 1) / chunk > partials / weights;
+	}
+}
+
 /* Steps idx over channel c's elements of l [N, C, ...] (idx[1] = c); false after the last. */
 static bool hpu_chan_next(const struct hpu_tensor_layout *l, int64_t c, int64_t *idx)
 {
@@ -1014,39 +1053,6 @@ static int hpu_host_batch_norm(const struct hpu_op *op, const struct hpu_hview *
 }
 
 /*
- * Whether the device refuses a convolution for an item's bound
- * (hdm_kernel_conv.c's plans at their smallest blocks): a patch of more
- * multiply-adds than an item has, weight gradients whose chunks' partials
- * overflow the launch's scratch, or more work than a launch has.
- */
-static bool hpu_host_conv_too_long(const struct hpu_op *op)
-{
-	struct hpu_host_conv_dims d = hpu_host_conv_dims(op);
-	uint64_t most = HPU_KERNEL_MAX_ITEM_WORK, taps = (uint64_t)(d.kh * d.kw);
-	uint64_t k = (uint64_t)d.cin_g * taps, cout_g = (uint64_t)(d.cout / op->args[6]);
-	uint64_t weights = (uint64_t)d.cout * k, pixels = (uint64_t)(d.n * d.ho * d.wo);
-	/* 2^21 partials; the longest chunk at blocks of 1 x 1. */
-	uint64_t partials = 8u << 18, chunk = (most - 1) / 3;
-	/*
-	 * Every kind multiplies as much; the gathers add about a multiply-add
-	 * over the channels of a block (64 at most) and over its pixels.
-	 */
-	double macs = (double)weights * (double)pixels;
-	double work = macs / HPU_CONV_MACS_PER_WORK + macs / (double)(cout_g < 64 ? cout_g : 64) +
-		      macs / 32 + (double)d.cout * (double)pixels;
-
-	if (cout_g && work > (double)HPU_KERNEL_MAX_WORK)
-		return true;
-	switch (op->kernel) {
-	case HPU_KERNEL_CONV:
-		return k / HPU_CONV_MACS_PER_WORK + 2 * k + 1 > most;
-	case HPU_KERNEL_CONV_BWD_INPUT:
-		return taps * cout_g * taps / HPU_CONV_MACS_PER_WORK + 2 * taps * cout_g +
-		       taps * taps + 1 > most;
-	default:
-		return pixels && weights &&
-		       (pixels + chunk - 1) / chunk > partials / weights;
-	}
  * BATCH_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
  * invstd, weight; a0 bits weight, grad_weight, grad_bias, training, t[6] a
  * variance (s0 eps).
@@ -1201,6 +1207,12 @@ static const struct {
 	{ HPU_KERNEL_ADADELTA, hpu_host_elementwise },
 	{ HPU_KERNEL_ADAMW, hpu_host_elementwise },
 	{ HPU_KERNEL_CLIP_GRAD_NORM, hpu_host_clip },
+	{ HPU_KERNEL_BATCH_NORM, hpu_host_batch_norm },
+	{ HPU_KERNEL_BATCH_NORM_BWD, hpu_host_batch_norm_bwd },
+	{ HPU_KERNEL_MAX_POOL, hpu_host_pool },
+	{ HPU_KERNEL_MAX_POOL_BWD, hpu_host_pool },
+	{ HPU_KERNEL_AVG_POOL, hpu_host_pool },
+	{ HPU_KERNEL_AVG_POOL_BWD, hpu_host_pool },
 	{ HPU_KERNEL_SILU_BWD, hpu_host_elementwise },
 	{ HPU_KERNEL_TRIANGLE, hpu_host_triangle },
 	{ HPU_KERNEL_ARANGE, hpu_host_arange },
@@ -1214,12 +1226,6 @@ static const struct {
 	{ HPU_KERNEL_SCATTER_ADD, hpu_host_scatter_add },
 	{ HPU_KERNEL_SCATTER, hpu_host_scatter_add },
 	{ HPU_KERNEL_TOPK, hpu_host_topk },
-	{ HPU_KERNEL_BATCH_NORM, hpu_host_batch_norm },
-	{ HPU_KERNEL_BATCH_NORM_BWD, hpu_host_batch_norm_bwd },
-	{ HPU_KERNEL_MAX_POOL, hpu_host_pool },
-	{ HPU_KERNEL_MAX_POOL_BWD, hpu_host_pool },
-	{ HPU_KERNEL_AVG_POOL, hpu_host_pool },
-	{ HPU_KERNEL_AVG_POOL_BWD, hpu_host_pool },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };

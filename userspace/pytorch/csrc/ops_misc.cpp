@@ -222,16 +222,6 @@ void rms_check(const at::Tensor &input, const c10::optional<at::Tensor> &weight)
 		    "and device");
 }
 
-std::unique_ptr<View> maybe_view(const c10::optional<at::Tensor> &t)
-{
-	return t && t->defined() ? std::make_unique<View>(*t) : nullptr;
-}
-
-hpu_tensor *handle(const std::unique_ptr<View> &v)
-{
-	return v ? static_cast<hpu_tensor *>(*v) : nullptr;
-}
-
 std::tuple<at::Tensor, at::Tensor> rms_norm(const at::Tensor &input,
 					    const c10::optional<at::Tensor> &weight, double eps)
 {
