@@ -259,7 +259,7 @@ static int hdm_tpc_decode(struct hdm_job *job, struct hdm_tpc_launch *l, const u
 	unsigned int i;
 	uint64_t bits;
 
-	if (version != HPU_KERNEL_PARAMS_VERSION)
+	if (!version || version > HPU_KERNEL_PARAMS_VERSION)
 		return hdm_pkt_refuse(job, "parameter version %" PRIu32, version);
 	if (hdm_ld_le32(p + HDM_PARAMS_OFF(flags)))
 		return hdm_pkt_refuse(job, "parameter flags are not 0");

@@ -1226,6 +1226,19 @@ static void case_split_tiny(struct hpu_test *t)
 	test_split(t, 96, 1);
 }
 
+/* A launch of the first parameter version still runs: a runtime older than the device. */
+static void case_version_1_runs(struct hpu_test *t)
+{
+	struct launch l = launch_new(TK_COUNT, 1);
+	uint64_t shape[2] = { 12, 8 };
+
+	map_compute(t);
+	l.p.version = 1;
+	l.t[0] = desc(VA_DATA, HPU_DTYPE_I32, 2, shape, 0);
+	launch_ok(t, &l, __LINE__);
+	expect_counts(t, VA_DATA, 96, 1, __LINE__);
+}
+
 static void case_split_some(struct hpu_test *t)
 {
 	test_split(t, 3 * HDM_TPC_PART_ITEMS + 8, 3);
@@ -2159,6 +2172,7 @@ LBEND(size_big, *size = HPU_KERNEL_PARAMS_MAX + 8)
 LBEND(size_mismatch, *size -= sizeof(struct hpu_tensor_desc))
 LBEND(size_extra, *size += sizeof(struct hpu_tensor_desc))
 LBEND(version, l->p.version = HPU_KERNEL_PARAMS_VERSION + 1)
+LBEND(version_0, l->p.version = 0)
 LBEND(flags, l->p.flags = 1)
 LBEND(too_many, (l->p.num_tensors = HPU_KERNEL_MAX_TENSORS + 1,
 		 *size = (uint32_t)(sizeof(l->p) + 17 * sizeof(l->t[0]))))
@@ -2190,6 +2204,7 @@ static const struct launch_bad_case launch_bad_cases[] = {
 	{ "size one descriptor short", size_mismatch, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "size one descriptor long", size_extra, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "version", version, HPU_EVENT_BAD_KERNEL, 0 },
+	{ "version 0", version_0, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "flags", flags, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "17 tensors", too_many, HPU_EVENT_BAD_KERNEL, 0 },
 	{ "kernel id 0", kernel_0, HPU_EVENT_BAD_KERNEL, 0 },
@@ -2250,6 +2265,7 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "GEMM: working memory of many threads bounded", case_gemm_work_max },
 	{ "GEMM: an operand staged past HDM_TMEM_STAGE_MAX is refused", case_gemm_stage_max },
 	{ "launch: a tiny launch is one part", case_split_tiny },
+	{ "launch: a version 1 parameter block still runs", case_version_1_runs },
 	{ "launch: items split over some TPCs, each done once", case_split_some },
 	{ "launch: items split over every TPC, each done once", case_split_all },
 	{ "launch: parts of bounded length, more than TPCs, each done once", case_split_bounded },

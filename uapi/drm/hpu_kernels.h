@@ -53,15 +53,18 @@
  * queue's work, so a launch holds the engine for an item at most.  A queue
  * reset stops a running launch within milliseconds, however large.
  *
- * Version 1: bump HPU_KERNEL_PARAMS_VERSION only to add kernels, ops or
- * flags; the device rejects versions it does not know.
+ * Versions: HPU_KERNEL_PARAMS_VERSION is bumped only to add kernels, ops
+ * or flags, and a device runs launches of every version from 1 to its own,
+ * rejecting the others: a runtime newer than its device learns so from its
+ * first launch.  Version 2 added the unary ops SILU to ERF and the kernels
+ * from CONV (24) on.
  */
 #ifndef HPU_KERNELS_H
 #define HPU_KERNELS_H
 
 #include <linux/types.h>
 
-#define HPU_KERNEL_PARAMS_VERSION 1
+#define HPU_KERNEL_PARAMS_VERSION 2
 
 enum hpu_dtype {
 	HPU_DTYPE_F32 = 1,
