@@ -161,11 +161,13 @@ extern const struct hdm_kernel_def hdm_kernel_clip_grad_norm;
 /* hdm_kernel_conv.c */
 extern const struct hdm_kernel_def hdm_kernel_conv, hdm_kernel_conv_bwd_input;
 extern const struct hdm_kernel_def hdm_kernel_conv_bwd_weight;
+/* hdm_kernel_misc.c, hdm_kernel_rmsnorm.c */
 extern const struct hdm_kernel_def hdm_kernel_silu_bwd, hdm_kernel_triangle, hdm_kernel_arange;
 extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
 /* hdm_kernel_index.c */
 extern const struct hdm_kernel_def hdm_kernel_index_select, hdm_kernel_gather;
 extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_kernel_scatter;
+/* hdm_kernel_bnorm.c, hdm_kernel_pool.c */
 extern const struct hdm_kernel_def hdm_kernel_batch_norm, hdm_kernel_batch_norm_bwd;
 extern const struct hdm_kernel_def hdm_kernel_max_pool, hdm_kernel_max_pool_bwd;
 extern const struct hdm_kernel_def hdm_kernel_avg_pool, hdm_kernel_avg_pool_bwd;
