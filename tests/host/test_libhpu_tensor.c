@@ -637,9 +637,48 @@ static void test_fallback_long_rows(void)
 }
 
 /*
+ * layer_norm on F64 [2, 3] rows x with weight w and a bias, and its
+ * backward of g, against the formulas of row 0.
+ */
+static void test_fallback_layer_norm(struct hpu_tensor *x, struct hpu_tensor *g,
+				     struct hpu_tensor *w)
+{
+	struct hpu_tensor *y = FAKE(HPU_DT_F64, 2, 3), *b = FAKE(HPU_DT_F64, 3);
+	struct hpu_tensor *mean = FAKE(HPU_DT_F32, 2), *rstd = FAKE(HPU_DT_F32, 2);
+	struct hpu_tensor *gw = FAKE(HPU_DT_F64, 3), *gb = FAKE(HPU_DT_F64, 3);
+	const double *xv = (const double *)(uintptr_t)x->storage->va;
+	const double *gv = (const double *)(uintptr_t)g->storage->va;
+	const double *wv = (const double *)(uintptr_t)w->storage->va;
+	double *bv = (double *)(uintptr_t)b->storage->va, *yv = (double *)(uintptr_t)y->storage->va;
+	const double *gwv = (const double *)(uintptr_t)gw->storage->va;
+	const double *gbv = (const double *)(uintptr_t)gb->storage->va;
+	const float *mv = (const float *)(uintptr_t)mean->storage->va;
+	const float *rv = (const float *)(uintptr_t)rstd->storage->va;
+	double m = (xv[0] + xv[1] + xv[2]) / 3, var = 0, sg = 0, sgx = 0, xhat[3];
+
+	for (int j = 0; j < 3; j++) {
+		var += (xv[j] - m) * (xv[j] - m) / 3;
+		bv[j] = j - 1;
+	}
+	EXPECT(hpu_op_layer_norm(S, y, mean, rstd, x, w, b, 1, 0.5) == 0);
+	EXPECT(mv[0] == (float)m && rv[0] == (float)(1 / sqrt(var + 0.5)));
+	EXPECT(fabs(yv[2] - ((xv[2] - m) / sqrt(var + 0.5) * wv[2] + bv[2])) < 1e-12);
+	/* The backward from the statistics as saved (F32). */
+	for (int j = 0; j < 3; j++) {
+		xhat[j] = (xv[j] - mv[0]) * rv[0];
+		sg += gv[j] * wv[j] / 3;
+		sgx += gv[j] * wv[j] * xhat[j] / 3;
+	}
+	EXPECT(hpu_op_layer_norm_backward(S, y, gw, gb, g, x, mean, rstd, w, 1) == 0);
+	EXPECT(fabs(yv[2] - rv[0] * (gv[2] * wv[2] - sg - xhat[2] * sgx)) < 1e-12);
+	EXPECT(fabs(gwv[0] - (gv[0] * xhat[0] + gv[3] * (xv[3] - mv[1]) * rv[1])) < 1e-12);
+	EXPECT(gbv[1] == gv[1] + gv[4]);
+}
+
+/*
  * The ops of issue 24's model glue on F64 (host only): silu, sin, cos, erf and silu's
- * backward elementwise; rms_norm and its backward against the formula; triu as bytes;
- * arange's lane blocks (each lane counting on from its base).
+ * backward elementwise; rms_norm, layer_norm and their backwards against the formulas;
+ * triu as bytes; arange's lane blocks (each lane counting on from its base).
  */
 static void test_fallback_misc(void)
 {
@@ -674,6 +713,7 @@ static void test_fallback_misc(void)
 	EXPECT(hpu_op_rms_norm_backward(S, y, gw, g, x, rstd, w, 1) == 0);
 	EXPECT(fabs(yv[2] - rv[0] * (3 * 1.5 - 2 * rv[0] * sgx)) < 1e-12);
 	EXPECT(fabs(gwv[0] - (-1.5 * rv[0] + 12.0 * rv[1])) < 1e-12);
+	test_fallback_layer_norm(x, g, w);
 	EXPECT(hpu_op_triangle(S, y, x, 0, true) == 0 && yv[3] == 0 && yv[4] == -4 && yv[2] == 2);
 	/* Blocks of 2 * 4 lanes: elements 0-15 from bases 0 and 4 * 0.1 ..., 16-20 the tail. */
 	EXPECT(hpu_op_arange(S, ar, 0, 0.1, 4, 0) == 0);
@@ -890,7 +930,7 @@ int main(void)
 		{ "CPU fallback: a row past the device's item bound", test_fallback_long_rows },
 		{ "pooling and batch norm: args and refusals", test_pool_bnorm_ops },
 		{ "CPU fallback: pooling and batch norm", test_fallback_pool_bnorm },
-		{ "CPU fallback: silu, rms_norm, triangle, arange", test_fallback_misc },
+		{ "CPU fallback: silu, rms_norm, layer_norm, triangle, arange", test_fallback_misc },
 		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
 		{ "CPU fallback: index ops check their indices", test_fallback_index },
 	};

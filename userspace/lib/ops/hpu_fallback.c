@@ -407,104 +407,149 @@ static int hpu_host_cumsum(const struct hpu_op *op, const struct hpu_hview *h)
 	return 0;
 }
 
-/* LAYER_NORM: t out, mean, rstd, in, weight, bias; a0 trailing dims normalised, s0 eps. */
-static int hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
+/*
+ * The operands' slots of LAYER_NORM (centered: by the row's mean, and a
+ * bias) and RMS_NORM (not centered) and of their backwards; -1: none.
+ */
+struct hpu_host_norm {
+	int out, mean, rstd, in, weight, bias;           /* forward */
+	int grad_in, grad_weight, grad_bias, grad_out;   /* backward */
+};
+
+static const struct hpu_host_norm hpu_host_layer_norm_slots = {
+	.out = 0, .mean = 1, .rstd = 2, .in = 3, .weight = 4, .bias = 5,
+}, hpu_host_layer_norm_bwd_slots = {
+	.grad_in = 0, .grad_weight = 1, .grad_bias = 2, .grad_out = 3, .in = 4, .mean = 5,
+	.rstd = 6, .weight = 7,
+}, hpu_host_rms_norm_slots = {
+	.out = 0, .mean = -1, .rstd = 1, .in = 2, .weight = 3, .bias = -1,
+}, hpu_host_rms_norm_bwd_slots = {
+	.grad_in = 0, .grad_weight = 1, .grad_bias = -1, .grad_out = 2, .in = 3, .mean = -1,
+	.rstd = 4, .weight = 5,
+};
+
+/* Whether the op has the operand of slot s. */
+static bool hpu_host_norm_has(const struct hpu_op *op, int s)
 {
-	const struct hpu_tensor_layout *in = &op->l[3];
-	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
-	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
-	const int64_t *inner = in->shape + lead;
-
-	if (!hpu_layout_numel(in))
-		return 0;
-	do {
-		double sum = 0, var = 0, mean, rstd, y;
-
-		do
-			sum += hpu_hload(&h[3], idx);
-		while (hpu_index_next(dims, inner, idx + lead));
-		mean = sum / (double)n;
-		do
-			var += (hpu_hload(&h[3], idx) - mean) * (hpu_hload(&h[3], idx) - mean);
-		while (hpu_index_next(dims, inner, idx + lead));
-		rstd = 1 / sqrt(var / (double)n + op->scalars[0]);
-		hpu_hstore(&h[1], idx, mean);
-		hpu_hstore(&h[2], idx, rstd);
-		do {
-			y = (hpu_hload(&h[3], idx) - mean) * rstd;
-			if (op->t[4])
-				y *= hpu_hload(&h[4], idx + lead);
-			if (op->t[5])
-				y += hpu_hload(&h[5], idx + lead);
-			hpu_hstore(&h[0], idx, y);
-		} while (hpu_index_next(dims, inner, idx + lead));
-	} while (hpu_index_next(lead, in->shape, idx));
-	return 0;
+	return s >= 0 && op->t[s];
 }
 
-/* RMS_NORM: t out, rstd, in, weight; a0 trailing dims normalised, a1 weight present, s0 eps. */
-static int hpu_host_rms_norm(const struct hpu_op *op, const struct hpu_hview *h)
+/*
+ * LAYER_NORM and RMS_NORM over a0 trailing dims, eps s0: per row, rstd = 1 /
+ * sqrt(mean((x - mean)^2) + eps) (mean 0 when not centered), out = (x - mean)
+ * * rstd (* weight) (+ bias).
+ */
+static int hpu_host_row_norm(const struct hpu_op *op, const struct hpu_hview *h,
+			     const struct hpu_host_norm *s)
 {
-	const struct hpu_tensor_layout *in = &op->l[2];
+	const struct hpu_tensor_layout *in = &op->l[s->in];
 	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
 	const int64_t *inner = in->shape + lead;
+	const struct hpu_hview *x = &h[s->in];
 
 	if (!hpu_layout_numel(in))
 		return 0;
 	do {
-		double ss = 0, rstd, y;
+		double sum = 0, var = 0, mean = 0, rstd, y;
 
+		if (s->mean >= 0) {
+			do
+				sum += hpu_hload(x, idx);
+			while (hpu_index_next(dims, inner, idx + lead));
+			mean = sum / (double)n;
+		}
 		do
-			ss += hpu_hload(&h[2], idx) * hpu_hload(&h[2], idx);
+			var += (hpu_hload(x, idx) - mean) * (hpu_hload(x, idx) - mean);
 		while (hpu_index_next(dims, inner, idx + lead));
-		rstd = 1 / sqrt(ss / (double)n + op->scalars[0]);
-		hpu_hstore(&h[1], idx, rstd);
+		rstd = 1 / sqrt(var / (double)n + op->scalars[0]);
+		if (s->mean >= 0)
+			hpu_hstore(&h[s->mean], idx, mean);
+		hpu_hstore(&h[s->rstd], idx, rstd);
 		do {
-			y = hpu_hload(&h[2], idx) * rstd;
-			if (op->t[3])
-				y *= hpu_hload(&h[3], idx + lead);
-			hpu_hstore(&h[0], idx, y);
+			y = (hpu_hload(x, idx) - mean) * rstd;
+			if (hpu_host_norm_has(op, s->weight))
+				y *= hpu_hload(&h[s->weight], idx + lead);
+			if (hpu_host_norm_has(op, s->bias))
+				y += hpu_hload(&h[s->bias], idx + lead);
+			hpu_hstore(&h[s->out], idx, y);
 		} while (hpu_index_next(dims, inner, idx + lead));
 	} while (hpu_index_next(lead, in->shape, idx));
 	return 0;
 }
 
 /*
- * RMS_NORM_BWD: t grad_in, grad_weight, grad_out, in, rstd, weight.  With
- * xhat = x * rstd and g = grad_out * weight: grad_in = rstd * (g - xhat *
- * mean(g * xhat)); grad_weight sums grad_out * xhat over the rows.
+ * LAYER_NORM_BWD and RMS_NORM_BWD.  With xhat = (x - mean) * rstd and g =
+ * grad_out * weight: grad_in = rstd * (g - mean(g) - xhat * mean(g * xhat)),
+ * without the mean(g) term when not centered; grad_weight and grad_bias sum
+ * grad_out * xhat and grad_out over the rows.
  */
-static int hpu_host_rms_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+static int hpu_host_row_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h,
+				 const struct hpu_host_norm *s)
 {
-	const struct hpu_tensor_layout *in = &op->l[3];
+	const struct hpu_tensor_layout *in = &op->l[s->in];
 	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
 	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
 	const int64_t *inner = in->shape + lead;
+	const struct hpu_hview *x = &h[s->in], *gy = &h[s->grad_out];
+	bool gw = hpu_host_norm_has(op, s->grad_weight), gb = hpu_host_norm_has(op, s->grad_bias);
+	bool w = hpu_host_norm_has(op, s->weight);
 
-	if (op->t[1])
-		do
-			hpu_hstore(&h[1], idx + lead, 0);
-		while (hpu_index_next(dims, inner, idx + lead));
+	do { /* the parameter grads accumulate over the rows */
+		if (gw)
+			hpu_hstore(&h[s->grad_weight], idx + lead, 0);
+		if (gb)
+			hpu_hstore(&h[s->grad_bias], idx + lead, 0);
+	} while (hpu_index_next(dims, inner, idx + lead));
 	if (!hpu_layout_numel(in))
 		return 0;
 	do {
-		double rstd = hpu_hload(&h[4], idx), sgx = 0, go, xhat;
+		double mean = s->mean >= 0 ? hpu_hload(&h[s->mean], idx) : 0;
+		double rstd = hpu_hload(&h[s->rstd], idx), sg = 0, sgx = 0, go, xhat, g;
 
 		do {
-			go = hpu_hload(&h[2], idx);
-			xhat = hpu_hload(&h[3], idx) * rstd;
-			sgx += (op->t[5] ? go * hpu_hload(&h[5], idx + lead) : go) * xhat;
-			if (op->t[1])
-				hpu_hstore(&h[1], idx + lead, hpu_hload(&h[1], idx + lead) + go * xhat);
+			go = hpu_hload(gy, idx);
+			xhat = (hpu_hload(x, idx) - mean) * rstd;
+			g = w ? go * hpu_hload(&h[s->weight], idx + lead) : go;
+			sg += g;
+			sgx += g * xhat;
+			if (gw)
+				hpu_hstore(&h[s->grad_weight], idx + lead,
+					   hpu_hload(&h[s->grad_weight], idx + lead) + go * xhat);
+			if (gb)
+				hpu_hstore(&h[s->grad_bias], idx + lead,
+					   hpu_hload(&h[s->grad_bias], idx + lead) + go);
 		} while (hpu_index_next(dims, inner, idx + lead));
+		if (s->mean < 0)
+			sg = 0;
 		do {
-			xhat = hpu_hload(&h[3], idx) * rstd;
-			go = hpu_hload(&h[2], idx) * (op->t[5] ? hpu_hload(&h[5], idx + lead) : 1);
-			hpu_hstore(&h[0], idx, rstd * (go - xhat * sgx / (double)n));
+			xhat = (hpu_hload(x, idx) - mean) * rstd;
+			g = hpu_hload(gy, idx) * (w ? hpu_hload(&h[s->weight], idx + lead) : 1);
+			hpu_hstore(&h[s->grad_in], idx,
+				   rstd * (g - sg / (double)n - xhat * sgx / (double)n));
 		} while (hpu_index_next(dims, inner, idx + lead));
 	} while (hpu_index_next(lead, in->shape, idx));
 	return 0;
+}
+
+static int hpu_host_layer_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	return hpu_host_row_norm(op, h, &hpu_host_layer_norm_slots);
+}
+
+static int hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	return hpu_host_row_norm_bwd(op, h, &hpu_host_layer_norm_bwd_slots);
+}
+
+static int hpu_host_rms_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	return hpu_host_row_norm(op, h, &hpu_host_rms_norm_slots);
+}
+
+static int hpu_host_rms_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	return hpu_host_row_norm_bwd(op, h, &hpu_host_rms_norm_bwd_slots);
 }
 
 /* TRIANGLE: t out, in of one dtype; a0 diagonal, a1 upper.  Elements move as bytes. */
@@ -578,50 +623,6 @@ static int hpu_host_arange(const struct hpu_op *op, const struct hpu_hview *h)
 		}
 		hpu_hstore(&h[0], at, v);
 	}
-	return 0;
-}
-
-/*
- * LAYER_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
- * rstd, weight.  With xhat = (x - mean) * rstd and g = grad_out * weight:
- * grad_in = rstd * (g - mean(g) - xhat * mean(g * xhat)).
- */
-static int hpu_host_layer_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
-{
-	const struct hpu_tensor_layout *in = &op->l[4];
-	unsigned int dims = (unsigned int)op->args[0], lead = in->ndim - dims;
-	int64_t idx[HPU_MAX_DIMS] = { 0 }, n = hpu_shape_numel(dims, in->shape + lead);
-	const int64_t *inner = in->shape + lead;
-	unsigned int p;
-
-	for (p = 1; p <= 2; p++) /* the parameter grads accumulate over the rows */
-		if (op->t[p])
-			do
-				hpu_hstore(&h[p], idx + lead, 0);
-			while (hpu_index_next(dims, inner, idx + lead));
-	if (!hpu_layout_numel(in))
-		return 0;
-	do {
-		double mean = hpu_hload(&h[5], idx), rstd = hpu_hload(&h[6], idx);
-		double sg = 0, sgx = 0, go, xhat, g;
-
-		do {
-			go = hpu_hload(&h[3], idx);
-			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
-			g = op->t[7] ? go * hpu_hload(&h[7], idx + lead) : go;
-			sg += g;
-			sgx += g * xhat;
-			if (op->t[1])
-				hpu_hstore(&h[1], idx + lead, hpu_hload(&h[1], idx + lead) + go * xhat);
-			if (op->t[2])
-				hpu_hstore(&h[2], idx + lead, hpu_hload(&h[2], idx + lead) + go);
-		} while (hpu_index_next(dims, inner, idx + lead));
-		do {
-			xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
-			g = hpu_hload(&h[3], idx) * (op->t[7] ? hpu_hload(&h[7], idx + lead) : 1);
-			hpu_hstore(&h[0], idx, rstd * (g - sg / (double)n - xhat * sgx / (double)n));
-		} while (hpu_index_next(dims, inner, idx + lead));
-	} while (hpu_index_next(lead, in->shape, idx));
 	return 0;
 }
 
