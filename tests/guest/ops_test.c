@@ -183,6 +183,95 @@ static int run_clip(struct hpu_stream *s, struct hpu_tensor **t, const struct op
 	return hpu_op_clip_grad_norm(s, t[0], t + 1, c->n - 1, 0.5, c->arg ? INFINITY : 2);
 }
 
+/* Convolution parameters by case arg: 0 plain with padding, 1 strided, dilated and grouped. */
+static const struct hpu_conv_params conv_params[2] = {
+	{ { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 },
+	{ { 2, 1 }, { 0, 1 }, { 1, 2 }, 2 },
+};
+
+static int run_conv(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	return c->n == 4 ? hpu_op_conv(s, t[0], t[1], t[2], t[3], &conv_params[c->arg])
+			 : hpu_op_conv_backward(s, t[0], t[1], t[2], t[3], t[4], t[5],
+						&conv_params[c->arg]);
+}
+
+/* batch_norm's backward: arg's flags and BN_BWD (forward and backward both have 8 operands). */
+#define BN_BWD 0x100
+
+static int run_batch_norm(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	unsigned int flags = c->arg & ~BN_BWD;
+
+	return c->arg & BN_BWD ? hpu_op_batch_norm_backward(s, t[0], t[1], t[2], t[3], t[4], t[5],
+							     t[6], t[7], flags, 1e-5)
+			       : hpu_op_batch_norm(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6],
+						   t[7], flags, 0.1, 1e-5);
+}
+
+/* Pooling: kernel 3, stride 2, padding 1 (adaptive: arg 2). */
+static const int64_t pool_k[2] = { 3, 3 }, pool_s[2] = { 2, 2 }, pool_p[2] = { 1, 1 };
+static const int64_t pool_d[2] = { 1, 1 };
+
+/* max_pool2d; its backward (t gi, go, in, out, indices) from the forward's indices of in. */
+static int run_max_pool(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	int ret;
+
+	if (c->n == 3)
+		return hpu_op_max_pool2d(s, t[0], t[1], t[2], pool_k, pool_s, pool_p, pool_d);
+	ret = hpu_op_max_pool2d(s, t[3], t[4], t[2], pool_k, pool_s, pool_p, pool_d);
+	return ret ? ret : hpu_op_max_pool2d_backward(s, t[0], t[1], t[4], pool_k, pool_s, pool_p,
+						      pool_d);
+}
+
+/* Average pooling by case arg: count_include_pad, backward, adaptive; x a divisor override. */
+enum { POOL_PAD = 1, POOL_BWD = 2, POOL_ADAPTIVE = 4 };
+
+static int run_avg_pool(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	bool pad = c->arg & POOL_PAD;
+
+	switch (c->arg & ~POOL_PAD) {
+	case POOL_ADAPTIVE: return hpu_op_adaptive_avg_pool2d(s, t[0], t[1]);
+	case POOL_ADAPTIVE | POOL_BWD: return hpu_op_adaptive_avg_pool2d_backward(s, t[0], t[1]);
+	case POOL_BWD:
+		return hpu_op_avg_pool2d_backward(s, t[0], t[1], pool_k, pool_s, pool_p, pad,
+						  (int64_t)c->x);
+	default: return hpu_op_avg_pool2d(s, t[0], t[1], pool_k, pool_s, pool_p, pad, (int64_t)c->x);
+	}
+}
+
+static int run_misc(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	switch (c->n) {
+	case 1: return hpu_op_arange(s, t[0], c->x, 0.25, 0, 0);
+	case 2: return hpu_op_triangle(s, t[0], t[1], c->arg, c->x != 0);
+	default: return hpu_op_silu_backward(s, t[0], t[1], t[2]);
+	}
+}
+
+static int run_rms_norm(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	return c->n == 4 ? hpu_op_rms_norm(s, t[0], t[1], t[2], t[3], c->arg, 1e-5)
+			 : hpu_op_rms_norm_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], c->arg);
+}
+
+/* The index ops along dim 1, by case arg. */
+enum { IX_SELECT, IX_GATHER, IX_SCATTER_ADD, IX_SCATTER, IX_ADD, IX_TOPK };
+
+static int run_index(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	switch (c->arg) {
+	case IX_SELECT: return hpu_op_index_select(s, t[0], t[1], t[2], 1);
+	case IX_GATHER: return hpu_op_gather(s, t[0], t[1], t[2], 1);
+	case IX_SCATTER_ADD: return hpu_op_scatter_add(s, t[0], t[1], t[2], 1);
+	case IX_SCATTER: return hpu_op_scatter(s, t[0], t[1], t[2], 1);
+	case IX_ADD: return hpu_op_index_add(s, t[0], t[1], t[2], 1);
+	default: return hpu_op_topk(s, t[0], t[1], t[2], 3, 1, c->x != 0, true);
+	}
+}
+
 #define UN(fn, lo, hi) \
 	{ #fn, run_unary, fn, 0.5, 2, { OUT(3, SH(3, 5, 7)), IN(3, SH(3, 5, 7), TRANS, lo, hi) } }
 #define BIN(fn, lo, hi)                                                          \
@@ -284,6 +373,85 @@ static const struct op_case cases[] = {
 	    IN(1, SH(6), CONTIG, -1, 1) } },
 	{ "linear without bias", run_matmul, 1, 0, 3,
 	  { OUT(2, SH(4, 6)), IN(2, SH(4, 9), CONTIG, -1, 1), IN(2, SH(6, 9), CONTIG, -1, 1) } },
+	UN(HPU_UN_SILU, -4, 4), UN(HPU_UN_SIN, -4, 4), UN(HPU_UN_COS, -4, 4), UN(HPU_UN_ERF, -2, 2),
+	{ "silu_backward", run_misc, 0, 0, 3,
+	  { OUT(2, SH(5, 6)), IN(2, SH(5, 6), TRANS, -2, 2), IN(2, SH(5, 6), STRIDED, -4, 4) } },
+	{ "triu", run_misc, 1, 1, 2, { OUT(3, SH(2, 4, 5)), IN(3, SH(2, 4, 5), TRANS, -2, 2) } },
+	{ "tril", run_misc, -1, 0, 2, { OUT(2, SH(5, 4)), IN(2, SH(5, 4), STRIDED, -2, 2) } },
+	{ "arange", run_misc, 0, -2.5, 1, { OUT(1, SH(21)) } },
+	{ "conv2d", run_conv, 0, 0, 4,
+	  { OUT(4, SH(2, 6, 5, 6)), IN(4, SH(2, 4, 5, 6), TRANS, -1, 1),
+	    IN(4, SH(6, 4, 3, 3), CONTIG, -1, 1), IN(1, SH(6), CONTIG, -1, 1) } },
+	{ "conv2d strided dilated grouped", run_conv, 1, 0, 4,
+	  { OUT(4, SH(2, 6, 3, 6)), IN(4, SH(2, 4, 7, 6), STRIDED, -1, 1),
+	    IN(4, SH(6, 2, 3, 2), TRANS, -1, 1), IN(1, SH(6), CONTIG, -1, 1) } },
+	{ "conv2d_backward", run_conv, 0, 0, 6,
+	  { OUT(4, SH(2, 4, 5, 6)), OUT(4, SH(6, 4, 3, 3)), OUT(1, SH(6)),
+	    IN(4, SH(2, 6, 5, 6), TRANS, -1, 1), IN(4, SH(2, 4, 5, 6), STRIDED, -1, 1),
+	    IN(4, SH(6, 4, 3, 3), CONTIG, -1, 1) } },
+	{ "conv2d_backward strided dilated grouped", run_conv, 1, 0, 6,
+	  { OUT(4, SH(2, 4, 7, 6)), OUT(4, SH(6, 2, 3, 2)), OUT(1, SH(6)),
+	    IN(4, SH(2, 6, 3, 6), CONTIG, -1, 1), IN(4, SH(2, 4, 7, 6), TRANS, -1, 1),
+	    IN(4, SH(6, 2, 3, 2), STRIDED, -1, 1) } },
+	{ "batch_norm training", run_batch_norm, HPU_BN_TRAINING, 0, 8,
+	  { OUT(4, SH(3, 4, 5, 6)), { STAT, 1, SH(4), CONTIG, 0, 1, true },
+	    { STAT, 1, SH(4), CONTIG, 0, 1, true }, IN(4, SH(3, 4, 5, 6), TRANS, -2, 2),
+	    IN(1, SH(4), CONTIG, 0.5, 1.5), IN(1, SH(4), CONTIG, -0.5, 0.5),
+	    IO(1, SH(4), -0.5, 0.5), IO(1, SH(4), 0.5, 1.5) } },
+	{ "batch_norm eval", run_batch_norm, 0, 0, 8,
+	  { OUT(3, SH(3, 4, 7)), { STAT, 1, SH(4), CONTIG, 0, 1, true },
+	    { STAT, 1, SH(4), CONTIG, 0, 1, true }, IN(3, SH(3, 4, 7), STRIDED, -2, 2),
+	    IN(1, SH(4), CONTIG, 0.5, 1.5), IN(1, SH(4), CONTIG, -0.5, 0.5),
+	    IN(1, SH(4), CONTIG, -0.5, 0.5), IN(1, SH(4), CONTIG, 0.5, 1.5) } },
+	{ "batch_norm_backward training", run_batch_norm, BN_BWD | HPU_BN_TRAINING, 0, 8,
+	  { OUT(4, SH(3, 4, 5, 6)), OUT(1, SH(4)), OUT(1, SH(4)),
+	    IN(4, SH(3, 4, 5, 6), TRANS, -1, 1), IN(4, SH(3, 4, 5, 6), CONTIG, -2, 2),
+	    { STAT, 1, SH(4), CONTIG, -0.5, 0.5, false }, { STAT, 1, SH(4), CONTIG, 0.5, 2, false },
+	    IN(1, SH(4), CONTIG, 0.5, 1.5) } },
+	{ "batch_norm_backward eval variance", run_batch_norm, BN_BWD | HPU_BN_VAR, 0, 8,
+	  { OUT(3, SH(3, 4, 7)), OUT(1, SH(4)), OUT(1, SH(4)),
+	    IN(3, SH(3, 4, 7), STRIDED, -1, 1), IN(3, SH(3, 4, 7), CONTIG, -2, 2),
+	    { STAT, 1, SH(4), CONTIG, -0.5, 0.5, false }, { STAT, 1, SH(4), CONTIG, 0.5, 2, false },
+	    IN(1, SH(4), CONTIG, 0.5, 1.5) } },
+	{ "max_pool2d", run_max_pool, 0, 0, 3,
+	  { OUT(4, SH(2, 3, 4, 4)), IDX_OUT(4, SH(2, 3, 4, 4)), IN(4, SH(2, 3, 7, 8), TRANS, -2, 2) } },
+	{ "max_pool2d_backward", run_max_pool, 0, 0, 5,
+	  { OUT(4, SH(2, 3, 7, 8)), IN(4, SH(2, 3, 4, 4), STRIDED, -1, 1),
+	    IN(4, SH(2, 3, 7, 8), CONTIG, -2, 2), OUT(4, SH(2, 3, 4, 4)),
+	    IDX_OUT(4, SH(2, 3, 4, 4)) } },
+	{ "avg_pool2d", run_avg_pool, 0, 0, 2,
+	  { OUT(4, SH(2, 3, 4, 4)), IN(4, SH(2, 3, 7, 8), TRANS, -2, 2) } },
+	{ "avg_pool2d count_include_pad divisor", run_avg_pool, POOL_PAD, 5, 2,
+	  { OUT(3, SH(3, 4, 4)), IN(3, SH(3, 7, 8), STRIDED, -2, 2) } },
+	{ "avg_pool2d_backward", run_avg_pool, POOL_BWD, 0, 2,
+	  { OUT(4, SH(2, 3, 7, 8)), IN(4, SH(2, 3, 4, 4), TRANS, -1, 1) } },
+	{ "avg_pool2d_backward count_include_pad divisor", run_avg_pool, POOL_BWD | POOL_PAD, 5, 2,
+	  { OUT(3, SH(3, 7, 8)), IN(3, SH(3, 4, 4), STRIDED, -1, 1) } },
+	{ "adaptive_avg_pool2d", run_avg_pool, POOL_ADAPTIVE, 0, 2,
+	  { OUT(4, SH(2, 3, 3, 4)), IN(4, SH(2, 3, 7, 9), TRANS, -2, 2) } },
+	{ "adaptive_avg_pool2d_backward", run_avg_pool, POOL_ADAPTIVE | POOL_BWD, 0, 2,
+	  { OUT(4, SH(2, 3, 7, 9)), IN(4, SH(2, 3, 3, 4), STRIDED, -1, 1) } },
+	{ "rms_norm", run_rms_norm, 1, 0, 4,
+	  { OUT(3, SH(2, 3, 8)), { STAT, 2, SH(2, 3), CONTIG, 0, 1, true },
+	    IN(3, SH(2, 3, 8), TRANS, -2, 2), IN(1, SH(8), CONTIG, 0.5, 1.5) } },
+	{ "rms_norm_backward", run_rms_norm, 1, 0, 6,
+	  { OUT(3, SH(2, 3, 4)), OUT(1, SH(4)), IN(3, SH(2, 3, 4), TRANS, -1, 1),
+	    IN(3, SH(2, 3, 4), CONTIG, -2, 2), { STAT, 2, SH(2, 3), CONTIG, 0.5, 2, false },
+	    IN(1, SH(4), STRIDED, 0.5, 1.5) } },
+	{ "index_select", run_index, IX_SELECT, 0, 3,
+	  { OUT(3, SH(4, 3, 5)), IN(3, SH(4, 7, 5), TRANS, -2, 2), IDX(1, SH(3), 7) } },
+	{ "gather", run_index, IX_GATHER, 0, 3,
+	  { OUT(3, SH(4, 3, 5)), IN(3, SH(4, 7, 5), STRIDED, -2, 2), IDX(3, SH(4, 3, 5), 7) } },
+	{ "scatter_add", run_index, IX_SCATTER_ADD, 0, 3,
+	  { IO(3, SH(4, 7, 5), -1, 1), IDX(3, SH(4, 3, 5), 7), IN(3, SH(4, 3, 5), TRANS, -2, 2) } },
+	{ "scatter", run_index, IX_SCATTER, 0, 3,
+	  { IO(3, SH(4, 7, 5), -1, 1), IDX(3, SH(4, 6, 5), 7), IN(3, SH(4, 6, 5), STRIDED, -2, 2) } },
+	{ "index_add", run_index, IX_ADD, 0, 3,
+	  { IO(3, SH(4, 7, 5), -1, 1), IDX(1, SH(9), 7), IN(3, SH(4, 9, 5), TRANS, -2, 2) } },
+	{ "topk largest", run_index, IX_TOPK, 1, 3,
+	  { OUT(3, SH(4, 3, 5)), IDX_OUT(3, SH(4, 3, 5)), IN(3, SH(4, 7, 5), TRANS, -2, 2) } },
+	{ "topk smallest", run_index, IX_TOPK, 0, 3,
+	  { OUT(2, SH(4, 3)), IDX_OUT(2, SH(4, 3)), IN(2, SH(4, 9), STRIDED, -2, 2) } },
 };
 
 /* xorshift64*: the same values for the device and the reference run. */
