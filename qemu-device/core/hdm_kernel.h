@@ -171,6 +171,8 @@ extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_
 extern const struct hdm_kernel_def hdm_kernel_batch_norm, hdm_kernel_batch_norm_bwd;
 extern const struct hdm_kernel_def hdm_kernel_max_pool, hdm_kernel_max_pool_bwd;
 extern const struct hdm_kernel_def hdm_kernel_avg_pool, hdm_kernel_avg_pool_bwd;
+/* hdm_kernel_gnorm.c */
+extern const struct hdm_kernel_def hdm_kernel_group_norm, hdm_kernel_group_norm_bwd;
 
 /* ---- faults and cancellation ---- */
 

@@ -11,21 +11,6 @@
  */
 #include "hdm_kernel_nn.h"
 
-#define HDM_BN_CHUNK HPU_BNORM_CHUNK
-
-/* The most chunks of a launch (C of them at least): its partials' scratch. */
-#define HDM_BN_MAX_PARTS (1u << 19)
-
-struct hdm_bn {
-	const struct hdm_kview *in;
-	uint64_t chans, m, chunks; /* C, elements per channel, chunks per channel */
-};
-
-/* A chunk's partials: the forward's mean and squared deviations, or the backward's two sums. */
-struct hdm_bn_part {
-	double a, b;
-};
-
 /* The launch's in: t[3] of the forward, t[4] of the backward. */
 static struct hdm_bn hdm_bn_get(const struct hdm_kcall *c)
 {
@@ -33,7 +18,7 @@ static struct hdm_bn hdm_bn_get(const struct hdm_kcall *c)
 
 	bn.chans = bn.in->ndim >= 2 ? bn.in->shape[1] : 0;
 	bn.m = bn.chans ? hdm_kview_numel(bn.in) / bn.chans : 0;
-	bn.chunks = bn.m ? (bn.m + HDM_BN_CHUNK - 1) / HDM_BN_CHUNK : 1;
+	bn.chunks = hdm_bn_chunks(bn.m);
 	return bn;
 }
 
@@ -50,13 +35,12 @@ static bool hdm_bn_ok(const struct hdm_bn *bn)
 	       bn->chans <= HDM_BN_MAX_PARTS / bn->chunks;
 }
 
-/* v (a tensor of in's shape) without dim 1, at channel ch: the channel's elements in order. */
-static struct hdm_kview hdm_bn_chan(const struct hdm_kview *v, uint64_t ch)
+struct hdm_kview hdm_kview_drop(const struct hdm_kview *v, uint32_t dim, uint64_t i)
 {
 	struct hdm_kview w = *v;
 
-	w.base += (int64_t)ch * v->strides[1] * (int64_t)hdm_dtype_size(v->dtype);
-	for (uint32_t d = 1; d + 1 < HPU_TENSOR_MAX_DIMS; d++) {
+	w.base += (int64_t)i * v->strides[dim] * (int64_t)hdm_dtype_size(v->dtype);
+	for (uint32_t d = dim; d + 1 < HPU_TENSOR_MAX_DIMS; d++) {
 		w.shape[d] = v->shape[d + 1];
 		w.strides[d] = v->strides[d + 1];
 	}
@@ -66,21 +50,12 @@ static struct hdm_kview hdm_bn_chan(const struct hdm_kview *v, uint64_t ch)
 	return w;
 }
 
-/* Item it as channel and chunk, and the chunk's first element and length. */
-static void hdm_bn_item(const struct hdm_bn *bn, uint64_t it, uint64_t *ch, uint64_t *first,
-			uint64_t *len)
+void hdm_bn_item(const struct hdm_bn *bn, uint64_t it, uint64_t *ch, uint64_t *first,
+		 uint64_t *len)
 {
 	*ch = it / bn->chunks;
 	*first = it % bn->chunks * HDM_BN_CHUNK;
-	*len = bn->m - *first < HDM_BN_CHUNK ? bn->m - *first : HDM_BN_CHUNK;
-}
-
-/* A cursor on element first of channel ch of v. */
-static void hdm_bn_cur(struct hdm_kcur *k, const struct hdm_kview *v, uint64_t ch, uint64_t first)
-{
-	struct hdm_kview w = hdm_bn_chan(v, ch);
-
-	hdm_kcur_init(k, &w, first);
+	*len = hdm_bn_chunk_len(bn, it % bn->chunks);
 }
 
 /* Phase 0 or 1 items: one per chunk; phase 0 only when it has partials to leave. */
@@ -168,25 +143,43 @@ static void hdm_bn_fwd_parts(const struct hdm_kcall *c, const struct hdm_bn *bn,
 
 	for (uint64_t it = begin; it < end && !hdm_kpace(p, 1); it++) {
 		uint64_t ch, first, len;
-		double mean = 0, m2 = 0;
-		struct hdm_kcur x;
+		struct hdm_kview x;
 
 		hdm_bn_item(bn, it, &ch, &first, &len);
-		hdm_bn_cur(&x, bn->in, ch, first);
-		hdm_kfor(p, j, len) {
-			mean += hdm_kcur_get(&x);
-			hdm_kcur_next(&x);
-		}
-		mean /= (double)len;
-		hdm_bn_cur(&x, bn->in, ch, first);
-		hdm_kfor(p, j, len) {
-			double d = hdm_kcur_get(&x) - mean;
-
-			m2 += d * d;
-			hdm_kcur_next(&x);
-		}
-		part[it] = (struct hdm_bn_part){ mean, m2 };
+		x = hdm_kview_drop(bn->in, 1, ch);
+		part[it] = hdm_bn_moments(&x, first, len, p);
 	}
+}
+
+struct hdm_bn_part hdm_bn_moments(const struct hdm_kview *x, uint64_t first, uint64_t len,
+				  struct hdm_kpace *p)
+{
+	double mean = 0, m2 = 0;
+	struct hdm_kcur k;
+
+	hdm_kcur_init(&k, x, first);
+	hdm_kfor(p, j, len) {
+		mean += hdm_kcur_get(&k);
+		hdm_kcur_next(&k);
+	}
+	mean /= (double)len;
+	hdm_kcur_init(&k, x, first);
+	hdm_kfor(p, j, len) {
+		double d = hdm_kcur_get(&k) - mean;
+
+		m2 += d * d;
+		hdm_kcur_next(&k);
+	}
+	return (struct hdm_bn_part){ mean, m2 };
+}
+
+void hdm_bn_join(struct hdm_bn_join *j, const struct hdm_bn_part *part, double nk)
+{
+	double delta = part->a - j->mean;
+
+	j->mean += delta * nk / (j->n + nk);
+	j->m2 += part->b + delta * delta * j->n * nk / (j->n + nk);
+	j->n += nk;
 }
 
 /* Channel ch's mean and squared deviations: its chunks' joined in order (Chan et al.). */
@@ -195,19 +188,12 @@ static void hdm_bn_join_stats(const struct hdm_kcall *c, const struct hdm_bn *bn
 {
 	const struct hdm_bn_part *part = (const struct hdm_bn_part *)c->state->scratch +
 					 ch * bn->chunks;
-	double n = 0;
+	struct hdm_bn_join j = { 0 };
 
-	*mean = 0;
-	*m2 = 0;
-	for (uint64_t k = 0; k < bn->chunks; k++) {
-		double nk = (double)(bn->m - k * HDM_BN_CHUNK < HDM_BN_CHUNK ?
-				     bn->m - k * HDM_BN_CHUNK : HDM_BN_CHUNK);
-		double delta = part[k].a - *mean;
-
-		*mean += delta * nk / (n + nk);
-		*m2 += part[k].b + delta * delta * n * nk / (n + nk);
-		n += nk;
-	}
+	for (uint64_t k = 0; k < bn->chunks; k++)
+		hdm_bn_join(&j, &part[k], hdm_bn_chunk_len(bn, k));
+	*mean = j.mean;
+	*m2 = j.m2;
 }
 
 /*
@@ -245,7 +231,7 @@ static void hdm_bn_fwd_norm(const struct hdm_kcall *c, const struct hdm_bn *bn, 
 	for (uint64_t it = begin; it < end && !hdm_kpace(p, bn->chunks); it++) {
 		uint64_t ch, first, len;
 		double mean, invstd, scale, shift;
-		struct hdm_kcur x, out;
+		struct hdm_kview x, out;
 
 		hdm_bn_item(bn, it, &ch, &first, &len);
 		hdm_bn_fwd_stats(c, bn, ch, !first, &mean, &invstd);
@@ -255,13 +241,23 @@ static void hdm_bn_fwd_norm(const struct hdm_kcall *c, const struct hdm_bn *bn, 
 		}
 		scale = invstd * (f & HDM_BN_WEIGHT ? hdm_kget(&c->t[4], ch) : 1);
 		shift = f & HDM_BN_BIAS ? hdm_kget(&c->t[5], ch) : 0;
-		hdm_bn_cur(&x, bn->in, ch, first);
-		hdm_bn_cur(&out, &c->t[0], ch, first);
-		hdm_kfor(p, j, len) {
-			hdm_kcur_set(&out, (hdm_kcur_get(&x) - mean) * scale + shift);
-			hdm_kcur_next(&x);
-			hdm_kcur_next(&out);
-		}
+		x = hdm_kview_drop(bn->in, 1, ch);
+		out = hdm_kview_drop(&c->t[0], 1, ch);
+		hdm_bn_affine(&out, &x, first, len, mean, scale, shift, p);
+	}
+}
+
+void hdm_bn_affine(const struct hdm_kview *out, const struct hdm_kview *x, uint64_t first,
+		   uint64_t len, double mean, double scale, double shift, struct hdm_kpace *p)
+{
+	struct hdm_kcur kx, ko;
+
+	hdm_kcur_init(&kx, x, first);
+	hdm_kcur_init(&ko, out, first);
+	hdm_kfor(p, j, len) {
+		hdm_kcur_set(&ko, (hdm_kcur_get(&kx) - mean) * scale + shift);
+		hdm_kcur_next(&kx);
+		hdm_kcur_next(&ko);
 	}
 }
 
@@ -360,23 +356,35 @@ static void hdm_bn_bwd_parts(const struct hdm_kcall *c, const struct hdm_bn *bn,
 
 	for (uint64_t it = begin; it < end && !hdm_kpace(p, 1); it++) {
 		uint64_t ch, first, len;
-		double mean, invstd, sg = 0, sgx = 0;
-		struct hdm_kcur x, g;
+		double mean, invstd;
+		struct hdm_kview x, g;
 
 		hdm_bn_item(bn, it, &ch, &first, &len);
 		hdm_bn_bwd_stats(c, ch, &mean, &invstd);
-		hdm_bn_cur(&x, bn->in, ch, first);
-		hdm_bn_cur(&g, &c->t[3], ch, first);
-		hdm_kfor(p, j, len) {
-			double gv = hdm_kcur_get(&g);
-
-			sg += gv;
-			sgx += gv * (hdm_kcur_get(&x) - mean) * invstd;
-			hdm_kcur_next(&x);
-			hdm_kcur_next(&g);
-		}
-		part[it] = (struct hdm_bn_part){ sg, sgx };
+		x = hdm_kview_drop(bn->in, 1, ch);
+		g = hdm_kview_drop(&c->t[3], 1, ch);
+		part[it] = hdm_bn_grad_sums(&g, &x, first, len, mean, invstd, p);
 	}
+}
+
+struct hdm_bn_part hdm_bn_grad_sums(const struct hdm_kview *g, const struct hdm_kview *x,
+				    uint64_t first, uint64_t len, double mean, double invstd,
+				    struct hdm_kpace *p)
+{
+	double sg = 0, sgx = 0;
+	struct hdm_kcur kx, kg;
+
+	hdm_kcur_init(&kx, x, first);
+	hdm_kcur_init(&kg, g, first);
+	hdm_kfor(p, j, len) {
+		double gv = hdm_kcur_get(&kg);
+
+		sg += gv;
+		sgx += gv * (hdm_kcur_get(&kx) - mean) * invstd;
+		hdm_kcur_next(&kx);
+		hdm_kcur_next(&kg);
+	}
+	return (struct hdm_bn_part){ sg, sgx };
 }
 
 /*
@@ -393,7 +401,7 @@ static void hdm_bn_bwd_grads(const struct hdm_kcall *c, const struct hdm_bn *bn,
 	for (uint64_t it = begin; it < end && !hdm_kpace(p, bn->chunks); it++) {
 		uint64_t ch, first, len;
 		double mean, invstd, scale, sg = 0, sgx = 0;
-		struct hdm_kcur x, g, gi;
+		struct hdm_kview x, g, gi;
 
 		hdm_bn_item(bn, it, &ch, &first, &len);
 		hdm_bn_bwd_stats(c, ch, &mean, &invstd);
@@ -412,17 +420,30 @@ static void hdm_bn_bwd_grads(const struct hdm_kcall *c, const struct hdm_bn *bn,
 		sg /= (double)(bn->m ? bn->m : 1);
 		sgx /= (double)(bn->m ? bn->m : 1);
 		scale = invstd * (f & HDM_BN_BWD_WEIGHT ? hdm_kget(&c->t[7], ch) : 1);
-		hdm_bn_cur(&x, bn->in, ch, first);
-		hdm_bn_cur(&g, &c->t[3], ch, first);
-		hdm_bn_cur(&gi, &c->t[0], ch, first);
-		hdm_kfor(p, j, len) {
-			double xhat = (hdm_kcur_get(&x) - mean) * invstd;
+		x = hdm_kview_drop(bn->in, 1, ch);
+		g = hdm_kview_drop(&c->t[3], 1, ch);
+		gi = hdm_kview_drop(&c->t[0], 1, ch);
+		hdm_bn_grad_in(&gi, &g, &x, first, len, mean, invstd,
+			       (double[3]){ scale, -scale * sg, -scale * sgx }, p);
+	}
+}
 
-			hdm_kcur_set(&gi, scale * (hdm_kcur_get(&g) - sg - xhat * sgx));
-			hdm_kcur_next(&x);
-			hdm_kcur_next(&g);
-			hdm_kcur_next(&gi);
-		}
+void hdm_bn_grad_in(const struct hdm_kview *gi, const struct hdm_kview *g,
+		    const struct hdm_kview *x, uint64_t first, uint64_t len, double mean,
+		    double invstd, const double k[3], struct hdm_kpace *p)
+{
+	struct hdm_kcur kx, kg, ki;
+
+	hdm_kcur_init(&kx, x, first);
+	hdm_kcur_init(&kg, g, first);
+	hdm_kcur_init(&ki, gi, first);
+	hdm_kfor(p, j, len) {
+		double xhat = (hdm_kcur_get(&kx) - mean) * invstd;
+
+		hdm_kcur_set(&ki, k[0] * hdm_kcur_get(&kg) + k[1] + k[2] * xhat);
+		hdm_kcur_next(&kx);
+		hdm_kcur_next(&kg);
+		hdm_kcur_next(&ki);
 	}
 }
 

@@ -194,4 +194,66 @@ static inline uint64_t hdm_kscan_chunk(const struct hdm_kcall *c, const struct h
 	return counted;
 }
 
+/*
+ * Batch norm's walk (hdm_kernel_bnorm.c), shared with group norm
+ * (hdm_kernel_gnorm.c): rows ("channels") of m elements each, walked in
+ * chunks of HDM_BN_CHUNK, each a work item leaving its partials in the
+ * scratch, which are joined in order whatever the split.
+ */
+#define HDM_BN_CHUNK HPU_BNORM_CHUNK
+
+/* The most partials the scratch holds. */
+#define HDM_BN_MAX_PARTS (1u << 19)
+
+struct hdm_bn {
+	const struct hdm_kview *in;
+	uint64_t chans, m, chunks; /* rows, elements per row, chunks per row */
+};
+
+/* A chunk's partials: its mean and squared deviations, or the backward's two sums. */
+struct hdm_bn_part {
+	double a, b;
+};
+
+/* Chunks of a row of m elements: one at least. */
+static inline uint64_t hdm_bn_chunks(uint64_t m)
+{
+	return m ? (m + HDM_BN_CHUNK - 1) / HDM_BN_CHUNK : 1;
+}
+
+/* Elements in chunk k of a row. */
+static inline uint64_t hdm_bn_chunk_len(const struct hdm_bn *bn, uint64_t k)
+{
+	uint64_t first = k * HDM_BN_CHUNK;
+
+	return bn->m - first < HDM_BN_CHUNK ? bn->m - first : HDM_BN_CHUNK;
+}
+
+/* v without dim dim, at index i of it. */
+struct hdm_kview hdm_kview_drop(const struct hdm_kview *v, uint32_t dim, uint64_t i);
+/* Item it as row and chunk, and the chunk's first element and length. */
+void hdm_bn_item(const struct hdm_bn *bn, uint64_t it, uint64_t *ch, uint64_t *first,
+		 uint64_t *len);
+/* Mean and squared deviations (two passes) of x's elements [first, first + len). */
+struct hdm_bn_part hdm_bn_moments(const struct hdm_kview *x, uint64_t first, uint64_t len,
+				  struct hdm_kpace *p);
+
+/* Chunks' moments joined in order (Chan et al.): start from { 0 }. */
+struct hdm_bn_join {
+	double n, mean, m2;
+};
+
+void hdm_bn_join(struct hdm_bn_join *j, const struct hdm_bn_part *part, double nk);
+/* out = (x - mean) * scale + shift over elements [first, first + len). */
+void hdm_bn_affine(const struct hdm_kview *out, const struct hdm_kview *x, uint64_t first,
+		   uint64_t len, double mean, double scale, double shift, struct hdm_kpace *p);
+/* Sums of g and of g * (x - mean) * invstd over elements [first, first + len). */
+struct hdm_bn_part hdm_bn_grad_sums(const struct hdm_kview *g, const struct hdm_kview *x,
+				    uint64_t first, uint64_t len, double mean, double invstd,
+				    struct hdm_kpace *p);
+/* gi = k0 g + k1 + k2 xhat, xhat = (x - mean) * invstd, over elements [first, first + len). */
+void hdm_bn_grad_in(const struct hdm_kview *gi, const struct hdm_kview *g,
+		    const struct hdm_kview *x, uint64_t first, uint64_t len, double mean,
+		    double invstd, const double k[3], struct hdm_kpace *p);
+
 #endif /* HDM_KERNEL_NN_H */

@@ -61,6 +61,10 @@ HOST_TEST_LIBS_test_kernels_pool := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_bnorm := qemu-device/core/hdm_kernel_bnorm.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_bnorm := $(HPU_KERNEL_TEST_LIBS)
+# Group norm walks with batch norm's helpers.
+HOST_TEST_SRCS_test_kernels_gnorm := qemu-device/core/hdm_kernel_gnorm.c \
+	qemu-device/core/hdm_kernel_bnorm.c tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_gnorm := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

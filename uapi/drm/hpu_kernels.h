@@ -280,6 +280,32 @@ enum hpu_kernel_id {
 	 * forward.  grad_in = the sum, in window order, of grad_out / divisor
 	 * over the windows that hold the element. */
 	HPU_KERNEL_AVG_POOL_BWD = 33,
+	/* t: out, mean (out, F32 [N, G]), rstd (out, F32 [N, G]), in [N, C, ...]
+	 * float, weight [C], bias [C] (float; absent ones take their slot as in
+	 * LAYER_NORM).  a0: G, the groups, dividing C.  a1: bit 0 weight
+	 * present, bit 1 bias present.  s0: eps (>= 0).  torch's group norm:
+	 * each (n, group) of C / G channels is normalised by its mean and
+	 * biased variance, rstd = 1 / sqrt(var + eps), then each channel
+	 * scaled by weight and shifted by bias.  A row, one (n, c)'s elements
+	 * (in's order over dims 2 on, at least one), is walked in chunks of
+	 * HPU_BNORM_CHUNK, each a work item; a group's chunks' means and
+	 * squared deviations are joined in order (channel after channel,
+	 * Chan et al.) whatever the split.  N C chunks + N G is at most 2^19.
+	 * out may be in itself; mean and rstd may alias nothing.  Work: 3
+	 * times in's elements. */
+	HPU_KERNEL_GROUP_NORM = 34,
+	/* t: grad_in (out), grad_weight (out) [C], grad_bias (out) [C],
+	 * grad_out, in, mean [N, G], rstd [N, G], weight [C].  a0: G.  a1: bit
+	 * 0 weight present, bit 1 grad_weight wanted, bit 2 grad_bias wanted,
+	 * bit 3 grad_in wanted (absent outputs are not written).  With xhat =
+	 * (in - mean) * rstd and dy = grad_out * weight: grad_in = rstd * (dy
+	 * - mean(dy) - xhat * mean(dy * xhat)) over each group; grad_weight =
+	 * sum of grad_out * xhat, grad_bias = sum of grad_out per channel.
+	 * Every sum joins per-chunk partials in order (n after n, chunk after
+	 * chunk; a group's channels in order), whatever the split.  grad_in
+	 * may be grad_out or in itself; grad_weight and grad_bias alias no
+	 * other operand.  Limits as GROUP_NORM.  Work: twice in's elements. */
+	HPU_KERNEL_GROUP_NORM_BWD = 35,
 	/* t: grad_in (out), grad_out, in.  grad_in = grad_out * d/dx silu(in):
 	 * with s = sigmoid(in), grad_out * s * (1 + in * (1 - s)).  Floats of
 	 * one shape.  Work: out's elements. */
