@@ -584,10 +584,13 @@ static const struct {
 	API("HPU_0.9", hpu_op_avg_pool2d_backward),
 	API("HPU_0.9", hpu_op_adaptive_avg_pool2d),
 	API("HPU_0.9", hpu_op_adaptive_avg_pool2d_backward),
+	API("HPU_0.10", hpu_op_group_norm),
+	API("HPU_0.10", hpu_op_group_norm_backward),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",
-						"HPU_0.5", "HPU_0.6", "HPU_0.8", "HPU_0.9" };
+						"HPU_0.5", "HPU_0.6", "HPU_0.8", "HPU_0.9",
+						"HPU_0.10" };
 
 static bool is_version_node(const char *name)
 {

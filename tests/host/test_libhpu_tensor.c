@@ -909,6 +909,54 @@ static void test_fallback_pool_bnorm(void)
 	EXPECT(fabs(f64_at(by, 3) - (6 - 2) / sqrt(4.5)) < 1e-12);
 }
 
+/*
+ * Group norm: the launches' args and refusals; F64 on the host: two groups
+ * of two elements (means 2 and 4, rstd 1 and 1 / 2), weight and bias, and
+ * the gradients of one group of three against the closed form.
+ */
+static void test_gnorm(void)
+{
+	struct hpu_tensor *in = FAKE(HPU_DT_BF16, 2, 6, 4), *st = FAKE(HPU_DT_F32, 2, 3);
+	struct hpu_tensor *st2 = FAKE(HPU_DT_F32, 2, 3), *c6 = FAKE(HPU_DT_F32, 6);
+	struct hpu_tensor *x = FAKE(HPU_DT_F64, 1, 2, 2), *y = FAKE(HPU_DT_F64, 1, 2, 2);
+	struct hpu_tensor *m = FAKE(HPU_DT_F64, 1, 2), *r = FAKE(HPU_DT_F64, 1, 2);
+	struct hpu_tensor *w = FAKE(HPU_DT_F64, 2), *b = FAKE(HPU_DT_F64, 2);
+	struct hpu_tensor *x3 = FAKE(HPU_DT_F64, 1, 1, 3), *g3 = FAKE(HPU_DT_F64, 1, 1, 3);
+	struct hpu_tensor *gi = FAKE(HPU_DT_F64, 1, 1, 3), *m1 = FAKE(HPU_DT_F64, 1, 1);
+	struct hpu_tensor *r1 = FAKE(HPU_DT_F64, 1, 1), *gw = FAKE(HPU_DT_F64, 1);
+	double rstd = 1 / sqrt(6), xhat[3] = { -3 * rstd, 0, 3 * rstd };
+
+	EXPECT(hpu_op_group_norm(S, in, st, st2, in, c6, NULL, 3, 1e-5) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_GROUP_NORM && launched.args[0] == 3 &&
+	       launched.args[1] == 1 && launched.scalars[0] == 1e-5);
+	EXPECT(hpu_op_group_norm(S, in, st, st2, in, NULL, NULL, 4, 1e-5) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_group_norm: 4 groups do not divide 6 channels");
+	EXPECT(hpu_op_group_norm(S, in, st, FAKE(HPU_DT_F32, 2, 2), in, NULL, NULL, 3, 0) ==
+	       -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_group_norm: rstd must be [N, G] = [2, 3]");
+	EXPECT(hpu_op_group_norm(S, in, st, st2, in, FAKE(HPU_DT_F32, 4), NULL, 3, 0) == -EINVAL);
+	EXPECT(hpu_op_group_norm(S, in, st, st, in, NULL, NULL, 3, 0) == -EINVAL);
+	EXPECT(hpu_op_group_norm(S, in, st, st2, in, NULL, NULL, 3, -1) == -EINVAL);
+	EXPECT(hpu_op_group_norm_backward(S, NULL, c6, NULL, in, in, st, st2, NULL, 3) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_GROUP_NORM_BWD && launched.args[1] == 2);
+	EXPECT(hpu_op_group_norm_backward(S, in, NULL, NULL, FAKE(HPU_DT_F32, 2, 6, 4), in, st,
+					  st2, c6, 2) == -EINVAL);
+	put_f64(x, (const double[]){ 1, 3, 2, 6 }, 4);
+	put_f64(w, (const double[]){ 2, 3 }, 2);
+	put_f64(b, (const double[]){ 0, 1 }, 2);
+	EXPECT(hpu_op_group_norm(S, y, m, r, x, w, b, 2, 0) == 0);
+	EXPECT(f64_at(y, 0) == -2 && f64_at(y, 1) == 2 && f64_at(y, 2) == -2 && f64_at(y, 3) == 4);
+	EXPECT(f64_at(m, 1) == 4 && f64_at(r, 0) == 1 && f64_at(r, 1) == 0.5);
+	put_f64(x3, (const double[]){ 0, 3, 6 }, 3);
+	put_f64(g3, (const double[]){ 1, 0, 0 }, 3);
+	EXPECT(hpu_op_group_norm(S, gi, m1, r1, x3, NULL, NULL, 1, 0) == 0);
+	EXPECT(hpu_op_group_norm_backward(S, gi, gw, NULL, g3, x3, m1, r1, NULL, 1) == 0);
+	EXPECT(fabs(f64_at(gw, 0) - xhat[0]) < 1e-12);
+	for (int i = 0; i < 3; i++)
+		EXPECT(fabs(f64_at(gi, i) - rstd * ((i == 0) - 1.0 / 3 - xhat[i] * xhat[0] / 3)) <
+		       1e-12);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -933,6 +981,7 @@ int main(void)
 		{ "CPU fallback: silu, rms_norm, layer_norm, triangle, arange", test_fallback_misc },
 		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
 		{ "CPU fallback: index ops check their indices", test_fallback_index },
+		{ "group norm: args, refusals, F64 fallback", test_gnorm },
 	};
 	unsigned int n = 0, failed;
 

@@ -37,7 +37,7 @@ extern "C" {
 
 /* Version of this header; hpu_version() gives the loaded library's. */
 #define HPU_VERSION_MAJOR 0
-#define HPU_VERSION_MINOR 9
+#define HPU_VERSION_MINOR 10
 #define HPU_VERSION_PATCH 0
 
 struct hpu_version {

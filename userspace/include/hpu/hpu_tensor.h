@@ -352,6 +352,33 @@ HPU_API int hpu_op_batch_norm_backward(struct hpu_stream *stream, struct hpu_ten
 				       double eps);
 
 /*
+ * Group norm over in [N, C, ...] (torch's): each n's channels in `groups`
+ * groups of C / groups, each group normalised by its mean and biased
+ * variance, then each channel scaled by weight and shifted by bias (float
+ * [C], either may be NULL).  mean and rstd (F32 [N, groups]) get each
+ * group's mean and 1 / sqrt(var + eps), what the backward takes.  Every
+ * channel needs an element; N C ceil(elements per channel / 2^19) +
+ * N groups is at most 2^19.  The sums join fixed chunks in order: the
+ * result does not depend on how the device splits the work.  out may be
+ * in itself.
+ */
+HPU_API int hpu_op_group_norm(struct hpu_stream *stream, struct hpu_tensor *out,
+			      struct hpu_tensor *mean, struct hpu_tensor *rstd,
+			      const struct hpu_tensor *in, const struct hpu_tensor *weight,
+			      const struct hpu_tensor *bias, unsigned int groups, double eps);
+/*
+ * The gradients of group norm given the forward's mean and rstd; grad_in,
+ * grad_weight and grad_bias may each be NULL (not computed), weight too.
+ */
+HPU_API int hpu_op_group_norm_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
+				       struct hpu_tensor *grad_weight,
+				       struct hpu_tensor *grad_bias,
+				       const struct hpu_tensor *grad_out,
+				       const struct hpu_tensor *in, const struct hpu_tensor *mean,
+				       const struct hpu_tensor *rstd,
+				       const struct hpu_tensor *weight, unsigned int groups);
+
+/*
  * 2-d pooling over the last two dims of in [..., H, W] (at least one
  * leading dim), as torch: kernel, stride, padding and dilation are
  * {H, W} pairs; padding at most half the kernel.  out [..., Ho, Wo] gives

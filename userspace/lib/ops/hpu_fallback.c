@@ -1094,6 +1094,98 @@ static int hpu_host_batch_norm_bwd(const struct hpu_op *op, const struct hpu_hvi
 }
 
 /*
+ * Steps idx over a group's elements of l [N, C, ...]: idx[1] from c0 to
+ * c0 + cg - 1, each channel's elements in order; false after the last
+ * (idx[1] then past the group).
+ */
+static bool hpu_group_next(const struct hpu_tensor_layout *l, int64_t c0, int64_t cg,
+			   int64_t *idx)
+{
+	return hpu_index_next(l->ndim - 2, l->shape + 2, idx + 2) || ++idx[1] < c0 + cg;
+}
+
+/* GROUP_NORM: t out, mean, rstd, in, weight, bias; a0 groups; a1 bits weight, bias; s0 eps. */
+static int hpu_host_group_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[3];
+	int64_t g = op->args[0], f = op->args[1], cg = in->shape[1] / g;
+	double m = (double)(hpu_layout_numel(in) / (in->shape[0] * g));
+
+	for (int64_t ng = 0; ng < in->shape[0] * g; ng++) {
+		int64_t c0 = ng % g * cg, idx[HPU_MAX_DIMS] = { ng / g, c0 }, gi[2] = { ng / g, ng % g };
+		double mean = 0, var = 0, rstd;
+
+		do
+			mean += hpu_hload(&h[3], idx);
+		while (hpu_group_next(in, c0, cg, idx));
+		mean /= m;
+		idx[1] = c0;
+		do
+			var += (hpu_hload(&h[3], idx) - mean) * (hpu_hload(&h[3], idx) - mean);
+		while (hpu_group_next(in, c0, cg, idx));
+		rstd = 1 / sqrt(var / m + op->scalars[0]);
+		hpu_hstore(&h[1], gi, mean);
+		hpu_hstore(&h[2], gi, rstd);
+		idx[1] = c0;
+		do {
+			int64_t ci[1] = { idx[1] };
+			double w = f & 1 ? hpu_hload(&h[4], ci) : 1, b = f & 2 ? hpu_hload(&h[5], ci) : 0;
+
+			hpu_hstore(&h[0], idx, (hpu_hload(&h[3], idx) - mean) * rstd * w + b);
+		} while (hpu_group_next(in, c0, cg, idx));
+	}
+	return 0;
+}
+
+/*
+ * GROUP_NORM_BWD: t grad_in, grad_weight, grad_bias, grad_out, in, mean,
+ * rstd, weight; a0 groups; a1 bits weight, grad_weight, grad_bias, grad_in.
+ */
+static int hpu_host_group_norm_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *in = &op->l[4];
+	int64_t g = op->args[0], f = op->args[1], cg = in->shape[1] / g;
+	double m = (double)(hpu_layout_numel(in) / (in->shape[0] * g));
+
+	for (int64_t ch = 0; ch < in->shape[1] && (f & 6); ch++) {
+		int64_t ci[1] = { ch };
+		double sg = 0, sgx = 0;
+
+		for (int64_t n = 0; n < in->shape[0]; n++) {
+			int64_t idx[HPU_MAX_DIMS] = { n, ch }, gi[2] = { n, ch / cg };
+			double mean = hpu_hload(&h[5], gi), rstd = hpu_hload(&h[6], gi);
+
+			do {
+				sg += hpu_hload(&h[3], idx);
+				sgx += hpu_hload(&h[3], idx) * (hpu_hload(&h[4], idx) - mean) * rstd;
+			} while (hpu_index_next(in->ndim - 2, in->shape + 2, idx + 2));
+		}
+		if (f & 2)
+			hpu_hstore(&h[1], ci, sgx);
+		if (f & 4)
+			hpu_hstore(&h[2], ci, sg);
+	}
+	for (int64_t ng = 0; ng < in->shape[0] * g && (f & 8); ng++) {
+		int64_t c0 = ng % g * cg, idx[HPU_MAX_DIMS] = { ng / g, c0 }, gi[2] = { ng / g, ng % g };
+		double mean = hpu_hload(&h[5], gi), rstd = hpu_hload(&h[6], gi), sdy = 0, sdyx = 0;
+
+		for (int pass = 0; pass < 2; pass++, idx[1] = c0) {
+			do {
+				int64_t ci[1] = { idx[1] };
+				double dy = hpu_hload(&h[3], idx) * (f & 1 ? hpu_hload(&h[7], ci) : 1);
+				double xhat = (hpu_hload(&h[4], idx) - mean) * rstd;
+
+				if (pass)
+					hpu_hstore(&h[0], idx, rstd * (dy - sdy / m - xhat * sdyx / m));
+				sdy += pass ? 0 : dy;
+				sdyx += pass ? 0 : dy * xhat;
+			} while (hpu_group_next(in, c0, cg, idx));
+		}
+	}
+	return 0;
+}
+
+/*
  * The pooling kernels: t[0] out or grad_in, then in or grad_out (and max
  * pooling's indices), the windows from the args as the device takes them
  * (drm/hpu_pool.h).  Forwards reduce each window; backwards gather, as the
@@ -1214,6 +1306,8 @@ static const struct {
 	{ HPU_KERNEL_MAX_POOL_BWD, hpu_host_pool },
 	{ HPU_KERNEL_AVG_POOL, hpu_host_pool },
 	{ HPU_KERNEL_AVG_POOL_BWD, hpu_host_pool },
+	{ HPU_KERNEL_GROUP_NORM, hpu_host_group_norm },
+	{ HPU_KERNEL_GROUP_NORM_BWD, hpu_host_group_norm_bwd },
 	{ HPU_KERNEL_SILU_BWD, hpu_host_elementwise },
 	{ HPU_KERNEL_TRIANGLE, hpu_host_triangle },
 	{ HPU_KERNEL_ARANGE, hpu_host_arange },

@@ -14,6 +14,19 @@
 /* The most chunks of channels the device's scratch holds (hdm_kernel_bnorm.c). */
 #define HPU_BN_MAX_PARTS (1u << 19)
 
+int hpu_op_norm_input(const struct hpu_op *op, unsigned int x, unsigned int like)
+{
+	int ret = hpu_op_dtype_in(op, x, HPU_DTS_FLOAT);
+
+	if (!ret)
+		ret = hpu_op_same_dtype(op, x, like);
+	if (!ret)
+		ret = hpu_op_same_shape(op, x, like);
+	if (!ret && op->l[x].ndim < 2)
+		ret = hpu_error_set(EINVAL, "%s must be [N, C, ...]", op->names[x]);
+	return ret;
+}
+
 /*
  * t[x] a float [N, C, ...] of t[like]'s dtype and shape (its result or
  * gradient); the operands of mask chans (those present) float [C], those
@@ -26,16 +39,10 @@ static int hpu_op_bn_operands(const struct hpu_op *op, unsigned int x, unsigned 
 	const struct hpu_tensor_layout *l = &op->l[x];
 	int64_t c, chunks;
 	unsigned int i;
-	int ret = hpu_op_dtype_in(op, x, HPU_DTS_FLOAT);
+	int ret = hpu_op_norm_input(op, x, like);
 
-	if (!ret)
-		ret = hpu_op_same_dtype(op, x, like);
-	if (!ret)
-		ret = hpu_op_same_shape(op, x, like);
 	if (ret)
 		return ret;
-	if (l->ndim < 2)
-		return hpu_error_set(EINVAL, "%s must be [N, C, ...]", op->names[x]);
 	c = l->shape[1];
 	*m = c ? hpu_layout_numel(l) / c : 0;
 	chunks = *m ? (*m + HPU_BNORM_CHUNK - 1) / HPU_BNORM_CHUNK : 1;

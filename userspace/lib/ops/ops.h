@@ -189,6 +189,11 @@ int hpu_op_one_dtype(const struct hpu_op *op, unsigned int first, unsigned int d
 int hpu_op_shapes_of(const struct hpu_op *op, unsigned int ref, unsigned int first);
 /* Operand i (if present) has one element: it becomes a 0-dim scalar. */
 int hpu_op_scalar_operand(struct hpu_op *op, unsigned int i);
+/*
+ * hpu_op_bnorm.c, for batch and group norm: t[x] a float [N, C, ...] of
+ * t[like]'s dtype and shape (its result or gradient).
+ */
+int hpu_op_norm_input(const struct hpu_op *op, unsigned int x, unsigned int like);
 
 /* The op of a fallback counter's index (hpu_op_index()), NULL past the last. */
 const char *hpu_op_name(int index);
