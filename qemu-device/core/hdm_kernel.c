@@ -49,6 +49,7 @@ static const struct hdm_kernel_def *const hdm_kernels[] = {
 	[HPU_KERNEL_MAX_POOL_BWD] = &hdm_kernel_max_pool_bwd,
 	[HPU_KERNEL_AVG_POOL] = &hdm_kernel_avg_pool,
 	[HPU_KERNEL_AVG_POOL_BWD] = &hdm_kernel_avg_pool_bwd,
+	[HPU_KERNEL_RANDOM] = &hdm_kernel_random,
 	[HPU_KERNEL_GROUP_NORM] = &hdm_kernel_group_norm,
 	[HPU_KERNEL_GROUP_NORM_BWD] = &hdm_kernel_group_norm_bwd,
 };

@@ -171,8 +171,9 @@ extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_
 extern const struct hdm_kernel_def hdm_kernel_batch_norm, hdm_kernel_batch_norm_bwd;
 extern const struct hdm_kernel_def hdm_kernel_max_pool, hdm_kernel_max_pool_bwd;
 extern const struct hdm_kernel_def hdm_kernel_avg_pool, hdm_kernel_avg_pool_bwd;
-/* hdm_kernel_gnorm.c */
+/* hdm_kernel_gnorm.c, hdm_kernel_random.c */
 extern const struct hdm_kernel_def hdm_kernel_group_norm, hdm_kernel_group_norm_bwd;
+extern const struct hdm_kernel_def hdm_kernel_random;
 
 /* ---- faults and cancellation ---- */
 

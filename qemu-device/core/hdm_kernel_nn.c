@@ -12,6 +12,9 @@
 #include "hdm_kernel_nn.h"
 #include "hpu_philox.h"
 
+_Static_assert(HDM_PHILOX_LANE_DRAWS == HPU_PHILOX_LANES * HPU_PHILOX_WORDS,
+	       "a lane of Philox blocks' draws");
+
 /* ---- elementwise backwards: grad_in = f(grad_out, x) ---- */
 
 typedef double hdm_grad_fn(const struct hdm_kcall *c, double grad_out, double x);
@@ -186,7 +189,6 @@ static int hdm_dropout_check(const struct hdm_kcall *c, uint64_t *items)
 
 /* Elements whose draws are made ahead of their walk, in lanes of blocks (hpu_philox_uniforms()). */
 #define HDM_DROPOUT_CHUNK 256
-#define HDM_DROPOUT_LANE_DRAWS (HPU_PHILOX_LANES * HPU_PHILOX_WORDS)
 
 /*
  * The rng's state and p, as every part reads them before any finish();
@@ -197,7 +199,7 @@ struct hdm_dropout {
 	uint64_t seed, offset, first, skew;
 	double p;
 	/* A chunk's draws from the start of its first block, in whole lanes. */
-	float u[HDM_DROPOUT_CHUNK + HDM_DROPOUT_LANE_DRAWS];
+	float u[HDM_DROPOUT_CHUNK + HDM_PHILOX_LANE_DRAWS];
 };
 
 /* e: out, mask, in. */
@@ -224,27 +226,38 @@ static void hdm_dropout_run(const struct hdm_kcall *c, uint64_t begin, uint64_t 
 
 	for (d.first = begin; d.first < end; d.first += HDM_DROPOUT_CHUNK) {
 		uint64_t n = end - d.first < HDM_DROPOUT_CHUNK ? end - d.first : HDM_DROPOUT_CHUNK;
-		uint64_t pos = d.offset + d.first, block = pos / HPU_PHILOX_WORDS;
-		uint64_t blocks = (pos % HPU_PHILOX_WORDS + n + HPU_PHILOX_WORDS - 1) / HPU_PHILOX_WORDS;
 
-		d.skew = pos % HPU_PHILOX_WORDS;
-		for (uint64_t b = 0; b < blocks; b += HPU_PHILOX_LANES)
-			hpu_philox_uniforms(d.seed, block + b,
-					    (unsigned int)(blocks - b < HPU_PHILOX_LANES ?
-							   blocks - b : HPU_PHILOX_LANES),
-					    &d.u[b * HPU_PHILOX_WORDS]);
+		d.skew = hdm_philox_draws(d.seed, d.offset + d.first, n, d.u);
 		if (hdm_kwalk(c, 3, d.first, d.first + n, hdm_dropout_el, &d, dense, &pace))
 			return;
 	}
 }
 
+uint64_t hdm_philox_draws(uint64_t seed, uint64_t pos, uint64_t n, float *u)
+{
+	uint64_t block = pos / HPU_PHILOX_WORDS, skew = pos % HPU_PHILOX_WORDS;
+	uint64_t blocks = (skew + n + HPU_PHILOX_WORDS - 1) / HPU_PHILOX_WORDS;
+
+	for (uint64_t b = 0; b < blocks; b += HPU_PHILOX_LANES)
+		hpu_philox_uniforms(seed, block + b,
+				    (unsigned int)(blocks - b < HPU_PHILOX_LANES ? blocks - b
+										: HPU_PHILOX_LANES),
+				    &u[b * HPU_PHILOX_WORDS]);
+	return skew;
+}
+
+void hdm_philox_advance(const struct hdm_kview *rng, uint64_t draws)
+{
+	uint8_t *offset = hdm_kview_at(rng, 1);
+	uint64_t next = (uint64_t)hdm_kload_i(HPU_DTYPE_I64, offset) + draws;
+
+	hdm_kstore_i(HPU_DTYPE_I64, offset, (int64_t)next);
+}
+
 /* After every part has read the old offset: the next launch draws past this one's counters. */
 static void hdm_dropout_finish(const struct hdm_kcall *c)
 {
-	uint8_t *offset = hdm_kview_at(&c->t[3], 1);
-	uint64_t next = (uint64_t)hdm_kload_i(HPU_DTYPE_I64, offset) + hdm_kview_numel(&c->t[0]);
-
-	hdm_kstore_i(HPU_DTYPE_I64, offset, (int64_t)next);
+	hdm_philox_advance(&c->t[3], hdm_kview_numel(&c->t[0]));
 }
 
 const struct hdm_kernel_def hdm_kernel_dropout = {

@@ -256,4 +256,16 @@ void hdm_bn_grad_in(const struct hdm_kview *gi, const struct hdm_kview *g,
 		    const struct hdm_kview *x, uint64_t first, uint64_t len, double mean,
 		    double invstd, const double k[3], struct hdm_kpace *p);
 
+/*
+ * The device's Philox stream (hpu_philox.h) as DROPOUT and RANDOM draw it
+ * (hdm_kernel_nn.c), rng an I64 [2] {seed, offset}.  A walk's draws are made
+ * ahead in whole lanes of blocks: u holds n + HDM_PHILOX_LANE_DRAWS floats.
+ */
+#define HDM_PHILOX_LANE_DRAWS (16 * 4)
+
+/* Positions [pos, pos + n) of seed's stream into u, pos + j at u[skew + j]; returns skew. */
+uint64_t hdm_philox_draws(uint64_t seed, uint64_t pos, uint64_t n, float *u);
+/* rng's offset on by draws (in finish(), once every part has read it). */
+void hdm_philox_advance(const struct hdm_kview *rng, uint64_t draws);
+
 #endif /* HDM_KERNEL_NN_H */

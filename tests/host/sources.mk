@@ -65,6 +65,10 @@ HOST_TEST_LIBS_test_kernels_bnorm := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_gnorm := qemu-device/core/hdm_kernel_gnorm.c \
 	qemu-device/core/hdm_kernel_bnorm.c tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_gnorm := $(HPU_KERNEL_TEST_LIBS)
+# Random fills draw the Philox stream as dropout does (hdm_kernel_nn.c).
+HOST_TEST_SRCS_test_kernels_random := qemu-device/core/hdm_kernel_random.c \
+	qemu-device/core/hdm_kernel_nn.c tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_random := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

@@ -229,6 +229,18 @@ enum hpu_kernel_id {
 	 * second phase: Cout (Cin / a6) kh kw times the chunks is at most
 	 * 2^21 (the bias gradient is a REDUCE SUM of grad_out). */
 	HPU_KERNEL_CONV_BWD_WEIGHT = 26,
+	/* t: out (float, any shape), rng (io, I64 [2]: seed, offset, as
+	 * DROPOUT's).  a0: enum hpu_random_dist.  s0, s1: UNIFORM's from and to
+	 * (from <= to), NORMAL's mean and std (std >= 0), finite.  Element k
+	 * (row-major index over out's shape) takes UNIFORM's one draw u at
+	 * position offset + k of seed's Philox4x32-10 stream (hpu_philox.h),
+	 * from + (to - from) u, or NORMAL's two at offset + 2k and offset + 2k
+	 * + 1, mean + std sqrt(-2 ln(1 - u1)) cos(2 pi u2) (Box-Muller, one
+	 * normal per pair), computed in double and stored in out's dtype
+	 * (u has 24 bits: |z| < 5.8).  Afterwards offset grows by the draws made (numel, or twice
+	 * that), so the next launch, or a replay, draws anew.  Work: the
+	 * draws. */
+	HPU_KERNEL_RANDOM = 27,
 	/* t: out, save_mean (out, F32 [C]), save_invstd (out, F32 [C]), in [N, C, ...],
 	 * weight [C], bias [C], running_mean (io) [C], running_var (io) [C]: in,
 	 * out, weight, bias and the running statistics float.  a0: bit 0 weight
@@ -450,6 +462,12 @@ enum hpu_binary_op {
 
 /* BATCH_NORM(_BWD)'s chunk of a channel's elements: a work item walks it twice at most. */
 #define HPU_BNORM_CHUNK (1u << 19)
+
+/* RANDOM's distributions. */
+enum hpu_random_dist {
+	HPU_RANDOM_UNIFORM = 0,
+	HPU_RANDOM_NORMAL = 1,
+};
 
 enum hpu_reduce_op {
 	HPU_REDUCE_SUM = 0,
