@@ -586,6 +586,8 @@ static const struct {
 	API("HPU_0.9", hpu_op_adaptive_avg_pool2d_backward),
 	API("HPU_0.10", hpu_op_group_norm),
 	API("HPU_0.10", hpu_op_group_norm_backward),
+	API("HPU_0.10", hpu_op_uniform),
+	API("HPU_0.10", hpu_op_normal),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

@@ -957,6 +957,39 @@ static void test_gnorm(void)
 		       1e-12);
 }
 
+/*
+ * Random fills: the launch's args, the refusals; F64 on the host from the
+ * stream's first draws (seed 0: 0x6627e8 and 0xe169c5 / 2^24).
+ */
+static void test_random(void)
+{
+	struct hpu_tensor *out = FAKE(HPU_DT_F64, 2), *one = FAKE(HPU_DT_F64, 1);
+	struct hpu_tensor *rng = FAKE(HPU_DT_I64, 2);
+	int64_t *state = (int64_t *)(uintptr_t)rng->storage->va;
+	const double u0 = 0x6627e8 / 16777216.0, u1 = 0xe169c5 / 16777216.0;
+
+	EXPECT(hpu_op_uniform(S, FAKE(HPU_DT_BF16, 3, 4), rng, -1, 1) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_RANDOM && launched.args[0] == HPU_RANDOM_UNIFORM &&
+	       launched.scalars[0] == -1 && launched.scalars[1] == 1);
+	EXPECT(hpu_op_normal(S, FAKE(HPU_DT_F32, 5), rng, 0, 2) == 0);
+	EXPECT(launched.args[0] == HPU_RANDOM_NORMAL && launched.scalars[1] == 2);
+	EXPECT(hpu_op_uniform(S, out, rng, 1, 0) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_uniform: from 1 is above to 0");
+	EXPECT(hpu_op_normal(S, out, rng, 0, -1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_normal: std -1 is below 0");
+	EXPECT(hpu_op_normal(S, out, rng, INFINITY, 1) == -EINVAL);
+	EXPECT(hpu_op_uniform(S, FAKE(HPU_DT_I32, 2), rng, 0, 1) == -EINVAL);
+	EXPECT(hpu_op_uniform(S, out, FAKE(HPU_DT_I64, 3), 0, 1) == -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_uniform: rng must be I64 [2]: seed, offset");
+	state[0] = state[1] = 0;
+	EXPECT(hpu_op_uniform(S, out, rng, -1, 3) == 0);
+	EXPECT(f64_at(out, 0) == -1 + 4 * u0 && f64_at(out, 1) == -1 + 4 * u1 && state[1] == 2);
+	state[1] = 0;
+	EXPECT(hpu_op_normal(S, one, rng, 0.5, 2) == 0);
+	EXPECT(fabs(f64_at(one, 0) - (0.5 + 2 * sqrt(-2 * log(1 - u0)) * cos(2 * M_PI * u1))) <
+	       1e-12 && state[1] == 2);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -982,6 +1015,7 @@ int main(void)
 		{ "convolution: args, F64 fallback of all gradients, rejections", test_conv },
 		{ "CPU fallback: index ops check their indices", test_fallback_index },
 		{ "group norm: args, refusals, F64 fallback", test_gnorm },
+		{ "random fills: args, refusals, F64 fallback", test_random },
 	};
 	unsigned int n = 0, failed;
 

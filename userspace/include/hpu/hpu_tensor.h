@@ -254,6 +254,19 @@ HPU_API int hpu_op_cross_entropy_backward(struct hpu_stream *stream,
 HPU_API int hpu_op_dropout(struct hpu_stream *stream, struct hpu_tensor *out,
 			   struct hpu_tensor *mask, const struct hpu_tensor *in,
 			   struct hpu_tensor *rng, double p);
+/*
+ * Random fills from the same generator: out (float, any layout) gets
+ * uniform values from + (to - from) u, u a 24-bit draw in [0, 1) (from <=
+ * to), or normal ones mean + std z (std >= 0), z by Box-Muller from two
+ * draws (|z| < 5.8).  Element k (row-major over out's shape) takes draw
+ * offset + k, or the pair offset + 2k and offset + 2k + 1, whatever the
+ * device's split; offset advances by the draws, so every call (and every
+ * replay of a recorded one) draws anew, and a seed and offset repeat it.
+ */
+HPU_API int hpu_op_uniform(struct hpu_stream *stream, struct hpu_tensor *out,
+			   struct hpu_tensor *rng, double from, double to);
+HPU_API int hpu_op_normal(struct hpu_stream *stream, struct hpu_tensor *out,
+			  struct hpu_tensor *rng, double mean, double std);
 HPU_API int hpu_op_dropout_backward(struct hpu_stream *stream, struct hpu_tensor *grad_in,
 				    const struct hpu_tensor *grad_out,
 				    const struct hpu_tensor *mask, double p);

@@ -874,6 +874,39 @@ static int hpu_host_dropout(const struct hpu_op *op, const struct hpu_hview *h)
 	return 0;
 }
 
+/*
+ * RANDOM: t out, rng; a0 the distribution, s0 and s1 its parameters.
+ * Element k draws position offset + k, or the pair at offset + 2k.
+ */
+static int hpu_host_random(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	const struct hpu_tensor_layout *out = &op->l[0];
+	int64_t idx[HPU_MAX_DIMS] = { 0 }, seed, offset, per = op->args[0] == HPU_RANDOM_NORMAL ? 2 : 1;
+	double s0 = op->scalars[0], s1 = op->scalars[1];
+	uint8_t *rng_seed = hpu_helem(&h[1], (int64_t[]){ 0 });
+	uint8_t *rng_offset = hpu_helem(&h[1], (int64_t[]){ 1 });
+	int64_t n = hpu_layout_numel(out);
+
+	memcpy(&seed, rng_seed, sizeof(seed));
+	memcpy(&offset, rng_offset, sizeof(offset));
+	for (int64_t k = 0; k < n; k++, hpu_index_next(out->ndim, out->shape, idx)) {
+		float u[2][HPU_PHILOX_WORDS];
+		uint64_t m = (uint64_t)(offset + per * k);
+
+		for (int64_t j = 0; j < per; j++)
+			hpu_philox_uniforms((uint64_t)seed, (m + j) / HPU_PHILOX_WORDS, 1, u[j]);
+		if (per == 1)
+			hpu_hstore(&h[0], idx, s0 + (s1 - s0) * u[0][m % HPU_PHILOX_WORDS]);
+		else
+			hpu_hstore(&h[0], idx,
+				   s0 + s1 * sqrt(-2 * log(1 - (double)u[0][m % HPU_PHILOX_WORDS])) *
+						cos(2 * M_PI * u[1][(m + 1) % HPU_PHILOX_WORDS]));
+	}
+	offset += per * n;
+	memcpy(rng_offset, &offset, sizeof(offset));
+	return 0;
+}
+
 /* A convolution's dims, from the layouts of x (in or its grad), w and y (out or its grad). */
 struct hpu_host_conv_dims {
 	bool d2; /* 4 dims; 1d has no height (1) */
@@ -1306,6 +1339,7 @@ static const struct {
 	{ HPU_KERNEL_MAX_POOL_BWD, hpu_host_pool },
 	{ HPU_KERNEL_AVG_POOL, hpu_host_pool },
 	{ HPU_KERNEL_AVG_POOL_BWD, hpu_host_pool },
+	{ HPU_KERNEL_RANDOM, hpu_host_random },
 	{ HPU_KERNEL_GROUP_NORM, hpu_host_group_norm },
 	{ HPU_KERNEL_GROUP_NORM_BWD, hpu_host_group_norm_bwd },
 	{ HPU_KERNEL_SILU_BWD, hpu_host_elementwise },

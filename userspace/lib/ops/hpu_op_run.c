@@ -58,7 +58,7 @@ static const char *const hpu_other_names[] = {
 	"conv_backward_weight", "index_select", "gather", "scatter_add", "scatter", "index_add",
 	"topk", "batch_norm", "batch_norm_backward", "max_pool2d", "max_pool2d_backward",
 	"avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
-	"group_norm", "group_norm_backward",
+	"group_norm", "group_norm_backward", "random",
 };
 
 _Static_assert(HPU_UNARY_FNS + HPU_BINARY_FNS + HPU_REDUCE_FNS + HPU_ARRAY_SIZE(hpu_other_names) <=
