@@ -475,6 +475,10 @@ static const struct fz_template {
 	{ HPU_KERNEL_SCATTER_ADD, 0, 0, { 0 }, 'V', { "*VD", "lND", "*ND" } },
 	{ HPU_KERNEL_SCATTER, 1, 0, { 0 }, 'V', { "*NV", "lNC", "*NC" } },
 	{ HPU_KERNEL_TOPK, 1, 1, { 0 }, 0, { "*N1", "lN1", "*ND" } },
+	{ HPU_KERNEL_RANDOM, 1, 0, { 0, 1 }, 0, { "*ND", "lR" } },
+	{ HPU_KERNEL_GROUP_NORM, 1, 3, { 1e-5 }, 0, { "*ND", "fN1", "fN1", "*ND", "*D", "*D" } },
+	{ HPU_KERNEL_GROUP_NORM_BWD, 1, 15, { 0 }, 0,
+	  { "*ND", "*D", "*D", "*ND", "*ND", "fN1", "fN1", "*D" } },
 };
 
 /* Sizes a broadcast dim may take: around the limit, far past it, the most a u64 holds. */
