@@ -178,4 +178,9 @@ void manual_seed(c10::DeviceIndex index, uint64_t seed);
 // Device index's generator state, made if it is not yet, its pending seed written on s.
 at::Tensor rng_ready(c10::DeviceIndex index, hpu_stream *s);
 
+// ops_random.cpp: self filled on the device's generator with uniform [a, b) or normal(a, b);
+// false (nothing done) for an explicit generator or what the device cannot take.
+bool device_random(at::Tensor &self, const c10::optional<at::Generator> &gen, bool normal,
+		   double a, double b);
+
 } // namespace hpu_torch

@@ -139,11 +139,15 @@ at::Tensor &host_draw(at::Tensor &self, Draw draw)
 
 at::Tensor &normal(at::Tensor &self, double mean, double std, c10::optional<at::Generator> gen)
 {
+	if (device_random(self, gen, true, mean, std))
+		return self;
 	return host_draw(self, [&](at::Tensor &h) { h.normal_(mean, std, gen); });
 }
 
 at::Tensor &uniform(at::Tensor &self, double from, double to, c10::optional<at::Generator> gen)
 {
+	if (device_random(self, gen, false, from, to))
+		return self;
 	return host_draw(self, [&](at::Tensor &h) { h.uniform_(from, to, gen); });
 }
 

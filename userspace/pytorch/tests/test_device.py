@@ -209,14 +209,15 @@ def test_conjugate_views_copy_as_meant():
     assert_same(c.conj().to("hpu").cpu(), c.conj().resolve_conj())
 
 
-def test_random_fills_draw_the_cpu_generator():
+def test_random_fills_draw_their_generators():
+    """rand and randn draw the device's generator (test_random.py), randint the CPU's."""
     torch.manual_seed(7)
     a = torch.randn(100, device="hpu")
     r = torch.rand(10, device="hpu")
     i = torch.randint(0, 10, (50,), device="hpu")
     torch.manual_seed(7)
-    assert_same(a.cpu(), torch.randn(100))
-    assert_same(r.cpu(), torch.rand(10))
+    assert_same(torch.randn(100, device="hpu").cpu(), a.cpu())
+    assert_same(torch.rand(10, device="hpu").cpu(), r.cpu())
     assert_same(i.cpu(), torch.randint(0, 10, (50,)))
 
 
