@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
 """Gaudi's ``habana_frameworks.torch.hpex``: the device's fused ops beyond PyTorch's."""
-from . import normalization
+from . import hmp, normalization
 
-__all__ = ["normalization"]
+__all__ = ["hmp", "normalization"]
