@@ -270,16 +270,19 @@ static inline float hdm_bf16_to_f32(uint16_t v)
 	return f;
 }
 
-/* Round to nearest even; NaN stays a (quiet) NaN. */
+/*
+ * Round to nearest even; NaN stays a (quiet) NaN.  A select, not a branch, so
+ * that loops of it become vector code.
+ */
 static inline uint16_t hdm_f32_to_bf16(float f)
 {
 	uint32_t bits;
+	uint16_t quiet, nearest;
 
 	memcpy(&bits, &f, sizeof(bits));
-	if (isnan(f))
-		return (uint16_t)((bits >> 16) | 0x40);
-	bits += 0x7fff + ((bits >> 16) & 1);
-	return (uint16_t)(bits >> 16);
+	quiet = (uint16_t)((bits >> 16) | 0x40);
+	nearest = (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+	return (bits & 0x7fffffffu) > 0x7f800000u ? quiet : nearest;
 }
 
 /*

@@ -164,15 +164,23 @@ static int hdm_mme_decode(struct hdm_job *job, const uint8_t *pkt, struct hdm_ge
 	return 0;
 }
 
-/* Widen a rows x cols bf16 block, rows ld apart, to a compact fp32 one. */
+/*
+ * Widen a rows x cols bf16 block, rows ld apart, to a compact fp32 one.  Whole
+ * 16-bit loads and stores (little-endian host, hdm_kernel.h) let the compiler
+ * make both loops vector code.
+ */
 static void hdm_mme_widen(float *dst, const uint8_t *src, uint64_t rows, uint64_t cols,
 			  uint64_t ld)
 {
 	uint64_t r, c;
+	uint16_t v;
 
-	for (r = 0; r < rows; r++, src += ld * 2, dst += cols)
-		for (c = 0; c < cols; c++)
-			dst[c] = hdm_bf16_to_f32((uint16_t)(src[2 * c] | src[2 * c + 1] << 8));
+	for (r = 0; r < rows; r++, src += ld * 2, dst += cols) {
+		for (c = 0; c < cols; c++) {
+			memcpy(&v, src + 2 * c, sizeof(v));
+			dst[c] = hdm_bf16_to_f32(v);
+		}
+	}
 }
 
 /* Round a compact rows x cols fp32 block into bf16 rows ld apart. */
@@ -185,8 +193,7 @@ static void hdm_mme_narrow(uint8_t *dst, const float *src, uint64_t rows, uint64
 	for (r = 0; r < rows; r++, dst += ld * 2, src += cols) {
 		for (c = 0; c < cols; c++) {
 			v = hdm_f32_to_bf16(src[c]);
-			dst[2 * c] = (uint8_t)v;
-			dst[2 * c + 1] = (uint8_t)(v >> 8);
+			memcpy(dst + 2 * c, &v, sizeof(v));
 		}
 	}
 }
