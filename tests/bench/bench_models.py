@@ -8,8 +8,10 @@ in one process.  Each section prints its BENCH lines, ratios measured in this ru
   sdpa_vs_unfused_time    unfused attention time / FusedSDPA time
   lr_schedule_compiles    graph compilations over 100 lazy steps of a cosine LR schedule
 """
+import math
 import os
 import sys
+import time
 
 import torch
 
@@ -42,8 +44,43 @@ def conv2d():
 
 
 # --- bf16 GEMM (section of the hmp engineer) ---
+# (m, n, k, repetitions): tests/bench/bf16_gemm_host.h measures the same shapes on the host.
+BF16_GEMM_SHAPES = {"1024x1024x1024": (1024, 1024, 1024, 8), "4096x256x1024": (4096, 256, 1024, 8)}
+
+
+def bf16_gemm_device(m, n, k, reps):
+    """GFLOP/s of torch.matmul of bf16 hpu tensors [m, k] @ [k, n] (a bf16 result, fp32
+    accumulation on the matrix engine): best of three rounds of reps GEMMs, each its own lazy
+    step, synchronized; the step's compilation before."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(m, k, generator=g).bfloat16().to("hpu")
+    b = torch.randn(k, n, generator=g).bfloat16().to("hpu")
+
+    def run(count):
+        for _ in range(count):
+            torch.matmul(a, b)
+            hpu_torch.core.mark_step()
+        torch.hpu.synchronize()
+    run(1)
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        run(reps)
+        best = max(best, 2.0 * m * n * k * reps / (time.perf_counter() - start) / 1e9)
+    return best
+
+
 def bf16_gemm():
-    pass
+    """BENCH bf16_gemm_vs_sbgemm: the geometric mean over the shapes of the device's GFLOP/s
+    over the host's (bf16_gemm_host.h: cblas_sbgemm if the host's OpenBLAS has it, else widen
+    to fp32 + sgemm + round); 0 without the host's figures."""
+    ratios = []
+    for shape, (m, n, k, reps) in BF16_GEMM_SHAPES.items():
+        device, host = bf16_gemm_device(m, n, k, reps), host_value("bf16_gemm_" + shape)
+        print(f"bf16_gemm {shape}: device {device:.2f} GFLOP/s, host {host:.2f} GFLOP/s",
+              flush=True)
+        ratios.append(device / host if host else 0.0)
+    bench("bf16_gemm_vs_sbgemm", math.prod(ratios) ** (1 / len(ratios)))
 
 
 # --- FusedSDPA (section of the SDPA engineer) ---
