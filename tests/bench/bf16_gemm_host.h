@@ -22,14 +22,10 @@
 #include <string.h>
 #include <time.h>
 
-struct bf16_gemm_shape {
-	const char *name;
-	int m, n, k;
-	int reps;
-};
+#include "gemm_shapes.h"
 
 /* bench_models.py's bf16_gemm section names the same shapes. */
-static const struct bf16_gemm_shape bf16_gemm_shapes[] = {
+static const struct gemm_shape bf16_gemm_shapes[] = {
 	{ "1024x1024x1024", 1024, 1024, 1024, 8 },
 	{ "4096x256x1024", 4096, 256, 1024, 8 }, /* a linear layer over 4096 tokens */
 };
@@ -67,7 +63,7 @@ static void bf16_gemm_narrow(uint16_t *dst, const float *src, size_t n)
 }
 
 /* One GEMM: sbgemm's if given, else widen, sgemm, round. */
-static void bf16_gemm_once(const struct bf16_gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm,
+static void bf16_gemm_once(const struct gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm,
 			   const uint16_t *a, const uint16_t *b, float *af, float *bf, float *cf,
 			   uint16_t *c)
 {
@@ -86,7 +82,7 @@ static void bf16_gemm_once(const struct bf16_gemm_shape *g, bf16_gemm_sbgemm_fn 
 }
 
 /* Best of three rounds of g's repetitions, in GFLOP/s; 0 without memory. */
-static double bf16_gemm_measure(const struct bf16_gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm)
+static double bf16_gemm_measure(const struct gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm)
 {
 	size_t mk = (size_t)g->m * g->k, kn = (size_t)g->k * g->n, mn = (size_t)g->m * g->n;
 	uint16_t *a = malloc(mk * 2), *b = malloc(kn * 2), *c = malloc(mn * 2);
