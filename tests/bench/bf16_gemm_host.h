@@ -3,13 +3,18 @@
  * The host half of BENCH bf16_gemm_vs_sbgemm (for host_models.c to include):
  * the host's best GEMM of bf16 operands accumulated in fp32, on the shapes
  * bench_models.py's bf16_gemm section times on the device (torch.matmul of
- * bf16 [m, k] @ [k, n], a bf16 result).  That is cblas_sbgemm when the
- * host's OpenBLAS exports it (looked up at run time: Debian's declares it in
- * cblas.h but is built without it), else what the device does without it:
- * A and B widened to fp32 (exact), cblas_sgemm with OpenBLAS's threads, C
- * rounded to bf16 (nearest even).  Best of three rounds.
+ * bf16 [m, k] @ [k, n], a bf16 result), best of three rounds, all the host's
+ * threads.  The best is the first there is of: cblas_sbgemm (Debian's
+ * OpenBLAS declares it in cblas.h but is built without it), oneDNN's
+ * dnnl_gemm_bf16bf16f32 (libdnnl.so.2, which Debian's PyTorch depends on;
+ * the device's MME uses it too), and what the device does without either:
+ * A and B widened to fp32 (exact) for cblas_sgemm.  C is rounded to bf16
+ * (nearest even) as the device rounds it.  Libraries are looked up at run
+ * time.
  *
- *   bf16_gemm_host_print(stdout)   one "bf16_gemm_<shape> <GFLOP/s>" line a shape
+ *   bf16_gemm_host_print(stdout)   "bf16_gemm_<shape> <GFLOP/s>" a shape (the
+ *                                  best), and "bf16_gemm_widened_<shape>
+ *                                  <GFLOP/s>" (widen + sgemm, for comparison)
  */
 #ifndef BF16_GEMM_HOST_H
 #define BF16_GEMM_HOST_H
@@ -29,6 +34,10 @@ static const struct gemm_shape bf16_gemm_shapes[] = {
 	{ "1024x1024x1024", 1024, 1024, 1024, 8 },
 	{ "4096x256x1024", 4096, 256, 1024, 8 }, /* a linear layer over 4096 tokens */
 };
+
+/* oneDNN's (dnnl.h): row-major as cblas, 0 on success. */
+typedef int bf16_gemm_dnnl_fn(char, char, int64_t, int64_t, int64_t, float, const uint16_t *,
+			      int64_t, const uint16_t *, int64_t, float, float *, int64_t);
 
 typedef void bf16_gemm_sbgemm_fn(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
 				 blasint, blasint, blasint, float, const uint16_t *, blasint,
@@ -62,16 +71,24 @@ static void bf16_gemm_narrow(uint16_t *dst, const float *src, size_t n)
 	}
 }
 
-/* One GEMM: sbgemm's if given, else widen, sgemm, round. */
-static void bf16_gemm_once(const struct gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm,
+/* The bf16 GEMM to measure: a library's (one of them, or neither: widen + sgemm). */
+struct bf16_gemm_lib {
+	bf16_gemm_sbgemm_fn *sbgemm;
+	bf16_gemm_dnnl_fn *dnnl;
+};
+
+/* One GEMM by lib, C rounded to bf16. */
+static void bf16_gemm_once(const struct gemm_shape *g, struct bf16_gemm_lib lib,
 			   const uint16_t *a, const uint16_t *b, float *af, float *bf, float *cf,
 			   uint16_t *c)
 {
 	size_t mk = (size_t)g->m * g->k, kn = (size_t)g->k * g->n, mn = (size_t)g->m * g->n;
 
-	if (sbgemm) {
-		sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, a, g->k,
-		       b, g->n, 0.0f, cf, g->n);
+	if (lib.sbgemm) {
+		lib.sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, a,
+			   g->k, b, g->n, 0.0f, cf, g->n);
+	} else if (lib.dnnl) {
+		lib.dnnl('N', 'N', g->m, g->n, g->k, 1.0f, a, g->k, b, g->n, 0.0f, cf, g->n);
 	} else {
 		bf16_gemm_widen(af, a, mk);
 		bf16_gemm_widen(bf, b, kn);
@@ -82,7 +99,7 @@ static void bf16_gemm_once(const struct gemm_shape *g, bf16_gemm_sbgemm_fn *sbge
 }
 
 /* Best of three rounds of g's repetitions, in GFLOP/s; 0 without memory. */
-static double bf16_gemm_measure(const struct gemm_shape *g, bf16_gemm_sbgemm_fn *sbgemm)
+static double bf16_gemm_measure(const struct gemm_shape *g, struct bf16_gemm_lib lib)
 {
 	size_t mk = (size_t)g->m * g->k, kn = (size_t)g->k * g->n, mn = (size_t)g->m * g->n;
 	uint16_t *a = malloc(mk * 2), *b = malloc(kn * 2), *c = malloc(mn * 2);
@@ -95,12 +112,12 @@ static double bf16_gemm_measure(const struct gemm_shape *g, bf16_gemm_sbgemm_fn 
 			a[i] = (uint16_t)(0x3e00 + i % 7 * 0x20);
 		for (size_t i = 0; i < kn; i++)
 			b[i] = (uint16_t)(0x3e00 + i % 5 * 0x20);
-		bf16_gemm_once(g, sbgemm, a, b, af, bf, cf, c);
+		bf16_gemm_once(g, lib, a, b, af, bf, cf, c);
 		for (int round = 0; round < 3; round++) {
 			double t = bf16_gemm_now(), gflops;
 
 			for (int r = 0; r < g->reps; r++)
-				bf16_gemm_once(g, sbgemm, a, b, af, bf, cf, c);
+				bf16_gemm_once(g, lib, a, b, af, bf, cf, c);
 			t = bf16_gemm_now() - t;
 			gflops = 2.0 * g->m * g->n * g->k * g->reps / t / 1e9;
 			if (gflops > best)
@@ -118,11 +135,21 @@ static double bf16_gemm_measure(const struct gemm_shape *g, bf16_gemm_sbgemm_fn 
 
 static void bf16_gemm_host_print(FILE *out)
 {
-	bf16_gemm_sbgemm_fn *sbgemm = (bf16_gemm_sbgemm_fn *)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+	void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+	struct bf16_gemm_lib best = {
+		.sbgemm = (bf16_gemm_sbgemm_fn *)dlsym(RTLD_DEFAULT, "cblas_sbgemm"),
+	}, widened = { 0 };
+	const struct gemm_shape *g;
 
-	for (size_t s = 0; s < sizeof(bf16_gemm_shapes) / sizeof(bf16_gemm_shapes[0]); s++)
-		fprintf(out, "bf16_gemm_%s %.2f\n", bf16_gemm_shapes[s].name,
-			bf16_gemm_measure(&bf16_gemm_shapes[s], sbgemm));
+	if (!best.sbgemm && dnnl)
+		best.dnnl = (bf16_gemm_dnnl_fn *)dlsym(dnnl, "dnnl_gemm_bf16bf16f32");
+	for (size_t s = 0; s < sizeof(bf16_gemm_shapes) / sizeof(bf16_gemm_shapes[0]); s++) {
+		g = &bf16_gemm_shapes[s];
+		fprintf(out, "bf16_gemm_%s %.2f\n", g->name, bf16_gemm_measure(g, best));
+		fprintf(out, "bf16_gemm_widened_%s %.2f\n", g->name, bf16_gemm_measure(g, widened));
+	}
+	if (dnnl)
+		dlclose(dnnl);
 }
 
 #endif /* BF16_GEMM_HOST_H */
