@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hpu matrix engine: GEMM on OpenBLAS.  fp32 operands go to cblas_sgemm
- * straight from HBM.  bf16 ones are widened (exactly) to fp32 blocks first:
- * Debian's OpenBLAS declares cblas_sbgemm but is built without it.  A bf16
- * C is computed in fp32 and rounded once.
+ * straight from HBM.  bf16 ones go to oneDNN's dnnl_gemm_bf16bf16f32 (bf16
+ * products accumulated in fp32, on the host's bf16 instructions: AVX512-BF16,
+ * AMX) when the host has libdnnl.so.2 (Debian's PyTorch depends on it; looked
+ * up at run time, so the device builds and runs without it), else they are
+ * widened (exactly) to fp32 blocks for cblas_sgemm: Debian's OpenBLAS
+ * declares cblas_sbgemm but is built without it.  A bf16 C is computed in
+ * fp32 and rounded once.
  *
  * Steps (hdm_mme.h) run on several threads at once, each with working
  * buffers of its own.  OpenBLAS limited to one thread computes on its
@@ -13,6 +17,8 @@
  * keeps to one thread.
  */
 #include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,19 @@
 
 /* What openblas_get_parallel() says of the pthread build. */
 #define HDM_MME_OPENBLAS_PTHREADS 1
+
+/* oneDNN's bf16 GEMM (dnnl.h, row-major as cblas): 0 on success. */
+typedef int hdm_mme_dnnl_gemm(char transa, char transb, int64_t m, int64_t n, int64_t k,
+			      float alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+			      int64_t ldb, float beta, float *c, int64_t ldc);
+typedef void hdm_mme_omp_threads(int n);
+
+/* Set once by hdm_mme_init(); NULL without libdnnl. */
+static struct {
+	hdm_mme_dnnl_gemm *gemm;
+	hdm_mme_omp_threads *threads; /* its OpenMP's omp_set_num_threads() */
+	bool off;                     /* hdm_mme_native_bf16(false) */
+} hdm_mme_dnnl;
 
 /* One operand as stored: batch matrices of rows x cols, rows ld elements apart. */
 struct hdm_mme_operand {
@@ -310,6 +329,25 @@ static const float *hdm_mme_stage(float *dst, struct hdm_mme_held *held, const u
 }
 
 /*
+ * A chunk of a bf16 block by oneDNN, from the operands as stored (op(A)'s
+ * rows x kc at a, op(B)'s kc x cols at b) into fp32 c; false if there is no
+ * oneDNN or it refused (the caller widens).  Its OpenMP runs on the calling
+ * thread alone: the parts are the MME's threads.
+ */
+static bool hdm_mme_bf16_native(const struct hdm_gemm *g, const uint8_t *a, const uint8_t *b,
+				uint64_t rows, uint64_t cols, uint64_t kc, float beta, float *c,
+				uint64_t ldc)
+{
+	if (!hdm_mme_dnnl.gemm || __atomic_load_n(&hdm_mme_dnnl.off, __ATOMIC_RELAXED))
+		return false;
+	hdm_mme_dnnl.threads(1);
+	return !hdm_mme_dnnl.gemm(g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (int64_t)rows,
+				  (int64_t)cols, (int64_t)kc, g->alpha, (const uint16_t *)a,
+				  (int64_t)g->a.ld, (const uint16_t *)b, (int64_t)g->b.ld, beta, c,
+				  (int64_t)ldc);
+}
+
+/*
  * Step s: block (i, j) of C's batch matrix bi, with a part's working buffers
  * w, in calls of block_k of k at most; stops between two if the job is
  * cancelled.
@@ -351,6 +389,10 @@ static void hdm_mme_step(const struct hdm_gemm *g, struct hdm_mme_work *w, uint6
 		bf = (const float *)b_p;
 		lda_p = lda;
 		ldb_p = ldb;
+		if (w->wa && hdm_mme_bf16_native(g, a_p, b_p, rows, cols, kc, beta, cf, ldc)) {
+			beta = 1.0f;
+			continue;
+		}
 		/* A batch stride of 0 repeats a block: a part widens it once. */
 		if (w->wa) {
 			lda_p = g->trans_a ? rows : kc;
@@ -393,14 +435,37 @@ static void hdm_mme_part(void *ctx, uint64_t p)
 		hdm_mme_step(g, &g->work[p], s);
 }
 
+static void hdm_mme_dnnl_open(void)
+{
+	void *lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib)
+		return;
+	/* Its OpenMP is a dependency of it: dlsym searches there too. */
+	hdm_mme_dnnl.threads = (hdm_mme_omp_threads *)dlsym(lib, "omp_set_num_threads");
+	if (hdm_mme_dnnl.threads)
+		hdm_mme_dnnl.gemm = (hdm_mme_dnnl_gemm *)dlsym(lib, "dnnl_gemm_bf16bf16f32");
+	if (!hdm_mme_dnnl.gemm)
+		dlclose(lib);
+}
+
 void hdm_mme_init(void)
 {
+	static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+
 	/*
 	 * The MME spreads GEMMs over the TPC pool, whose threads sleep when
 	 * idle; OpenBLAS's own workers would spin ~0.1 s of CPU after every
 	 * call, taking host CPUs from the vCPUs.
 	 */
 	openblas_set_num_threads(1);
+	pthread_once(&dnnl_once, hdm_mme_dnnl_open);
+}
+
+bool hdm_mme_native_bf16(bool on)
+{
+	__atomic_store_n(&hdm_mme_dnnl.off, !on, __ATOMIC_RELAXED);
+	return hdm_mme_dnnl.gemm;
 }
 
 /*

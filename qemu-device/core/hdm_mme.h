@@ -58,8 +58,14 @@ struct hdm_mme_plan {
 int hdm_mme_plan(struct hdm_mme_plan *plan, uint32_t batch, uint32_t m, uint32_t n, uint32_t k,
 		 unsigned int cpus);
 
-/* At device init: OpenBLAS computes on its caller's thread alone. */
+/* At device init: OpenBLAS computes on its caller's thread alone; oneDNN looked up. */
 void hdm_mme_init(void);
+
+/*
+ * Whether bf16 GEMMs go to oneDNN (on by default; tests run both ways);
+ * whether the host has it.
+ */
+bool hdm_mme_native_bf16(bool on);
 
 enum hdm_pkt_status hdm_mme_gemm(struct hdm_job *job, const uint8_t *pkt);
 

@@ -471,6 +471,14 @@ static void test_gemm(struct hpu_test *t, const struct gemm_case *c)
 	test_gemm_on(t, c, t->core->tpc.cpus);
 }
 
+/* The same without oneDNN: bf16 operands widened to fp32 for OpenBLAS. */
+static void test_gemm_widened(struct hpu_test *t, const struct gemm_case *c)
+{
+	hdm_mme_native_bf16(false);
+	test_gemm(t, c);
+	hdm_mme_native_bf16(true);
+}
+
 /*
  * Split over 2 and over num_tpc threads (each case's plan has several
  * parts): every byte of C's extent as one thread leaves it, since every
@@ -2304,10 +2312,13 @@ int main(void)
 	size_t i;
 
 	printf("TAP version 13\n1..%zu\n",
-	       HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_split_cases) +
+	       2 * HPU_ARRAY_SIZE(gemm_cases) + HPU_ARRAY_SIZE(gemm_split_cases) +
 	       HPU_ARRAY_SIZE(gemm_bad_cases) + HPU_ARRAY_SIZE(huge_cases) +
 	       HPU_ARRAY_SIZE(hpu_tests) + HPU_ARRAY_SIZE(launch_bad_cases));
 	HPU_RUN_TABLE(gemm_cases, test_gemm, "GEMM");
+	/* A core's init (each test's) looked oneDNN up. */
+	printf("# bf16 GEMMs on %s\n", hdm_mme_native_bf16(true) ? "oneDNN" : "widened operands");
+	HPU_RUN_TABLE(gemm_cases, test_gemm_widened, "GEMM widened");
 	HPU_RUN_TABLE(gemm_split_cases, test_gemm_split, "GEMM split");
 	HPU_RUN_TABLE(gemm_bad_cases, test_gemm_bad, "GEMM refused");
 	HPU_RUN_TABLE(huge_cases, test_gemm_huge, "GEMM stopped by a queue reset");
