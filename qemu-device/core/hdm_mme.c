@@ -6,8 +6,9 @@
  * AMX) when the host has libdnnl.so.2 (Debian's PyTorch depends on it; looked
  * up at run time, so the device builds and runs without it), else they are
  * widened (exactly) to fp32 blocks for cblas_sgemm: Debian's OpenBLAS
- * declares cblas_sbgemm but is built without it.  A bf16 C is computed in
- * fp32 and rounded once.
+ * declares cblas_sbgemm but is built without it.  oneDNN counts subnormal
+ * inputs and products as zero.  A bf16 C is computed in fp32 and rounded
+ * once.
  *
  * Steps (hdm_mme.h) run on several threads at once, each with working
  * buffers of its own.  OpenBLAS limited to one thread computes on its
