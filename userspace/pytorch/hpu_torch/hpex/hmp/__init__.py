@@ -23,6 +23,7 @@ thread: other threads, and the autograd engine's backward, run without casts (a 
 its forward's dtypes).  A later convert() replaces the earlier settings.
 """
 import contextlib
+import re
 import threading
 
 import torch
@@ -78,16 +79,17 @@ def _read_list(path):
     return names
 
 
+# Tensor's operators: x @ w is matmul, x += y the in-place add_, 2 * x (__rmul__) mul.
+_OPERATOR = re.compile(r"__(i|r)?(add|sub|mul|truediv|div|floordiv|mod|pow|and|or|xor|lshift|"
+                       r"rshift|matmul)__")
+
+
 def _name(func):
-    """The op name the lists use: Tensor.__matmul__ is matmul, __iadd__ the in-place add_."""
+    """The op name the lists use."""
     name = getattr(func, "__name__", "")
-    if name.startswith("__i") and name.endswith("__") and name not in ("__init__", "__index__",
-                                                                      "__invert__", "__iter__"):
-        return name[3:-2] + "_"
-    if name.startswith("__r") and name.endswith("__"):
-        return name[3:-2]
-    if name.startswith("__") and name.endswith("__"):
-        return name[2:-2]
+    operator = _OPERATOR.fullmatch(name)
+    if operator:
+        return operator.group(2) + ("_" if operator.group(1) == "i" else "")
     return name
 
 
@@ -116,7 +118,7 @@ def _decide(name, args, floats):
     op that writes its first input (in-place, x[i] = v) never has it cast (the write would go to
     a copy), nor an out= tensor."""
     cfg = _config
-    if name.endswith("_") or name == "setitem":
+    if name.endswith("_") or name == "__setitem__":
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if first is None or first.dtype not in _WIDTH:
             return None
