@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Matrix products at the HPU key on libhpu's matrix engine: mm, bmm and addmm (out= variants,
- * which PyTorch's functional and in-place ones call; linear and matmul reach them through
- * PyTorch's own composites).  addmm with a bias vector, beta 1 and alpha 1 - Linear's - is one
+ * Matrix products at the HPU key on libhpu's matrix engine: mm, bmm, addmm and addmv (out=
+ * variants, which PyTorch's functional and in-place ones call; linear, matmul and mv reach them
+ * through PyTorch's own composites) and dot, vectors as matrices of one row or column.  addmm with a bias vector, beta 1 and alpha 1 - Linear's - is one
  * hpu_op_linear; otherwise the product, then beta * self + alpha * product.  The engine needs
  * a dim of stride 1 in each matrix (a transposed view is one) and writes a last dim of stride
  * 1, out of place: other operands go through contiguous copies or a temporary.
@@ -15,9 +15,12 @@
 namespace hpu_torch {
 namespace {
 
-// A matrix (the last two dims) the engine reads as it is.
+// A matrix (the last two dims) the engine reads as it is: not broadcast along a dim (stride 0,
+// as an expanded gradient is: no leading dimension fits it).
 bool engine_reads(const at::Tensor &t)
 {
+	if ((t.size(-1) > 1 && !t.stride(-1)) || (t.size(-2) > 1 && !t.stride(-2)))
+		return false;
 	return t.stride(-1) == 1 || t.stride(-2) == 1 || t.size(-1) == 1 || t.size(-2) == 1;
 }
 
@@ -77,6 +80,21 @@ at::Tensor &bmm_out(const at::Tensor &self, const at::Tensor &mat2, at::Tensor &
 	return out;
 }
 
+// out = beta * self + alpha * prod; beta 0 ignores self, NaN and infinities included, as
+// PyTorch's.
+void scaled_sum(const at::Tensor &out, const at::Tensor &self, const at::Tensor &prod,
+		const at::Scalar &beta, const at::Scalar &alpha)
+{
+	double b = beta.toDouble();
+	bool done = b == 0 ? binary_into(HPU_BIN_MUL, out, prod,
+					 at::native::wrapped_scalar_tensor(alpha))
+			   : binary_into(HPU_BIN_ADD, out,
+					 b == 1 ? self
+						: at::mul(self, at::native::wrapped_scalar_tensor(beta)),
+					 prod, alpha.toDouble());
+	TORCH_INTERNAL_ASSERT(done, "hpu: a product's sum of floats of one dtype");
+}
+
 at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &mat1, const at::Tensor &mat2,
 		      const at::Scalar &beta, const at::Scalar &alpha, at::Tensor &out)
 {
@@ -98,14 +116,33 @@ at::Tensor &addmm_out(const at::Tensor &self, const at::Tensor &mat1, const at::
 	}
 	at::Tensor prod = at::empty(out.sizes(), out.options());
 	matmul_into(prod, mat1, mat2);
-	// beta 0 ignores self, NaN and infinities included, as PyTorch's.
-	bool done = b == 0 ? binary_into(HPU_BIN_MUL, out, prod,
-					 at::native::wrapped_scalar_tensor(alpha))
-			   : binary_into(HPU_BIN_ADD, out,
-					 b == 1 ? self
-						: at::mul(self, at::native::wrapped_scalar_tensor(beta)),
-					 prod, a);
-	TORCH_INTERNAL_ASSERT(done, "hpu: addmm's sum of floats of one dtype");
+	scaled_sum(out, self, prod, beta, alpha);
+	return out;
+}
+
+at::Tensor &addmv_out(const at::Tensor &self, const at::Tensor &mat, const at::Tensor &vec,
+		      const at::Scalar &beta, const at::Scalar &alpha, at::Tensor &out)
+{
+	if (vec.dim() != 1 || !matmul_ok(out, mat, vec.unsqueeze(1), 2) ||
+	    !same_floats(out, {self}) || beta.isComplex() || alpha.isComplex())
+		return fall_back<at::_ops::addmv_out>(self, mat, vec, beta, alpha, out);
+	resize_out(out, {mat.size(0)});
+	if (!out.numel())
+		return out;
+	at::Tensor prod = at::empty(out.sizes(), out.options());
+	matmul_into(prod.unsqueeze(1), mat, vec.unsqueeze(1));
+	scaled_sum(out, self, prod, beta, alpha);
+	return out;
+}
+
+at::Tensor dot(const at::Tensor &self, const at::Tensor &other)
+{
+	if (self.dim() != 1 || other.dim() != 1 || self.size(0) != other.size(0) ||
+	    !same_floats(self, {other}))
+		return fall_back<at::_ops::dot>(self, other);
+	at::Tensor out = at::empty({}, self.options());
+
+	matmul_into(out.view({1, 1}), self.unsqueeze(0), other.unsqueeze(1));
 	return out;
 }
 
@@ -114,6 +151,8 @@ TORCH_LIBRARY_IMPL(aten, HPU, m)
 	m.impl("mm.out", mm_out);
 	m.impl("bmm.out", bmm_out);
 	m.impl("addmm.out", addmm_out);
+	m.impl("addmv.out", addmv_out);
+	m.impl("dot", dot);
 }
 
 } // namespace

@@ -40,6 +40,20 @@ def check(got, want, dtype):
     torch.testing.assert_close(got.cpu().float(), want.float(), **tol)
 
 
+def check_gemm(fn, inputs, dtype):
+    """A GEMM or convolution under hmp: the dtype the CPU's gives; the values the device's
+    arithmetic gives: the inputs as cast (bf16 exact in fp32), exact products summed in fp32,
+    the result rounded once (the CPU's own bf16 kernels round partial sums, 2 ulps off here).
+    Within one rounding of the result: 2^-7 relative."""
+    got, want = on_both(fn, *inputs)
+    assert got.device.type == "hpu" and got.dtype == want.dtype == dtype
+    with hmp.disable_casts():
+        exact = fn(*[t.to(BF16).float() if dtype == BF16 else t.float() for t in inputs])
+    torch.testing.assert_close(got.cpu().float(), exact.to(dtype).float(), rtol=2 ** -7,
+                               atol=1e-4)
+    return got
+
+
 BF16_CASES = {
     "addmm": (lambda b, x, w: torch.addmm(b, x, w), ((7,), (5, 9), (9, 7))),
     "bmm": (lambda x, w: torch.bmm(x, w), ((3, 5, 9), (3, 9, 7))),
@@ -57,10 +71,37 @@ def test_o1_bf16_list_runs_in_bf16(convert, name):
     inputs = [randn(*s, seed=i) for i, s in enumerate(shapes)]
     want_fp32 = fn(*inputs)
     convert()
-    got, want = on_both(fn, *inputs)
-    check(got, want, BF16)
+    before = hpu_torch.fallback_counts()
+    got = check_gemm(fn, inputs, BF16)
+    assert hpu_torch.fallback_counts() == before, "the device runs every op of the list"
     # Against fp32 too: bf16 inputs round each product by 2^-8 at most.
     torch.testing.assert_close(got.cpu().float(), want_fp32, rtol=0.05, atol=0.1)
+
+
+@pytest.mark.parametrize("dtype", [FP32, BF16])
+def test_dot_and_mv_run_on_the_device(dtype):
+    """torch.dot and torch.mv (addmv: beta and alpha too) on the matrix engine, forward and
+    backward, strided operands, against the CPU in fp32 (the device's arithmetic for bf16)."""
+    a, v = randn(7, 20, seed=30)[:, ::2], randn(30, seed=31)[::3]
+    self_ = randn(7, seed=32)
+    # bf16: addmv rounds the product, then the sum: two roundings.
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == FP32 else dict(rtol=2 ** -6, atol=1e-4)
+    before = hpu_torch.fallback_counts()
+    for fn in (lambda m, u, s: torch.dot(u, m[0]), lambda m, u, s: torch.mv(m, u),
+               lambda m, u, s: torch.addmv(s, m, u, beta=0.5, alpha=2.0)):
+        cpu = [t.detach().to(dtype).float().requires_grad_() for t in (a, v, self_)]
+        dev = [t.detach().to(dtype).to(HPU).requires_grad_() for t in (a, v, self_)]
+        want, got = fn(*cpu), fn(*dev)
+        assert got.dtype == dtype and got.shape == want.shape
+        torch.testing.assert_close(got.cpu().float(), want.to(dtype).float(), **tol)
+        # (A 0-dim sum falls back: dot's result is differentiated as it is.)
+        for out in (got, want):
+            (out.sum() if out.dim() else out).backward()
+        for d, c in zip(dev, cpu):
+            if c.grad is not None:
+                torch.testing.assert_close(d.grad.cpu().float(), c.grad.to(dtype).float(),
+                                           **tol)
+    assert hpu_torch.fallback_counts() == before
 
 
 def test_o1_conv3d_is_cast_to_bf16(convert, capsys):
@@ -114,7 +155,7 @@ def test_multi_input_ops_cast_to_the_widest(convert):
     with pytest.raises(RuntimeError):
         F.linear(x, w, b)
     convert()
-    check(*on_both(lambda *t: F.linear(*t), x, w, b), FP32)
+    check_gemm(F.linear, (x, w, b), FP32)
     check(*on_both(lambda t, g: F.layer_norm(t, (8,), g), x, randn(8, seed=9)), FP32)
     check(*on_both(lambda t, u: torch.cat([t, u]), x, randn(2, 8, seed=10)), FP32)
     check(*on_both(torch.add, x, w[:1]), FP32)
@@ -129,6 +170,7 @@ def test_in_place_ops_cast_to_the_first_input(convert):
             u = u.clone()
             u.mul_(v)
             u += v
+            u[1:3] = v[1:3] * 2
             return u
         check(*on_both(fn, a, b), first)
 
@@ -139,11 +181,11 @@ def test_list_files_replace_the_lists(convert, tmp_path):
     fp32.write_text("mm\n")
     convert(bf16_file_path=str(bf16), fp32_file_path=str(fp32))
     x, w = randn(5, 9, seed=13), randn(9, 7, seed=14)
-    check(*on_both(lambda a, b: F.linear(a, b.t()), x, w), BF16)
+    check_gemm(lambda a, b: F.linear(a, b.t()), (x, w), BF16)
     check(*on_both(torch.relu, x), BF16)
-    check(*on_both(torch.mm, x.to(BF16), w.to(BF16)), FP32)
+    check_gemm(torch.mm, (x.to(BF16), w.to(BF16)), FP32)
     # Out of both lists now: addmm keeps its inputs' fp32, softmax its input's bf16.
-    check(*on_both(torch.addmm, randn(7), x, w), FP32)
+    check_gemm(torch.addmm, (randn(7), x, w), FP32)
     check(*on_both(lambda t: torch.softmax(t, 1), x.to(BF16)), BF16)
 
 
@@ -161,14 +203,13 @@ def test_disable_casts(convert):
 def test_o2_runs_only_gemm_and_convolution_in_bf16(convert):
     convert(opt_level="O2")
     x, w = randn(5, 9, seed=17), randn(7, 9, seed=18)
-    check(*on_both(lambda a, b: F.linear(a, b), x, w), BF16)
-    check(*on_both(lambda a, b: torch.matmul(a, b.t()), x, w), BF16)
-    check(*on_both(torch.mm, x, w.t()), BF16)
+    check_gemm(lambda a, b: F.linear(a, b), (x, w), BF16)
+    check_gemm(lambda a, b: torch.matmul(a, b.t()), (x, w), BF16)
+    check_gemm(lambda a, b: torch.mm(a, b.t()), (x, w), BF16)
     check(*on_both(torch.relu, x.to(BF16)), FP32)
     check(*on_both(lambda t: t * 3, x.to(BF16)), FP32)
     check(*on_both(lambda t: torch.softmax(t, 1), x.to(BF16)), FP32)
-    check(*on_both(lambda t: F.conv2d(t, randn(2, 1, 3, 3, seed=19).to(t.device)),
-                   randn(2, 1, 6, 6, seed=20)), BF16)
+    check_gemm(F.conv2d, (randn(2, 1, 6, 6, seed=20), randn(2, 1, 3, 3, seed=19)), BF16)
 
 
 def test_verbose_prints_each_cast(convert, capsys):
@@ -248,9 +289,14 @@ def test_casts_are_captured_by_an_hpu_graph(convert):
         new = randn(8, 16, seed=seed)
         x.copy_(new.to(HPU))
         g.replay()
-        want = torch.log_softmax(torch.mm(new, w.cpu()), 1)
-        assert y.dtype == FP32
-        torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+        eager = torch.log_softmax(torch.mm(x, w), 1)
+        assert y.dtype == eager.dtype == FP32 and torch.equal(y.cpu(), eager.cpu())
+        # The bf16 mm's result rounded once (an ulp flip moves an element by up to 2^-4).
+        with hmp.disable_casts():
+            mm = torch.mm(new.to(BF16).float(), w.cpu().to(BF16).float()).to(BF16)
+        want = torch.log_softmax(mm.float(), 1)
+        torch.testing.assert_close(y.cpu(), want, rtol=0, atol=0.15)
+        assert not torch.equal(y.cpu(), torch.log_softmax(torch.mm(new, w.cpu()).float(), 1))
 
 
 class ConvNet(nn.Module):
@@ -306,3 +352,14 @@ def test_o1_training_converges_as_fp32(convert):
     assert fp32[-1] < fp32[0] / 2 and bf16[-1] < bf16[0] / 2
     assert abs(bf16[-1] - fp32[-1]) <= 0.1 + 0.1 * fp32[-1], (fp32, bf16)
     assert bf16 != fp32
+
+
+def test_float16_is_stored_and_computed_by_the_cpu():
+    """float16 is no device dtype (the device does not advertise fp16): its tensors keep
+    their bits on hpu and their ops fall back."""
+    x = randn(5, seed=29).half()
+    before = hpu_torch.fallback_counts().get("aten::mul", 0)
+    y = x.to(HPU) * 3
+    assert y.device.type == "hpu" and y.dtype == torch.float16
+    assert torch.equal(y.cpu(), x * 3)
+    assert hpu_torch.fallback_counts().get("aten::mul", 0) == before + 1
