@@ -2,8 +2,9 @@
 /*
  * Matrix products at the HPU key on libhpu's matrix engine: mm, bmm, addmm and addmv (out=
  * variants, which PyTorch's functional and in-place ones call; linear, matmul and mv reach them
- * through PyTorch's own composites) and dot, vectors as matrices of one row or column.  addmm with a bias vector, beta 1 and alpha 1 - Linear's - is one
- * hpu_op_linear; otherwise the product, then beta * self + alpha * product.  The engine needs
+ * through PyTorch's own composites) and dot, vectors as matrices of one row or column.  addmm
+ * with a bias vector, beta 1 and alpha 1 - Linear's - is one hpu_op_linear; otherwise (and
+ * addmv) the product, then beta * self + alpha * product.  The engine needs
  * a dim of stride 1 in each matrix (a transposed view is one) and writes a last dim of stride
  * 1, out of place: other operands go through contiguous copies or a temporary.
  */
