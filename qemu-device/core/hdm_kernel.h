@@ -174,6 +174,8 @@ extern const struct hdm_kernel_def hdm_kernel_avg_pool, hdm_kernel_avg_pool_bwd;
 /* hdm_kernel_gnorm.c, hdm_kernel_random.c */
 extern const struct hdm_kernel_def hdm_kernel_group_norm, hdm_kernel_group_norm_bwd;
 extern const struct hdm_kernel_def hdm_kernel_random;
+/* hdm_kernel_sdpa.c */
+extern const struct hdm_kernel_def hdm_kernel_fused_sdpa, hdm_kernel_fused_sdpa_bwd;
 
 /* ---- faults and cancellation ---- */
 

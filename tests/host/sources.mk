@@ -69,6 +69,9 @@ HOST_TEST_LIBS_test_kernels_gnorm := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_random := qemu-device/core/hdm_kernel_random.c \
 	qemu-device/core/hdm_kernel_nn.c tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_random := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_sdpa := qemu-device/core/hdm_kernel_sdpa.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_sdpa := $(HPU_KERNEL_TEST_LIBS)
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

@@ -351,6 +351,45 @@ enum hpu_kernel_id {
 	 * itself; grad_weight may alias no input.  Work: twice in's elements,
 	 * once more with grad_weight. */
 	HPU_KERNEL_RMS_NORM_BWD = 40,
+	/* t: out (out) [B, H, L, Dv], lse (out, F32 [B, H, L]), q [B, H, L, D],
+	 * k [B, H, S, D], v [B, H, S, Dv], mask [B, H, L, S] (float, added to
+	 * the scores, or U8: 0 masks), valid_len (index [B]), rng (io, I64
+	 * [2]: seed, offset), rng_used (out, I64 [2]), probs (out, float
+	 * [B, H, L, S]), drop_mask (out, U8 [B, H, L, S]): 11 tensors, the
+	 * optional ones (a0 says which) absent as in LAYER_NORM.  Floats of
+	 * any mix; D and Dv in [1, HPU_SDPA_MAX_HEAD_DIM].  a0: HPU_SDPA_*
+	 * flags.  s0: scale (finite), s1: dropout p in [0, 1).  Attention
+	 * out = dropout(softmax(s0 q k^T + mask)) v per (b, h), computed in
+	 * fp32 in blocks of HPU_SDPA_BLOCK keys with a running max and sum
+	 * (the [L, S] scores are never stored), lse = the row's logsumexp.
+	 * Key j is seen by query i unless masked: CAUSAL j > i (top left, as
+	 * torch.tril(ones(L, S))); VALID_LEN (with CAUSAL, without MASK) n =
+	 * valid_len[b] in [0, S], checked where read: right padding masks keys
+	 * j >= n and makes query rows i >= n padding, PAD_LEFT masks j < S - n
+	 * and makes i < L - n padding.  A row that sees no key (padding, or
+	 * all masked) gets out 0 and lse -inf.  Dropout keeps element
+	 * (b, h, i, j) when the draw at position offset + ((b H + h) L + i) S
+	 * + j of DROPOUT's Philox stream is >= p, scaling it by 1 / (1 - p);
+	 * with p > 0 rng_used gets (seed, offset) as read and rng's offset
+	 * grows by B H L S (rng and rng_used absent with p = 0).  PROBS writes
+	 * the softmax (before dropout), DROP_MASK the keep mask.  FAST_SOFTMAX
+	 * (BF16 q only) takes exp from a quartic of 2^frac (relative error
+	 * under 1e-5) rather than expf.  Items are blocks of query rows of one
+	 * (b, h); an item's work is its multiply-adds over
+	 * HPU_SDPA_MACS_PER_WORK plus every element it loads or writes
+	 * (S (D + Dv) per item to pack the keys and values), at most
+	 * HPU_KERNEL_MAX_ITEM_WORK for one row.  No output may be an input. */
+	HPU_KERNEL_FUSED_SDPA = 41,
+	/* t: grad_q (out), grad_k (out), grad_v (out), grad_out [B, H, L, Dv],
+	 * q, k, v, out, lse, mask, valid_len, rng_used: the forward's operands
+	 * (12 tensors).  a0, s0, s1 as the forward (not PROBS or DROP_MASK).
+	 * The probabilities are recomputed block by block from lse and the
+	 * dropout mask from rng_used's draws.  Items: blocks of query rows
+	 * (grad_q, each row summing over the keys in order), then blocks of
+	 * key rows (grad_k and grad_v, each summing over the queries in
+	 * order), so the result does not depend on the split of the launch.
+	 * Work as the forward (a key block packs L (D + 2 Dv)). */
+	HPU_KERNEL_FUSED_SDPA_BWD = 42,
 	/* t: out, in, index (index, ndim 0 or 1).  a0: dim, in [0, max(in's
 	 * ndim, 1)).  out has in's ndim and dtype (any dtype) and in's shape
 	 * but out.shape[dim] = index's elements; out[..., j, ...] =
@@ -401,6 +440,20 @@ enum hpu_kernel_id {
  * gathers, packs or writes.
  */
 #define HPU_CONV_MACS_PER_WORK 64u
+
+/* FUSED_SDPA(_BWD)'s a0 bits. */
+#define HPU_SDPA_CAUSAL (1u << 0)
+#define HPU_SDPA_MASK (1u << 1)         /* t[5] (backward t[9]) present */
+#define HPU_SDPA_VALID_LEN (1u << 2)    /* t[6] (backward t[10]) present */
+#define HPU_SDPA_PAD_LEFT (1u << 3)     /* with VALID_LEN: padding at the start */
+#define HPU_SDPA_FAST_SOFTMAX (1u << 4)
+#define HPU_SDPA_PROBS (1u << 5)        /* forward: t[9] present */
+#define HPU_SDPA_DROP_MASK (1u << 6)    /* forward: t[10] present */
+#define HPU_SDPA_MAX_HEAD_DIM 1024u
+/* Keys in a block of FUSED_SDPA's online softmax. */
+#define HPU_SDPA_BLOCK 64u
+/* FUSED_SDPA(_BWD)'s multiply-adds counted as one element visited. */
+#define HPU_SDPA_MACS_PER_WORK 16u
 
 /* SCATTER_ADD's block of self's elements along dim: one work item. */
 #define HPU_SCATTER_BLOCK 512u
