@@ -16,6 +16,7 @@
  * scanned by a first phase before anything is written and read again,
  * checked, where they bound a row.
  */
+#include <cblas.h>
 #include <stdlib.h>
 
 #include "hdm_kernel_nn.h"
@@ -23,7 +24,7 @@
 
 #define KB HPU_SDPA_BLOCK
 /* The most query (or key) rows of one item. */
-#define SDPA_ROWS 64u
+#define SDPA_ROWS 128u
 /* Draws made for a row's block of keys: whole lanes of Philox blocks. */
 #define SDPA_DRAWS (KB + HPU_PHILOX_LANES * HPU_PHILOX_WORDS)
 #define SDPA_LEN(a) ((unsigned int)(sizeof(a) / sizeof((a)[0])))
@@ -350,104 +351,186 @@ static uint64_t sdpa_rows_hi(const struct sdpa *s, int64_t vl, uint64_t i0, uint
 	return hi;
 }
 
-/* The exp of softmax_mode: expf, or (fast) 2^x from a quartic of its fraction. */
-static inline float sdpa_exp(bool fast, float x)
+/* 1.5 * 2^23: adding and subtracting it rounds a float of magnitude below 2^22 to an integer. */
+#define SDPA_ROUND 12582912.f
+
+/* 2^n for an integral n in [-126, 127], built from its bits. */
+static inline float sdpa_pow2i(float n)
 {
-	float t, f, poly;
-	int32_t e;
-	uint32_t bits;
+	uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+	float f;
 
-	if (!fast)
-		return expf(x);
-	t = x * 1.44269504f;
-	if (!(t > -126.f))
-		return 0;
-	if (t > 127.f)
-		t = 127.f;
-	e = (int32_t)t - (t < (float)(int32_t)t);
-	f = t - (float)e;
-	poly = 1 + f * (0.69304348f + f * (0.24124981f + f * (0.05235283f + f * 0.01334154f)));
-	memcpy(&bits, &poly, 4);
-	bits += (uint32_t)e << 23;
-	memcpy(&poly, &bits, 4);
-	return poly;
-}
-
-/* rows [i0, i0 + n) of v's (b, h) matrix, cols wide, as fp32 times mul: dst[r * ld + d]. */
-static void sdpa_pack(const struct hdm_kview *v, uint64_t b, uint64_t h, uint64_t i0, uint64_t n,
-		      uint64_t cols, float mul, float *dst, uint64_t ld)
-{
-	int64_t step = v->strides[3] * (int64_t)hdm_dtype_size(v->dtype);
-
-	for (uint64_t r = 0; r < n; r++) {
-		const uint8_t *p = sdpa_at(v, b, h, i0 + r, 0);
-
-		for (uint64_t d = 0; d < cols; d++, p += step)
-			dst[r * ld + d] = (float)hdm_kload_f(v->dtype, p) * mul;
-	}
-}
-
-/* The same transposed: dst[d * ld + r]. */
-static void sdpa_pack_t(const struct hdm_kview *v, uint64_t b, uint64_t h, uint64_t i0,
-			uint64_t n, uint64_t cols, float *dst, uint64_t ld)
-{
-	int64_t step = v->strides[3] * (int64_t)hdm_dtype_size(v->dtype);
-
-	for (uint64_t r = 0; r < n; r++) {
-		const uint8_t *p = sdpa_at(v, b, h, i0 + r, 0);
-
-		for (uint64_t d = 0; d < cols; d++, p += step)
-			dst[d * ld + r] = (float)hdm_kload_f(v->dtype, p);
-	}
-}
-
-/* x[j] = sum over d of a[d] * bt[d * KB + j], j < n: a row against a transposed block. */
-static void sdpa_dots(const float *a, const float *bt, uint64_t depth, uint64_t n, float *x)
-{
-	for (uint64_t j = 0; j < n; j++)
-		x[j] = 0;
-	for (uint64_t d = 0; d < depth; d++) {
-		const float ad = a[d], *row = bt + d * KB;
-
-		for (uint64_t j = 0; j < n; j++)
-			x[j] += ad * row[j];
-	}
-}
-
-/* acc[e] += w * row[e], e < n. */
-static void sdpa_axpy(float *acc, float w, const float *row, uint64_t n)
-{
-	for (uint64_t e = 0; e < n; e++)
-		acc[e] += w * row[e];
+	memcpy(&f, &bits, sizeof(f));
+	return f;
 }
 
 /*
- * Query row i's scores against keys [j0, j0 + n) (x, from sdpa_dots()),
+ * The softmax's exp, inline and without branches so that a row's loop
+ * becomes vector code.  Default: x = n ln2 + r (ln2 in two parts, exact
+ * products), |r| <= ln2 / 2, e^r from a degree-7 series in minimax form
+ * (Cody and Waite; within 2 ulp of expf).  Fast (softmax_mode 'fast'): 2^t
+ * as 2^round(t) times a cubic of the fraction, relative error under
+ * 2e-4, half the multiplies: enough for bf16's 2^-9.  The inputs are
+ * at most 0 (or a rounding above: a score less the max or the lse); both
+ * give 0 below -87 (e^-87 is 1.6e-38).
+ */
+static inline float sdpa_exp(bool fast, float x)
+{
+	/*
+	 * x below -87 (sign set, magnitude bits above -87's): clamped, and the
+	 * result 0.  An integer select, not a branch: the loop stays vector code.
+	 */
+	const uint32_t m87 = 0xc2ae0000u; /* -87.0f */
+	uint32_t bits, under;
+	float n, r, y;
+
+	memcpy(&bits, &x, sizeof(bits));
+	under = 0u - (uint32_t)(bits > m87);
+	bits = (bits & ~under) | (m87 & under);
+	memcpy(&x, &bits, sizeof(x));
+	if (fast) {
+		float t = x * 1.44269504f;
+
+		n = t + SDPA_ROUND - SDPA_ROUND;
+		r = t - n;
+		y = 1 + r * (0.69331646f + r * (0.24192412f + r * 0.05460262f));
+	} else {
+		n = x * 1.44269504f + SDPA_ROUND - SDPA_ROUND;
+		r = x - n * 0.693359375f + n * 2.12194440e-4f;
+		y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+		      4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+		y = y * r * r + r + 1;
+	}
+	y *= sdpa_pow2i(n);
+	memcpy(&bits, &y, sizeof(bits));
+	bits &= ~under;
+	memcpy(&y, &bits, sizeof(y));
+	return y;
+}
+
+/* The largest of x[0, n) (-inf for none), in 8 lanes: vector code, and exact in any order. */
+static float sdpa_max(const float *x, uint64_t n)
+{
+	float m[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+		       -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+	uint64_t j = 0;
+
+	for (; j + 8 <= n; j += 8)
+		for (unsigned int l = 0; l < 8; l++)
+			m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
+	for (; j < n; j++)
+		m[0] = x[j] > m[0] ? x[j] : m[0];
+	for (unsigned int l = 1; l < 8; l++)
+		m[0] = m[l] > m[0] ? m[l] : m[0];
+	return m[0];
+}
+
+/* x[j] = e^(x[j] - sub), j < n: a loop of its own per mode, which becomes vector code. */
+static void sdpa_exp_row(bool fast, float *restrict x, float sub, uint64_t n)
+{
+	if (fast)
+		for (uint64_t j = 0; j < n; j++)
+			x[j] = sdpa_exp(true, x[j] - sub);
+	else
+		for (uint64_t j = 0; j < n; j++)
+			x[j] = sdpa_exp(false, x[j] - sub);
+}
+
+/* The sum of x[0, n) in 8 lanes joined in order: the same bits every time, and vector code. */
+static float sdpa_sum(const float *x, uint64_t n)
+{
+	float a[8] = { 0 };
+	uint64_t j = 0;
+
+	for (; j + 8 <= n; j += 8)
+		for (unsigned int l = 0; l < 8; l++)
+			a[l] += x[j + l];
+	for (; j < n; j++)
+		a[0] += x[j];
+	for (unsigned int l = 1; l < 8; l++)
+		a[0] += a[l];
+	return a[0];
+}
+
+/* Rows of one (b, h) matrix as fp32 for sgemm: ld floats apart. */
+struct sdpa_mat {
+	const float *p;
+	int ld;
+};
+
+/*
+ * Rows [i0, i0 + n) of v's (b, h) matrix, cols wide: in place when they
+ * are aligned fp32 along a unit stride, rows apart (as sgemm reads them),
+ * else packed to buf as fp32.
+ */
+static struct sdpa_mat sdpa_rows(const struct hdm_kview *v, uint64_t b, uint64_t h, uint64_t i0,
+				 uint64_t n, uint64_t cols, float *buf)
+{
+	const uint8_t *first = sdpa_at(v, b, h, i0, 0);
+	int64_t ld = n > 1 ? v->strides[2] : (int64_t)cols;
+	int64_t step = v->strides[3] * (int64_t)hdm_dtype_size(v->dtype);
+
+	if (v->dtype == HPU_DTYPE_F32 && v->strides[3] == 1 && ld >= (int64_t)cols &&
+	    ld <= INT32_MAX && (uintptr_t)first % sizeof(float) == 0)
+		return (struct sdpa_mat){ (const float *)(const void *)first, (int)ld };
+	for (uint64_t r = 0; r < n; r++) {
+		const uint8_t *p = sdpa_at(v, b, h, i0 + r, 0);
+
+		for (uint64_t d = 0; d < cols; d++, p += step)
+			buf[r * cols + d] = (float)hdm_kload_f(v->dtype, p);
+	}
+	return (struct sdpa_mat){ buf, (int)cols };
+}
+
+/* Rows [i0, i0 + n) of v's (b, h) matrix from src [n][cols], rounded to v's dtype. */
+static void sdpa_store_rows(const struct hdm_kview *v, uint64_t b, uint64_t h, uint64_t i0,
+			    uint64_t n, uint64_t cols, const float *src)
+{
+	int64_t step = v->strides[3] * (int64_t)hdm_dtype_size(v->dtype);
+
+	for (uint64_t r = 0; r < n; r++) {
+		uint8_t *p = sdpa_at(v, b, h, i0 + r, 0);
+
+		for (uint64_t d = 0; d < cols; d++, p += step)
+			hdm_kstore_f(v->dtype, p, src[r * cols + d]);
+	}
+}
+
+/* c [m][n] (ldc) = alpha a b + beta c; a is [m][k] (or ta: [k][m]), b [k][n] (or tb: [n][k]). */
+static void sdpa_gemm(bool ta, bool tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
+		      struct sdpa_mat a, struct sdpa_mat b, float beta, float *c, uint64_t ldc)
+{
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+		    (int)m, (int)n, (int)k, alpha, a.p, a.ld, b.p, b.ld, beta, c, (int)ldc);
+}
+
+/*
+ * Query row i's scores against keys [j0, j0 + n) (x, scaled q . k),
  * masked: -inf where the row does not see the key.  Returns their max.
  */
 static float sdpa_mask_scores(const struct sdpa *s, uint64_t b, uint64_t h, uint64_t i,
 			      struct sdpa_range r, uint64_t j0, uint64_t n, float *x)
 {
-	float mx = -INFINITY;
+	uint64_t lo = r.lo > j0 ? r.lo - j0 : 0, hi = r.hi > j0 ? r.hi - j0 : 0;
 
-	for (uint64_t j = 0; j < n; j++) {
-		uint64_t key = j0 + j;
+	lo = lo < n ? lo : n;
+	hi = hi < n ? (hi > lo ? hi : lo) : n;
+	for (uint64_t j = 0; j < lo; j++)
+		x[j] = -INFINITY;
+	for (uint64_t j = hi; j < n; j++)
+		x[j] = -INFINITY;
+	if (s->flags & HPU_SDPA_MASK && lo < hi) {
+		const uint8_t *m = sdpa_at(s->mask, b, h, i, j0 + lo);
+		int64_t step = s->mask->strides[3] * (int64_t)hdm_dtype_size(s->mask->dtype);
 
-		if (key < r.lo || key >= r.hi) {
-			x[j] = -INFINITY;
-			continue;
-		}
-		if (s->flags & HPU_SDPA_MASK) {
-			const uint8_t *m = sdpa_at(s->mask, b, h, i, key);
-
+		for (uint64_t j = lo; j < hi; j++, m += step) {
 			if (s->mask->dtype == HPU_DTYPE_U8)
 				x[j] = *m ? x[j] : -INFINITY;
 			else
 				x[j] += (float)hdm_kload_f(s->mask->dtype, m);
 		}
-		mx = x[j] > mx ? x[j] : mx;
 	}
-	return mx;
+	return sdpa_max(x + lo, hi - lo);
 }
 
 /*
@@ -494,41 +577,56 @@ static bool sdpa_scan(const struct hdm_kcall *c, const struct sdpa *s, uint64_t 
 
 /* ---- forward ---- */
 
-/* A part's working memory: one allocation, carved. */
-struct sdpa_fwd_buf {
-	float *q, *kt, *v, *acc, *m, *l, *x, *keep;
+/* A part's working memory: one allocation, carved; rows of SDPA_ROWS, blocks of KB keys. */
+struct sdpa_buf {
+	float *q, *k, *v, *dout, *x, *da, *keep, *m, *l, *acc, *acc2;
 };
 
-static float *sdpa_alloc(const struct hdm_kcall *c, size_t n)
+/* Every buffer but acc2 sized for the larger head dim; false (the launch failed) without memory. */
+static bool sdpa_buf_alloc(const struct hdm_kcall *c, const struct sdpa *s, struct sdpa_buf *w)
 {
-	float *p = malloc(n * sizeof(float));
+	uint64_t dm = s->D > s->Dv ? s->D : s->Dv, R = SDPA_ROWS;
+	float *mem = malloc((R * dm * 6 + R * KB * 2 + KB + R * 2) * sizeof(float));
 
-	if (!p)
+	if (!mem) {
 		hdm_kfail(c, "fused_sdpa: no working memory");
-	return p;
+		return false;
+	}
+	w->q = mem;
+	w->k = w->q + R * dm;
+	w->v = w->k + R * dm;
+	w->dout = w->v + R * dm;
+	w->acc = w->dout + R * dm;
+	w->acc2 = w->acc + R * dm;
+	w->x = w->acc2 + R * dm;
+	w->da = w->x + R * KB;
+	w->keep = w->da + R * KB;
+	w->m = w->keep + KB;
+	w->l = w->m + R;
+	return true;
 }
 
-/* Writes probs and the dropout mask of the item's rows: a second pass, from the lse. */
+/* Writes probs and the dropout mask of the item's rows: a second pass, from the lse in w->m. */
 static void sdpa_fwd_extras(const struct hdm_kcall *c, const struct sdpa *s,
-			    const struct sdpa_fwd_buf *w, uint64_t b, uint64_t h, uint64_t i0,
-			    uint64_t n, int64_t vl, uint64_t seed, uint64_t offset)
+			    const struct sdpa_buf *w, struct sdpa_mat q, uint64_t b, uint64_t h,
+			    uint64_t i0, uint64_t n, int64_t vl, uint64_t seed, uint64_t offset)
 {
 	const struct hdm_kview *probs = &c->t[FWD_PROBS], *dmask = &c->t[FWD_DMASK];
 	bool fast = s->flags & HPU_SDPA_FAST_SOFTMAX;
 
 	for (uint64_t j0 = 0; j0 < s->S; j0 += KB) {
 		uint64_t nk = s->S - j0 < KB ? s->S - j0 : KB;
+		struct sdpa_mat k = sdpa_rows(s->k, b, h, j0, nk, s->D, w->k);
 
-		sdpa_pack_t(s->k, b, h, j0, nk, s->D, w->kt, KB);
+		sdpa_gemm(false, true, n, nk, s->D, s->scale, q, k, 0, w->x, KB);
 		for (uint64_t r = 0; r < n; r++) {
 			uint64_t i = i0 + r;
-			struct sdpa_range rg = sdpa_row_range(s, (uint64_t)vl, i);
+			float *x = w->x + r * KB;
 
-			sdpa_dots(w->q + r * s->D, w->kt, s->D, nk, w->x);
-			sdpa_mask_scores(s, b, h, i, rg, j0, nk, w->x);
+			sdpa_mask_scores(s, b, h, i, sdpa_row_range(s, (uint64_t)vl, i), j0, nk, x);
 			sdpa_keep(s, seed, offset, b * s->H + h, i, j0, nk, w->keep);
 			for (uint64_t j = 0; j < nk; j++) {
-				float pr = w->m[r] == -INFINITY ? 0 : sdpa_exp(fast, w->x[j] - w->m[r]);
+				float pr = w->m[r] == -INFINITY ? 0 : sdpa_exp(fast, x[j] - w->m[r]);
 
 				if (s->flags & HPU_SDPA_PROBS)
 					hdm_kstore_f(probs->dtype, sdpa_at(probs, b, h, i, j0 + j), pr);
@@ -539,21 +637,53 @@ static void sdpa_fwd_extras(const struct hdm_kcall *c, const struct sdpa *s,
 	}
 }
 
+/*
+ * Row r of the block's scores x (keys [j0, j0 + nk)) into the running
+ * max m, sum l and accumulator acc (Dv), x becoming the weights of the
+ * values (probabilities times the keep scales, 0 for masked keys).  False
+ * if the row sees none of these keys (x all 0, nothing changed).
+ */
+static bool sdpa_online_row(const struct sdpa *s, const struct sdpa_buf *w, uint64_t b, uint64_t h,
+			    uint64_t i, uint64_t r, struct sdpa_range rg, uint64_t j0, uint64_t nk,
+			    uint64_t seed, uint64_t offset)
+{
+	bool fast = s->flags & HPU_SDPA_FAST_SOFTMAX;
+	float *x = w->x + r * KB, *acc = w->acc + r * s->Dv, mx = -INFINITY, mnew, corr, sum;
+
+	if (rg.lo < rg.hi && j0 + nk > rg.lo && j0 < rg.hi)
+		mx = sdpa_mask_scores(s, b, h, i, rg, j0, nk, x);
+	if (mx == -INFINITY) {
+		memset(x, 0, nk * sizeof(float));
+		return false;
+	}
+	mnew = mx > w->m[r] ? mx : w->m[r];
+	corr = w->m[r] == -INFINITY ? 0 : sdpa_exp(fast, w->m[r] - mnew);
+	for (uint64_t e = 0; e < s->Dv; e++)
+		acc[e] *= corr;
+	sdpa_keep(s, seed, offset, b * s->H + h, i, j0, nk, w->keep);
+	sdpa_exp_row(fast, x, mnew, nk);
+	sum = sdpa_sum(x, nk);
+	for (uint64_t j = 0; j < nk; j++)
+		x[j] *= w->keep[j];
+	w->l[r] = w->l[r] * corr + sum;
+	w->m[r] = mnew;
+	return true;
+}
+
 /* One item: query rows [i0, i0 + n) of (b, h). */
 static void sdpa_fwd_item(const struct hdm_kcall *c, const struct sdpa *s,
-			  const struct sdpa_fwd_buf *w, uint64_t item, uint64_t seed,
-			  uint64_t offset)
+			  const struct sdpa_buf *w, uint64_t item, uint64_t seed, uint64_t offset)
 {
 	uint64_t bh = item / (s->qitems / s->BH), i0 = item % (s->qitems / s->BH) * s->qrows;
 	uint64_t b = bh / s->H, h = bh % s->H, n = s->L - i0 < s->qrows ? s->L - i0 : s->qrows;
-	bool fast = s->flags & HPU_SDPA_FAST_SOFTMAX;
 	int64_t vl = sdpa_valid_len(c, s, b);
+	struct sdpa_mat q;
 	uint64_t hi;
 
 	if (vl < 0)
 		return;
 	hi = sdpa_rows_hi(s, vl, i0, n);
-	sdpa_pack(s->q, b, h, i0, n, s->D, s->scale, w->q, s->D);
+	q = sdpa_rows(s->q, b, h, i0, n, s->D, w->q);
 	for (uint64_t r = 0; r < n; r++) {
 		w->m[r] = -INFINITY;
 		w->l[r] = 0;
@@ -561,48 +691,31 @@ static void sdpa_fwd_item(const struct hdm_kcall *c, const struct sdpa *s,
 	memset(w->acc, 0, n * s->Dv * sizeof(float));
 	for (uint64_t j0 = 0; j0 < hi; j0 += KB) {
 		uint64_t nk = hi - j0 < KB ? hi - j0 : KB;
+		struct sdpa_mat k = sdpa_rows(s->k, b, h, j0, nk, s->D, w->k);
+		struct sdpa_mat v = sdpa_rows(s->v, b, h, j0, nk, s->Dv, w->v);
+		bool any = false;
 
-		sdpa_pack_t(s->k, b, h, j0, nk, s->D, w->kt, KB);
-		sdpa_pack(s->v, b, h, j0, nk, s->Dv, 1, w->v, s->Dv);
-		for (uint64_t r = 0; r < n; r++) {
-			uint64_t i = i0 + r;
-			struct sdpa_range rg = sdpa_row_range(s, (uint64_t)vl, i);
-			float mx, mnew, corr, *acc = w->acc + r * s->Dv;
-
-			if (rg.lo >= rg.hi || j0 + nk <= rg.lo || j0 >= rg.hi)
-				continue;
-			sdpa_dots(w->q + r * s->D, w->kt, s->D, nk, w->x);
-			mx = sdpa_mask_scores(s, b, h, i, rg, j0, nk, w->x);
-			if (mx == -INFINITY)
-				continue;
-			mnew = mx > w->m[r] ? mx : w->m[r];
-			corr = w->m[r] == -INFINITY ? 0 : sdpa_exp(fast, w->m[r] - mnew);
-			w->l[r] *= corr;
-			for (uint64_t e = 0; e < s->Dv; e++)
-				acc[e] *= corr;
-			sdpa_keep(s, seed, offset, bh, i, j0, nk, w->keep);
-			for (uint64_t j = 0; j < nk; j++) {
-				float pr = sdpa_exp(fast, w->x[j] - mnew);
-
-				w->l[r] += pr;
-				sdpa_axpy(acc, pr * w->keep[j], w->v + j * s->Dv, s->Dv);
-			}
-			w->m[r] = mnew;
-		}
+		sdpa_gemm(false, true, n, nk, s->D, s->scale, q, k, 0, w->x, KB);
+		for (uint64_t r = 0; r < n; r++)
+			any |= sdpa_online_row(s, w, b, h, i0 + r, r,
+					       sdpa_row_range(s, (uint64_t)vl, i0 + r), j0, nk, seed,
+					       offset);
+		if (any)
+			sdpa_gemm(false, false, n, s->Dv, nk, 1, (struct sdpa_mat){ w->x, KB }, v, 1,
+				  w->acc, s->Dv);
 	}
 	for (uint64_t r = 0; r < n; r++) {
 		float inv = w->l[r] > 0 ? 1 / w->l[r] : 0;
-		uint8_t *o = sdpa_at(s->out, b, h, i0 + r, 0);
-		int64_t step = s->out->strides[3] * (int64_t)hdm_dtype_size(s->out->dtype);
 
-		for (uint64_t e = 0; e < s->Dv; e++, o += step)
-			hdm_kstore_f(s->out->dtype, o, w->acc[r * s->Dv + e] * inv);
+		for (uint64_t e = 0; e < s->Dv; e++)
+			w->acc[r * s->Dv + e] *= inv;
 		/* m then holds the lse, which the second pass subtracts. */
 		w->m[r] = w->l[r] > 0 ? w->m[r] + logf(w->l[r]) : -INFINITY;
 		hdm_kstore_f(HPU_DTYPE_F32, sdpa_at(s->lse, b, h, i0 + r, 0), w->m[r]);
 	}
+	sdpa_store_rows(s->out, b, h, i0, n, s->Dv, w->acc);
 	if (s->flags & (HPU_SDPA_PROBS | HPU_SDPA_DROP_MASK))
-		sdpa_fwd_extras(c, s, w, b, h, i0, n, vl, seed, offset);
+		sdpa_fwd_extras(c, s, w, q, b, h, i0, n, vl, seed, offset);
 }
 
 /* The rng state every part reads (the finish advances it after them all). */
@@ -618,29 +731,16 @@ static void sdpa_rng_read(const struct sdpa *s, uint64_t *seed, uint64_t *offset
 static void sdpa_fwd_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct sdpa s;
-	struct sdpa_fwd_buf w;
-	uint64_t seed, offset, D, Dv;
-	float *mem;
+	struct sdpa_buf w;
+	uint64_t seed, offset;
 
-	if (sdpa_decode(c, false, &s) || sdpa_scan(c, &s, begin, end))
+	if (sdpa_decode(c, false, &s) || sdpa_scan(c, &s, begin, end) ||
+	    !sdpa_buf_alloc(c, &s, &w))
 		return;
-	D = s.D;
-	Dv = s.Dv;
-	mem = sdpa_alloc(c, SDPA_ROWS * (D + Dv + 2) + KB * (D + Dv + 2));
-	if (!mem)
-		return;
-	w.q = mem;
-	w.acc = w.q + SDPA_ROWS * D;
-	w.m = w.acc + SDPA_ROWS * Dv;
-	w.l = w.m + SDPA_ROWS;
-	w.kt = w.l + SDPA_ROWS;
-	w.v = w.kt + KB * D;
-	w.x = w.v + KB * Dv;
-	w.keep = w.x + KB;
 	sdpa_rng_read(&s, &seed, &offset);
 	for (uint64_t item = begin; item < end && !hdm_kstop(c); item++)
 		sdpa_fwd_item(c, &s, &w, item, seed, offset);
-	free(mem);
+	free(w.q);
 }
 
 /* After every part read the rng: the backward's position, and the next launch's. */
@@ -687,157 +787,141 @@ const struct hdm_kernel_def hdm_kernel_fused_sdpa = {
 
 /* ---- backward ---- */
 
-struct sdpa_bwd_buf {
-	float *q, *dout, *dlt, *lse, *k, *kt, *vt, *acc, *acc2, *x, *da, *keep;
+/* A block of query rows: q, grad_out, and per row lse (w->l) and delta = grad_out . out (w->m). */
+struct sdpa_qblock {
+	struct sdpa_mat q, dout;
+	uint64_t i0, n;
 };
 
-/* Rows [i0, i0 + n) of (b, h): q scaled, grad_out, lse and delta = grad_out . out. */
-static void sdpa_bwd_rows(const struct sdpa *s, const struct hdm_kview *dout,
-			  const struct sdpa_bwd_buf *w, uint64_t b, uint64_t h, uint64_t i0,
-			  uint64_t n)
+static struct sdpa_qblock sdpa_bwd_rows(const struct hdm_kcall *c, const struct sdpa *s,
+					const struct sdpa_buf *w, uint64_t b, uint64_t h,
+					uint64_t i0, uint64_t n)
 {
+	struct sdpa_qblock qb = {
+		.q = sdpa_rows(s->q, b, h, i0, n, s->D, w->q),
+		.dout = sdpa_rows(&c->t[BWD_DOUT], b, h, i0, n, s->Dv, w->dout),
+		.i0 = i0, .n = n,
+	};
 	int64_t step = s->out->strides[3] * (int64_t)hdm_dtype_size(s->out->dtype);
 
-	sdpa_pack(s->q, b, h, i0, n, s->D, s->scale, w->q, s->D);
-	sdpa_pack(dout, b, h, i0, n, s->Dv, 1, w->dout, s->Dv);
 	for (uint64_t r = 0; r < n; r++) {
 		const uint8_t *o = sdpa_at(s->out, b, h, i0 + r, 0);
+		const float *g = qb.dout.p + r * (uint64_t)qb.dout.ld;
 		double dl = 0;
 
 		for (uint64_t e = 0; e < s->Dv; e++, o += step)
-			dl += (double)w->dout[r * s->Dv + e] * hdm_kload_f(s->out->dtype, o);
-		w->dlt[r] = (float)dl;
-		w->lse[r] = (float)hdm_kload_f(HPU_DTYPE_F32, sdpa_at(s->lse, b, h, i0 + r, 0));
+			dl += (double)g[e] * hdm_kload_f(s->out->dtype, o);
+		w->m[r] = (float)dl;
+		w->l[r] = (float)hdm_kload_f(HPU_DTYPE_F32, sdpa_at(s->lse, b, h, i0 + r, 0));
+	}
+	return qb;
+}
+
+/* From a row's probabilities pr: da = pr (da keep - delta), pr = pr keep (vector code). */
+static void sdpa_bwd_grad_row(float *restrict pr, float *restrict da, const float *restrict keep,
+			      float delta, uint64_t n)
+{
+	for (uint64_t j = 0; j < n; j++) {
+		da[j] = pr[j] * (da[j] * keep[j] - delta);
+		pr[j] *= keep[j];
 	}
 }
 
 /*
- * Row r (query i) against keys [j0, j0 + nk) of w->kt and w->vt: w->x gets
- * the probabilities times the keep scales (the attention weights), w->da
- * the scores' gradient; false if the row sees none of these keys.
+ * The query block against keys [j0, j0 + nk) (k, v): w->x gets the
+ * attention weights (probabilities recomputed from the lse, times the
+ * keep scales), w->da the scores' gradient, rows that see none of these
+ * keys 0.  False if no row sees any.
  */
-static bool sdpa_bwd_block(const struct sdpa *s, const struct sdpa_bwd_buf *w, uint64_t b,
-			   uint64_t h, uint64_t i, uint64_t r, struct sdpa_range rg, uint64_t j0,
-			   uint64_t nk, uint64_t seed, uint64_t offset)
+static bool sdpa_bwd_scores(const struct sdpa *s, const struct sdpa_buf *w,
+			    const struct sdpa_qblock *qb, uint64_t b, uint64_t h, int64_t vl,
+			    uint64_t j0, uint64_t nk, struct sdpa_mat k, struct sdpa_mat v,
+			    uint64_t seed, uint64_t offset)
 {
-	bool fast = s->flags & HPU_SDPA_FAST_SOFTMAX;
+	bool fast = s->flags & HPU_SDPA_FAST_SOFTMAX, any = false;
 
-	if (rg.lo >= rg.hi || j0 + nk <= rg.lo || j0 >= rg.hi || w->lse[r] == -INFINITY)
-		return false;
-	sdpa_dots(w->q + r * s->D, w->kt, s->D, nk, w->x);
-	sdpa_mask_scores(s, b, h, i, rg, j0, nk, w->x);
-	sdpa_dots(w->dout + r * s->Dv, w->vt, s->Dv, nk, w->da);
-	sdpa_keep(s, seed, offset, b * s->H + h, i, j0, nk, w->keep);
-	for (uint64_t j = 0; j < nk; j++) {
-		float pr = w->x[j] == -INFINITY ? 0 : sdpa_exp(fast, w->x[j] - w->lse[r]);
+	sdpa_gemm(false, true, qb->n, nk, s->D, s->scale, qb->q, k, 0, w->x, KB);
+	sdpa_gemm(false, true, qb->n, nk, s->Dv, 1, qb->dout, v, 0, w->da, KB);
+	for (uint64_t r = 0; r < qb->n; r++) {
+		uint64_t i = qb->i0 + r;
+		struct sdpa_range rg = sdpa_row_range(s, (uint64_t)vl, i);
+		float *x = w->x + r * KB, *da = w->da + r * KB;
 
-		w->da[j] = pr * (w->da[j] * w->keep[j] - w->dlt[r]);
-		w->x[j] = pr * w->keep[j];
+		if (rg.lo >= rg.hi || j0 + nk <= rg.lo || j0 >= rg.hi || w->l[r] == -INFINITY) {
+			memset(x, 0, nk * sizeof(float));
+			memset(da, 0, nk * sizeof(float));
+			continue;
+		}
+		sdpa_mask_scores(s, b, h, i, rg, j0, nk, x);
+		sdpa_keep(s, seed, offset, b * s->H + h, i, j0, nk, w->keep);
+		sdpa_exp_row(fast, x, w->l[r], nk);
+		sdpa_bwd_grad_row(x, da, w->keep, w->m[r], nk);
+		any = true;
 	}
-	return true;
+	return any;
 }
 
-static void sdpa_store_rows(const struct hdm_kview *v, uint64_t b, uint64_t h, uint64_t i0,
-			    uint64_t n, uint64_t cols, const float *src, float mul)
-{
-	int64_t step = v->strides[3] * (int64_t)hdm_dtype_size(v->dtype);
-
-	for (uint64_t r = 0; r < n; r++) {
-		uint8_t *p = sdpa_at(v, b, h, i0 + r, 0);
-
-		for (uint64_t d = 0; d < cols; d++, p += step)
-			hdm_kstore_f(v->dtype, p, src[r * cols + d] * mul);
-	}
-}
-
-/* grad_q of query rows [i0, i0 + n): each row over every key block in order. */
+/* grad_q of query rows [i0, i0 + n): each row over the key blocks in order. */
 static void sdpa_bwd_q_item(const struct hdm_kcall *c, const struct sdpa *s,
-			    const struct sdpa_bwd_buf *w, uint64_t bh, uint64_t i0, int64_t vl,
+			    const struct sdpa_buf *w, uint64_t bh, uint64_t i0, int64_t vl,
 			    uint64_t seed, uint64_t offset)
 {
 	uint64_t b = bh / s->H, h = bh % s->H, n = s->L - i0 < s->qrows ? s->L - i0 : s->qrows;
 	uint64_t hi = sdpa_rows_hi(s, vl, i0, n);
+	struct sdpa_qblock qb = sdpa_bwd_rows(c, s, w, b, h, i0, n);
 
-	sdpa_bwd_rows(s, &c->t[BWD_DOUT], w, b, h, i0, n);
 	memset(w->acc, 0, n * s->D * sizeof(float));
 	for (uint64_t j0 = 0; j0 < hi && !hdm_kstop(c); j0 += KB) {
 		uint64_t nk = hi - j0 < KB ? hi - j0 : KB;
+		struct sdpa_mat k = sdpa_rows(s->k, b, h, j0, nk, s->D, w->k);
+		struct sdpa_mat v = sdpa_rows(s->v, b, h, j0, nk, s->Dv, w->v);
 
-		sdpa_pack_t(s->k, b, h, j0, nk, s->D, w->kt, KB);
-		sdpa_pack(s->k, b, h, j0, nk, s->D, 1, w->k, s->D);
-		sdpa_pack_t(s->v, b, h, j0, nk, s->Dv, w->vt, KB);
-		for (uint64_t r = 0; r < n; r++) {
-			struct sdpa_range rg = sdpa_row_range(s, (uint64_t)vl, i0 + r);
-
-			if (!sdpa_bwd_block(s, w, b, h, i0 + r, r, rg, j0, nk, seed, offset))
-				continue;
-			for (uint64_t j = 0; j < nk; j++)
-				sdpa_axpy(w->acc + r * s->D, w->da[j], w->k + j * s->D, s->D);
-		}
+		if (sdpa_bwd_scores(s, w, &qb, b, h, vl, j0, nk, k, v, seed, offset))
+			sdpa_gemm(false, false, n, s->D, nk, s->scale,
+				  (struct sdpa_mat){ w->da, KB }, k, 1, w->acc, s->D);
 	}
-	sdpa_store_rows(&c->t[BWD_DQ], b, h, i0, n, s->D, w->acc, s->scale);
+	sdpa_store_rows(&c->t[BWD_DQ], b, h, i0, n, s->D, w->acc);
 }
 
-/* grad_k and grad_v of key rows [j0, j0 + nk): each over every query row in order. */
+/* grad_k and grad_v of key rows [j0, j0 + nk): each over the query blocks in order. */
 static void sdpa_bwd_k_item(const struct hdm_kcall *c, const struct sdpa *s,
-			    const struct sdpa_bwd_buf *w, uint64_t bh, uint64_t j0, int64_t vl,
+			    const struct sdpa_buf *w, uint64_t bh, uint64_t j0, int64_t vl,
 			    uint64_t seed, uint64_t offset)
 {
 	uint64_t b = bh / s->H, h = bh % s->H, nk = s->S - j0 < s->krows ? s->S - j0 : s->krows;
-	float *dk = w->acc, *dv = w->acc2;
+	struct sdpa_mat k = sdpa_rows(s->k, b, h, j0, nk, s->D, w->k);
+	struct sdpa_mat v = sdpa_rows(s->v, b, h, j0, nk, s->Dv, w->v);
 
-	sdpa_pack_t(s->k, b, h, j0, nk, s->D, w->kt, KB);
-	sdpa_pack_t(s->v, b, h, j0, nk, s->Dv, w->vt, KB);
-	memset(dk, 0, nk * s->D * sizeof(float));
-	memset(dv, 0, nk * s->Dv * sizeof(float));
+	memset(w->acc, 0, nk * s->D * sizeof(float));
+	memset(w->acc2, 0, nk * s->Dv * sizeof(float));
 	for (uint64_t i0 = 0; i0 < s->L && !hdm_kstop(c); i0 += SDPA_ROWS) {
-		uint64_t n = s->L - i0 < SDPA_ROWS ? s->L - i0 : SDPA_ROWS, r = 0;
+		uint64_t n = s->L - i0 < SDPA_ROWS ? s->L - i0 : SDPA_ROWS;
+		struct sdpa_qblock qb;
 
-		/* Causal rows before the block see none of it: skip their packing. */
+		/* Causal rows before the block see none of it. */
 		if (s->flags & HPU_SDPA_CAUSAL && i0 + n <= j0)
 			continue;
-		sdpa_bwd_rows(s, &c->t[BWD_DOUT], w, b, h, i0, n);
-		for (r = 0; r < n; r++) {
-			struct sdpa_range rg = sdpa_row_range(s, (uint64_t)vl, i0 + r);
-
-			if (!sdpa_bwd_block(s, w, b, h, i0 + r, r, rg, j0, nk, seed, offset))
-				continue;
-			for (uint64_t j = 0; j < nk; j++) {
-				sdpa_axpy(dv + j * s->Dv, w->x[j], w->dout + r * s->Dv, s->Dv);
-				sdpa_axpy(dk + j * s->D, w->da[j], w->q + r * s->D, s->D);
-			}
-		}
+		qb = sdpa_bwd_rows(c, s, w, b, h, i0, n);
+		if (!sdpa_bwd_scores(s, w, &qb, b, h, vl, j0, nk, k, v, seed, offset))
+			continue;
+		sdpa_gemm(true, false, nk, s->Dv, n, 1, (struct sdpa_mat){ w->x, KB }, qb.dout, 1,
+			  w->acc2, s->Dv);
+		sdpa_gemm(true, false, nk, s->D, n, s->scale, (struct sdpa_mat){ w->da, KB }, qb.q,
+			  1, w->acc, s->D);
 	}
-	sdpa_store_rows(&c->t[BWD_DK], b, h, j0, nk, s->D, dk, 1);
-	sdpa_store_rows(&c->t[BWD_DV], b, h, j0, nk, s->Dv, dv, 1);
+	sdpa_store_rows(&c->t[BWD_DK], b, h, j0, nk, s->D, w->acc);
+	sdpa_store_rows(&c->t[BWD_DV], b, h, j0, nk, s->Dv, w->acc2);
 }
 
 static void sdpa_bwd_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
 	struct sdpa s;
-	struct sdpa_bwd_buf w;
-	uint64_t seed, offset, D, Dv, R = SDPA_ROWS;
-	float *mem;
+	struct sdpa_buf w;
+	uint64_t seed, offset;
 
-	if (sdpa_decode(c, true, &s) || sdpa_scan(c, &s, begin, end))
+	if (sdpa_decode(c, true, &s) || sdpa_scan(c, &s, begin, end) ||
+	    !sdpa_buf_alloc(c, &s, &w))
 		return;
-	D = s.D;
-	Dv = s.Dv;
-	mem = sdpa_alloc(c, R * (D + Dv + 2) + KB * (2 * D + Dv + 3) + R * (D + Dv) + KB * Dv);
-	if (!mem)
-		return;
-	w.q = mem;
-	w.dout = w.q + R * D;
-	w.dlt = w.dout + R * Dv;
-	w.lse = w.dlt + R;
-	w.k = w.lse + R;
-	w.kt = w.k + KB * D;
-	w.vt = w.kt + KB * D;
-	w.x = w.vt + KB * Dv;
-	w.da = w.x + KB;
-	w.keep = w.da + KB;
-	w.acc = w.keep + KB;
-	w.acc2 = w.acc + R * (D > Dv ? D : Dv);
 	sdpa_rng_read(&s, &seed, &offset);
 	for (uint64_t item = begin; item < end && !hdm_kstop(c); item++) {
 		bool key = item >= s.qitems;
@@ -852,7 +936,7 @@ static void sdpa_bwd_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end
 		else
 			sdpa_bwd_q_item(c, &s, &w, bh, k % per * s.qrows, vl, seed, offset);
 	}
-	free(mem);
+	free(w.q);
 }
 
 static uint32_t sdpa_bwd_outputs(const struct hdm_kcall *c)

@@ -71,7 +71,7 @@ HOST_TEST_SRCS_test_kernels_random := qemu-device/core/hdm_kernel_random.c \
 HOST_TEST_LIBS_test_kernels_random := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_sdpa := qemu-device/core/hdm_kernel_sdpa.c \
 	tests/host/hdm_kernel_harness.c
-HOST_TEST_LIBS_test_kernels_sdpa := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_LIBS_test_kernels_sdpa := $(HPU_KERNEL_TEST_LIBS) -lopenblas
 # Hostile launches run by the whole device core, its engine on a thread.
 HOST_TEST_SRCS_test_kernels_hostile := $(HPU_DEV_TEST_SRCS)
 HOST_TEST_LIBS_test_kernels_hostile := $(HPU_DEV_TEST_LIBS)

@@ -372,9 +372,9 @@ enum hpu_kernel_id {
 	 * + j of DROPOUT's Philox stream is >= p, scaling it by 1 / (1 - p);
 	 * with p > 0 rng_used gets (seed, offset) as read and rng's offset
 	 * grows by B H L S (rng and rng_used absent with p = 0).  PROBS writes
-	 * the softmax (before dropout), DROP_MASK the keep mask.  FAST_SOFTMAX
-	 * (BF16 q only) takes exp from a quartic of 2^frac (relative error
-	 * under 1e-5) rather than expf.  Items are blocks of query rows of one
+	 * the softmax (before dropout), DROP_MASK the keep mask.  exp is
+	 * within 2 ulp of expf; FAST_SOFTMAX (BF16 q only) takes a cubic of
+	 * 2^frac instead (relative error under 2e-4).  Items are blocks of query rows of one
 	 * (b, h); an item's work is its multiply-adds over
 	 * HPU_SDPA_MACS_PER_WORK plus every element it loads or writes
 	 * (S (D + Dv) per item to pack the keys and values), at most
@@ -451,9 +451,9 @@ enum hpu_kernel_id {
 #define HPU_SDPA_DROP_MASK (1u << 6)    /* forward: t[10] present */
 #define HPU_SDPA_MAX_HEAD_DIM 1024u
 /* Keys in a block of FUSED_SDPA's online softmax. */
-#define HPU_SDPA_BLOCK 64u
-/* FUSED_SDPA(_BWD)'s multiply-adds counted as one element visited. */
-#define HPU_SDPA_MACS_PER_WORK 16u
+#define HPU_SDPA_BLOCK 128u
+/* FUSED_SDPA(_BWD)'s multiply-adds (GEMMs, as the convolutions') counted as one element visited. */
+#define HPU_SDPA_MACS_PER_WORK 64u
 
 /* SCATTER_ADD's block of self's elements along dim: one work item. */
 #define HPU_SCATTER_BLOCK 512u
