@@ -588,6 +588,8 @@ static const struct {
 	API("HPU_0.10", hpu_op_group_norm_backward),
 	API("HPU_0.10", hpu_op_uniform),
 	API("HPU_0.10", hpu_op_normal),
+	API("HPU_0.10", hpu_op_sdpa),
+	API("HPU_0.10", hpu_op_sdpa_backward),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

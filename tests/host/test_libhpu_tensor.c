@@ -990,6 +990,83 @@ static void test_random(void)
 	       1e-12 && state[1] == 2);
 }
 
+/*
+ * Fused attention: the launch's flags and the mask broadcast over heads and
+ * rows (not the batch), every refusal; on F64 the fallback's forward and
+ * backward against hand-worked causal rows; head dims past the device's
+ * fall back.
+ */
+static void test_sdpa(void)
+{
+	struct hpu_sdpa_params p = { .scale = 0.5, .causal = true };
+	struct hpu_tensor *q = FAKE(HPU_DT_F32, 2, 2, 3, 4), *k = FAKE(HPU_DT_F32, 2, 2, 5, 4);
+	struct hpu_tensor *v = FAKE(HPU_DT_F32, 2, 2, 5, 6), *o = FAKE(HPU_DT_F32, 2, 2, 3, 6);
+	struct hpu_tensor *lse = FAKE(HPU_DT_F32, 2, 2, 3), *m = FAKE(HPU_DT_U8, 2, 1, 3, 1);
+	struct hpu_tensor *m1 = FAKE(HPU_DT_U8, 1, 1, 3, 5), *vl = FAKE(HPU_DT_I32, 2);
+	struct hpu_tensor *rng = FAKE(HPU_DT_I64, 2), *big = FAKE(HPU_DT_F32, 1, 1, 2, 1025);
+	struct hpu_tensor *bo = FAKE(HPU_DT_F32, 1, 1, 2, 6), *bl = FAKE(HPU_DT_F32, 1, 1, 2);
+	struct hpu_tensor *bv = FAKE(HPU_DT_F32, 1, 1, 2, 6);
+	struct hpu_tensor *x[6], *gq = FAKE(HPU_DT_F64, 1, 1, 2, 2), *gk = FAKE(HPU_DT_F64, 1, 1, 3, 2);
+	struct hpu_tensor *gv = FAKE(HPU_DT_F64, 1, 1, 3, 2);
+	uint64_t was, count;
+
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, m, NULL, NULL, NULL, NULL, NULL, &p) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_FUSED_SDPA && launched.num_tensors == 11 &&
+	       launched.args[0] == (HPU_SDPA_CAUSAL | HPU_SDPA_MASK) && launched.scalars[0] == 0.5);
+	EXPECT(strides_are(&launched.l[5], 4, SHAPE(3, 0, 1, 0)) && launched.l[5].shape[3] == 5);
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, vl, NULL, NULL, NULL, NULL, &p) == 0 &&
+	       launched.args[0] == (HPU_SDPA_CAUSAL | HPU_SDPA_VALID_LEN));
+	/* No batch broadcast; valid lengths only causal without a mask; fast softmax bf16 only. */
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, m1, NULL, NULL, NULL, NULL, NULL, &p) == -EINVAL);
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, m, vl, NULL, NULL, NULL, NULL, &p) == -EINVAL);
+	p.fast_softmax = true;
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, NULL, NULL, NULL, NULL, NULL, &p) == -EINVAL);
+	p = (struct hpu_sdpa_params){ .scale = 0.5, .dropout_p = 0.25 };
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, NULL, rng, NULL, NULL, NULL, &p) == -EINVAL);
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, vl, rng, rng, NULL, NULL, &p) == -EINVAL);
+	p.dropout_p = 1;
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, NULL, rng, rng, NULL, NULL, &p) == -EINVAL);
+	p.dropout_p = 0;
+	EXPECT(hpu_op_sdpa(S, o, lse, k, k, v, NULL, NULL, NULL, NULL, NULL, NULL, &p) == -EINVAL);
+	EXPECT(hpu_op_sdpa(S, o, o, q, k, v, NULL, NULL, NULL, NULL, NULL, NULL, &p) == -EINVAL);
+	EXPECT(hpu_op_sdpa(S, o, lse, q, k, v, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == -EINVAL);
+	EXPECT(hpu_op_sdpa_backward(S, q, k, v, o, q, k, v, o, lse, NULL, NULL, NULL, &p) == 0 &&
+	       launched.kernel == HPU_KERNEL_FUSED_SDPA_BWD && launched.num_tensors == 12);
+	EXPECT(hpu_op_sdpa_backward(S, q, v, v, o, q, k, v, o, lse, NULL, NULL, NULL, &p) ==
+	       -EINVAL);
+
+	/* F64 on the host, causal, L 2, S 3, D = Dv = 2: row 0 sees key 0, row 1 keys 0 and 1. */
+	for (int i = 0; i < 6; i++)
+		x[i] = FAKE(HPU_DT_F64, 1, 1, i % 3 == 0 || i == 5 ? 2 : 3, 2);
+	lse = FAKE(HPU_DT_F32, 1, 1, 2);
+	put_f64(x[0], (const double[]){ 1, 0, 0.5, -1 }, 4);
+	put_f64(x[1], (const double[]){ 1, 2, -1, 0.5, 3, 3 }, 6);
+	put_f64(x[2], (const double[]){ 1, -2, 4, 0.5, 7, 7 }, 6);
+	p = (struct hpu_sdpa_params){ .scale = 0.5, .causal = true };
+	EXPECT(hpu_fallback_count(&fake_dev, "sdpa", &was) == 0);
+	EXPECT(hpu_op_sdpa(S, x[3], lse, x[0], x[1], x[2], NULL, NULL, NULL, NULL, NULL, NULL,
+			   &p) == 0);
+	EXPECT(hpu_fallback_count(&fake_dev, "sdpa", &count) == 0 && count == was + 1);
+	{
+		/* Row 1: scores 0.5 * (0.5 - 2) and 0.5 * (-0.5 - 0.5). */
+		double s0 = -0.75, s1 = -0.5, l1 = log(exp(s0) + exp(s1));
+		double p0 = exp(s0 - l1), p1 = exp(s1 - l1);
+		const float *lv = (const float *)(uintptr_t)lse->storage->va;
+
+		EXPECT(f64_at(x[3], 0) == 1 && f64_at(x[3], 1) == -2 && lv[0] == 0.5f);
+		EXPECT(fabs(lv[1] - l1) < 1e-6 && fabs(f64_at(x[3], 2) - (p0 + 4 * p1)) < 1e-12);
+		/* grad_out 1 everywhere: row 0's own delta cancels, key 2 is seen by none. */
+		put_f64(x[5], (const double[]){ 1, 1, 1, 1 }, 4);
+		EXPECT(hpu_op_sdpa_backward(S, gq, gk, gv, x[5], x[0], x[1], x[2], x[3], lse, NULL,
+					    NULL, NULL, &p) == 0);
+		EXPECT(f64_at(gq, 0) == 0 && f64_at(gq, 1) == 0 && f64_at(gk, 4) == 0);
+		EXPECT(f64_at(gv, 4) == 0 && f64_at(gv, 5) == 0 && fabs(f64_at(gv, 2) - p1) < 1e-6);
+	}
+	/* A head dim past the device's runs on the host. */
+	EXPECT(hpu_op_sdpa(S, bo, bl, big, big, bv, NULL, NULL, NULL, NULL, NULL, NULL, &p) == 0);
+	EXPECT(hpu_fallback_count(&fake_dev, "sdpa", &count) == 0 && count == was + 2);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -1016,6 +1093,7 @@ int main(void)
 		{ "CPU fallback: index ops check their indices", test_fallback_index },
 		{ "group norm: args, refusals, F64 fallback", test_gnorm },
 		{ "random fills: args, refusals, F64 fallback", test_random },
+		{ "fused attention: flags, mask broadcast, refusals, F64 fallback", test_sdpa },
 	};
 	unsigned int n = 0, failed;
 

@@ -474,6 +474,52 @@ HPU_API int hpu_op_conv_backward(struct hpu_stream *stream, struct hpu_tensor *g
 				 const struct hpu_tensor *grad_out, const struct hpu_tensor *in,
 				 const struct hpu_tensor *weight,
 				 const struct hpu_conv_params *params);
+/* Fused attention's settings (hpu_op_sdpa()). */
+struct hpu_sdpa_params {
+	double scale;     /* of the scores q k^T: 1 / sqrt(D) in torch */
+	double dropout_p; /* [0, 1) */
+	bool causal;      /* key j is hidden from query i when j > i (torch.tril(ones(L, S))) */
+	bool pad_left;    /* valid lengths count from the end (left padding) */
+	bool fast_softmax; /* bf16 only: a cheaper exp (relative error under 2e-4) */
+};
+
+/*
+ * Fused scaled dot-product attention, flash-attention style (the [L, S]
+ * scores are never stored): per (b, h), out [B, H, L, Dv] = dropout(
+ * softmax(scale q k^T + mask)) v for q [B, H, L, D], k [B, H, S, D] and v
+ * [B, H, S, Dv] (floats; D, Dv <= 1024), in fp32; lse (F32 [B, H, L]) gets
+ * each row's logsumexp for the backward.  mask (or NULL): float, added to
+ * the scores, or U8 (bool: false hides the key), of 4 dims [B, 1 or H,
+ * 1 or L, 1 or S] (no broadcast over the batch).  valid_len (or NULL):
+ * index [B], each in [0, S], with causal and no mask: keys past it (before
+ * S - it with pad_left) are hidden and the query rows there are padding.
+ * A row that sees no key gets out 0 and lse -inf.  With dropout_p > 0 the
+ * mask is drawn from rng (I64 [2]: seed, offset, as hpu_op_dropout(); its
+ * offset advances) and rng_used (I64 [2]) gets the state drawn from, for
+ * the backward; both may be NULL without dropout.  probs ([B, H, L, S]
+ * float: the softmax) and drop_mask (U8 [B, H, L, S]: kept) are written
+ * when given (they cost the [L, S] the op otherwise avoids).
+ */
+HPU_API int hpu_op_sdpa(struct hpu_stream *stream, struct hpu_tensor *out, struct hpu_tensor *lse,
+			const struct hpu_tensor *q, const struct hpu_tensor *k,
+			const struct hpu_tensor *v, const struct hpu_tensor *mask,
+			const struct hpu_tensor *valid_len, struct hpu_tensor *rng,
+			struct hpu_tensor *rng_used, struct hpu_tensor *probs,
+			struct hpu_tensor *drop_mask, const struct hpu_sdpa_params *params);
+/*
+ * The gradients of hpu_op_sdpa() from grad_out (out's shape), given the
+ * forward's operands, out and lse: the probabilities are recomputed block
+ * by block, the dropout mask from rng_used.  grad_q, grad_k and grad_v
+ * have q's, k's and v's shapes (floats); each is summed in a fixed order.
+ */
+HPU_API int hpu_op_sdpa_backward(struct hpu_stream *stream, struct hpu_tensor *grad_q,
+				 struct hpu_tensor *grad_k, struct hpu_tensor *grad_v,
+				 const struct hpu_tensor *grad_out, const struct hpu_tensor *q,
+				 const struct hpu_tensor *k, const struct hpu_tensor *v,
+				 const struct hpu_tensor *out, const struct hpu_tensor *lse,
+				 const struct hpu_tensor *mask, const struct hpu_tensor *valid_len,
+				 const struct hpu_tensor *rng_used,
+				 const struct hpu_sdpa_params *params);
 /* out = cumulative sum of in along dim.  No device kernel: always falls back. */
 HPU_API int hpu_op_cumsum(struct hpu_stream *stream, struct hpu_tensor *out,
 			  const struct hpu_tensor *in, unsigned int dim);

@@ -552,6 +552,206 @@ static int hpu_host_rms_norm_bwd(const struct hpu_op *op, const struct hpu_hview
 	return hpu_host_row_norm_bwd(op, h, &hpu_host_rms_norm_bwd_slots);
 }
 
+/*
+ * FUSED_SDPA(_BWD) in double over the whole [L, S] matrix, row by row: the
+ * device's semantics (hpu_kernels.h) without its blocks.  A launch's sizes,
+ * settings and operand slots: q (k, v follow) and mask (valid_len follows).
+ */
+struct hpu_host_sdpa {
+	const struct hpu_hview *h;
+	unsigned int q, m;
+	int64_t B, H, L, S, D, Dv, flags;
+	double scale, p;
+	int64_t seed, offset; /* the draws' state (with dropout) */
+};
+
+static struct hpu_host_sdpa hpu_host_sdpa_get(const struct hpu_op *op, const struct hpu_hview *h,
+					      unsigned int q, unsigned int m, unsigned int rng)
+{
+	const struct hpu_tensor_layout *lq = &op->l[q], *lv = &op->l[q + 2];
+	struct hpu_host_sdpa a = {
+		h, q, m, lq->shape[0], lq->shape[1], lq->shape[2], lv->shape[2], lq->shape[3],
+		lv->shape[3], op->args[0], op->scalars[0], op->scalars[1], 0, 0,
+	};
+
+	if (a.p > 0) {
+		memcpy(&a.seed, hpu_helem(&h[rng], (int64_t[]){ 0 }), sizeof(a.seed));
+		memcpy(&a.offset, hpu_helem(&h[rng], (int64_t[]){ 1 }), sizeof(a.offset));
+	}
+	return a;
+}
+
+static double hpu_host_get4(const struct hpu_hview *h, int64_t b, int64_t hh, int64_t i, int64_t j)
+{
+	return hpu_hload(h, (int64_t[]){ b, hh, i, j });
+}
+
+/* Dropout's scale of element (b, hh, i, j): 1 / (1 - p) kept, 0 dropped. */
+static double hpu_host_sdpa_keep(const struct hpu_host_sdpa *a, int64_t b, int64_t hh, int64_t i,
+				 int64_t j)
+{
+	uint64_t m = (uint64_t)a->offset + (uint64_t)(((b * a->H + hh) * a->L + i) * a->S + j);
+
+	if (a->p == 0)
+		return 1;
+	return hpu_philox_uniform((uint64_t)a->seed, m) >= a->p ? 1 / (1 - a->p) : 0;
+}
+
+/* Query i's scores s[S] (-inf for the keys it does not see); a bad valid length fails. */
+static int hpu_host_sdpa_scores(const struct hpu_host_sdpa *a, int64_t b, int64_t hh, int64_t i,
+				double *s)
+{
+	const struct hpu_hview *h = a->h;
+	int64_t lo = 0, hi = a->S, n, j, d;
+
+	if ((a->flags & HPU_SDPA_CAUSAL) && i + 1 < hi)
+		hi = i + 1;
+	if (a->flags & HPU_SDPA_VALID_LEN) {
+		n = (int64_t)hpu_hload(&h[a->m + 1], (int64_t[]){ b });
+		if (n < 0 || n > a->S)
+			return hpu_error_set(EINVAL, "sdpa: valid length %lld out of [0, %lld]",
+					     (long long)n, (long long)a->S);
+		if (a->flags & HPU_SDPA_PAD_LEFT) {
+			lo = a->S - n;
+			hi = i + n < a->L ? 0 : hi;
+		} else {
+			hi = i >= n ? 0 : (n < hi ? n : hi);
+		}
+	}
+	for (j = 0; j < a->S; j++) {
+		bool seen = j >= lo && j < hi;
+		double x = 0;
+
+		for (d = 0; d < a->D && seen; d++)
+			x += hpu_host_get4(&h[a->q], b, hh, i, d) * hpu_host_get4(&h[a->q + 1], b, hh, j, d);
+		x *= a->scale;
+		if (seen && (a->flags & HPU_SDPA_MASK)) {
+			double mv = hpu_host_get4(&h[a->m], b, hh, i, j);
+
+			if (h[a->m].l->dtype == HPU_DT_U8)
+				seen = mv != 0;
+			else
+				x += mv;
+		}
+		s[j] = seen ? x : -INFINITY;
+	}
+	return 0;
+}
+
+/* The logsumexp of s[S], -inf for none seen. */
+static double hpu_host_lse(const double *s, int64_t n)
+{
+	double mx = -INFINITY, sum = 0;
+	int64_t j;
+
+	for (j = 0; j < n; j++)
+		mx = s[j] > mx ? s[j] : mx;
+	if (mx == -INFINITY)
+		return mx;
+	for (j = 0; j < n; j++)
+		sum += exp(s[j] - mx);
+	return mx + log(sum);
+}
+
+/* FUSED_SDPA: t out, lse, q, k, v, mask, valid_len, rng, rng_used, probs, drop_mask. */
+static int hpu_host_sdpa(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	struct hpu_host_sdpa a = hpu_host_sdpa_get(op, h, 2, 5, 7);
+	double *s = malloc(((size_t)a.S + 1) * sizeof(*s)), lse, w;
+	int64_t b, hh, i, j, e;
+	int ret = s ? 0 : hpu_error_set(ENOMEM, "out of memory");
+
+	for (b = 0; b < a.B && !ret; b++)
+		for (hh = 0; hh < a.H && !ret; hh++)
+			for (i = 0; i < a.L && !ret; i++) {
+				ret = hpu_host_sdpa_scores(&a, b, hh, i, s);
+				lse = hpu_host_lse(s, a.S);
+				hpu_hstore(&h[1], (int64_t[]){ b, hh, i }, lse);
+				for (e = 0; e < a.Dv; e++) {
+					double o = 0;
+
+					for (j = 0; j < a.S && lse > -INFINITY; j++)
+						o += exp(s[j] - lse) * hpu_host_sdpa_keep(&a, b, hh, i, j) *
+						     hpu_host_get4(&h[4], b, hh, j, e);
+					hpu_hstore(&h[0], (int64_t[]){ b, hh, i, e }, o);
+				}
+				for (j = 0; j < a.S; j++) {
+					w = lse > -INFINITY ? exp(s[j] - lse) : 0;
+					if (a.flags & HPU_SDPA_PROBS)
+						hpu_hstore(&h[9], (int64_t[]){ b, hh, i, j }, w);
+					if (a.flags & HPU_SDPA_DROP_MASK)
+						hpu_hstore(&h[10], (int64_t[]){ b, hh, i, j },
+							   hpu_host_sdpa_keep(&a, b, hh, i, j) != 0);
+				}
+			}
+	free(s);
+	if (!ret && a.p > 0) {
+		int64_t next = a.offset + a.B * a.H * a.L * a.S;
+
+		memcpy(hpu_helem(&h[8], (int64_t[]){ 0 }), &a.seed, sizeof(a.seed));
+		memcpy(hpu_helem(&h[8], (int64_t[]){ 1 }), &a.offset, sizeof(a.offset));
+		memcpy(hpu_helem(&h[7], (int64_t[]){ 1 }), &next, sizeof(next));
+	}
+	return ret;
+}
+
+/*
+ * FUSED_SDPA_BWD: t grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse,
+ * mask, valid_len, rng_used.  grad_k and grad_v sum over the rows in
+ * double before their one store.
+ */
+static int hpu_host_sdpa_bwd(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	struct hpu_host_sdpa a = hpu_host_sdpa_get(op, h, 4, 9, 11);
+	size_t n = (size_t)a.S * (size_t)(1 + a.D + a.Dv) + (size_t)a.D + 1;
+	double *s = malloc(n * sizeof(*s)), *dk, *dv, *dq;
+	int64_t b, hh, i, j, d;
+	int ret = s ? 0 : hpu_error_set(ENOMEM, "out of memory");
+
+	for (b = 0; b < a.B && !ret; b++)
+		for (hh = 0; hh < a.H && !ret; hh++) {
+			memset(s, 0, n * sizeof(*s));
+			dk = s + a.S;
+			dv = dk + a.S * a.D;
+			dq = dv + a.S * a.Dv;
+			for (i = 0; i < a.L && !ret; i++) {
+				double lse = hpu_hload(&h[8], (int64_t[]){ b, hh, i }), delta = 0;
+
+				ret = hpu_host_sdpa_scores(&a, b, hh, i, s);
+				for (d = 0; d < a.Dv; d++)
+					delta += hpu_host_get4(&h[3], b, hh, i, d) *
+						 hpu_host_get4(&h[7], b, hh, i, d);
+				memset(dq, 0, (size_t)a.D * sizeof(*dq));
+				for (j = 0; j < a.S && lse > -INFINITY; j++) {
+					double pr = exp(s[j] - lse), keep, da = 0, ds;
+
+					if (pr == 0)
+						continue;
+					keep = hpu_host_sdpa_keep(&a, b, hh, i, j);
+					for (d = 0; d < a.Dv; d++) {
+						double g = hpu_host_get4(&h[3], b, hh, i, d);
+
+						da += g * hpu_host_get4(&h[6], b, hh, j, d);
+						dv[j * a.Dv + d] += pr * keep * g;
+					}
+					ds = pr * (da * keep - delta) * a.scale;
+					for (d = 0; d < a.D; d++) {
+						dq[d] += ds * hpu_host_get4(&h[5], b, hh, j, d);
+						dk[j * a.D + d] += ds * hpu_host_get4(&h[4], b, hh, i, d);
+					}
+				}
+				for (d = 0; d < a.D; d++)
+					hpu_hstore(&h[0], (int64_t[]){ b, hh, i, d }, dq[d]);
+			}
+			for (j = 0; j < a.S * a.D; j++)
+				hpu_hstore(&h[1], (int64_t[]){ b, hh, j / a.D, j % a.D }, dk[j]);
+			for (j = 0; j < a.S * a.Dv; j++)
+				hpu_hstore(&h[2], (int64_t[]){ b, hh, j / a.Dv, j % a.Dv }, dv[j]);
+		}
+	free(s);
+	return ret;
+}
+
 /* TRIANGLE: t out, in of one dtype; a0 diagonal, a1 upper.  Elements move as bytes. */
 static int hpu_host_triangle(const struct hpu_op *op, const struct hpu_hview *h)
 {
@@ -1347,6 +1547,8 @@ static const struct {
 	{ HPU_KERNEL_ARANGE, hpu_host_arange },
 	{ HPU_KERNEL_RMS_NORM, hpu_host_rms_norm },
 	{ HPU_KERNEL_RMS_NORM_BWD, hpu_host_rms_norm_bwd },
+	{ HPU_KERNEL_FUSED_SDPA, hpu_host_sdpa },
+	{ HPU_KERNEL_FUSED_SDPA_BWD, hpu_host_sdpa_bwd },
 	{ HPU_KERNEL_CONV, hpu_host_conv },
 	{ HPU_KERNEL_CONV_BWD_INPUT, hpu_host_conv },
 	{ HPU_KERNEL_CONV_BWD_WEIGHT, hpu_host_conv },
@@ -1367,6 +1569,33 @@ static int hpu_host_compute(const struct hpu_op *op, const struct hpu_hview *h)
 		if (hpu_host_kernels[i].kernel == op->kernel)
 			return hpu_host_kernels[i].run(op, h);
 	return hpu_error_set(EOPNOTSUPP, "%s has no host implementation", op->name);
+}
+
+/* Whether an attention item of these parts passes HPU_KERNEL_MAX_ITEM_WORK (hpu_kernels.h). */
+static bool hpu_host_sdpa_row_too_long(uint64_t pack, uint64_t macs, uint64_t row)
+{
+	return pack + (macs + HPU_SDPA_MACS_PER_WORK - 1) / HPU_SDPA_MACS_PER_WORK + row >
+	       HPU_KERNEL_MAX_ITEM_WORK;
+}
+
+/* FUSED_SDPA(_BWD): a head dim past the device's, or a row of one item too long. */
+static bool hpu_host_sdpa_too_long(const struct hpu_op *op)
+{
+	bool bwd = op->kernel == HPU_KERNEL_FUSED_SDPA_BWD;
+	const struct hpu_tensor_layout *q = &op->l[bwd ? 4 : 2], *v = &op->l[bwd ? 6 : 4];
+	uint64_t L = (uint64_t)q->shape[2], S = (uint64_t)v->shape[2];
+	uint64_t D = (uint64_t)q->shape[3], Dv = (uint64_t)v->shape[3];
+	bool two = !bwd && (op->args[0] & (HPU_SDPA_PROBS | HPU_SDPA_DROP_MASK));
+
+	if (D > HPU_SDPA_MAX_HEAD_DIM || Dv > HPU_SDPA_MAX_HEAD_DIM)
+		return true;
+	if (bwd)
+		return hpu_host_sdpa_row_too_long(S * (2 * D + 2 * Dv), S * (2 * D + Dv),
+						  S + D + 2 * Dv) ||
+		       hpu_host_sdpa_row_too_long(L * (D + 2 * Dv), L * (2 * D + 2 * Dv),
+						  L + D + Dv);
+	return hpu_host_sdpa_row_too_long(S * (D + Dv) * (two ? 2 : 1), S * (D + Dv + (two ? D : 0)),
+					  S * (two ? 3 : 1) + D + Dv);
 }
 
 /*
@@ -1421,6 +1650,9 @@ static bool hpu_fallback_item_too_long(const struct hpu_op *op)
 	case HPU_KERNEL_CONV_BWD_INPUT:
 	case HPU_KERNEL_CONV_BWD_WEIGHT:
 		return hpu_host_conv_too_long(op);
+	case HPU_KERNEL_FUSED_SDPA:
+	case HPU_KERNEL_FUSED_SDPA_BWD:
+		return hpu_host_sdpa_too_long(op);
 	case HPU_KERNEL_SCATTER_ADD:
 	case HPU_KERNEL_SCATTER:
 		n = l[1].ndim ? (uint64_t)l[1].shape[op->args[0]] : 1;
