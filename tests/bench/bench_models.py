@@ -86,8 +86,58 @@ def bf16_gemm():
 
 
 # --- FusedSDPA (section of the SDPA engineer) ---
+SDPA_SHAPE = (1, 4, 2048, 64)  # B, H, L = S, D; float32 q, k, v, as a training step takes them
+
+
+def sdpa_unfused(q, k, v):
+    """softmax(q k^T / sqrt(D)) v as a model without FusedSDPA writes it, on hpu."""
+    s = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+    return torch.matmul(torch.softmax(s, -1), v)
+
+
+def sdpa_fused(q, k, v):
+    from hpu_torch.hpex.kernels import FusedSDPA
+
+    return FusedSDPA.apply(q, k, v)
+
+
+def sdpa_step(fn, q, k, v, grad, train):
+    """One attention step (forward, and backward if train): its peak device memory, seconds."""
+    import time  # here, in this section: the module's imports are shared
+
+    for t in (q, k, v):
+        t.grad = None
+    torch.hpu.synchronize()
+    torch.hpu.reset_peak_memory_stats()
+    start = time.perf_counter()
+    with torch.set_grad_enabled(train):
+        out = fn(q, k, v)
+        if train:
+            out.backward(grad)
+    torch.hpu.synchronize()
+    return torch.hpu.max_memory_allocated(), time.perf_counter() - start
+
+
 def sdpa():
-    pass
+    """Peak memory and time of a training step's attention (forward and backward), unfused
+    then FusedSDPA, the best of 3 after a warm-up; the forward alone's time ratio too."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v, grad = (torch.randn(SDPA_SHAPE, generator=g).to("hpu") for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    best = {}
+    for train in (True, False):
+        for name, fn in (("unfused", sdpa_unfused), ("fused", sdpa_fused)):
+            sdpa_step(fn, q, k, v, grad, train)
+            runs = [sdpa_step(fn, q, k, v, grad, train) for _ in range(3)]
+            best[name, train] = (min(m for m, _ in runs), min(t for _, t in runs))
+            print(f"# sdpa {name} {'train' if train else 'forward'}: peak "
+                  f"{best[name, train][0] / 2**20:.1f} MiB, {best[name, train][1]:.3f} s",
+                  flush=True)
+    bench("sdpa_memory_ratio", best["unfused", True][0] / best["fused", True][0])
+    bench("sdpa_vs_unfused_time", best["unfused", True][1] / best["fused", True][1])
+    print(f"# sdpa forward only: memory x{best['unfused', False][0] / best['fused', False][0]:.3g}"
+          f", time x{best['unfused', False][1] / best['fused', False][1]:.3g}", flush=True)
 
 
 # --- LR schedule (section of the fused-optimizer engineer) ---

@@ -13,6 +13,7 @@ from .random import manual_seed, manual_seed_all
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
 from . import metrics
 from .graphs import HPUGraph, ModuleCacher, graph, make_graphed_callables, wrap_in_hpu_graph
+from ..hpex.kernels._recompute import enable_recompute_sdp, recompute_sdp_enabled, sdp_kernel
 
 
 def is_available():
@@ -57,4 +58,5 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "sync
            "stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "memory_stats", "reset_peak_memory_stats", "empty_cache", "manual_seed",
            "manual_seed_all", "HPUGraph", "graph", "make_graphed_callables", "ModuleCacher",
-           "wrap_in_hpu_graph", "metrics"]
+           "wrap_in_hpu_graph", "metrics", "sdp_kernel", "enable_recompute_sdp",
+           "recompute_sdp_enabled"]
