@@ -10,12 +10,15 @@ in one process.  Each section prints its BENCH lines, ratios measured in this ru
 """
 import math
 import os
+import re
 import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 import hpu_torch
+from hpu_torch import core
 
 TOP = os.environ.get("HPU_TOP") or os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -39,8 +42,51 @@ def bench(name, value):
 
 
 # --- conv2d (section of the examples/bench engineer) ---
+CONV2D_KEY = re.compile(r"^conv2d_n(\d+)c(\d+)h(\d+)w(\d+)o(\d+)k(\d+)s(\d+)p(\d+)$")
+
+
+def conv2d_host_shapes():
+    """[(key, (n, c, h, w, o, k, s, p), host GFLOP/s)] of the shapes host_models measured: its
+    keys spell them."""
+    found = []
+    for line in open(os.path.join(TOP, "build", "bench-host", "models.txt")):
+        parts = line.split()
+        shape = len(parts) == 2 and CONV2D_KEY.match(parts[0])
+        if shape:
+            found.append((parts[0], tuple(int(g) for g in shape.groups()), float(parts[1])))
+    return found
+
+
+def conv2d_gflops(n, c, h, w, o, k, s, p):
+    """F.conv2d's GFLOP/s on hpu in float32, lazy mode (a mark_step after each call, as a
+    training loop's), synchronized: best of 3 rounds of about 0.2 s, after a warm-up call
+    (the compilation)."""
+    x = torch.randn(n, c, h, w).to("hpu")
+    weight = torch.randn(o, c, k, k).to("hpu")
+
+    def run(reps):
+        start = time.perf_counter()
+        for _ in range(reps):
+            F.conv2d(x, weight, stride=s, padding=p)
+            core.mark_step()
+        torch.hpu.synchronize()
+        return time.perf_counter() - start
+
+    reps = max(1, int(0.2 / run(1)))
+    flop = 2.0 * n * o * ((h + 2 * p - k) // s + 1) * ((w + 2 * p - k) // s + 1) * c * k * k
+    return max(flop * reps / run(reps) / 1e9 for _ in range(3))
+
+
 def conv2d():
-    pass
+    ratios = []
+    for key, shape, host in conv2d_host_shapes():
+        device = conv2d_gflops(*shape)
+        bench(key + "_gflops", device)
+        bench(key + "_vs_openblas", device / host)
+        ratios.append(device / host)
+    if not ratios:
+        sys.exit("bench_models: no conv2d shapes from host_models (build/bench-host/models.txt)")
+    bench("conv2d_vs_openblas", math.exp(sum(map(math.log, ratios)) / len(ratios)))
 
 
 # --- bf16 GEMM (section of the hmp engineer) ---
