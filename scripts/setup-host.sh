@@ -21,7 +21,7 @@ pkgs=(
 	g++ python3-torch libtorch-dev python3-numpy python3-pytest
 	# installing the module
 	dkms
-	dataset-fashion-mnist # the MNIST example's data set
+	dataset-fashion-mnist # the MNIST and ResNet examples' data set
 )
 
 src_list=/etc/apt/sources.list.d/hpu-deb-src.sources

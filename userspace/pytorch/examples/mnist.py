@@ -13,10 +13,10 @@ Debian's dataset-fashion-mnist, read whole into tensors; it prints the test accu
 --pin-memory hands the steps batches in pinned memory, as a DataLoader with pin_memory=True
 does (the pinning outside the step), which the steps copy with non_blocking=True.
 
-As a module: make_step(mode, model, optimizer, batch_size[, device, non_blocking]) is one
-mode's training step (step(data, target) enqueues it and returns the loss tensor), load() the
-data, batches() its batches, accuracy() the test accuracy, Net the model; tests/ and
-tests/bench/bench_torch.py use them.
+As a module: make_step(mode, model, optimizer, batch_size[, device, non_blocking, sample]) is
+one mode's training step (step(data, target) enqueues it and returns the loss tensor), load() the
+data, batches() its batches, accuracy() the test accuracy, Net the model; tests/,
+tests/bench/bench_torch.py and the other examples (resnet.py, gpt.py) use them.
 """
 import argparse
 import gzip
@@ -107,29 +107,40 @@ def _loop(forward, optimizer, device, marks, non_blocking=False):
     return step
 
 
-def _graphed_callables(model, optimizer, device, batch_size, non_blocking):
-    x = torch.randn(batch_size, 1, 28, 28, device=device)
+def images(batch_size, device):
+    """A random batch of images and labels: the default sample of make_step's warm-ups."""
+    return (torch.randn(batch_size, 1, 28, 28, device=device),
+            torch.randint(0, 10, (batch_size,), device=device))
+
+
+def _graphed_callables(model, optimizer, device, batch_size, non_blocking, sample):
+    x, _ = sample(batch_size, device)
     return _loop(torch.hpu.make_graphed_callables(model, (x,)), optimizer, device, ("end",),
                  non_blocking)
 
 
 def _snapshot(model, optimizer):
-    """What a warm-up changes: the parameters' values and the optimizer's state."""
-    return ([p.detach().clone() for p in model.parameters()],
+    """What a warm-up changes: the parameters' and buffers' (batch norm's running statistics)
+    values and the optimizer's state."""
+    return ([t.detach().clone() for t in _tensors(model)],
             {p: {k: v.clone() if torch.is_tensor(v) else v for k, v in state.items()}
              for p, state in optimizer.state.items()})
 
 
+def _tensors(model):
+    return [*model.parameters(), *model.buffers()]
+
+
 @torch.no_grad()
 def _rewind(model, optimizer, snapshot):
-    """Puts back in place (a capture then keeps these very tensors) what the warm-up changed:
-    the parameters, and the optimizer's state - as it was, or, the state the warm-up made,
-    as a fresh one's: zeros and a step count of 0, as Adadelta's begins.  Left as they are,
+    """Puts back in place (a capture then keeps these very tensors) what the warm-up changed: the
+    parameters and buffers, and the optimizer's state - as it was, or, the state the warm-up
+    made, as a fresh one's: zeros and a step count of 0, as Adadelta's begins. Left as they are,
     three Adadelta steps on random data train the model on noise and fill Adadelta's running
     averages with its gradients, which slows the replays' learning after (40 steps of 200
     without dropout reached 0.46 test accuracy, the eager loop 0.74)."""
     params, states = snapshot
-    for p, saved in zip(model.parameters(), params):
+    for p, saved in zip(_tensors(model), params):
         p.copy_(saved)
     for p, state in optimizer.state.items():
         before = states.get(p)
@@ -142,9 +153,8 @@ def _rewind(model, optimizer, snapshot):
                 v.zero_()
 
 
-def _capture_replay(model, optimizer, device, batch_size, non_blocking):
-    static_input = torch.randn(batch_size, 1, 28, 28, device=device)
-    static_target = torch.randint(0, 10, (batch_size,), device=device)
+def _capture_replay(model, optimizer, device, batch_size, non_blocking, sample):
+    static_input, static_target = sample(batch_size, device)
     snapshot = _snapshot(model, optimizer)
     s = torch.hpu.Stream()
     s.wait_stream(torch.hpu.current_stream())
@@ -176,10 +186,13 @@ def _module_cacher(model, optimizer, device, non_blocking):
     return _loop(model, optimizer, device, ("begin", "end"), non_blocking)
 
 
-def make_step(mode, model, optimizer, batch_size, device="hpu", non_blocking=False):
-    """mode's training step over model (in training mode) and optimizer: step(data, target)
-    enqueues one step on host batches (copied with non_blocking) and returns its loss tensor.
-    eager turns lazy mode off for the process; the others leave it as it is."""
+def make_step(mode, model, optimizer, batch_size, device="hpu", non_blocking=False,
+              sample=images):
+    """mode's training step over model (in training mode, log-probabilities out, the loss
+    nll_loss) and optimizer: step(data, target) enqueues one step on host batches (copied with
+    non_blocking) and returns its loss tensor.  sample(batch_size, device) is a random batch
+    (data, target) on device for the graph modes' warm-ups and captures.  eager turns lazy mode
+    off for the process; the others leave it as it is."""
     device = torch.device(device)
     model.train()
     if mode == "eager":
@@ -187,9 +200,9 @@ def make_step(mode, model, optimizer, batch_size, device="hpu", non_blocking=Fal
     if mode in ("no_graphs", "eager") or device.type != "hpu":
         return _loop(model, optimizer, device, ("backward", "end"), non_blocking)
     if mode == "graphed_callables":
-        return _graphed_callables(model, optimizer, device, batch_size, non_blocking)
+        return _graphed_callables(model, optimizer, device, batch_size, non_blocking, sample)
     if mode == "capture_replay":
-        return _capture_replay(model, optimizer, device, batch_size, non_blocking)
+        return _capture_replay(model, optimizer, device, batch_size, non_blocking, sample)
     if mode == "module_cacher":
         return _module_cacher(model, optimizer, device, non_blocking)
     raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
@@ -197,12 +210,13 @@ def make_step(mode, model, optimizer, batch_size, device="hpu", non_blocking=Fal
 
 @torch.no_grad()
 def accuracy(model, images, labels, device="hpu", batch_size=1000):
-    """Test accuracy (fraction), through Net's own forward: a wrapper's graphs stay out."""
+    """Test accuracy (fraction), through the model class's own forward: a wrapper's graphs
+    stay out."""
     was = model.training
     model.eval()
     correct = 0
     for data, target in batches(images, labels, batch_size, len(images) // batch_size):
-        out = Net.forward(model, data.to(device))
+        out = type(model).forward(model, data.to(device))
         correct += (out.argmax(dim=1) == target.to(device)).sum().item()
     model.train(was)
     return correct / (len(images) // batch_size * batch_size)
