@@ -153,6 +153,18 @@ def _rewind(model, optimizer, snapshot):
                 v.zero_()
 
 
+def _backward_from(stream, loss):
+    """loss.backward() of a forward enqueued on stream: PyTorch 1.13's autograd engine runs
+    the backward on its own thread, on the device's default stream (it moves that thread onto
+    the forward's stream for CUDA only), so the default stream waits for the forward and
+    stream for the gradients.  Unordered, the backward may read the forward's outputs before
+    they are written (max pooling's indices: a refused launch)."""
+    default = torch.hpu.default_stream()
+    default.wait_stream(stream)
+    loss.backward()
+    stream.wait_stream(default)
+
+
 def _capture_replay(model, optimizer, device, batch_size, non_blocking, sample):
     static_input, static_target = sample(batch_size, device)
     snapshot = _snapshot(model, optimizer)
@@ -161,8 +173,7 @@ def _capture_replay(model, optimizer, device, batch_size, non_blocking, sample):
     with torch.hpu.stream(s):
         for _ in range(3):
             optimizer.zero_grad(set_to_none=True)
-            loss = F.nll_loss(model(static_input), static_target)
-            loss.backward()
+            _backward_from(s, F.nll_loss(model(static_input), static_target))
             optimizer.step()
     torch.hpu.current_stream().wait_stream(s)
     _rewind(model, optimizer, snapshot)
