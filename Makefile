@@ -142,7 +142,7 @@ $(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h tests/guest/hpu_m
 $(BUILD)/tests/bench/%: tests/bench/%.c | userspace
 	$(guest-link)
 
-$(BUILD)/tests/bench/host_%: tests/bench/host_%.c | setup
+$(BUILD)/tests/bench/host_%: tests/bench/host_%.c $(wildcard tests/bench/*.h) | setup
 	@mkdir -p $(@D)
 	$(CC) $(HOST_CFLAGS) $< -lopenblas -o $@
 

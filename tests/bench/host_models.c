@@ -2,9 +2,11 @@
 /*
  * The host half of bench-models: conv2d as the host computes it with
  * OpenBLAS (im2col of each image, then one cblas_sgemm of the weights by the
- * patch matrix), float32 NCHW, on ResNet-like shapes, best of three rounds.
+ * patch matrix), float32 NCHW, on ResNet-like shapes, best of three rounds;
+ * then the host's bf16 GEMM (bf16_gemm_host.h).
  *
- *   host_models              prints "conv2d_<shape> <GFLOP/s>" for every shape
+ *   host_models              prints "conv2d_<shape> <GFLOP/s>" for every shape,
+ *                            then bf16_gemm_host_print()'s lines
  *   host_models --serve DIR  returns at once: the guest half needs nothing
  *                            more from the host during its run
  *
@@ -17,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bf16_gemm_host.h"
 
 struct conv_shape {
 	int n, c, h, w, o, k, s, p;
@@ -150,5 +154,6 @@ int main(int argc, char **argv)
 		       c->s, c->p, measure(c));
 		fflush(stdout);
 	}
+	bf16_gemm_host_print(stdout);
 	return 0;
 }
