@@ -167,6 +167,10 @@ extern const struct hdm_kernel_def hdm_kernel_rms_norm, hdm_kernel_rms_norm_bwd;
 /* hdm_kernel_index.c */
 extern const struct hdm_kernel_def hdm_kernel_index_select, hdm_kernel_gather;
 extern const struct hdm_kernel_def hdm_kernel_scatter_add, hdm_kernel_topk, hdm_kernel_scatter;
+/* hdm_kernel_foreach.c */
+extern const struct hdm_kernel_def hdm_kernel_foreach_sgd, hdm_kernel_foreach_adamw;
+extern const struct hdm_kernel_def hdm_kernel_foreach_adadelta, hdm_kernel_foreach_lamb;
+extern const struct hdm_kernel_def hdm_kernel_foreach_norm, hdm_kernel_foreach_clip;
 /* hdm_kernel_bnorm.c, hdm_kernel_pool.c */
 extern const struct hdm_kernel_def hdm_kernel_batch_norm, hdm_kernel_batch_norm_bwd;
 extern const struct hdm_kernel_def hdm_kernel_max_pool, hdm_kernel_max_pool_bwd;

@@ -6,7 +6,7 @@
  * scale any grad, so it runs in two phases of chunks: the norm's partials,
  * then the scaling.  Long walks keep a pace (hdm_kpace()).
  */
-#include "hdm_kernel_nn.h"
+#include "hdm_kernel_optim.h"
 
 /* x in [lo, hi]; false for NaN. */
 static bool hdm_in_range(double x, double lo, double hi)
@@ -25,14 +25,6 @@ static int hdm_optim_check(const struct hdm_kcall *c, unsigned int ntensors, uns
 			return -1;
 	*items = hdm_kview_numel(&c->t[0]);
 	return 0;
-}
-
-/* torch adds weight decay to the gradient only when it is set (0 * inf would be NaN). */
-static double hdm_decayed_grad(const struct hdm_kel *grad, double param, double wd)
-{
-	double g = hdm_kel_get(grad);
-
-	return wd != 0 ? g + wd * param : g;
 }
 
 /* ---- SGD ---- */
@@ -57,28 +49,6 @@ static int hdm_sgd_check(const struct hdm_kcall *c, uint64_t *items)
 	    ((c->args[0] & HDM_SGD_NESTEROV) && (s[1] == 0 || s[2] != 0)))
 		return -1;
 	return hdm_optim_check(c, 3, 3, items);
-}
-
-struct hdm_sgd {
-	double lr, momentum, dampening, wd;
-	bool nesterov, first;
-};
-
-/* e: param, grad, buf. */
-static inline __attribute__((always_inline)) void
-hdm_sgd_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
-{
-	const struct hdm_sgd *o = ctx;
-	double p = hdm_kel_get(&e[0]), d = hdm_decayed_grad(&e[1], p, o->wd);
-
-	(void)i;
-	if (o->momentum != 0) {
-		double b = o->first ? d : o->momentum * hdm_kel_get(&e[2]) + (1 - o->dampening) * d;
-
-		hdm_kel_set(&e[2], b);
-		d = o->nesterov ? d + o->momentum * b : b;
-	}
-	hdm_kel_set(&e[0], p - o->lr * d);
 }
 
 HDM_KERNEL_AVX2 static void hdm_sgd_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
@@ -119,26 +89,6 @@ static int hdm_adadelta_check(const struct hdm_kcall *c, uint64_t *items)
 	    !hdm_in_range(s[2], 0, INFINITY) || !hdm_in_range(s[3], 0, INFINITY))
 		return -1;
 	return hdm_optim_check(c, 4, 4, items);
-}
-
-struct hdm_adadelta {
-	double lr, rho, eps, wd;
-};
-
-/* e: param, grad, square_avg, acc_delta. */
-static inline __attribute__((always_inline)) void
-hdm_adadelta_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
-{
-	const struct hdm_adadelta *o = ctx;
-	double p = hdm_kel_get(&e[0]), g = hdm_decayed_grad(&e[1], p, o->wd);
-	double sq = o->rho * hdm_kel_get(&e[2]) + (1 - o->rho) * g * g;
-	double acc = hdm_kel_get(&e[3]);
-	double delta = sqrt(acc + o->eps) / sqrt(sq + o->eps) * g;
-
-	(void)i;
-	hdm_kel_set(&e[2], sq);
-	hdm_kel_set(&e[3], o->rho * acc + (1 - o->rho) * delta * delta);
-	hdm_kel_set(&e[0], p - o->lr * delta);
 }
 
 HDM_KERNEL_AVX2 static void hdm_adadelta_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
@@ -182,37 +132,11 @@ static int hdm_adamw_check(const struct hdm_kcall *c, uint64_t *items)
 	return hdm_optim_check(c, 5, 4, items);
 }
 
-/*
- * Every part reads the steps done so far from the step tensor, which only
- * finish() advances, so all parts use the same t = step + 1.
- */
-struct hdm_adamw {
-	double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
-};
-
-/* e: param, grad, exp_avg, exp_avg_sq. */
-static inline __attribute__((always_inline)) void
-hdm_adamw_el(const void *ctx, uint64_t i, const struct hdm_kel *e)
-{
-	const struct hdm_adamw *o = ctx;
-	double g = hdm_kel_get(&e[1]), p = hdm_kel_get(&e[0]) * (1 - o->lr * o->wd);
-	double m = o->beta1 * hdm_kel_get(&e[2]) + (1 - o->beta1) * g;
-	double v = o->beta2 * hdm_kel_get(&e[3]) + (1 - o->beta2) * g * g;
-
-	(void)i;
-	hdm_kel_set(&e[2], m);
-	hdm_kel_set(&e[3], v);
-	hdm_kel_set(&e[0], p - o->step_size * m / (sqrt(v) / o->bc2_sqrt + o->eps));
-}
-
 HDM_KERNEL_AVX2 static void hdm_adamw_run(const struct hdm_kcall *c, uint64_t begin, uint64_t end)
 {
-	double lr = c->scalars[0], beta1 = c->scalars[1], beta2 = c->scalars[2];
-	double t = hdm_kget(&c->t[4], 0) + 1;
-	const struct hdm_adamw o = {
-		lr, beta1, beta2, c->scalars[3], c->scalars[4],
-		lr / (1 - pow(beta1, t)), sqrt(1 - pow(beta2, t)),
-	};
+	const double *s = c->scalars;
+	const struct hdm_adamw o = hdm_adamw_at(s[0], s[1], s[2], s[3], s[4],
+						hdm_kget(&c->t[4], 0) + 1);
 	struct hdm_kpace p = hdm_kpace_start(c);
 
 	hdm_kwalk(c, 4, begin, end, hdm_adamw_el, &o, hdm_kwalk_f32, &p);
@@ -325,14 +249,6 @@ static uint64_t hdm_clip_scratch_len(const struct hdm_kcall *c, uint64_t items)
 {
 	(void)c;
 	return sizeof(struct hdm_clip_scratch) + items * sizeof(double);
-}
-
-/* Partial a with b, the next element's square or |x|, or the next chunk's partial. */
-static double hdm_clip_join(bool max_norm, double a, double b)
-{
-	if (!max_norm)
-		return a + b;
-	return b > a || isnan(b) ? b : a; /* a NaN stays */
 }
 
 /* Chunk k of the launch: a cursor on its first element and how many it has. */

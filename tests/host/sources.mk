@@ -42,6 +42,9 @@ HOST_TEST_LIBS_test_kernels_nn := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_optim := qemu-device/core/hdm_kernel_optim.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_optim := $(HPU_KERNEL_TEST_LIBS)
+HOST_TEST_SRCS_test_kernels_foreach := qemu-device/core/hdm_kernel_foreach.c \
+	tests/host/hdm_kernel_harness.c
+HOST_TEST_LIBS_test_kernels_foreach := $(HPU_KERNEL_TEST_LIBS)
 HOST_TEST_SRCS_test_kernels_rmsnorm := qemu-device/core/hdm_kernel_rmsnorm.c \
 	tests/host/hdm_kernel_harness.c
 HOST_TEST_LIBS_test_kernels_rmsnorm := $(HPU_KERNEL_TEST_LIBS)

@@ -430,6 +430,51 @@ enum hpu_kernel_id {
 	 * (the last along dim in index order wins); the same operands and
 	 * limits. */
 	HPU_KERNEL_SCATTER = 48,
+	/*
+	 * The FOREACH optimizers (49-52) step a list of parameters in one
+	 * launch, torch.optim's single-tensor formulas: t[0] lr, an F32
+	 * scalar, and t[1] step, an F32 or I64 scalar (the steps done so
+	 * far), both read by the device, so that an LR schedule changes no
+	 * launch; then groups of tensors, one per parameter, each float (F32
+	 * or BF16) of its param's shape: as many groups as fit, at least one.
+	 * a0 bit 0: the last launch of the step, whose end adds 1 to step
+	 * (the launches before it read the same step).  Items: the params'
+	 * elements (LAMB: chunks of HPU_CLIP_CHUNK elements of each param);
+	 * work: the params' elements (LAMB's twice, NORM's and CLIP's the
+	 * tensors').
+	 *
+	 * Groups: param (io), grad, momentum_buf (io, only if s0 != 0).
+	 * s: momentum, dampening, weight_decay.  a0 bit 1: nesterov.  The
+	 * step is torch.optim.SGD's, the buffer set to the gradient while
+	 * step is 0. */
+	HPU_KERNEL_FOREACH_SGD = 49,
+	/* Groups: param (io), grad, exp_avg (io), exp_avg_sq (io).  s: beta1,
+	 * beta2, eps, weight_decay.  torch.optim.AdamW at t = step + 1. */
+	HPU_KERNEL_FOREACH_ADAMW = 50,
+	/* Groups: param (io), grad, square_avg (io), acc_delta (io).  s: rho,
+	 * eps, weight_decay.  torch.optim.Adadelta. */
+	HPU_KERNEL_FOREACH_ADADELTA = 51,
+	/* Groups: param (io), grad, exp_avg (io), exp_avg_sq (io).  s: beta1,
+	 * beta2, eps, weight_decay.  a0 bit 1: bias correction, bit 2: grad
+	 * averaging (m takes (1 - beta1) g, else g).  LAMB in two phases: the
+	 * moments and each param's norms ||p|| and ||u|| of its update
+	 * u = m^ / (sqrt(v^) + eps) + weight_decay p (sums of squares of
+	 * chunks added in order, as CLIP_GRAD_NORM), then
+	 * p -= lr * r * u with the trust ratio r = ||p|| / ||u||, or 1 if
+	 * either is 0. */
+	HPU_KERNEL_FOREACH_LAMB = 52,
+	/* t: acc (io), norm (out), both F32 scalars, then float tensors.
+	 * s0: norm type (2.0, or +inf).  a0 bit 0: acc starts at 0 (else at
+	 * its value).  acc becomes acc + the tensors' sum of squares (chunks
+	 * of HPU_CLIP_CHUNK added in order, as CLIP_GRAD_NORM) or the max of
+	 * acc and every |x|, and norm sqrt(acc) (or acc): launches one after
+	 * the other give the norm of all their tensors, in a fixed order. */
+	HPU_KERNEL_FOREACH_NORM = 53,
+	/* t: norm (F32 scalar, read), then float tensors (io).  s0: max_norm.
+	 * Every tensor is scaled by min(1, max_norm / (norm + 1e-6)), as
+	 * torch.nn.utils.clip_grad_norm_ does with the norm FOREACH_NORM
+	 * left.  Items: chunks of HPU_CLIP_CHUNK elements. */
+	HPU_KERNEL_FOREACH_CLIP = 54,
 };
 
 
