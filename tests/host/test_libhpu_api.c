@@ -590,6 +590,11 @@ static const struct {
 	API("HPU_0.10", hpu_op_normal),
 	API("HPU_0.10", hpu_op_sdpa),
 	API("HPU_0.10", hpu_op_sdpa_backward),
+	API("HPU_0.10", hpu_op_fused_sgd),
+	API("HPU_0.10", hpu_op_fused_adamw),
+	API("HPU_0.10", hpu_op_fused_lamb),
+	API("HPU_0.10", hpu_op_fused_adadelta),
+	API("HPU_0.10", hpu_op_clip_norm),
 };
 
 static const char *const version_nodes[] = { "HPU_0.1", "HPU_0.2", "HPU_0.3", "HPU_0.4",

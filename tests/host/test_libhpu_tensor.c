@@ -1067,6 +1067,164 @@ static void test_sdpa(void)
 	EXPECT(hpu_fallback_count(&fake_dev, "sdpa", &count) == 0 && count == was + 2);
 }
 
+/* ---- fused optimizers over tensor lists ---- */
+
+#define FE_PARAMS 20
+
+/* FE_PARAMS params of odd shapes, and lists of their like for the grads and state. */
+static void fe_lists(uint32_t dtype, struct hpu_tensor *t[4][FE_PARAMS])
+{
+	for (unsigned int j = 0; j < 4; j++)
+		for (unsigned int i = 0; i < FE_PARAMS; i++)
+			t[j][i] = i % 3 ? FAKE(dtype, i + 1, 3) : FAKE(dtype, 7);
+}
+
+/*
+ * Launches back to back, as many params to each as fit, the last counting
+ * the step; a bad list anywhere issues nothing.
+ */
+static void test_foreach_launches(void)
+{
+	struct hpu_tensor *t[4][FE_PARAMS], *lr = FAKE(HPU_DT_F32), *step = FAKE(HPU_DT_I64);
+	struct hpu_tensor *lr2 = FAKE(HPU_DT_F32, 2), *acc = FAKE(HPU_DT_F32), *norm = FAKE(HPU_DT_F32);
+	const struct hpu_fused_adamw_config adamw = { 0.9, 0.999, 1e-8, 0.01 };
+	struct hpu_fused_sgd_config sgd = { 0, 0, 0, false };
+	const struct hpu_fused_lamb_config lamb = { 0.9, 0.999, 1e-6, 0, true, true };
+	const struct hpu_fused_adadelta_config adadelta = { 0.9, 1e-6, 0 };
+	struct hpu_tensor *bad[FE_PARAMS];
+	unsigned int before = launches;
+
+	fe_lists(HPU_DT_F32, t);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &adamw) == 0);
+	EXPECT(launches == before + 7 && launched.kernel == HPU_KERNEL_FOREACH_ADAMW);
+	EXPECT(launched.num_tensors == 2 + 2 * 4 && launched.args[0] == 1);
+	EXPECT(launched.t[0] == lr && launched.t[1] == step && launched.t[9] == t[3][19]);
+	EXPECT(hpu_op_fused_lamb(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &lamb) == 0);
+	EXPECT(launched.kernel == HPU_KERNEL_FOREACH_LAMB && launched.args[0] == (1 | 2 | 4));
+	EXPECT(hpu_op_fused_adadelta(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &adadelta) ==
+	       0);
+	/* SGD without momentum: no buffers, 7 params a launch. */
+	before = launches;
+	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], NULL, FE_PARAMS, lr, step, &sgd) == 0);
+	EXPECT(launches == before + 3 && launched.num_tensors == 2 + 6 * 2);
+	sgd.momentum = 0.9;
+	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], NULL, FE_PARAMS, lr, step, &sgd) == -EINVAL);
+	sgd.nesterov = true;
+	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], t[2], FE_PARAMS, lr, step, &sgd) == 0);
+	EXPECT(launches == before + 3 + 5 && launched.args[0] == (1 | 2));
+	/* Refused before anything is issued: the last param's state, a shape, lr, numbers. */
+	before = launches;
+	memcpy(bad, t[3], sizeof(bad));
+	bad[FE_PARAMS - 1] = t[3][0];
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], bad, FE_PARAMS, lr, step, &adamw) ==
+	       -EINVAL);
+	EXPECT_STR(hpu_last_error(), "hpu_op_fused_adamw: exp_avg_sqs[i] has shape [7], params[i] "
+				     "[20, 3]: they must match");
+	bad[FE_PARAMS - 1] = FAKE(HPU_DT_I32, FE_PARAMS, 3);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], bad, FE_PARAMS, lr, step, &adamw) ==
+	       -EINVAL);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr2, step, &adamw) ==
+	       -EINVAL);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, lr2, &adamw) ==
+	       -EINVAL);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], 0, lr, step, &adamw) == -EINVAL);
+	EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], 1, lr, step, NULL) == -EINVAL);
+	EXPECT(hpu_op_fused_lamb(S, t[0], t[1], t[2], t[3], 1, lr, step,
+				 &(struct hpu_fused_lamb_config){ 1, 0.9, 0, 0, true, true }) ==
+	       -EINVAL);
+	EXPECT(hpu_op_fused_adadelta(S, t[0], t[1], t[2], t[3], 1, lr, step,
+				     &(struct hpu_fused_adadelta_config){ 1.5, 0, 0 }) == -EINVAL);
+	sgd.dampening = 0.1;
+	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], t[2], 1, lr, step, &sgd) == -EINVAL);
+	EXPECT(launches == before);
+	/* The clip: NORMs of 14 (the first resetting), then CLIPs of 15; no grads is a norm of 0. */
+	EXPECT(hpu_op_clip_norm(S, norm, acc, t[0], FE_PARAMS, 1, 2) == 0);
+	EXPECT(launches == before + 2 + 2 && launched.kernel == HPU_KERNEL_FOREACH_CLIP);
+	EXPECT(launched.num_tensors == 1 + 5 && launched.t[0] == norm);
+	EXPECT(hpu_op_clip_norm(S, norm, acc, NULL, 0, 1, INFINITY) == 0);
+	EXPECT(launches == before + 6);
+	EXPECT(hpu_op_clip_norm(S, norm, acc, t[0], 2, 1, 1) == -EINVAL);
+	EXPECT(hpu_op_clip_norm(S, norm, acc, t[0], 2, NAN, 2) == -EINVAL);
+	EXPECT(hpu_op_clip_norm(S, norm, lr2, t[0], 2, 1, 2) == -EINVAL);
+	EXPECT(launches == before + 6);
+}
+
+static double *f64_data(const struct hpu_tensor *t)
+{
+	return (double *)(uintptr_t)t->storage->va;
+}
+
+/*
+ * F64 falls back: two AdamW steps with lr changed in its scalar between
+ * them, SGD's first-step buffer, LAMB's trust ratio, Adadelta, and the clip,
+ * against torch.optim's formulas in double.
+ */
+static void test_fallback_foreach(void)
+{
+	struct hpu_tensor *t[4][FE_PARAMS], *lr = FAKE(HPU_DT_F32), *step = FAKE(HPU_DT_I64);
+	struct hpu_tensor *acc = FAKE(HPU_DT_F32), *norm = FAKE(HPU_DT_F32);
+	const struct hpu_fused_adamw_config adamw = { 0.9, 0.99, 1e-8, 0.1 };
+	const struct hpu_fused_sgd_config sgd = { 0.5, 0, 0.1, true };
+	const struct hpu_fused_lamb_config lamb = { 0.9, 0.99, 1e-6, 0.1, true, true };
+	const struct hpu_fused_adadelta_config adadelta = { 0.9, 1e-6, 0.1 };
+	float *lrv = (float *)(uintptr_t)lr->storage->va;
+	int64_t *sv = (int64_t *)(uintptr_t)step->storage->va;
+	double p = 0.5, g = 0.25, m = 0, v = 0, want, bc1, bc2, u;
+	int64_t numel = 0;
+
+	fe_lists(HPU_DT_F64, t);
+	for (unsigned int i = 0; i < FE_PARAMS; i++) {
+		numel += hpu_layout_numel(&t[0][i]->l);
+		for (int64_t k = 0; k < hpu_layout_numel(&t[0][i]->l); k++) {
+			f64_data(t[0][i])[k] = p;
+			f64_data(t[1][i])[k] = g;
+		}
+	}
+	/* AdamW, steps 1 and 2 at lr 0.5 then 0.25. */
+	for (int k = 1; k <= 2; k++) {
+		*lrv = 0.5f / (float)k;
+		EXPECT(hpu_op_fused_adamw(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &adamw) ==
+		       0);
+		EXPECT(*sv == k);
+		p *= 1 - *lrv * 0.1;
+		m = 0.9 * m + (1 - 0.9) * g;
+		v = 0.99 * v + (1 - 0.99) * g * g;
+		p -= *lrv / (1 - pow(0.9, k)) * m / (sqrt(v) / sqrt(1 - pow(0.99, k)) + 1e-8);
+	}
+	EXPECT(fabs(f64_data(t[0][0])[0] - p) < 1e-15 && f64_data(t[0][19])[59] == f64_data(t[0][0])[0]);
+	EXPECT(f64_data(t[2][7])[3] == m && f64_data(t[3][7])[3] == v);
+	/* SGD, nesterov: the step is 2, so the buffer (m's) takes its momentum. */
+	want = p - 0.25 * ((g + 0.1 * p) + 0.5 * (0.5 * m + (g + 0.1 * p)));
+	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], t[2], FE_PARAMS, lr, step, &sgd) == 0);
+	EXPECT(fabs(f64_data(t[0][5])[1] - want) < 1e-15 && *sv == 3);
+	p = want;
+	/* LAMB on fresh moments, step 4: every element alike, so the ratio is |p| / |u|. */
+	for (unsigned int i = 0; i < FE_PARAMS; i++)
+		for (int64_t k = 0; k < hpu_layout_numel(&t[0][i]->l); k++)
+			f64_data(t[2][i])[k] = f64_data(t[3][i])[k] = 0;
+	EXPECT(hpu_op_fused_lamb(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &lamb) == 0);
+	bc1 = 1 - pow(0.9, 4);
+	bc2 = 1 - pow(0.99, 4);
+	u = 0.1 * g / bc1 / (sqrt(0.01 * g * g / bc2) + 1e-6) + 0.1 * p;
+	want = p - 0.25 * fabs(p) / fabs(u) * u;
+	EXPECT(fabs(f64_data(t[0][11])[4] - want) < 1e-15 && *sv == 4);
+	p = want;
+	/* Adadelta on fresh state. */
+	for (unsigned int i = 0; i < FE_PARAMS; i++)
+		for (int64_t k = 0; k < hpu_layout_numel(&t[0][i]->l); k++)
+			f64_data(t[2][i])[k] = f64_data(t[3][i])[k] = 0;
+	EXPECT(hpu_op_fused_adadelta(S, t[0], t[1], t[2], t[3], FE_PARAMS, lr, step, &adadelta) ==
+	       0);
+	u = g + 0.1 * p;
+	want = p - 0.25 * sqrt(1e-6) / sqrt(0.1 * u * u + 1e-6) * u;
+	EXPECT(fabs(f64_data(t[0][2])[0] - want) < 1e-15);
+	/* The clip of every grad (0.25 each) to norm 1. */
+	EXPECT(hpu_op_clip_norm(S, norm, acc, t[1], FE_PARAMS, 1, 2) == 0);
+	want = sqrt((double)numel * g * g);
+	EXPECT(*(float *)(uintptr_t)norm->storage->va == (float)want);
+	EXPECT(fabs(f64_data(t[1][19])[0] - g / ((float)want + 1e-6)) < 1e-9);
+}
+
 int main(void)
 {
 	static const struct tap_test tests[] = {
@@ -1094,6 +1252,9 @@ int main(void)
 		{ "group norm: args, refusals, F64 fallback", test_gnorm },
 		{ "random fills: args, refusals, F64 fallback", test_random },
 		{ "fused attention: flags, mask broadcast, refusals, F64 fallback", test_sdpa },
+		{ "fused optimizers and the clip: launches over lists, refusals",
+		  test_foreach_launches },
+		{ "CPU fallback: fused optimizers and the clip", test_fallback_foreach },
 	};
 	unsigned int n = 0, failed;
 

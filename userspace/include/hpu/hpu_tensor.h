@@ -596,6 +596,75 @@ HPU_API int hpu_op_clip_grad_norm(struct hpu_stream *stream, struct hpu_tensor *
 				  struct hpu_tensor *const *grads, unsigned int count,
 				  double max_norm, double norm_type);
 
+/*
+ * Fused optimizer steps over lists of count parameters (count >= 1, any
+ * number): params[i], grads[i] and each state list's [i] of params[i]'s
+ * shape and a float dtype, stepped in place by torch.optim's single-tensor
+ * formulas.  lr (an F32 scalar) and step (an F32 or I64 scalar: the steps
+ * done so far, advanced by one) are tensors the device reads when the step
+ * runs: writing lr changes no launch, so a schedule compiles nothing and a
+ * recorded graph replays with the lr of the moment.  The op issues
+ * launches back to back, as many params to each as a launch takes (7 for
+ * SGD without momentum, 4 with, 3 for the others); it checks them all first, so a bad
+ * list changes nothing.
+ */
+struct hpu_fused_sgd_config {
+	double momentum, dampening, weight_decay;
+	bool nesterov;
+};
+/* momentum_bufs: unused (may be NULL) without momentum; set to the gradient while step is 0. */
+HPU_API int hpu_op_fused_sgd(struct hpu_stream *stream, struct hpu_tensor *const *params,
+			     struct hpu_tensor *const *grads,
+			     struct hpu_tensor *const *momentum_bufs, unsigned int count,
+			     const struct hpu_tensor *lr, struct hpu_tensor *step,
+			     const struct hpu_fused_sgd_config *config);
+
+struct hpu_fused_adamw_config {
+	double beta1, beta2, eps, weight_decay;
+};
+HPU_API int hpu_op_fused_adamw(struct hpu_stream *stream, struct hpu_tensor *const *params,
+			       struct hpu_tensor *const *grads, struct hpu_tensor *const *exp_avgs,
+			       struct hpu_tensor *const *exp_avg_sqs, unsigned int count,
+			       const struct hpu_tensor *lr, struct hpu_tensor *step,
+			       const struct hpu_fused_adamw_config *config);
+
+/*
+ * LAMB: AdamW's moments, the update u = m^ / (sqrt(v^) + eps) +
+ * weight_decay * p (m^, v^ bias-corrected if asked; m averages
+ * (1 - beta1) * g, or adds g without grad_averaging), and
+ * p -= lr * ||p|| / ||u|| * u per parameter (ratio 1 if either norm is 0).
+ */
+struct hpu_fused_lamb_config {
+	double beta1, beta2, eps, weight_decay;
+	bool bias_correction, grad_averaging;
+};
+HPU_API int hpu_op_fused_lamb(struct hpu_stream *stream, struct hpu_tensor *const *params,
+			      struct hpu_tensor *const *grads, struct hpu_tensor *const *exp_avgs,
+			      struct hpu_tensor *const *exp_avg_sqs, unsigned int count,
+			      const struct hpu_tensor *lr, struct hpu_tensor *step,
+			      const struct hpu_fused_lamb_config *config);
+
+struct hpu_fused_adadelta_config {
+	double rho, eps, weight_decay;
+};
+HPU_API int hpu_op_fused_adadelta(struct hpu_stream *stream, struct hpu_tensor *const *params,
+				  struct hpu_tensor *const *grads,
+				  struct hpu_tensor *const *square_avgs,
+				  struct hpu_tensor *const *acc_deltas, unsigned int count,
+				  const struct hpu_tensor *lr, struct hpu_tensor *step,
+				  const struct hpu_fused_adadelta_config *config);
+
+/*
+ * hpu_op_clip_grad_norm over any number of grads (count may be 0): their
+ * squares (or |x|, norm_type INFINITY) summed on the device into acc in a
+ * fixed order, 14 grads a launch, total_norm written from it, then every
+ * grad scaled by min(1, max_norm / (total_norm + 1e-6)) reading total_norm
+ * on the device.  acc and total_norm are F32 scalars; acc is scratch.
+ */
+HPU_API int hpu_op_clip_norm(struct hpu_stream *stream, struct hpu_tensor *total_norm,
+			     struct hpu_tensor *acc, struct hpu_tensor *const *grads,
+			     unsigned int count, double max_norm, double norm_type);
+
 /* ------------------------------------------------------------------------
  * CPU fallback
  */

@@ -998,18 +998,16 @@ static double hpu_host_clip_join(bool max_norm, double a, double b)
 }
 
 /*
- * CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or
- * inf).  The total joins each HPU_CLIP_CHUNK chunk's partial in order, as
- * the device does, and a NaN norm spreads to every grad (torch's way).
+ * total joined with the norm's partials of tensors t[first...] (their
+ * squares, or |x| for the max norm), each HPU_CLIP_CHUNK chunk's partial in
+ * order, as the device does.
  */
-static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
+static double hpu_host_norm_of(const struct hpu_op *op, const struct hpu_hview *h,
+			       unsigned int first, bool max_norm, double total)
 {
-	int64_t idx[HPU_MAX_DIMS] = { 0 }, zero[HPU_MAX_DIMS] = { 0 };
-	bool max_norm = isinf(op->scalars[1]);
-	double total = 0, scale;
-	unsigned int i;
+	int64_t idx[HPU_MAX_DIMS] = { 0 };
 
-	for (i = 1; i < op->num_tensors; i++) {
+	for (unsigned int i = first; i < op->num_tensors; i++) {
 		int64_t n = hpu_layout_numel(&op->l[i]), k = 0;
 		double part = 0;
 
@@ -1025,18 +1023,169 @@ static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
 			}
 		} while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
 	}
-	total = max_norm ? total : sqrt(total);
-	hpu_hstore(&h[0], zero, total);
-	scale = op->scalars[0] / (total + 1e-6);
+	return total;
+}
+
+/* Tensors t[first...] scaled by min(1, max_norm / (norm + 1e-6)): NaN spreads (torch's way). */
+static void hpu_host_clip_scale(const struct hpu_op *op, const struct hpu_hview *h,
+				unsigned int first, double max_norm, double norm)
+{
+	int64_t idx[HPU_MAX_DIMS] = { 0 };
+	double scale = max_norm / (norm + 1e-6);
+
 	if (scale > 1)
 		scale = 1;
-	for (i = 1; i < op->num_tensors; i++) {
+	for (unsigned int i = first; i < op->num_tensors; i++) {
 		if (!hpu_layout_numel(&op->l[i]))
 			continue;
 		do
 			hpu_hstore(&h[i], idx, hpu_hload(&h[i], idx) * scale);
 		while (hpu_index_next(op->l[i].ndim, op->l[i].shape, idx));
 	}
+}
+
+/* CLIP_GRAD_NORM: t total_norm, grads...; s0 max_norm, s1 norm type (2 or inf). */
+static int hpu_host_clip(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t zero[HPU_MAX_DIMS] = { 0 };
+	bool max_norm = isinf(op->scalars[1]);
+	double total = hpu_host_norm_of(op, h, 1, max_norm, 0);
+
+	total = max_norm ? total : sqrt(total);
+	hpu_hstore(&h[0], zero, total);
+	hpu_host_clip_scale(op, h, 1, op->scalars[0], total);
+	return 0;
+}
+
+/* FOREACH_NORM: t acc, norm, tensors...; s0 norm type; a0 bit 0: acc starts at 0. */
+static int hpu_host_foreach_norm(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t zero[HPU_MAX_DIMS] = { 0 };
+	bool max_norm = isinf(op->scalars[0]);
+	double acc = op->args[0] & 1 ? 0 : hpu_hload(&h[0], zero);
+
+	hpu_hstore(&h[0], zero, hpu_host_norm_of(op, h, 2, max_norm, acc));
+	acc = hpu_hload(&h[0], zero); /* as stored, as the device */
+	hpu_hstore(&h[1], zero, max_norm ? acc : sqrt(acc));
+	return 0;
+}
+
+/* FOREACH_CLIP: t norm, tensors...; s0 max_norm. */
+static int hpu_host_foreach_clip(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t zero[HPU_MAX_DIMS] = { 0 };
+
+	hpu_host_clip_scale(op, h, 1, op->scalars[0], hpu_hload(&h[0], zero));
+	return 0;
+}
+
+/* The FOREACH optimizers' tensors per param (drm/hpu_kernels.h). */
+static unsigned int hpu_host_foreach_width(const struct hpu_op *op)
+{
+	if (op->kernel != HPU_KERNEL_FOREACH_SGD)
+		return 4;
+	return op->scalars[0] != 0 ? 3 : 2;
+}
+
+/* The step's last launch counts it. */
+static void hpu_host_foreach_count(const struct hpu_op *op, const struct hpu_hview *h, double step)
+{
+	int64_t zero[HPU_MAX_DIMS] = { 0 };
+
+	if (op->args[0] & 1)
+		hpu_hstore(&h[1], zero, step + 1);
+}
+
+/*
+ * FOREACH_SGD, _ADAMW, _ADADELTA: each param as the one-tensor kernel's op
+ * (lr read from t[0]), all from the same step, counted once at the end.
+ */
+static int hpu_host_foreach(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	static const struct {
+		uint32_t kernel, num_tensors, outputs;
+	} one[] = {
+		[HPU_KERNEL_FOREACH_SGD - HPU_KERNEL_FOREACH_SGD] = { HPU_KERNEL_SGD, 3, 1 | 4 },
+		[HPU_KERNEL_FOREACH_ADAMW - HPU_KERNEL_FOREACH_SGD] = { HPU_KERNEL_ADAMW, 5, 0x1d },
+		[HPU_KERNEL_FOREACH_ADADELTA - HPU_KERNEL_FOREACH_SGD] = { HPU_KERNEL_ADADELTA, 4,
+									   0xd },
+	};
+	int64_t zero[HPU_MAX_DIMS] = { 0 };
+	unsigned int w = hpu_host_foreach_width(op), k = op->kernel - HPU_KERNEL_FOREACH_SGD;
+	double step = hpu_hload(&h[1], zero), step_copy;
+	struct hpu_tensor_layout step_layout;
+	struct hpu_hview hv[5];
+	struct hpu_op sub = { .name = op->name, .kernel = one[k].kernel,
+			      .num_tensors = one[k].num_tensors,
+			      .outputs = w == 2 ? 1 : one[k].outputs,
+			      .scalars = { hpu_hload(&h[0], zero), op->scalars[0], op->scalars[1],
+					   op->scalars[2], op->scalars[3] },
+			      /* SGD: nesterov, and the first step's buffer */
+			      .args = { (op->args[0] & 2 ? 1 : 0) | (step == 0 ? 2 : 0) } };
+
+	/* AdamW's step: a copy each param advances. */
+	hpu_layout_init(&step_layout, HPU_DT_F64, 0, NULL);
+	hv[4] = (struct hpu_hview){ (uint8_t *)&step_copy, 0, sizeof(step_copy), &step_layout };
+	sub.t[4] = op->t[1];
+	for (unsigned int i = 2; i < op->num_tensors; i += w) {
+		for (unsigned int j = 0; j < w; j++) {
+			sub.t[j] = op->t[i + j];
+			hv[j] = h[i + j];
+		}
+		sub.l[0] = op->l[i];
+		step_copy = step;
+		hpu_host_elementwise(&sub, hv);
+	}
+	hpu_host_foreach_count(op, h, step);
+	return 0;
+}
+
+/*
+ * FOREACH_LAMB: each param's moments, then its update's and its own norms
+ * (chunk sums in order, as the device), then the param by the trust ratio.
+ */
+static int hpu_host_foreach_lamb(const struct hpu_op *op, const struct hpu_hview *h)
+{
+	int64_t zero[HPU_MAX_DIMS] = { 0 }, idx[HPU_MAX_DIMS] = { 0 };
+	const double *s = op->scalars;
+	double lr = hpu_hload(&h[0], zero), step = hpu_hload(&h[1], zero), t = step + 1;
+	bool bias = op->args[0] & 2;
+	double bc1 = bias ? 1 - pow(s[0], t) : 1, bc2 = bias ? 1 - pow(s[1], t) : 1;
+	double beta3 = op->args[0] & 4 ? 1 - s[0] : 1;
+
+	for (unsigned int i = 2; i < op->num_tensors; i += 4) {
+		const struct hpu_tensor_layout *l = &op->l[i];
+		const struct hpu_hview *v = &h[i];
+		int64_t n = hpu_layout_numel(l), k = 0;
+		double sums[2] = { 0 }, parts[2] = { 0 }, ratio;
+
+		for (int phase = 0; phase < 2 && n; phase++) {
+			ratio = sums[0] > 0 && sums[1] > 0 ? sqrt(sums[0]) / sqrt(sums[1]) : 1;
+			do {
+				double p = hpu_hload(&v[0], idx), g = hpu_hload(&v[1], idx), u;
+
+				if (!phase) {
+					hpu_hstore(&v[2], idx, s[0] * hpu_hload(&v[2], idx) + beta3 * g);
+					hpu_hstore(&v[3], idx, s[1] * hpu_hload(&v[3], idx) +
+								       (1 - s[1]) * g * g);
+				}
+				u = hpu_hload(&v[2], idx) / bc1 /
+					    (sqrt(hpu_hload(&v[3], idx) / bc2) + s[2]) + s[3] * p;
+				if (phase) {
+					hpu_hstore(&v[0], idx, p - lr * ratio * u);
+					continue;
+				}
+				parts[0] += p * p;
+				parts[1] += u * u;
+				if (++k % HPU_CLIP_CHUNK == 0 || k == n) {
+					sums[0] += parts[0];
+					sums[1] += parts[1];
+					parts[0] = parts[1] = 0;
+				}
+			} while (hpu_index_next(l->ndim, l->shape, idx));
+		}
+	}
+	hpu_host_foreach_count(op, h, step);
 	return 0;
 }
 
@@ -1557,6 +1706,12 @@ static const struct {
 	{ HPU_KERNEL_SCATTER_ADD, hpu_host_scatter_add },
 	{ HPU_KERNEL_SCATTER, hpu_host_scatter_add },
 	{ HPU_KERNEL_TOPK, hpu_host_topk },
+	{ HPU_KERNEL_FOREACH_SGD, hpu_host_foreach },
+	{ HPU_KERNEL_FOREACH_ADAMW, hpu_host_foreach },
+	{ HPU_KERNEL_FOREACH_ADADELTA, hpu_host_foreach },
+	{ HPU_KERNEL_FOREACH_LAMB, hpu_host_foreach_lamb },
+	{ HPU_KERNEL_FOREACH_NORM, hpu_host_foreach_norm },
+	{ HPU_KERNEL_FOREACH_CLIP, hpu_host_foreach_clip },
 	{ HPU_OPK_GEMM, hpu_host_gemm },
 	{ HPU_OPK_CUMSUM, hpu_host_cumsum },
 };

@@ -60,6 +60,7 @@ static const char *const hpu_other_names[] = {
 	"avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
 	"group_norm", "group_norm_backward", "random",
 	"sdpa", "sdpa_backward",
+	"fused_sgd", "fused_adamw", "fused_lamb", "fused_adadelta", "clip_norm",
 };
 
 _Static_assert(HPU_UNARY_FNS + HPU_BINARY_FNS + HPU_REDUCE_FNS + HPU_ARRAY_SIZE(hpu_other_names) <=
