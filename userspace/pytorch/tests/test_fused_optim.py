@@ -4,7 +4,8 @@
 Each optimizer against torch.optim's on the CPU over several steps (fp32: rtol 1e-5, atol 1e-6
 on the params and the state: the device computes each step in double from fp32 operands and
 rounds once, the CPU in fp32), with 50 params of odd shapes, some non-contiguous, and the lr
-changed between steps; LAMB against its formula in float64 on the CPU.  A cosine schedule in
+changed between steps; LAMB against its formula in float64 on the CPU; bf16 AdamW against
+its one rounding per step.  A cosine schedule in
 lazy mode compiles the steady step once; a captured step replayed under a schedule gives the
 weights of the uncaptured run.  FusedClipNorm against clip_grad_norm_.  Misuse errors.
 """
@@ -101,6 +102,38 @@ def test_matches_torch_optim(fused, reference, kwargs):
             assert_close([opt.state[p][name] for p in dev], [ref.state[p][name] for p in cpu],
                          f"step {step} {name}")
     assert opt.state[dev[0]]["step"].item() == 4
+
+
+def test_bf16_adamw_rounds_once():
+    """bf16 params and moments: each step computed in double from the stored values and
+    rounded once (through fp32, as the device stores), against that in float64 on the CPU
+    (within one bf16 ulp: rtol 2^-8)."""
+    values = [v.bfloat16() for v in odd_params(12, seed=4)]
+    dev = [torch.nn.Parameter(v.to(HPU)) for v in values]
+    lr, (b1, b2), eps, wd = 0.01, (0.9, 0.99), 1e-6, 0.1
+    opt = FusedAdamW(dev, lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+    lr32 = float(torch.tensor(lr, dtype=torch.float32))
+    rnd = lambda x: x.float().bfloat16().double()  # noqa: E731
+    p = [v.double() for v in values]
+    m = [torch.zeros_like(x) for x in p]
+    v = [torch.zeros_like(x) for x in p]
+    for t in range(1, 4):
+        grads = [torch.randn(x.shape, generator=gen(300 + 10 * t + i)).bfloat16()
+                 for i, x in enumerate(values)]
+        for d, g in zip(dev, grads):
+            d.grad = g.to(HPU)
+        opt.step()
+        for i, g in enumerate(grads):
+            g = g.double()
+            mi, vi = b1 * m[i] + (1 - b1) * g, b2 * v[i] + (1 - b2) * g * g
+            q = p[i] * (1 - lr32 * wd)
+            p[i] = rnd(q - lr32 / (1 - b1 ** t) * mi / (vi.sqrt() / math.sqrt(1 - b2 ** t) + eps))
+            m[i], v[i] = rnd(mi), rnd(vi)
+    for i, d in enumerate(dev):
+        assert d.dtype == torch.bfloat16 and opt.state[d]["exp_avg"].dtype == torch.bfloat16
+        torch.testing.assert_close(d.detach().cpu().double(), p[i], rtol=2 ** -8, atol=1e-6)
+        torch.testing.assert_close(opt.state[d]["exp_avg_sq"].cpu().double(), v[i],
+                                   rtol=2 ** -8, atol=1e-6)
 
 
 def test_params_without_grad_and_groups():
