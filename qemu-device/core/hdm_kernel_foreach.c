@@ -187,8 +187,9 @@ static void hdm_fe_finish(const struct hdm_kcall *c)
 
 	if (!(c->args[0] & HDM_FE_LAST))
 		return;
-	if (step->dtype == HPU_DTYPE_I64)
-		hdm_kstore_i(step->dtype, step->base, hdm_kload_i(step->dtype, step->base) + 1);
+	if (step->dtype == HPU_DTYPE_I64) /* wraps: the count is the process's data */
+		hdm_kstore_i(step->dtype, step->base,
+			     (int64_t)((uint64_t)hdm_kload_i(step->dtype, step->base) + 1));
 	else
 		hdm_kstore_f(step->dtype, step->base, hdm_kload_f(step->dtype, step->base) + 1);
 }

@@ -479,6 +479,16 @@ static const struct fz_template {
 	{ HPU_KERNEL_GROUP_NORM, 1, 3, { 1e-5 }, 0, { "*ND", "fN1", "fN1", "*ND", "*D", "*D" } },
 	{ HPU_KERNEL_GROUP_NORM_BWD, 1, 15, { 0 }, 0,
 	  { "*ND", "*D", "*D", "*ND", "*ND", "fN1", "fN1", "*D" } },
+	{ HPU_KERNEL_FOREACH_SGD, 1, 0, { 0.9, 0, 0.01 }, 0,
+	  { "f", "l", "*N", "*N", "*N", "*D", "*D", "*D" } },
+	{ HPU_KERNEL_FOREACH_ADAMW, 1, 0, { 0.9, 0.999, 1e-8, 0.01 }, 0,
+	  { "f", "l", "*N", "*N", "*N", "*N" } },
+	{ HPU_KERNEL_FOREACH_ADADELTA, 1, 0, { 0.9, 1e-6, 0 }, 0,
+	  { "f", "f", "*ND", "*ND", "*ND", "*ND" } },
+	{ HPU_KERNEL_FOREACH_LAMB, 7, 0, { 0.9, 0.999, 1e-6, 0.01 }, 0,
+	  { "f", "l", "*ND", "*ND", "*ND", "*ND" } },
+	{ HPU_KERNEL_FOREACH_NORM, 1, 0, { 2 }, 0, { "f", "f", "*N", "*D", "*ND" } },
+	{ HPU_KERNEL_FOREACH_CLIP, 0, 0, { 1 }, 0, { "f", "*N", "*ND" } },
 };
 
 /* Sizes a broadcast dim may take: around the limit, far past it, the most a u64 holds. */

@@ -111,7 +111,14 @@ static bool hpu_op_reads_output(const struct hpu_op *op, unsigned int i)
 	case HPU_KERNEL_SCATTER_ADD:
 	case HPU_KERNEL_SCATTER:
 	case HPU_KERNEL_CLIP_GRAD_NORM:
+	case HPU_KERNEL_FOREACH_SGD:
+	case HPU_KERNEL_FOREACH_ADAMW:
+	case HPU_KERNEL_FOREACH_ADADELTA:
+	case HPU_KERNEL_FOREACH_LAMB:
+	case HPU_KERNEL_FOREACH_CLIP:
 		return true;
+	case HPU_KERNEL_FOREACH_NORM:
+		return i == 0; /* the accumulator */
 	case HPU_KERNEL_DROPOUT:
 		return i == 3;
 	default:
