@@ -370,7 +370,8 @@ static void hdm_lamb_chunk(const struct hdm_kcall *c, const struct hdm_lamb *o, 
 			double g = hdm_kcur_get(&k[1]);
 
 			hdm_kcur_set(&k[2], o->beta1 * hdm_kcur_get(&k[2]) + o->beta3 * g);
-			hdm_kcur_set(&k[3], o->beta2 * hdm_kcur_get(&k[3]) + (1 - o->beta2) * g * g);
+			hdm_kcur_set(&k[3],
+				     o->beta2 * hdm_kcur_get(&k[3]) + (1 - o->beta2) * g * g);
 		}
 		u = hdm_lamb_update(o, p, hdm_kcur_get(&k[2]), hdm_kcur_get(&k[3]));
 		if (c->state->phase) {

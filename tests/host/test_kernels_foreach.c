@@ -321,7 +321,8 @@ static void test_layouts_agree(void)
 /* LAMB's norms over many chunks: the same bytes whatever the split. */
 static void test_lamb_chunks(void)
 {
-	struct hpu_ktensor *t[6] = { hpu_kt_new(F32, 0, NULL, NULL), hpu_kt_new(I64, 0, NULL, NULL) };
+	struct hpu_ktensor *t[6] = { hpu_kt_new(F32, 0, NULL, NULL),
+				     hpu_kt_new(I64, 0, NULL, NULL) };
 	struct hpu_ktensor *copy[HPU_KSPLIT_COUNT][4];
 	uint64_t n = 2 * HPU_CLIP_CHUNK + 7;
 	struct hdm_kcall c;

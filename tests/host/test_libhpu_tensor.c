@@ -1137,7 +1137,7 @@ static void test_foreach_launches(void)
 	sgd.dampening = 0.1;
 	EXPECT(hpu_op_fused_sgd(S, t[0], t[1], t[2], 1, lr, step, &sgd) == -EINVAL);
 	EXPECT(launches == before);
-	/* The clip: NORMs of 14 (the first resetting), then CLIPs of 15; no grads is a norm of 0. */
+	/* The clip: NORMs of 14 (the first resetting), then CLIPs of 15; no grads: a norm of 0. */
 	EXPECT(hpu_op_clip_norm(S, norm, acc, t[0], FE_PARAMS, 1, 2) == 0);
 	EXPECT(launches == before + 2 + 2 && launched.kernel == HPU_KERNEL_FOREACH_CLIP);
 	EXPECT(launched.num_tensors == 1 + 5 && launched.t[0] == norm);
@@ -1191,7 +1191,8 @@ static void test_fallback_foreach(void)
 		v = 0.99 * v + (1 - 0.99) * g * g;
 		p -= *lrv / (1 - pow(0.9, k)) * m / (sqrt(v) / sqrt(1 - pow(0.99, k)) + 1e-8);
 	}
-	EXPECT(fabs(f64_data(t[0][0])[0] - p) < 1e-15 && f64_data(t[0][19])[59] == f64_data(t[0][0])[0]);
+	EXPECT(fabs(f64_data(t[0][0])[0] - p) < 1e-15);
+	EXPECT(f64_data(t[0][19])[59] == f64_data(t[0][0])[0]);
 	EXPECT(f64_data(t[2][7])[3] == m && f64_data(t[3][7])[3] == v);
 	/* SGD, nesterov: the step is 2, so the buffer (m's) takes its momentum. */
 	want = p - 0.25 * ((g + 0.1 * p) + 0.5 * (0.5 * m + (g + 0.1 * p)));

@@ -1165,7 +1165,8 @@ static int hpu_host_foreach_lamb(const struct hpu_op *op, const struct hpu_hview
 				double p = hpu_hload(&v[0], idx), g = hpu_hload(&v[1], idx), u;
 
 				if (!phase) {
-					hpu_hstore(&v[2], idx, s[0] * hpu_hload(&v[2], idx) + beta3 * g);
+					hpu_hstore(&v[2], idx,
+						   s[0] * hpu_hload(&v[2], idx) + beta3 * g);
 					hpu_hstore(&v[3], idx, s[1] * hpu_hload(&v[3], idx) +
 								       (1 - s[1]) * g * g);
 				}

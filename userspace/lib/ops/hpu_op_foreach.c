@@ -168,8 +168,8 @@ int hpu_op_fused_sgd(struct hpu_stream *s, struct hpu_tensor *const *params,
 
 /* AdamW and LAMB: params, grads and both moments, and the same four numbers. */
 static int hpu_fe_adam_like(const char *func, struct hpu_stream *s, struct hpu_fe_step *st,
-			    unsigned int count, const struct hpu_tensor *lr, struct hpu_tensor *step,
-			    const double *beta1_beta2_eps_wd)
+			    unsigned int count, const struct hpu_tensor *lr,
+			    struct hpu_tensor *step, const double *beta1_beta2_eps_wd)
 {
 	const double *b = beta1_beta2_eps_wd;
 	int ret = hpu_fe_adam_bounds(b[0], b[1], b[2], b[3]);
@@ -280,7 +280,8 @@ int hpu_op_clip_norm(struct hpu_stream *s, struct hpu_tensor *total_norm, struct
 	if (isnan(max_norm))
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "max_norm is NaN"));
 	if (norm_type != 2 && norm_type != INFINITY)
-		return hpu_error_in(__func__, hpu_error_set(EINVAL, "norm_type is %g: 2 or INFINITY",
+		return hpu_error_in(__func__, hpu_error_set(EINVAL,
+							    "norm_type is %g: 2 or INFINITY",
 							    norm_type));
 	if (count && !grads)
 		return hpu_error_in(__func__, hpu_error_set(EINVAL, "grads is NULL"));

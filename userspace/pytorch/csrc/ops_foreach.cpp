@@ -23,9 +23,9 @@ public:
 	Views(at::TensorList ts, c10::Device dev, const char *op, const char *what)
 	{
 		for (const at::Tensor &t : ts) {
-			TORCH_CHECK(floating_on_device(t) && t.device() == dev, "hpu::", op, ": ", what,
-				    " must be floating tensors on ", dev, ", not ", t.toString(),
-				    " on ", t.device());
+			TORCH_CHECK(floating_on_device(t) && t.device() == dev, "hpu::", op, ": ",
+				    what, " must be floating tensors on ", dev, ", not ",
+				    t.toString(), " on ", t.device());
 			owned_.push_back(std::make_unique<View>(t));
 			ptrs_.push_back(*owned_.back());
 		}
@@ -94,7 +94,8 @@ void fused_sgd(at::TensorList params, at::TensorList grads, at::TensorList momen
 
 	if (momentum != 0) {
 		TORCH_CHECK(momentum_bufs.size() == params.size(), "hpu::fused_sgd: ",
-			    momentum_bufs.size(), " momentum buffers for ", params.size(), " params");
+			    momentum_bufs.size(), " momentum buffers for ", params.size(),
+			    " params");
 		bufs = std::make_unique<Views>(momentum_bufs, l.dev, "fused_sgd", "momentum_bufs");
 	}
 	HPU_CHECK(hpu_op_fused_sgd(stream_of(params[0]), l.params.data(), l.grads.data(),
@@ -109,8 +110,8 @@ void fused_adamw(at::TensorList params, at::TensorList grads, at::TensorList exp
 	StepLists l("fused_adamw", params, grads, {exp_avgs, exp_avg_sqs}, lr, step);
 	const hpu_fused_adamw_config c = { beta1, beta2, eps, weight_decay };
 
-	HPU_CHECK(hpu_op_fused_adamw(stream_of(params[0]), l.params.data(), l.grads.data(), l.st(0), l.st(1),
-				     unsigned(params.size()), l.lr, l.step, &c));
+	HPU_CHECK(hpu_op_fused_adamw(stream_of(params[0]), l.params.data(), l.grads.data(),
+				     l.st(0), l.st(1), unsigned(params.size()), l.lr, l.step, &c));
 }
 
 void fused_lamb(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
@@ -122,8 +123,8 @@ void fused_lamb(at::TensorList params, at::TensorList grads, at::TensorList exp_
 	const hpu_fused_lamb_config c = { beta1, beta2, eps, weight_decay, bias_correction,
 					  grad_averaging };
 
-	HPU_CHECK(hpu_op_fused_lamb(stream_of(params[0]), l.params.data(), l.grads.data(), l.st(0), l.st(1),
-				    unsigned(params.size()), l.lr, l.step, &c));
+	HPU_CHECK(hpu_op_fused_lamb(stream_of(params[0]), l.params.data(), l.grads.data(),
+				    l.st(0), l.st(1), unsigned(params.size()), l.lr, l.step, &c));
 }
 
 void fused_adadelta(at::TensorList params, at::TensorList grads, at::TensorList square_avgs,
@@ -133,8 +134,9 @@ void fused_adadelta(at::TensorList params, at::TensorList grads, at::TensorList 
 	StepLists l("fused_adadelta", params, grads, {square_avgs, acc_deltas}, lr, step);
 	const hpu_fused_adadelta_config c = { rho, eps, weight_decay };
 
-	HPU_CHECK(hpu_op_fused_adadelta(stream_of(params[0]), l.params.data(), l.grads.data(), l.st(0),
-					l.st(1), unsigned(params.size()), l.lr, l.step, &c));
+	HPU_CHECK(hpu_op_fused_adadelta(stream_of(params[0]), l.params.data(), l.grads.data(),
+					l.st(0), l.st(1), unsigned(params.size()), l.lr, l.step,
+					&c));
 }
 
 // The joint norm of grads (at least one), which are scaled by min(1, max_norm / (norm + 1e-6)).
