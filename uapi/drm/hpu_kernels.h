@@ -57,14 +57,15 @@
  * or flags, and a device runs launches of every version from 1 to its own,
  * rejecting the others: a runtime newer than its device learns so from its
  * first launch.  Version 2 added the unary ops SILU to ERF and the kernels
- * from CONV (24) on.
+ * from CONV (24) on; version 3 RANDOM (27), GROUP_NORM(_BWD) (34, 35),
+ * FUSED_SDPA(_BWD) (41, 42) and the FOREACH kernels (49 to 54).
  */
 #ifndef HPU_KERNELS_H
 #define HPU_KERNELS_H
 
 #include <linux/types.h>
 
-#define HPU_KERNEL_PARAMS_VERSION 2
+#define HPU_KERNEL_PARAMS_VERSION 3
 
 enum hpu_dtype {
 	HPU_DTYPE_F32 = 1,
