@@ -37,7 +37,7 @@
 /* The case table lists only the fields each case uses. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-#define MAX_OPERANDS 8
+#define MAX_OPERANDS 10
 
 /* What an operand holds, and how its view is laid out in its storage. */
 /* STAT: F32 whatever the run's float dtype (layer norm's statistics, step counts, norms). */
@@ -272,6 +272,62 @@ static int run_index(struct hpu_stream *s, struct hpu_tensor **t, const struct o
 	}
 }
 
+static int run_group_norm(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	return c->n == 6 ? hpu_op_group_norm(s, t[0], t[1], t[2], t[3], t[4], t[5], c->arg, 1e-5)
+			 : hpu_op_group_norm_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6],
+						      t[7], c->arg);
+}
+
+static int run_random(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	return c->arg ? hpu_op_normal(s, t[0], t[1], 0.5, 2) : hpu_op_uniform(s, t[0], t[1], -1, 3);
+}
+
+/*
+ * Fused attention, arg causal: the forward (t out, lse, q, k, v and a float mask if n is 6);
+ * the backward (t grad_q, grad_k, grad_v, grad_out, q, k, v, out, lse) of the forward it runs
+ * first into out and lse.
+ */
+static int run_sdpa(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	const struct hpu_sdpa_params p = { .scale = 0.5, .causal = c->arg };
+	int ret;
+
+	if (c->n <= 6)
+		return hpu_op_sdpa(s, t[0], t[1], t[2], t[3], t[4], c->n == 6 ? t[5] : NULL, NULL,
+				   NULL, NULL, NULL, NULL, &p);
+	ret = hpu_op_sdpa(s, t[7], t[8], t[4], t[5], t[6], NULL, NULL, NULL, NULL, NULL, NULL, &p);
+	return ret ? ret : hpu_op_sdpa_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7],
+						t[8], NULL, NULL, NULL, &p);
+}
+
+/*
+ * The fused optimizers over two parameters: t lr, step, then the lists (params, grads and
+ * each state's) two by two; arg picks the optimizer, the clip of two grads when n is 4.
+ */
+enum { FUSED_SGD, FUSED_ADAMW, FUSED_LAMB, FUSED_ADADELTA };
+
+static int run_fused(struct hpu_stream *s, struct hpu_tensor **t, const struct op_case *c)
+{
+	const struct hpu_fused_sgd_config sgd = { .momentum = 0.9, .dampening = 0.1,
+						  .weight_decay = 0.01 };
+	const struct hpu_fused_adamw_config adamw = { 0.9, 0.999, 1e-8, 0.01 };
+	const struct hpu_fused_lamb_config lamb = { 0.9, 0.999, 1e-6, 0.01, true, true };
+	const struct hpu_fused_adadelta_config ada = { 0.9, 1e-6, 0.01 };
+
+	if (c->n == 4)
+		return hpu_op_clip_norm(s, t[0], t[1], t + 2, 2, 0.5, c->arg ? INFINITY : 2);
+	switch (c->arg) {
+	case FUSED_SGD: return hpu_op_fused_sgd(s, t + 2, t + 4, t + 6, 2, t[0], t[1], &sgd);
+	case FUSED_ADAMW:
+		return hpu_op_fused_adamw(s, t + 2, t + 4, t + 6, t + 8, 2, t[0], t[1], &adamw);
+	case FUSED_LAMB:
+		return hpu_op_fused_lamb(s, t + 2, t + 4, t + 6, t + 8, 2, t[0], t[1], &lamb);
+	default: return hpu_op_fused_adadelta(s, t + 2, t + 4, t + 6, t + 8, 2, t[0], t[1], &ada);
+	}
+}
+
 #define UN(fn, lo, hi) \
 	{ #fn, run_unary, fn, 0.5, 2, { OUT(3, SH(3, 5, 7)), IN(3, SH(3, 5, 7), TRANS, lo, hi) } }
 #define BIN(fn, lo, hi)                                                          \
@@ -452,6 +508,57 @@ static const struct op_case cases[] = {
 	  { OUT(3, SH(4, 3, 5)), IDX_OUT(3, SH(4, 3, 5)), IN(3, SH(4, 7, 5), TRANS, -2, 2) } },
 	{ "topk smallest", run_index, IX_TOPK, 0, 3,
 	  { OUT(2, SH(4, 3)), IDX_OUT(2, SH(4, 3)), IN(2, SH(4, 9), STRIDED, -2, 2) } },
+	{ "group_norm", run_group_norm, 3, 0, 6,
+	  { OUT(3, SH(2, 6, 5)), { STAT, 2, SH(2, 3), CONTIG, 0, 1, true },
+	    { STAT, 2, SH(2, 3), CONTIG, 0, 1, true }, IN(3, SH(2, 6, 5), TRANS, -2, 2),
+	    IN(1, SH(6), CONTIG, 0.5, 1.5), IN(1, SH(6), CONTIG, -0.5, 0.5) } },
+	{ "group_norm_backward", run_group_norm, 2, 0, 8,
+	  { OUT(4, SH(2, 4, 3, 2)), OUT(1, SH(4)), OUT(1, SH(4)),
+	    IN(4, SH(2, 4, 3, 2), TRANS, -1, 1), IN(4, SH(2, 4, 3, 2), STRIDED, -2, 2),
+	    { STAT, 2, SH(2, 2), CONTIG, -0.5, 0.5, false }, { STAT, 2, SH(2, 2), CONTIG, 0.5, 2, false },
+	    IN(1, SH(4), CONTIG, 0.5, 1.5) } },
+	{ "uniform", run_random, 0, 0, 2,
+	  { OUT(2, SH(5, 7)), { RNG, 1, SH(2), CONTIG, 0, 0, true } } },
+	{ "normal", run_random, 1, 0, 2,
+	  { OUT(3, SH(2, 3, 5)), { RNG, 1, SH(2), CONTIG, 0, 0, true } } },
+	{ "sdpa masked", run_sdpa, 0, 0, 6,
+	  { OUT(4, SH(2, 2, 5, 3)), { STAT, 3, SH(2, 2, 5), CONTIG, 0, 1, true },
+	    IN(4, SH(2, 2, 5, 4), TRANS, -1, 1), IN(4, SH(2, 2, 7, 4), CONTIG, -1, 1),
+	    IN(4, SH(2, 2, 7, 3), STRIDED, -1, 1), IN(4, SH(2, 1, 5, 7), CONTIG, -1, 1) } },
+	{ "sdpa causal", run_sdpa, 1, 0, 5,
+	  { OUT(4, SH(1, 3, 6, 4)), { STAT, 3, SH(1, 3, 6), CONTIG, 0, 1, true },
+	    IN(4, SH(1, 3, 6, 4), CONTIG, -1, 1), IN(4, SH(1, 3, 6, 4), TRANS, -1, 1),
+	    IN(4, SH(1, 3, 6, 4), CONTIG, -1, 1) } },
+	{ "sdpa_backward causal", run_sdpa, 1, 0, 9,
+	  { OUT(4, SH(2, 2, 5, 4)), OUT(4, SH(2, 2, 7, 4)), OUT(4, SH(2, 2, 7, 3)),
+	    IN(4, SH(2, 2, 5, 3), STRIDED, -1, 1), IN(4, SH(2, 2, 5, 4), TRANS, -1, 1),
+	    IN(4, SH(2, 2, 7, 4), CONTIG, -1, 1), IN(4, SH(2, 2, 7, 3), CONTIG, -1, 1),
+	    OUT(4, SH(2, 2, 5, 3)), { STAT, 3, SH(2, 2, 5), CONTIG, 0, 1, true } } },
+	{ "fused_sgd", run_fused, FUSED_SGD, 0, 8,
+	  { { STAT, 0, SH(0), CONTIG, 0.1, 0.1, false }, { STAT, 0, SH(0), CONTIG, 2, 2, true },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1), IN(2, SH(4, 6), TRANS, -1, 1),
+	    IN(1, SH(9), STRIDED, -1, 1), IO(2, SH(4, 6), -0.5, 0.5), IO(1, SH(9), -0.5, 0.5) } },
+	{ "fused_adamw", run_fused, FUSED_ADAMW, 0, 10,
+	  { { STAT, 0, SH(0), CONTIG, 0.01, 0.01, false }, { STAT, 0, SH(0), CONTIG, 3, 3, true },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1), IN(2, SH(4, 6), TRANS, -1, 1),
+	    IN(1, SH(9), STRIDED, -1, 1), IO(2, SH(4, 6), -0.1, 0.1), IO(1, SH(9), -0.1, 0.1),
+	    IO(2, SH(4, 6), 0, 0.1), IO(1, SH(9), 0, 0.1) } },
+	{ "fused_lamb", run_fused, FUSED_LAMB, 0, 10,
+	  { { STAT, 0, SH(0), CONTIG, 0.01, 0.01, false }, { STAT, 0, SH(0), CONTIG, 3, 3, true },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1), IN(2, SH(4, 6), STRIDED, -1, 1),
+	    IN(1, SH(9), CONTIG, -1, 1), IO(2, SH(4, 6), -0.1, 0.1), IO(1, SH(9), -0.1, 0.1),
+	    IO(2, SH(4, 6), 0, 0.1), IO(1, SH(9), 0, 0.1) } },
+	{ "fused_adadelta", run_fused, FUSED_ADADELTA, 0, 10,
+	  { { STAT, 0, SH(0), CONTIG, 1, 1, false }, { STAT, 0, SH(0), CONTIG, 3, 3, true },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1), IN(2, SH(4, 6), TRANS, -1, 1),
+	    IN(1, SH(9), CONTIG, -1, 1), IO(2, SH(4, 6), 0, 0.5), IO(1, SH(9), 0, 0.5),
+	    IO(2, SH(4, 6), 0, 0.5), IO(1, SH(9), 0, 0.5) } },
+	{ "clip_norm", run_fused, 0, 0, 4,
+	  { { STAT, 0, SH(0), CONTIG, 0, 1, true }, { STAT, 0, SH(0), CONTIG, 0, 1, false },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1) } },
+	{ "clip_norm inf", run_fused, 1, 0, 4,
+	  { { STAT, 0, SH(0), CONTIG, 0, 1, true }, { STAT, 0, SH(0), CONTIG, 0, 1, false },
+	    IO(2, SH(4, 6), -1, 1), IO(1, SH(9), -1, 1) } },
 };
 
 /* xorshift64*: the same values for the device and the reference run. */
