@@ -13,8 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import hpu_torch
-from test_conv import HPU, assert_near, fallback_diff, train_like_cpu
+from test_conv import HPU, run_conv, train_like_cpu
 
 FLOATS = [torch.float32, torch.bfloat16]
 
@@ -22,34 +21,9 @@ FLOATS = [torch.float32, torch.bfloat16]
 def run_transpose(x_shape, w_shape, bias, dtype=torch.float32, seed=0, layout=None,
                   wanted=(True, True, True), **kw):
     """conv_transpose{1,2}d(x, w, b, **kw) on hpu and CPU: output and the wanted gradients."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(x_shape, generator=g).to(dtype)
-    w = torch.randn(w_shape, generator=g).to(dtype)
-    b = torch.randn(w_shape[1] * kw.get("groups", 1), generator=g).to(dtype) if bias else None
     fn = F.conv_transpose2d if len(x_shape) == 4 else F.conv_transpose1d
-    leaves = {}
-
-    def forward(device):
-        ts = [t.float().clone() if device == "cpu" else t.to(device) for t in (x, w, b)
-              if t is not None]
-        ts = [t.requires_grad_(want) for t, want in zip(ts, wanted)]
-        leaves[device] = ts
-        xin = layout(ts[0]) if layout else ts[0]
-        return fn(xin, ts[1], ts[2] if bias else None, **kw)
-
-    before = hpu_torch.fallback_counts()
-    want, got = forward("cpu"), forward(HPU)
-    assert got.device == HPU and got.dtype == dtype and got.shape == want.shape
-    assert_near(got, want, dtype)
-    seed_grad = torch.randn(want.shape, generator=g).to(dtype)
-    want.backward(seed_grad.float())
-    got.backward(seed_grad.to(HPU))
-    assert fallback_diff(before) == {}, "ops fell back to the CPU"
-    for c, d in zip(leaves["cpu"], leaves[HPU]):
-        assert (c.grad is None) == (d.grad is None)
-        if c.grad is not None:
-            assert d.grad.device == HPU and d.grad.dtype == dtype
-            assert_near(d.grad, c.grad, dtype)
+    run_conv(x_shape, w_shape, bias, dtype, seed, layout, fn=fn,
+             bias_len=w_shape[1] * kw.get("groups", 1), wanted=wanted, **kw)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
