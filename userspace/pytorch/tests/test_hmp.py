@@ -150,12 +150,11 @@ def test_other_ops_keep_their_first_input_precision(convert):
 
 
 def test_multi_input_ops_cast_to_the_widest(convert):
-    """Without hmp, F.linear and layer_norm refuse mixed dtypes; under O1 they run in fp32."""
-    x, w, b = randn(5, 8, seed=6, dtype=BF16), randn(3, 8, seed=7), randn(3, seed=8)
+    """Without hmp, layer_norm and add refuse mixed dtypes; under O1 they run in fp32."""
+    x, w = randn(5, 8, seed=6, dtype=BF16), randn(3, 8, seed=7)
     with pytest.raises(RuntimeError):
-        F.linear(x, w, b)
+        F.layer_norm(x, (8,), randn(8, seed=9))
     convert()
-    check_gemm(F.linear, (x, w, b), FP32)
     check(*on_both(lambda t, g: F.layer_norm(t, (8,), g), x, randn(8, seed=9)), FP32)
     check(*on_both(lambda t, u: torch.cat([t, u]), x, randn(2, 8, seed=10)), FP32)
     check(*on_both(torch.add, x, w[:1]), FP32)
@@ -187,6 +186,19 @@ def test_list_files_replace_the_lists(convert, tmp_path):
     # Out of both lists now: addmm keeps its inputs' fp32, softmax its input's bf16.
     check_gemm(torch.addmm, (randn(7), x, w), FP32)
     check(*on_both(lambda t: torch.softmax(t, 1), x.to(BF16)), BF16)
+
+
+def test_linear_and_matmul_follow_their_gemms(convert, tmp_path):
+    """F.linear (addmm) and matmul (mm, bmm) run in bf16 under O1's list; with a bf16 list
+    without their GEMMs they run in their widest input's precision."""
+    x, w, b = randn(5, 8, seed=6), randn(3, 8, seed=7), randn(3, seed=8, dtype=BF16)
+    convert()
+    check_gemm(F.linear, (x, w, b), BF16)
+    check_gemm(lambda a, c: torch.matmul(a, c.t()), (x, w), BF16)
+    bf16 = tmp_path / "bf16.txt"
+    bf16.write_text("conv2d\n")
+    convert(bf16_file_path=str(bf16))
+    check_gemm(F.linear, (x, w, b), FP32)
 
 
 def test_disable_casts(convert):

@@ -9,7 +9,8 @@
 After convert(), every op the calling thread runs through PyTorch's Python API (torch.*,
 torch.nn.functional.*, Tensor methods and operators) has its floating tensor inputs cast first,
 by the seeds' rules:
-  - an op in the bf16 list runs in bfloat16, one in the fp32 list in float32;
+  - an op in the bf16 list runs in bfloat16, one in the fp32 list in float32; F.linear and
+    matmul, which PyTorch computes as addmm / mm / bmm / mv / dot, follow those ops' list;
   - O1: any other op runs in its first input's precision: with several floating tensor inputs,
     all are cast to the widest of their types; an in-place op's to its first input's (which it
     writes); O2: only GEMM and convolution ops run in bfloat16, every other in float32 (in-place
@@ -42,6 +43,10 @@ _PASS = frozenset(("__get__", "__set__", "to", "type", "type_as", "view_as", "ex
                    "reshape_as", "backward", "grad", "__setstate__", "__reduce_ex__",
                    "__deepcopy__", "new_tensor", "new_empty", "new_zeros", "new_ones",
                    "new_full", "copy_", "set_", "detach", "requires_grad_"))
+
+# Functions PyTorch computes as the listed GEMMs (F.linear as addmm, or mm of a reshaped input;
+# matmul as mm, bmm, mv or dot): unless a list names them, they follow those ops' list.
+_COMPOSED = {"linear": ("addmm", "mm"), "matmul": ("mm", "bmm", "mv", "dot")}
 
 # Buffers an op updates in place, by position and name: never cast (the update would go to a
 # copy), whatever list names the op.
@@ -127,6 +132,8 @@ def _decide(name, args, floats):
         return torch.bfloat16, "bf16 list"
     if name in cfg.fp32:
         return torch.float32, "fp32 list"
+    if any(op in cfg.bf16 for op in _COMPOSED.get(name, ())):
+        return torch.bfloat16, "bf16 list: computed as " + "/".join(_COMPOSED[name])
     if cfg.level == "O2":
         return torch.float32, "O2: not GEMM or convolution"
     return max((t.dtype for t in floats), key=_WIDTH.get), "widest input"
