@@ -2,7 +2,7 @@
 """examples/resnet.py and examples/gpt.py train on hpu: 20 fp32 steps in lazy mode and as a
 replayed HPU graph give the CPU's losses from the same initial weights (built on the CPU from
 seed 0, copied to hpu), nothing falling back to the CPU; their entry points train and print the
-CPU's test accuracy and perplexity.
+CPU's test accuracy and perplexity; under hmp O1 (bf16) they converge as in fp32.
 
 The CPU's figures are recorded in models_cpu.json by running this file on the host:
 
@@ -25,6 +25,7 @@ import pytest
 import torch
 
 import hpu_torch
+from hpu_torch.hpex import hmp
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import gpt  # noqa: E402
@@ -150,9 +151,26 @@ def test_gpt_example_prints_perplexity(test_split, cpu):
     assert 1 < perplexity < len(CHARS)
 
 
-# bf16 under hmp O1 (the mixed-precision engineer's part) belongs here: train() under
-# hpu_torch.hpex.hmp.convert(opt_level="O1") for N steps, its last loss within a stated margin
-# of the fp32 run's.
+@pytest.fixture
+def hmp_o1():
+    """hmp O1 for one test; no casts after it."""
+    hmp.convert(opt_level="O1")
+    yield
+    hmp._reset()
+
+
+# bf16 under hmp O1 (GEMMs and convolutions in bf16, accumulated in fp32) against the CPU's fp32
+# run of the same 20 steps: the mean of the last 5 losses within BF16_MARGIN of fp32's.
+BF16_MARGIN = {"resnet": 0.05, "gpt": 0.05}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_bf16_o1_converges_as_fp32(name, mode, test_split, cpu, hmp_o1):
+    losses = train(name, "hpu", mode, batches(name, test_split))
+    tail, fp32_tail = sum(losses[-5:]) / 5, sum(cpu[name]["losses"][-5:]) / 5
+    assert abs(tail - fp32_tail) <= BF16_MARGIN[name] * fp32_tail, (losses, cpu[name]["losses"])
+    assert losses[-1] < losses[0] * 0.9, losses
 
 
 def record():
