@@ -78,6 +78,7 @@ enum hpu_fw_boot_error {
 	HPU_FW_ERR_DMA = 5,            /* the device could not read the image */
 	HPU_FW_ERR_BAD_FLAGS = 6,      /* flags or reserved not zero */
 	HPU_FW_ERR_NO_HBM = 7,         /* the last reset found no host memory for HBM */
+	HPU_FW_ERR_INJECTED = 8,       /* (1.7) fault injection (HPU_FAULT_BOOT_FAIL) */
 	HPU_FW_ERR_COUNT
 };
 
@@ -93,6 +94,7 @@ static inline const char *hpu_fw_boot_error_name(uint32_t code)
 		[HPU_FW_ERR_DMA] = "DMA error",
 		[HPU_FW_ERR_BAD_FLAGS] = "bad flags",
 		[HPU_FW_ERR_NO_HBM] = "no device memory",
+		[HPU_FW_ERR_INJECTED] = "injected fault",
 	};
 
 	return code < HPU_FW_ERR_COUNT ? names[code] : (const char *)0;

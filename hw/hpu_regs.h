@@ -19,7 +19,7 @@
 #endif
 
 #define HPU_REGS_VERSION_MAJOR 1
-#define HPU_REGS_VERSION_MINOR 6
+#define HPU_REGS_VERSION_MINOR 7
 #define HPU_REGS_VERSION ((HPU_REGS_VERSION_MAJOR << 16) | HPU_REGS_VERSION_MINOR)
 
 /*
@@ -57,6 +57,11 @@
 #define HPU_REG_ERR_CODE 0x014     /* RO: last guest error, HPU_ERR_*; cleared by reset */
 
 #define HPU_RESET_KEY 0x52535400u /* "RST\0": a stray write does not reset */
+/*
+ * (1.7) Written to HPU_REG_RESET: a warm reset, which keeps HBM's contents (see "Version
+ * 1.7" below).  HPU_RESET_KEY is a cold reset: HBM back to zeros.
+ */
+#define HPU_RESET_KEY_WARM 0x52535457u /* "RSTW" */
 
 /* Firmware boot mailbox (protocol in hpu_fw_if.h). */
 #define HPU_REG_BOOT_ADDR_LO 0x100 /* RW: bus address of the image */
@@ -197,6 +202,13 @@ enum hpu_err_code {
  * engine is in can keep a reset from ending.
  */
 #define HPU_Q_STATUS_ENGINE (1u << 2)
+
+/*
+ * (1.7) Kernel queues: the tag of the job the last warm reset saved (its progress is in the
+ * queue's table of preempted jobs, as HPU_Q_CTRL_PREEMPT would have put it); 0: none.
+ */
+#define HPU_Q_SAVED_TAG_LO 0x28
+#define HPU_Q_SAVED_TAG_HI 0x2c
 
 /*
  * Abort the running job (reported as HPU_EVENT_ABORTED) and drop queued ones: CI = PI.  On a
@@ -346,5 +358,74 @@ struct hpu_event {
 
 /* W1C: user queues whose armed CI advanced, bit u for queue u. */
 #define HPU_REG_UQ_IRQ_PENDING 0x500
+
+/*
+ * ---- Version 1.7: heartbeat, engine and warm resets, fault injection ----
+ *
+ * HEARTBEAT: the running firmware adds one every HPU_FW_HEARTBEAT_MS; 0 while BOOT_STATUS
+ * is not READY.  A driver that sees it stand still for several periods resets the device.
+ */
+#define HPU_REG_FW_HEARTBEAT 0x600 /* RO */
+#define HPU_FW_HEARTBEAT_MS 10u
+/*
+ * ENGINE_RESET (WO, HPU_RESET_KEY; another value is HPU_ERR_BAD_RESET_KEY): the engine
+ * leaves the job it is in at once, even inside a packet that does not yield (the
+ * packet's partial work is dropped).  That job ends as a CTRL RESET's abort does
+ * (HPU_EVENT_ABORTED, engine HPU_ENGINE_QMAN), and every queue with a CTRL RESET
+ * pending completes it.  Jobs the engine is not in keep their progress.  It is done by
+ * the time the write returns: the aborted queue's STATUS no longer reads ENGINE.
+ */
+#define HPU_REG_ENGINE_RESET 0x604
+
+/*
+ * A warm reset (HPU_RESET_KEY_WARM) returns the device to IDLE as a cold one does
+ * (firmware stopped, registers, interrupt mask and cause, event queue, kernel queues'
+ * rings disabled with PI = CI = 0) but keeps:
+ *  - HBM's contents, but for the MMU's context table (HPU_MMU_CTX_TABLE, one u64 per
+ *    ASID), which it zeroes: the driver writes it again before the engines run;
+ *  - each kernel queue's table of preempted jobs, and there the progress of the job
+ *    the queue had started (yielded, or parked on a WAIT) if it had one: its tag is in
+ *    HPU_Q_SAVED_TAG_LO/HI, and a push with HPU_QUEUE_DESC_RESUME takes it back;
+ *  - the user queues as they were (ring, ASID, size, PI, CI, ERRORS, ARM, and the
+ *    progress of a started job); they run again once the firmware is READY;
+ *  - the fault injection settings.
+ * The job the engine is in when the reset comes, if it does not reach a yield point
+ * within HPU_ENGINE_SLICE_US, is dropped: on a user queue it ends as aborted (status
+ * written back, CI past it) once the firmware is READY again.
+ */
+
+/*
+ * Fault injection (test registers), one kind at a time: write FI_SELECT, then the
+ * kind's settings, then FI_CTRL ARM.  A kind counts its events (below) that pass the
+ * ASID filter; it skips FI_SKIP of them, then fails each further one with probability
+ * FI_PROB / 2^32 (0xffffffff: always), drawing from a generator seeded with FI_SEED at
+ * ARM, until it has injected FI_TIMES faults (0xffffffff: no limit).  The device's
+ * "fault-*" properties set the same at power-on.  A cold reset disarms every kind.
+ */
+#define HPU_REG_FI_SELECT 0x610   /* RW: enum hpu_fault_kind whose settings the others show */
+#define HPU_REG_FI_TIMES 0x614    /* RW: faults still to inject */
+#define HPU_REG_FI_SKIP 0x618     /* RW: events to let pass first */
+#define HPU_REG_FI_PROB 0x61c     /* RW: probability of each further event, / 2^32 */
+#define HPU_REG_FI_SEED 0x620     /* RW */
+#define HPU_REG_FI_ASID 0x624     /* RW: events of this context only; 0xffffffff: any */
+#define HPU_REG_FI_INJECTED 0x628 /* RO: faults of the kind injected since power-on */
+#define HPU_REG_FI_CTRL 0x62c     /* WO: HPU_FI_CTRL_* */
+
+#define HPU_FI_CTRL_ARM (1u << 0)    /* the settings written take effect for FI_SELECT's kind */
+#define HPU_FI_CTRL_DISARM (1u << 1) /* FI_SELECT's kind injects nothing more */
+#define HPU_FI_ANY_ASID 0xffffffffu
+
+/* What each kind fails, and the event it counts. */
+enum hpu_fault_kind {
+	HPU_FAULT_ENGINE_HANG = 1,    /* a packet the engine starts: it never ends nor yields */
+	HPU_FAULT_MMU_FAULT = 2,      /* a job the engine starts: HPU_EVENT_MMU_FAULT */
+	HPU_FAULT_DMA_ERROR = 3,      /* a job the engine starts: HPU_EVENT_DMA_ERROR */
+	HPU_FAULT_LOST_IRQ = 4,       /* an MSI-X message: not sent */
+	HPU_FAULT_BAD_COMPLETION = 5, /* a privileged write packet (a job's completion): wrong value */
+	HPU_FAULT_HEARTBEAT_LOSS = 6, /* a heartbeat period: HEARTBEAT stands still from then on */
+	HPU_FAULT_BOOT_FAIL = 7,      /* a boot: FAILED, HPU_FW_ERR_INJECTED */
+	HPU_FAULT_RESET_FAIL = 8,     /* an ENGINE_RESET or warm RESET: ignored */
+	HPU_FAULT_KINDS
+};
 
 #endif /* HPU_REGS_H */
