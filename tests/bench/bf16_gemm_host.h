@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gemm_shapes.h"
@@ -44,14 +43,6 @@ typedef int bf16_gemm_dnnl_fn(char, char, int64_t, int64_t, int64_t, float, cons
 typedef void bf16_gemm_sbgemm_fn(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
 				 blasint, blasint, blasint, float, const uint16_t *, blasint,
 				 const uint16_t *, blasint, float, float *, blasint);
-
-static double bf16_gemm_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void bf16_gemm_widen(float *dst, const uint16_t *src, size_t n)
 {
@@ -79,12 +70,21 @@ struct bf16_gemm_lib {
 	bf16_gemm_dnnl_fn *dnnl;
 };
 
-/* One GEMM by lib, C rounded to bf16. */
-static void bf16_gemm_once(const struct gemm_shape *g, struct bf16_gemm_lib lib,
-			   const uint16_t *a, const uint16_t *b, float *af, float *bf, float *cf,
-			   uint16_t *c)
+/* What one GEMM reads and writes. */
+struct bf16_gemm_operands {
+	struct bf16_gemm_lib lib;
+	uint16_t *a, *b, *c;
+	float *af, *bf, *cf; /* fp32 copies of A and B for the widened GEMM; C before rounding */
+};
+
+/* One GEMM by op's lib, C rounded to bf16. */
+static void bf16_gemm_once(const struct gemm_shape *g, void *arg)
 {
 	size_t mk = (size_t)g->m * g->k, kn = (size_t)g->k * g->n, mn = (size_t)g->m * g->n;
+	struct bf16_gemm_operands *op = arg;
+	struct bf16_gemm_lib lib = op->lib;
+	const uint16_t *a = op->a, *b = op->b;
+	float *af = op->af, *bf = op->bf, *cf = op->cf;
 
 	if (lib.sbgemm) {
 		lib.sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, a,
@@ -97,41 +97,35 @@ static void bf16_gemm_once(const struct gemm_shape *g, struct bf16_gemm_lib lib,
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, af,
 			    g->k, bf, g->n, 0.0f, cf, g->n);
 	}
-	bf16_gemm_narrow(c, cf, mn);
+	bf16_gemm_narrow(op->c, cf, mn);
 }
 
 /* Best of three rounds of g's repetitions, in GFLOP/s; 0 without memory. */
 static double bf16_gemm_measure(const struct gemm_shape *g, struct bf16_gemm_lib lib)
 {
 	size_t mk = (size_t)g->m * g->k, kn = (size_t)g->k * g->n, mn = (size_t)g->m * g->n;
-	uint16_t *a = malloc(mk * 2), *b = malloc(kn * 2), *c = malloc(mn * 2);
-	float *af = malloc(mk * 4), *bf = malloc(kn * 4), *cf = malloc(mn * 4);
+	struct bf16_gemm_operands op = {
+		.lib = lib,
+		.a = malloc(mk * 2), .b = malloc(kn * 2), .c = malloc(mn * 2),
+		.af = malloc(mk * 4), .bf = malloc(kn * 4), .cf = malloc(mn * 4),
+	};
 	double best = 0;
 
-	if (a && b && c && af && bf && cf) {
+	if (op.a && op.b && op.c && op.af && op.bf && op.cf) {
 		/* bf16 of i % 7 / 7 and i % 5 / 5: 0x3f80 is 1.0, the top half of its fp32. */
 		for (size_t i = 0; i < mk; i++)
-			a[i] = (uint16_t)(0x3e00 + i % 7 * 0x20);
+			op.a[i] = (uint16_t)(0x3e00 + i % 7 * 0x20);
 		for (size_t i = 0; i < kn; i++)
-			b[i] = (uint16_t)(0x3e00 + i % 5 * 0x20);
-		bf16_gemm_once(g, lib, a, b, af, bf, cf, c);
-		for (int round = 0; round < 3; round++) {
-			double t = bf16_gemm_now(), gflops;
-
-			for (int r = 0; r < g->reps; r++)
-				bf16_gemm_once(g, lib, a, b, af, bf, cf, c);
-			t = bf16_gemm_now() - t;
-			gflops = 2.0 * g->m * g->n * g->k * g->reps / t / 1e9;
-			if (gflops > best)
-				best = gflops;
-		}
+			op.b[i] = (uint16_t)(0x3e00 + i % 5 * 0x20);
+		bf16_gemm_once(g, &op); /* warm-up: the first call loads the library's kernels */
+		best = gemm_best_gflops(g, bf16_gemm_once, &op);
 	}
-	free(a);
-	free(b);
-	free(c);
-	free(af);
-	free(bf);
-	free(cf);
+	free(op.a);
+	free(op.b);
+	free(op.c);
+	free(op.af);
+	free(op.bf);
+	free(op.cf);
 	return best;
 }
 

@@ -17,46 +17,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gemm_shapes.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
+struct sgemm_operands {
+	float *a, *b, *c;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+static void sgemm_once(const struct gemm_shape *g, void *arg)
+{
+	struct sgemm_operands *op = arg;
+
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, op->a,
+		    g->k, op->b, g->n, 0.0f, op->c, g->n);
 }
 
 /* Best of three rounds of g's repetitions, in GFLOP/s; 0 without memory. */
 static double measure(const struct gemm_shape *g)
 {
-	float *a = malloc(sizeof(float) * g->m * g->k), *b = malloc(sizeof(float) * g->k * g->n);
-	float *c = malloc(sizeof(float) * g->m * g->n);
+	struct sgemm_operands op = {
+		.a = malloc(sizeof(float) * g->m * g->k),
+		.b = malloc(sizeof(float) * g->k * g->n),
+		.c = malloc(sizeof(float) * g->m * g->n),
+	};
 	double best = 0;
 
-	if (a && b && c) {
+	if (op.a && op.b && op.c) {
 		for (int i = 0; i < g->m * g->k; i++)
-			a[i] = (float)(i % 7) / 7;
+			op.a[i] = (float)(i % 7) / 7;
 		for (int i = 0; i < g->k * g->n; i++)
-			b[i] = (float)(i % 5) / 5;
-		for (int round = 0; round < 3; round++) {
-			double t = now_s(), gflops;
-
-			for (int r = 0; r < g->reps; r++)
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k,
-					    1.0f, a, g->k, b, g->n, 0.0f, c, g->n);
-			t = now_s() - t;
-			gflops = 2.0 * g->m * g->n * g->k * g->reps / t / 1e9;
-			if (gflops > best)
-				best = gflops;
-		}
+			op.b[i] = (float)(i % 5) / 5;
+		best = gemm_best_gflops(g, sgemm_once, &op);
 	}
-	free(a);
-	free(b);
-	free(c);
+	free(op.a);
+	free(op.b);
+	free(op.c);
 	return best;
 }
 

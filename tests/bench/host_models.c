@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bf16_gemm_host.h"
 
@@ -37,14 +36,6 @@ static const struct conv_shape shapes[] = {
 };
 
 #define SHAPES (sizeof(shapes) / sizeof(shapes[0]))
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int out_dim(const struct conv_shape *c, int in)
 {
@@ -121,17 +112,17 @@ static double measure(const struct conv_shape *c)
 	double flop = 2.0 * c->n * c->o * pix * patch, best = 0;
 
 	if (x && wt && col && y) {
-		double t = now_s();
+		double t = gemm_now_s();
 		int reps;
 
 		conv2d(c, x, wt, col, y); /* warm-up, and the repetitions a round needs */
-		t = now_s() - t;
+		t = gemm_now_s() - t;
 		reps = t > 0.2 ? 1 : (int)(0.2 / t) + 1;
 		for (int round = 0; round < 3; round++) {
-			t = now_s();
+			t = gemm_now_s();
 			for (int r = 0; r < reps; r++)
 				conv2d(c, x, wt, col, y);
-			t = now_s() - t;
+			t = gemm_now_s() - t;
 			if (flop * reps / t / 1e9 > best)
 				best = flop * reps / t / 1e9;
 		}
