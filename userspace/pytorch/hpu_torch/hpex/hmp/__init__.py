@@ -192,9 +192,13 @@ def convert(opt_level="O1", bf16_file_path="", fp32_file_path="", isVerbose=Fals
 
 
 def _reset():
-    """Back to no casts (the state before any convert()); for tests."""
+    """Back to the state before any convert() on the calling thread; for tests."""
     global _config
     _config = None
+    mode = getattr(_local, "mode", None)
+    if mode:
+        _local.mode = None
+        mode.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
