@@ -197,13 +197,13 @@ static inline int hpu_unload(void)
 	return -errno;
 }
 
-/* Loads build's kernel/hpu.ko with module parameters `params` ("" for none). */
+/* Loads the build's hpu.ko (HPU_KO, run-guest.sh) with module parameters `params` ("" for none). */
 static inline int hpu_load(const char *params)
 {
 	char path[512];
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/kernel/hpu.ko", hpu_env("HPU_TOP"));
+	snprintf(path, sizeof(path), "%s", hpu_env("HPU_KO"));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

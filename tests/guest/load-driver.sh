@@ -1,10 +1,10 @@
 #!/bin/sh
-# Loads the freshly built kernel/hpu.ko in the guest: first the modules it
-# depends on (from the guest kernel's own tree), then it, with any module
-# parameters given.  With -g GID, then gives the render (or accel) node of
-# every bound device to group GID, mode 0660, as udev gives a device group
-# its nodes (devtmpfs makes them root's, 0600); -n skips the loading, for a
-# module that a suite reloaded.
+# Loads the freshly built hpu.ko ($HPU_KO, see run-guest.sh) in the guest:
+# first the modules it depends on (from the guest kernel's own tree; none on
+# the debug kernel), then it, with any module parameters given.  With -g GID,
+# then gives the render (or accel) node of every bound device to group GID,
+# mode 0660, as udev gives a device group its nodes (devtmpfs makes them
+# root's, 0600); -n skips the loading, for a module that a suite reloaded.
 #
 #   load-driver.sh [-g GID [-n]] [PARAM...]
 set -eu
@@ -19,9 +19,9 @@ done
 shift $((OPTIND - 1))
 
 if [ -n "$load" ]; then
-	ko="$HPU_TOP/kernel/hpu.ko"
-	modprobe -a $(modinfo -F depends "$ko" | tr ',' ' ')
-	insmod "$ko" "$@"
+	deps=$(modinfo -F depends "$HPU_KO" | tr ',' ' ')
+	[ -z "$deps" ] || modprobe -a $deps
+	insmod "$HPU_KO" "$@"
 fi
 [ -n "$gid" ] || exit 0
 

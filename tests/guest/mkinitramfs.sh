@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test guest's initramfs: static busybox, our init, and the
 # modules (with their dependencies) needed to mount the host root over 9p.
+# KVER - takes none, for a kernel that has them built in (build-debug-kernel.sh).
 # Usage: mkinitramfs.sh KVER OUTPUT
 set -euo pipefail
 kver=${1:?kernel version}
@@ -15,7 +16,8 @@ cp "$here/init" "$dir/init"
 chmod +x "$dir/init"
 
 # modprobe prints dependencies first; keep the first occurrence of each.
-for m in virtio_pci 9pnet_virtio 9p; do
+: >"$dir/modules/order"
+[ "$kver" = - ] || for m in virtio_pci 9pnet_virtio 9p; do
 	modprobe -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while read -r ko; do
 	cp "$ko" "$dir/modules/"

@@ -15,6 +15,9 @@
 # For scripts/hpu-vm, which runs a user's command: -w shares DIR writable too, at
 # the same path in the guest (made in its tmpfs if the guest does not see it); -q
 # keeps the console, and a timeout's gist, off the terminal (they stay in OUTDIR).
+# HPU_GUEST_KERNEL=DIR boots instead the kernel built in DIR (scripts/build-debug-kernel.sh,
+# which builds in what Debian's loads as modules) and has the guest load the hpu module
+# HPU_GUEST_MODULE, built against it; the guest sees the module's path as HPU_KO.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,20 +32,30 @@ while getopts "t:o:d:w:q" opt; do
 	d) devopts=,$OPTARG ;;
 	w) shares+=("$OPTARG") ;;
 	q) quiet=1 ;;
-	*) sed -n '3,18p' "$0" >&2; exit 2 ;;
+	*) sed -n '3,21p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '3,18p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '3,21p' "$0" >&2; exit 2; }
 
-kver=$("$top/scripts/guest-kernel.sh")
 qemu=$top/build/qemu-system-x86_64
-initrd=$top/build/guest/initramfs-$kver.cpio.gz
+if [ -n "${HPU_GUEST_KERNEL:-}" ]; then
+	kver=$(cat "$HPU_GUEST_KERNEL/include/config/kernel.release")
+	kernel=$HPU_GUEST_KERNEL/arch/x86/boot/bzImage
+	ko=${HPU_GUEST_MODULE:?run-guest: HPU_GUEST_KERNEL needs HPU_GUEST_MODULE}
+	# No module in the initramfs (mkinitramfs.sh -): the kernel has them built in.
+	initrd=$top/build/guest/initramfs-builtin.cpio.gz initrd_kver=-
+else
+	kver=$("$top/scripts/guest-kernel.sh")
+	kernel=/boot/vmlinuz-$kver
+	ko=$top/kernel/hpu.ko
+	initrd=$top/build/guest/initramfs-$kver.cpio.gz initrd_kver=$kver
+fi
 [ -x "$qemu" ] || { echo "run-guest: $qemu missing (make qemu)" >&2; exit 2; }
 if [ ! -f "$initrd" ] || [ "$top/tests/guest/init" -nt "$initrd" ] ||
 	[ "$top/tests/guest/mkinitramfs.sh" -nt "$initrd" ]; then
 	mkdir -p "$(dirname "$initrd")"
-	"$top/tests/guest/mkinitramfs.sh" "$kver" "$initrd"
+	"$top/tests/guest/mkinitramfs.sh" "$initrd_kver" "$initrd"
 fi
 
 # The device as the guest sees it; tests read these back through the driver.
@@ -71,6 +84,7 @@ mkdir -p "$out"
 {
 	echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	echo "export HOME=/root TMPDIR=/run/tmp HPU_TOP='$top' HPU_OUT=/run/hpu-out HPU_KVER='$kver'"
+	echo "export HPU_KO=$(quote "$ko")"
 	echo "mkdir -p /run/tmp"
 	echo "export HPU_EXPECT_HBM_SIZE=$hbm_size HPU_EXPECT_NUM_DMA=$num_dma"
 	echo "export HPU_EXPECT_NUM_MME=$num_mme HPU_EXPECT_NUM_TPC=$num_tpc"
@@ -102,14 +116,16 @@ console() { if [ -n "$quiet" ]; then cat >"$out/console.log"; else tee "$out/con
 # slub_debug=FZPU page_poison=1: the kernel checks its slab objects (red zones, poison, frees)
 # and poisons freed pages, so that a driver's use after free or overrun shows in its log.
 cmdline="console=ttyS0 rdinit=/init panic=-1 quiet tsc=reliable sysrq_always_enabled"
-cmdline+=" slub_debug=FZPU page_poison=1 firmware_class.path=$top/build/firmware"
+cmdline+=" firmware_class.path=$top/build/firmware"
+# The debug kernel's KASAN checks what these would, and closer.
+[ -n "${HPU_GUEST_KERNEL:-}" ] || cmdline+=" slub_debug=FZPU page_poison=1"
 "$qemu" \
 	-nodefaults -no-user-config -no-reboot -display none \
 	-d guest_errors -D "$out/qemu.log" \
 	-machine pc,accel=tcg -cpu max -smp 2 -m 2G \
 	-L /usr/share/qemu -L /usr/share/seabios \
 	-serial mon:stdio -monitor pipe:"$mon/monitor" \
-	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" \
+	-kernel "$kernel" -initrd "$initrd" \
 	-append "$cmdline" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
