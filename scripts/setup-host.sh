@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing hpu needs, from Debian's archive only.
 # Idempotent and quick when nothing is missing, so every `make` runs it.
+# Packages given as arguments are installed too (build-debug-kernel.sh's).
 set -euo pipefail
 
 pkgs=(
@@ -22,6 +23,7 @@ pkgs=(
 	# installing the module
 	dkms
 	dataset-fashion-mnist # the MNIST and ResNet examples' data set
+	"$@"
 )
 
 src_list=/etc/apt/sources.list.d/hpu-deb-src.sources
