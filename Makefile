@@ -4,6 +4,7 @@
 #   make          build QEMU with the device, firmware, module, runtime, PyTorch bridge, tests
 #   make run      boot the emulated machine, load the driver, print hpu-smi
 #   make test     host unit tests + in-guest suites; last line "N passed, M failed"
+#   make test-debug  the in-guest suites on a debug kernel (KASAN, lockdep, kmemleak, DMA-API)
 #   make bench    every benchmark (make bench-<name> for one), in the guest
 #   make install  module through DKMS, firmware, runtime (on a real host)
 
@@ -167,6 +168,30 @@ $(addprefix bench-,$(BENCHES)): bench-%: all
 
 install: module firmware userspace
 	scripts/install.sh
+
+# The debug kernel (scripts/build-debug-kernel.sh: KASAN, lockdep, kmemleak, DMA-API debugging,
+# fault injection; built once into $(HPU_CACHE_DIR)), the module built against it, and one boot
+# of it running the in-guest suites (tests/run-debug.sh; TEST_DEBUG_FLAGS=-a adds the runtime's
+# passes).  Too slow for `make test`.
+.PHONY: debug-kernel module-debug test-debug
+DEBUG_KDIR := $(BUILD)/debug/kernel
+DEBUG_MOD := $(BUILD)/debug/hpu
+
+debug-kernel: setup
+	@scripts/build-debug-kernel.sh $(DEBUG_KDIR)
+
+# Kbuild writes a module's objects beside its sources: the debug build gets a tree of its own,
+# of links to this one's sources, so that both builds stay incremental.
+module-debug: debug-kernel
+	@mkdir -p $(DEBUG_MOD)/kernel
+	@ln -sfn $(CURDIR)/Kbuild $(DEBUG_MOD)/Kbuild
+	@ln -sfn $(CURDIR)/uapi $(DEBUG_MOD)/uapi
+	@ln -sfn $(CURDIR)/hw $(DEBUG_MOD)/hw
+	@ln -sf $(CURDIR)/kernel/Kbuild $(wildcard $(CURDIR)/kernel/hpu_*.[ch]) $(DEBUG_MOD)/kernel/
+	$(MAKE) -C $(DEBUG_KDIR) M=$(DEBUG_MOD) modules
+
+test-debug: all module-debug
+	tests/run-debug.sh $(TEST_DEBUG_FLAGS)
 
 # A build output named as typed in the top directory (make build/tests/host/test_x) is the same
 # file as its absolute name, which the rules above make.

@@ -4,8 +4,12 @@
 # $HPU_OUT; then the runtime's suites again with it under the sanitizers
 # (TAP in $HPU_OUT/san and $HPU_OUT/tsan, not counted twice); then checks that
 # the driver holds nothing and unloads it ($HPU_OUT/teardown.tap).  Exits
-# non-zero if anything failed.
+# non-zero if anything failed.  With -k, the suites that test the kernel's side only: not the
+# runtime's runs under the sanitizers, MNIST or PyTorch (tests/guest/run-debug.sh, which runs
+# this on the debug kernel, where these would take long and check nothing more of the kernel).
 set -u
+kernel_only=
+[ "${1:-}" != -k ] || kernel_only=1
 echo "# guest uptime at first test: $(cut -d' ' -f1 /proc/uptime) s"
 
 # The suites run as an ordinary user, as the runtime's users do, so that every permission check
@@ -97,49 +101,55 @@ san_pass() {
 	echo "# runtime suites under $san: $clean clean"
 }
 
-# The suites that drive the runtime (not the raw-ioctl ones) under ASan and UBSan.  The tests'
-# own signal handlers keep SIGSEGV and SIGBUS (a revoked doorbell page); their leaks are not
-# the runtime's.
-san_pass ASan/UBSan san "$HPU_TOP/build/userspace-san/lib" \
-	"$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
-	ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0 \
-	runtime_test stream_test lazy_test graph_test graphed_test dynamic_test disk_cache_test \
-	ops_test compute_test process_test uqueue_test threads_test nomem_test
+# The runtime's own checks, which test user space: not with -k.
+if [ -z "$kernel_only" ]; then
+	# The suites that drive the runtime (not the raw-ioctl ones) under ASan and UBSan.  The tests'
+	# own signal handlers keep SIGSEGV and SIGBUS (a revoked doorbell page); their leaks are not
+	# the runtime's.
+	san_pass ASan/UBSan san "$HPU_TOP/build/userspace-san/lib" \
+		"$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+		ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0 \
+		runtime_test stream_test lazy_test graph_test graphed_test dynamic_test disk_cache_test \
+		ops_test compute_test process_test uqueue_test threads_test nomem_test
 
-# The suites that use the runtime from several threads (the disk cache writes on a thread of
-# its own) under ThreadSanitizer: its first report ends the test.
-san_pass TSan tsan "$HPU_TOP/build/userspace-tsan/lib" "$(gcc -print-file-name=libtsan.so)" \
-	TSAN_OPTIONS=halt_on_error=1:handle_segv=0:handle_sigbus=0 \
-	threads_test disk_cache_test
+	# The suites that use the runtime from several threads (the disk cache writes on a thread of
+	# its own) under ThreadSanitizer: its first report ends the test.
+	san_pass TSan tsan "$HPU_TOP/build/userspace-tsan/lib" "$(gcc -print-file-name=libtsan.so)" \
+		TSAN_OPTIONS=halt_on_error=1:handle_segv=0:handle_sigbus=0 \
+		threads_test disk_cache_test
 
-# One epoch of the MNIST example must reach 80% test accuracy.
-echo "# suite mnist"
-{
-	echo "TAP version 13"
-	echo "1..1"
+	# One epoch of the MNIST example must reach 80% test accuracy.
+	echo "# suite mnist"
+	{
+		echo "TAP version 13"
+		echo "1..1"
+		start=$(cut -d' ' -f1 /proc/uptime)
+		out=$(run mnist "$HPU_TOP/build/userspace/bin/mnist" -e 1 2>&1)
+		echo "$out" | sed 's/^/# /'
+		echo "# $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
+		acc=$(echo "$out" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' | tail -n 1)
+		if awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 0.80) }'; then
+			echo "ok 1 - one epoch of MNIST reaches 80% test accuracy ($acc)"
+		else
+			echo "not ok 1 - one epoch of MNIST reaches 80% test accuracy (${acc:-no result})"
+			status=1
+		fi
+	} >"$HPU_OUT/mnist.tap"
+	cat "$HPU_OUT/mnist.tap"
+
+	# hpu_torch's tests (userspace/pytorch/tests), in one Python process since importing torch
+	# alone takes 20-30 s here, from the host's build tree; pytest's own report is in
+	# pytorch.log.
+	echo "# suite pytorch"
 	start=$(cut -d' ' -f1 /proc/uptime)
-	out=$(run mnist "$HPU_TOP/build/userspace/bin/mnist" -e 1 2>&1)
-	echo "$out" | sed 's/^/# /'
-	echo "# $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
-	acc=$(echo "$out" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' | tail -n 1)
-	if awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 0.80) }'; then
-		echo "ok 1 - one epoch of MNIST reaches 80% test accuracy ($acc)"
-	else
-		echo "not ok 1 - one epoch of MNIST reaches 80% test accuracy (${acc:-no result})"
-		status=1
-	fi
-} >"$HPU_OUT/mnist.tap"
-cat "$HPU_OUT/mnist.tap"
-
-# hpu_torch's tests (userspace/pytorch/tests), in one Python process since importing torch alone
-# takes 20-30 s here, from the host's build tree; pytest's own report is in pytorch.log.
-echo "# suite pytorch"
-start=$(cut -d' ' -f1 /proc/uptime)
-run pytorch env PYTHONPATH="$HPU_TOP/build/userspace/pytorch" PYTHONDONTWRITEBYTECODE=1 \
-	/usr/bin/python3 -m pytest -p no:cacheprovider -q -rfE --tap "$HPU_OUT/pytorch.tap" \
-	userspace/pytorch/tests >"$HPU_OUT/pytorch.log" 2>&1 || { status=1; tail -40 "$HPU_OUT/pytorch.log"; }
-cat "$HPU_OUT/pytorch.tap"
-echo "# pytorch: $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print e - s }') s"
+	run pytorch env PYTHONPATH="$HPU_TOP/build/userspace/pytorch" PYTHONDONTWRITEBYTECODE=1 \
+		/usr/bin/python3 -m pytest -p no:cacheprovider -q -rfE --tap "$HPU_OUT/pytorch.tap" \
+		userspace/pytorch/tests >"$HPU_OUT/pytorch.log" 2>&1 ||
+		{ status=1; tail -40 "$HPU_OUT/pytorch.log"; }
+	cat "$HPU_OUT/pytorch.tap"
+	echo "# pytorch: $(awk -v s="$start" -v e="$(cut -d' ' -f1 /proc/uptime)" \
+		'BEGIN { print e - s }') s"
+fi
 
 # Every suite's files are closed: the driver must hold nothing of theirs (its debugfs "usage":
 # open contexts with their ASIDs, HBM (freed HBM too until it is zeroed), files' HBM and
