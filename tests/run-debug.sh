@@ -59,6 +59,12 @@ else
 	echo "# debug kernel reports: none"
 fi
 [ -f "$log" ] || problems+=("no kernel log")
+# DMA-API debugging warns of its first error only; it counts them all (if the guest got there).
+if [ -f "$out/dma-api-errors" ]; then
+	dma_errors=$(cat "$out/dma-api-errors")
+	echo "# DMA-API debugging: $dma_errors errors"
+	[ "$dma_errors" = 0 ] || problems+=("DMA-API debugging counted $dma_errors errors")
+fi
 
 boot=$(cat "$out/boot-seconds" 2>/dev/null || echo "?")
 echo "# debug kernel run: ${wall} s wall, the suites started ${boot} s after boot"

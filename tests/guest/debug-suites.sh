@@ -4,8 +4,9 @@
 # among them; with -a also the runtime's own passes, which run-suites.sh -k leaves out), which
 # ends by unloading the module; then a kmemleak scan, whose reports go to the kernel log and to
 # $HPU_OUT/kmemleak.txt.  The other checkers (KASAN, lockdep, DMA-API) report in the kernel log
-# as they find.  Leaves the guest's uptime at its start in $HPU_OUT/boot-seconds.  Exits non-zero
-# if a suite failed.
+# as they find; DMA-API debugging only its first error, so its count of them all goes to
+# $HPU_OUT/dma-api-errors.  Leaves the guest's uptime at its start in $HPU_OUT/boot-seconds.
+# Exits non-zero if a suite failed.
 #
 #   debug-suites.sh [-a]
 set -u
@@ -36,4 +37,6 @@ echo 1 >$verbose
 echo scan >$leaks
 cat $leaks >"$HPU_OUT/kmemleak.txt"
 echo "# kmemleak: $(grep -c '^unreferenced object' "$HPU_OUT/kmemleak.txt") suspects after the suites"
+cat /sys/kernel/debug/dma-api/error_count >"$HPU_OUT/dma-api-errors"
+echo "# DMA-API debugging: $(cat "$HPU_OUT/dma-api-errors") errors"
 exit $status
