@@ -24,6 +24,7 @@ problems=()
 case $rc in
 124) problems+=("guest timed out: where it was in $out/hang.txt and console.log") ;;
 125) problems+=("guest died before the suites finished") ;;
+*) [ -f "$out/rc" ] || problems+=("run-guest.sh failed ($rc) before booting") ;;
 esac
 [ ! -f "$out/rc" ] || [ "$(cat "$out/rc")" = 0 ] || problems+=("a suite failed")
 
