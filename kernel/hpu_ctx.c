@@ -27,6 +27,7 @@
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_gem.h"
 #include "hpu_limits.h"
 #include "hpu_queue.h"
@@ -65,7 +66,7 @@ static struct hpu_ctx *hpu_ctx_create(struct hpu_device *hdev, bool kernel)
 	struct hpu_ctx *ctx;
 	int ret;
 
-	ctx = kvzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = hpu_fault_alloc(sizeof(*ctx)) ? NULL : kvzalloc(sizeof(*ctx), GFP_KERNEL);
 	if (!ctx)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&ctx->ref);
@@ -236,8 +237,8 @@ int hpu_ctx_reserve_seqs_locked(struct hpu_ctx *ctx, unsigned int n)
 			return ret;
 		status = dma_fence_get_status(old);
 		if (status < 0) {
-			ret = xa_err(xa_store(&ctx->old_errors,
-					      seq - HPU_CTX_HISTORY,
+			ret = hpu_fault_alloc(sizeof(void *)) ? -ENOMEM :
+			      xa_err(xa_store(&ctx->old_errors, seq - HPU_CTX_HISTORY,
 					      xa_mk_value(-status), GFP_KERNEL_ACCOUNT));
 			if (ret)
 				return ret;

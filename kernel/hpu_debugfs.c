@@ -14,6 +14,7 @@
 
 #include "hpu_debugfs.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_gem.h"
 #include "hpu_limits.h"
 #include "hpu_mmu.h"
@@ -87,6 +88,7 @@ static struct dentry *hpu_debugfs_root;
 void hpu_debugfs_register(void)
 {
 	hpu_debugfs_root = debugfs_create_dir(DRM_HPU_DRIVER_NAME, NULL);
+	hpu_fault_debugfs_init(hpu_debugfs_root);
 }
 
 void hpu_debugfs_unregister(void)

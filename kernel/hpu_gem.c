@@ -42,6 +42,7 @@
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_gem.h"
 #include "hpu_job.h"
 #include "hpu_limits.h"
@@ -404,7 +405,7 @@ static int hpu_hbm_insert_locked(struct hpu_hbm *hbm, struct list_head *chunks,
 
 	lockdep_assert_held(&hbm->lock);
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	c = hpu_fault_alloc(sizeof(*c)) ? NULL : kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return -ENOMEM;
 	ret = drm_mm_insert_node_in_range(&hbm->mm, &c->node, size, align, 0,
@@ -562,7 +563,7 @@ int hpu_ioctl_gem_create(struct drm_device *drm, void *data,
 	if (size > hpu_hbm_total(hdev))
 		return -ENOMEM;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
+	bo = hpu_fault_alloc(sizeof(*bo)) ? NULL : kzalloc(sizeof(*bo), GFP_KERNEL_ACCOUNT);
 	if (!bo)
 		return -ENOMEM;
 	bo->base.funcs = &hpu_bo_funcs;

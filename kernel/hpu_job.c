@@ -32,6 +32,7 @@
 #include "hpu_compat.h"
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_job.h"
 #include "hpu_queue.h"
 #include "hpu_sched.h"
@@ -163,7 +164,8 @@ static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 
 	if (job->cb_size > PAGE_SIZE) {
 		job->cb_kind = HPU_JOB_CB_COHERENT;
-		job->cb = dma_alloc_coherent(dev, job->cb_size, &job->cb_dma, GFP_KERNEL);
+		job->cb = hpu_fault_alloc(job->cb_size) ? NULL :
+			  dma_alloc_coherent(dev, job->cb_size, &job->cb_dma, GFP_KERNEL);
 		return job->cb ? 0 : -ENOMEM;
 	}
 	if (inline_cb) {
@@ -171,7 +173,7 @@ static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 		job->cb = inline_cb;
 	} else {
 		job->cb_kind = HPU_JOB_CB_KMALLOC;
-		job->cb = kmalloc(job->cb_size, GFP_KERNEL);
+		job->cb = hpu_fault_alloc(job->cb_size) ? NULL : kmalloc(job->cb_size, GFP_KERNEL);
 		if (!job->cb)
 			return -ENOMEM;
 	}
@@ -311,7 +313,8 @@ static struct hpu_job *hpu_job_alloc(struct hpu_ctx *ctx, u32 queue,
 	int ret;
 
 	/* deps[] holds pointers: an inline copy after it is 8-byte aligned. */
-	job = kzalloc(size + (inline_cb ? cb_size : 0), GFP_KERNEL);
+	job = hpu_fault_alloc(size) ? NULL :
+	      kzalloc(size + (inline_cb ? cb_size : 0), GFP_KERNEL);
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 	job->ctx = hpu_ctx_get(ctx);
@@ -400,11 +403,13 @@ static int hpu_job_in_fences(struct drm_file *file,
 	if (!args->num_in_syncobjs)
 		return 0;
 
-	handles = memdup_user(u64_to_user_ptr(args->in_syncobjs_ptr),
+	handles = hpu_fault_alloc(args->num_in_syncobjs * sizeof(*handles)) ? ERR_PTR(-ENOMEM) :
+		  memdup_user(u64_to_user_ptr(args->in_syncobjs_ptr),
 			      args->num_in_syncobjs * sizeof(*handles));
 	if (IS_ERR(handles))
 		return PTR_ERR(handles);
-	f = kcalloc(args->num_in_syncobjs, sizeof(*f), GFP_KERNEL);
+	f = hpu_fault_alloc(args->num_in_syncobjs * sizeof(*f)) ? NULL :
+	    kcalloc(args->num_in_syncobjs, sizeof(*f), GFP_KERNEL);
 	if (!f) {
 		ret = -ENOMEM;
 		goto out_free_handles;
@@ -511,7 +516,8 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		return -EIO;
 
 	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {
-		ujobs = memdup_user(u64_to_user_ptr(args->jobs_ptr),
+		ujobs = hpu_fault_alloc(args->num_jobs * sizeof(*ujobs)) ? ERR_PTR(-ENOMEM) :
+			memdup_user(u64_to_user_ptr(args->jobs_ptr),
 				    args->num_jobs * sizeof(*ujobs));
 		if (IS_ERR(ujobs))
 			return PTR_ERR(ujobs);
@@ -537,7 +543,8 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 
 	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {
-		jobs = kcalloc(args->num_jobs, sizeof(*jobs), GFP_KERNEL);
+		jobs = hpu_fault_alloc(args->num_jobs * sizeof(*jobs)) ? NULL :
+		       kcalloc(args->num_jobs, sizeof(*jobs), GFP_KERNEL);
 		if (!jobs) {
 			ret = -ENOMEM;
 			goto out_put_out;

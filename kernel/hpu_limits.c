@@ -27,6 +27,7 @@
 #include <drm/drm_managed.h>
 
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_gem.h"
 #include "hpu_limits.h"
 
@@ -127,7 +128,8 @@ struct hpu_user *hpu_user_get(struct hpu_device *hdev)
 	mutex_lock(&usage->lock);
 	user = xa_load(&usage->users, __kuid_val(uid));
 	if (!user) {
-		user = kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
+		user = hpu_fault_alloc(sizeof(*user)) ? NULL :
+		       kzalloc(sizeof(*user), GFP_KERNEL_ACCOUNT);
 		if (!user) {
 			ret = -ENOMEM;
 			goto err_unlock;

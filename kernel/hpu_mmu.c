@@ -28,6 +28,7 @@
 #include <drm/drm_managed.h>
 
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_regs.h"
@@ -129,8 +130,8 @@ static void hpu_mmu_set_context(struct hpu_device *hdev, u32 asid,
 int hpu_mmu_asid_alloc(struct hpu_device *hdev)
 {
 	/* -ENOSPC once every ASID is taken. */
-	return ida_alloc_range(&hdev->mmu.asids, 1, HPU_MMU_NUM_ASIDS - 1,
-			       GFP_KERNEL);
+	return hpu_fault_alloc(sizeof(u32)) ? -ENOMEM :
+	       ida_alloc_range(&hdev->mmu.asids, 1, HPU_MMU_NUM_ASIDS - 1, GFP_KERNEL);
 }
 
 void hpu_mmu_asid_free(struct hpu_device *hdev, u32 asid)
@@ -208,15 +209,15 @@ static struct hpu_pt *hpu_pt_alloc(struct hpu_pgtable *pgt, unsigned int level)
 			return ERR_PTR(ret);
 	}
 	ret = -ENOMEM;
-	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
+	pt = hpu_fault_alloc(sizeof(*pt)) ? NULL : kzalloc(sizeof(*pt), GFP_KERNEL);
 	if (!pt)
 		goto err_uncharge;
 	pt->pte = kcalloc(HPU_PT_ENTRIES, sizeof(*pt->pte), GFP_KERNEL);
 	if (!pt->pte)
 		goto err_free_pt;
 	if (level < HPU_PT_LEAF_LEVEL) {
-		pt->child = kcalloc(HPU_PT_ENTRIES, sizeof(*pt->child),
-				    GFP_KERNEL);
+		pt->child = hpu_fault_alloc(PAGE_SIZE) ? NULL :
+			    kcalloc(HPU_PT_ENTRIES, sizeof(*pt->child), GFP_KERNEL);
 		if (!pt->child)
 			goto err_free_pte;
 	}

@@ -44,6 +44,7 @@
 #include "hpu_compat.h"
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_irq.h"
 #include "hpu_queue.h"
 #include "hpu_uq.h"
@@ -270,7 +271,7 @@ static struct hpu_uq_db *hpu_uq_db_create(struct drm_device *drm, struct drm_fil
 	struct hpu_uq_db *db;
 	int ret;
 
-	db = kzalloc(sizeof(*db), GFP_KERNEL);
+	db = hpu_fault_alloc(sizeof(*db)) ? NULL : kzalloc(sizeof(*db), GFP_KERNEL);
 	if (!db)
 		return ERR_PTR(-ENOMEM);
 	db->base.funcs = &hpu_uq_db_funcs;

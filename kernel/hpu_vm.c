@@ -30,6 +30,7 @@
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
+#include "hpu_fault.h"
 #include "hpu_gem.h"
 #include "hpu_vm.h"
 
@@ -94,16 +95,16 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 	ret = hpu_vm_charge_pinned(current->mm, npages);
 	if (ret)
 		return ret;
-	map->pages = kvmalloc_array(npages, sizeof(*map->pages),
-				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	map->pages = hpu_fault_alloc(npages * sizeof(*map->pages)) ? NULL :
+		     kvmalloc_array(npages, sizeof(*map->pages), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!map->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;
 	}
 
 	while (pinned < npages) {
-		ret = pin_user_pages_fast(uaddr + (pinned << PAGE_SHIFT),
-					  npages - pinned, gup,
+		ret = hpu_fault_alloc((npages - pinned) << PAGE_SHIFT) ? -ENOMEM :
+		      pin_user_pages_fast(uaddr + (pinned << PAGE_SHIFT), npages - pinned, gup,
 					  map->pages + pinned);
 		if (ret <= 0 && !(map->flags & DRM_HPU_VM_MAP_WRITE) &&
 		    (gup & FOLL_WRITE)) {
@@ -118,8 +119,8 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 		pinned += ret;
 	}
 
-	ret = sg_alloc_table_from_pages(&map->sgt, map->pages, npages, 0, size,
-					GFP_KERNEL);
+	ret = hpu_fault_alloc(npages * sizeof(struct scatterlist)) ? -ENOMEM :
+	      sg_alloc_table_from_pages(&map->sgt, map->pages, npages, 0, size, GFP_KERNEL);
 	if (ret)
 		goto err_unpin;
 	ret = dma_map_sgtable(hpu_dev(hdev), &map->sgt, hpu_mapping_dir(map), 0);
@@ -360,7 +361,7 @@ int hpu_ioctl_vm_map(struct drm_device *drm, void *data, struct drm_file *file)
 		return ret;
 
 	/* Charged to the caller's memcg: a file may make many mappings. */
-	map = kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
+	map = hpu_fault_alloc(sizeof(*map)) ? NULL : kzalloc(sizeof(*map), GFP_KERNEL_ACCOUNT);
 	if (!map)
 		return -ENOMEM;
 	map->size = args->size;
