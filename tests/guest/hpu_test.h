@@ -220,13 +220,19 @@ static inline int hpu_reload(const char *params)
 	return err ? err : hpu_load(params);
 }
 
-/* Writes a unique mark into the kernel log; hpu_log_since() searches after it. */
+/*
+ * Writes a unique mark into the kernel log; hpu_log_count() searches after it.
+ * With its newline: a record without one stays open for a continuation, and
+ * the log shows it only once another line follows.
+ */
 static inline int hpu_log_mark(char *mark, size_t len)
 {
 	static unsigned int seq;
+	char line[128];
 
 	snprintf(mark, len, "hpu-test mark %d.%u", getpid(), ++seq);
-	return hpu_write_file("/dev/kmsg", mark);
+	snprintf(line, sizeof(line), "%s\n", mark);
+	return hpu_write_file("/dev/kmsg", line);
 }
 
 /*
