@@ -31,6 +31,7 @@
 #include "kselftest_harness.h"
 
 #include "hpu_abi.h"
+#include "hpu_fuzz.h"
 #include "hpu_test.h"
 
 #define MiB (1ull << 20)
@@ -39,39 +40,6 @@
 #define SUBMIT_SECONDS 45
 #define UQ_SECONDS 15
 #define COMPUTE_SECONDS 25
-
-/* Each thread's own stream: the compute workers draw theirs concurrently. */
-static __thread uint64_t rnd_state;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
-/* splitmix64: a seed spread over the whole state (xorshift wants one that is not 0). */
-static uint64_t rnd_mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x ? x : 1;
-}
-
-/* The run's seed: HPU_FUZZ_SEED's, to replay a run, else the clock's. */
-static uint64_t fuzz_seed(void)
-{
-	const char *s = getenv("HPU_FUZZ_SEED");
-	struct timespec t;
-
-	if (s && *s)
-		return strtoull(s, NULL, 0);
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* Logs the test's seed and starts this thread's stream number stream of it; returns the seed. */
 static uint64_t fuzz_start(struct __test_metadata *_metadata, unsigned int stream)
