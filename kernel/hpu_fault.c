@@ -11,7 +11,9 @@
  *
  *   probability  percent of the calls past the other knobs that fail (0: none)
  *   interval     only every interval-th call may fail (0 and 1: each)
- *   times        failures left to inject; -1: no bound
+ *   times        failures left to inject; -1: no bound.  Writing it starts
+ *                a new run: interval counts from there, so that one task's
+ *                run of calls fails the same calls again
  *   space        bytes of allocation let through before any may fail
  *   verbose      0: silent; 1: a line per failure (rate-limited); 2: and
  *                a stack trace
@@ -105,6 +107,21 @@ bool hpu_fault_alloc(size_t size)
 	return true;
 }
 
+static int hpu_fault_times_get(void *data, u64 *val)
+{
+	*val = atomic_read(&hpu_fault.times);
+	return 0;
+}
+
+static int hpu_fault_times_set(void *data, u64 val)
+{
+	atomic_set(&hpu_fault.count, 0);
+	atomic_set(&hpu_fault.times, (int)val);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE_SIGNED(hpu_fault_times_fops, hpu_fault_times_get, hpu_fault_times_set,
+				"%lld\n");
+
 /* The knobs, in the module's debugfs directory @root. */
 void hpu_fault_debugfs_init(struct dentry *root)
 {
@@ -112,7 +129,7 @@ void hpu_fault_debugfs_init(struct dentry *root)
 
 	debugfs_create_ulong("probability", 0600, dir, &hpu_fault.probability);
 	debugfs_create_ulong("interval", 0600, dir, &hpu_fault.interval);
-	debugfs_create_atomic_t("times", 0600, dir, &hpu_fault.times);
+	debugfs_create_file_unsafe("times", 0600, dir, NULL, &hpu_fault_times_fops);
 	debugfs_create_atomic_t("space", 0600, dir, &hpu_fault.space);
 	debugfs_create_ulong("verbose", 0600, dir, &hpu_fault.verbose);
 	debugfs_create_bool("task-filter", 0600, dir, &hpu_fault.task_filter);
