@@ -6,6 +6,7 @@
 #   make test     host unit tests + in-guest suites; last line "N passed, M failed"
 #   make test-debug  the in-guest suites on a debug kernel (KASAN, lockdep, kmemleak, DMA-API)
 #   make bench    every benchmark (make bench-<name> for one), in the guest
+#   make test-fuzz  the ioctl fuzzer's million calls, in the guest
 #   make install  module through DKMS, firmware, runtime (on a real host)
 
 BUILD := $(CURDIR)/build
@@ -162,6 +163,13 @@ test: all check-dkms
 
 bench: all
 	tests/run-bench.sh $(BENCHES)
+
+# The ioctl fuzzer's full run, a million calls in one boot (make test runs a quarter of it);
+# FUZZ_ARGS="-s SEED -j 1" replays a seed call for call (tests/guest/ioctl_fuzz_test.c).
+.PHONY: test-fuzz
+test-fuzz: all
+	tests/guest/run-guest.sh -t 3600 -o $(BUILD)/guest-run-fuzz -- sh -c \
+		'tests/guest/load-driver.sh && build/tests/guest/ioctl_fuzz_test -n 1000000 $(FUZZ_ARGS)'
 
 $(addprefix bench-,$(BENCHES)): bench-%: all
 	tests/run-bench.sh $*

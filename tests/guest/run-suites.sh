@@ -28,8 +28,10 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 # - limits_test writes the module's shares (sysfs), reads debugfs "usage" and runs a child as
 #   another user;
 # - hostile_test runs its hostile and its victim as two users of the device group (uid 2002 and
-#   this user, with this RLIMIT_MEMLOCK), since a user's shares are its own.
-root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test"
+#   this user, with this RLIMIT_MEMLOCK), since a user's shares are its own;
+# - ioctl_fuzz_test writes the driver's allocation-failure knobs (debugfs), reads "usage" and the
+#   kernel log, and unloads the module.
+root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test ioctl_fuzz_test"
 
 needs_root() {
 	case " $root_suites " in
