@@ -106,9 +106,14 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 		ret = hpu_fault_alloc((npages - pinned) << PAGE_SHIFT) ? -ENOMEM :
 		      pin_user_pages_fast(uaddr + (pinned << PAGE_SHIFT), npages - pinned, gup,
 					  map->pages + pinned);
-		if (ret <= 0 && !(map->flags & DRM_HPU_VM_MAP_WRITE) &&
+		if (ret == -EFAULT && !(map->flags & DRM_HPU_VM_MAP_WRITE) &&
 		    (gup & FOLL_WRITE)) {
-			/* A read-only VMA: the process cannot replace its pages either. */
+			/*
+			 * A read-only VMA: the process cannot replace its pages
+			 * either.  Not any failure: one for want of memory
+			 * retried for reading would pin pages never written as
+			 * the zero page.
+			 */
 			gup &= ~FOLL_WRITE;
 			continue;
 		}

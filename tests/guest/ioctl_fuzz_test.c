@@ -1362,6 +1362,31 @@ TEST_F_TIMEOUT(ioctl_fuzz, random_calls_under_allocation_failures, FZ_TIMEOUT_S)
 	EXPECT_LT(before + 100, fz_read("injected"));
 }
 
+/*
+ * A read-only mapping of memory the process may write is pinned for
+ * writing, and for reading only when the memory is read-only (hpu_vm.c):
+ * a pin that fails for want of memory must fail VM_MAP, not be taken
+ * again for reading, which pins the zero page in place of a page never
+ * written, and the device then misses what the process writes there.
+ */
+TEST_F(ioctl_fuzz, a_pin_short_of_memory_fails_a_read_only_map)
+{
+	const uint64_t size = 1 << 20;
+	uint8_t *mem = hpu_host_pages(size);
+	uint64_t va = 0;
+	int fd = hpu_open_node(self->bdf);
+
+	ASSERT_NE(NULL, mem);
+	ASSERT_LE(0, fd);
+	/* The mapping's struct and its page array pass; the pin of 1 MiB is the first past space. */
+	ASSERT_EQ(0, fz_inject(1, 100, 1, size));
+	EXPECT_EQ(-ENOMEM, hpu_vm_map(fd, 0, 0, mem, size, DRM_HPU_VM_MAP_READ, &va));
+	EXPECT_EQ(0, fz_read("times"));
+	ASSERT_EQ(0, fz_write("probability", "0"));
+	close(fd);
+	munmap(mem, size);
+}
+
 /* Nothing left behind: the module unloads (warning of what it still held) and loads again. */
 TEST_F(ioctl_fuzz, unload)
 {
