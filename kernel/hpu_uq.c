@@ -227,9 +227,13 @@ static vm_fault_t hpu_uq_db_fault(struct vm_fault *vmf)
 
 	if (!drm_dev_enter(&hdev->drm, &idx))
 		return VM_FAULT_SIGBUS;
-	/* Under the lock: an unbind either sees this page inserted and zaps it, or we see it. */
+	/*
+	 * Under the lock: an unbind either sees this page inserted and zaps it,
+	 * or we see it.  A doorbell is mappable from the start of its
+	 * UQUEUE_CREATE, before it has a queue, and after a create that failed.
+	 */
 	mutex_lock(&hdev->uqs.lock);
-	if (db->uq->db == db && db->uq->live)
+	if (db->uq && db->uq->db == db && db->uq->live)
 		ret = vmf_insert_pfn_prot(vma, vma->vm_start,
 					  PHYS_PFN(hdev->uqs.db_base +
 						   db->uq->index * HPU_UQ_DB_PAGE_SIZE),

@@ -1388,6 +1388,87 @@ TEST_F(ioctl_fuzz, a_pin_short_of_memory_fails_a_read_only_map)
 	munmap(mem, size);
 }
 
+#define FZ_MAX_UQ "/sys/module/hpu/parameters/max_file_uqueues"
+
+struct fz_race {
+	int fd;
+	uint64_t offset, live; /* the offset to map around; the held queue's, left alone */
+	double until;
+	unsigned long mapped, faulted;
+};
+
+/* Maps the offsets around race->offset while they come and go, and stores to what it gets. */
+static void *fz_race_mapper(void *arg)
+{
+	struct fz_race *r = arg;
+	unsigned int k = 0;
+	void *p;
+
+	while (hpu_now_s() < r->until) {
+		uint64_t off = r->offset + ((int64_t)(k++ % 5) - 2) * (int64_t)HPU_PAGE;
+
+		if (off == r->live)
+			continue;
+		p = mmap(NULL, HPU_UQ_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+			 (off_t)off);
+		if (p == MAP_FAILED)
+			continue;
+		r->mapped++;
+		fz_guarded = 1;
+		if (sigsetjmp(fz_jmp, 1))
+			r->faulted++;
+		else
+			*(volatile uint32_t *)p = 1;
+		fz_guarded = 0;
+		munmap(p, HPU_UQ_DB_PAGE_SIZE);
+	}
+	return NULL;
+}
+
+/*
+ * A doorbell's mmap offset exists from the start of UQUEUE_CREATE, before
+ * its queue is bound, and through a create that fails: a mapping of it
+ * made meanwhile must fault with SIGBUS, not oops the kernel (the fault
+ * handler read the queue of a doorbell that had none).  One thread makes
+ * creates that fail (-EDQUOT, max_file_uqueues=1 and a queue held) while
+ * another maps the offsets their doorbells take, for 3 s.
+ */
+TEST_F(ioctl_fuzz, a_doorbell_without_its_queue_faults)
+{
+	struct fz_race r = { .fd = hpu_open_node(self->bdf) };
+	uint8_t *ring = hpu_host_pages(HPU_PAGE);
+	uint64_t ring_va = 0, offset;
+	uint32_t id2;
+	unsigned long creates = 0;
+	char old[16];
+	pthread_t mapper;
+
+	ASSERT_LE(0, r.fd);
+	ASSERT_NE(NULL, ring);
+	signal(SIGBUS, fz_on_fault);
+	ASSERT_EQ(0, hpu_read_file(FZ_MAX_UQ, old, sizeof(old)));
+	ASSERT_EQ(0, hpu_write_file(FZ_MAX_UQ, "2"));
+	ASSERT_EQ(0, hpu_vm_map(r.fd, 0, 0, ring, HPU_PAGE, FZ_RW, &ring_va));
+	/* The second queue's offset, given back: the failing creates' doorbells take it. */
+	ASSERT_EQ(0, hpu_uq_create(r.fd, ring_va, HPU_UQ_TEST_RING, &id2, &r.live));
+	ASSERT_EQ(0, hpu_uq_create(r.fd, ring_va, HPU_UQ_TEST_RING, &id2, &r.offset));
+	ASSERT_EQ(0, hpu_uq_destroy(r.fd, id2));
+	ASSERT_EQ(0, hpu_write_file(FZ_MAX_UQ, "1"));
+	r.until = hpu_now_s() + 3;
+	ASSERT_EQ(0, pthread_create(&mapper, NULL, fz_race_mapper, &r));
+	while (hpu_now_s() < r.until) {
+		EXPECT_EQ(-EDQUOT, hpu_uq_create(r.fd, ring_va, HPU_UQ_TEST_RING, &id2, &offset));
+		creates++;
+	}
+	pthread_join(mapper, NULL);
+	TH_LOG("%lu creates refused; %lu doorbells of theirs mapped, %lu stores faulted", creates,
+	       r.mapped, r.faulted);
+	EXPECT_EQ(r.mapped, r.faulted);
+	EXPECT_EQ(0, hpu_write_file(FZ_MAX_UQ, old));
+	close(r.fd);
+	munmap(ring, HPU_PAGE);
+}
+
 /* Nothing left behind: the module unloads (warning of what it still held) and loads again. */
 TEST_F(ioctl_fuzz, unload)
 {
