@@ -130,6 +130,30 @@ struct hpu_cb {
 	uint32_t size;
 };
 
+static inline uint32_t hpu_syncobj_create(int fd)
+{
+	struct drm_syncobj_create a = { 0 };
+
+	return hpu_ioc(fd, DRM_IOCTL_SYNCOBJ_CREATE, &a) ? 0 : a.handle;
+}
+
+/* One job on queue with optional in- and out-syncobj (0: none); *seq (if seq) its number. */
+static inline int hpu_submit_sync(int fd, uint32_t queue, const struct hpu_cb *cb, uint32_t in,
+				  uint32_t out, uint64_t *seq)
+{
+	struct drm_hpu_job job = { .cb_ptr = (uintptr_t)cb->buf, .cb_size = cb->size,
+				   .queue = queue };
+	struct drm_hpu_submit a = {
+		.jobs_ptr = (uintptr_t)&job, .num_jobs = 1, .out_syncobj = out,
+		.in_syncobjs_ptr = (uintptr_t)&in, .num_in_syncobjs = in ? 1 : 0,
+	};
+	int err = hpu_ioc(fd, DRM_IOCTL_HPU_SUBMIT, &a);
+
+	if (!err && seq)
+		*seq = a.seq;
+	return err;
+}
+
 static inline void hpu_cb_put(struct hpu_cb *cb, const void *pkt, uint32_t len)
 {
 	memcpy(cb->buf + cb->size, pkt, len);

@@ -49,37 +49,13 @@ FIXTURE_TEARDOWN(sched)
 	close(self->fd);
 }
 
-static uint32_t syncobj_create(int fd)
-{
-	struct drm_syncobj_create a = { 0 };
-
-	return hpu_ioc(fd, DRM_IOCTL_SYNCOBJ_CREATE, &a) ? 0 : a.handle;
-}
-
-/* One job on queue with optional in- and out-syncobj (0: none); *seq gets its number. */
-static int submit_sync(int fd, uint32_t queue, const struct hpu_cb *cb, uint32_t in,
-		       uint32_t out, uint64_t *seq)
-{
-	struct drm_hpu_job job = { .cb_ptr = (uintptr_t)cb->buf, .cb_size = cb->size,
-				   .queue = queue };
-	struct drm_hpu_submit a = {
-		.jobs_ptr = (uintptr_t)&job, .num_jobs = 1, .out_syncobj = out,
-		.in_syncobjs_ptr = (uintptr_t)&in, .num_in_syncobjs = in ? 1 : 0,
-	};
-	int err = hpu_ioc(fd, DRM_IOCTL_HPU_SUBMIT, &a);
-
-	if (!err)
-		*seq = a.seq;
-	return err;
-}
-
 /* A job on queue that parks until the word at sync reaches 1; its end goes to syncobj out. */
 static int submit_parked(int fd, uint32_t queue, uint64_t sync, uint32_t out, uint64_t *seq)
 {
 	struct hpu_cb cb = { .size = 0 };
 
 	hpu_cb_wait(&cb, sync, 1);
-	return submit_sync(fd, queue, &cb, 0, out, seq);
+	return hpu_submit_sync(fd, queue, &cb, 0, out, seq);
 }
 
 /* A job on queue that writes value to the first byte of dst, after syncobj in (0: none). */
@@ -89,7 +65,7 @@ static int submit_mark(int fd, uint32_t queue, uint64_t dst_va, uint8_t value, u
 	struct hpu_cb cb = { .size = 0 };
 
 	hpu_cb_memset(&cb, dst_va, value, 1);
-	return submit_sync(fd, queue, &cb, in, 0, seq);
+	return hpu_submit_sync(fd, queue, &cb, in, 0, seq);
 }
 
 /* Unparks the parked jobs from queue 2. */
@@ -117,7 +93,7 @@ static void settle(void)
 /* A job on another queue waits for the fence of its in-syncobj, then runs. */
 TEST_F(sched, in_syncobj_holds_a_job_until_its_fence_signals)
 {
-	uint32_t s = syncobj_create(self->fd);
+	uint32_t s = hpu_syncobj_create(self->fd);
 	uint64_t parked, marked;
 	int err;
 
@@ -143,7 +119,7 @@ TEST_F(sched, in_syncobj_holds_a_job_until_its_fence_signals)
  */
 TEST_F(sched, a_waiting_job_holds_its_files_order_but_not_other_files)
 {
-	uint32_t s = syncobj_create(self->fd);
+	uint32_t s = hpu_syncobj_create(self->fd);
 	uint8_t *other = hpu_host_pages(HPU_PAGE);
 	uint64_t parked, first, second, other_va = 0, theirs;
 	int fd2, err;
@@ -214,7 +190,7 @@ TEST_F(sched, closing_a_file_ends_its_waiting_jobs)
 	memset(theirs, 0, HPU_PAGE);
 	fd2 = hpu_open_node(self->bdf);
 	ASSERT_LE(0, fd2);
-	s = syncobj_create(fd2);
+	s = hpu_syncobj_create(fd2);
 	ASSERT_NE(0, s);
 	ASSERT_EQ(0, hpu_gem_create(fd2, HPU_PAGE, 0, &h));
 	ASSERT_EQ(0, hpu_vm_map(fd2, h, 0, NULL, HPU_PAGE, RW, &sync));
@@ -283,7 +259,7 @@ static int submit_stamped(int fd, uint32_t queue, uint64_t sync, uint64_t page_v
 		cb.size = 0;
 		hpu_cb_put(&cb, &call, sizeof(call));
 	}
-	return submit_sync(fd, queue, &cb, 0, 0, seq);
+	return hpu_submit_sync(fd, queue, &cb, 0, 0, seq);
 }
 
 /* Another file's job on queue writes its byte: how long it took, in s (-1: it failed). */
