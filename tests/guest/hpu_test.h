@@ -221,6 +221,27 @@ static inline int hpu_reload(const char *params)
 }
 
 /*
+ * A kselftest fixture (for a suite that includes kselftest_harness.h) whose
+ * tests start with the device found (self->bdf) and a fresh kernel-log mark
+ * (self->mark), and end with `restore`, statements on self that leave the
+ * device as the next test expects it.
+ */
+#define HPU_LOG_FIXTURE(name, restore)                                             \
+	FIXTURE(name) {                                                            \
+		char bdf[64];                                                      \
+		char mark[64];                                                     \
+	};                                                                         \
+	FIXTURE_SETUP(name)                                                        \
+	{                                                                          \
+		ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));          \
+		ASSERT_EQ(0, hpu_log_mark(self->mark, sizeof(self->mark)));        \
+	}                                                                          \
+	FIXTURE_TEARDOWN(name)                                                     \
+	{                                                                          \
+		restore;                                                           \
+	}
+
+/*
  * Writes a unique mark into the kernel log; hpu_log_count() searches after it.
  * With its newline: a record without one stays open for a continuation, and
  * the log shows it only once another line follows.

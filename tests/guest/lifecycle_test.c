@@ -30,25 +30,14 @@ static int info_ok(int fd)
 	return di.status == DRM_HPU_STATUS_READY ? 0 : -EIO;
 }
 
-/* Each test starts with the device found and a fresh log mark ... */
+/* Each test leaves the default module loaded and the device bound. */
 #define LIFECYCLE_FIXTURE(name)                                                    \
-	FIXTURE_SETUP(name)                                                        \
-	{                                                                          \
-		ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));          \
-		ASSERT_EQ(0, hpu_log_mark(self->mark, sizeof(self->mark)));        \
-	}                                                                          \
-	/* ... and leaves the default module loaded and the device bound. */       \
-	FIXTURE_TEARDOWN(name)                                                     \
-	{                                                                          \
+	HPU_LOG_FIXTURE(name, {                                                    \
 		if (!hpu_is_bound(self->bdf))                                      \
 			ASSERT_EQ(0, hpu_reload(""));                              \
 		ASSERT_TRUE(hpu_is_bound(self->bdf));                              \
-	}
+	})
 
-FIXTURE(lifecycle) {
-	char bdf[64];
-	char mark[64];
-};
 LIFECYCLE_FIXTURE(lifecycle)
 
 /* After a healthy probe: bound, one "ready" line, a working node. */
@@ -186,10 +175,6 @@ static void assert_probe_failed(struct __test_metadata *_metadata, const char *b
 }
 
 /* A copy of the good image with one byte changed, and the reason expected. */
-FIXTURE(corrupt) {
-	char bdf[64];
-	char mark[64];
-};
 LIFECYCLE_FIXTURE(corrupt)
 
 FIXTURE_VARIANT(corrupt) {
