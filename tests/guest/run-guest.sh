@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots the test guest under TCG with the hpu device and runs a command in it.
 #
-#   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] [-w DIR]... [-q] -- COMMAND [ARGS...]
+#   run-guest.sh [-t SECONDS] [-o OUTDIR] [-d DEVICE-OPTS] [-w DIR]... [-q] [-p] -- COMMAND [ARG...]
 #
 # The guest runs Debian's kernel under TCG (KVM guests hang on these hosts) from
 # a busybox initramfs that mounts the host's root read-only over 9p: COMMAND (a
@@ -18,25 +18,30 @@
 # HPU_GUEST_KERNEL=DIR boots instead the kernel built in DIR (scripts/build-debug-kernel.sh,
 # which builds in what Debian's loads as modules) and has the guest load the hpu module
 # HPU_GUEST_MODULE, built against it; the guest sees the module's path as HPU_KO.
+# -p lets the guest unplug and re-plug its device (torture_test): QEMU gets a QMP socket, and
+# tests/guest/hotplug-relay.py runs "device_del"/"device_add" there when the guest asks through
+# a file in OUTDIR; the guest sees HPU_HOTPLUG=1.  The device (id hpu0) sits on the pc
+# machine's root bus either way, where QEMU's ACPI PCI hot-plug can take it away.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 timeout=600
 out=$top/build/guest-run
 devopts=
-shares=() quiet=
-while getopts "t:o:d:w:q" opt; do
+shares=() quiet= hotplug=
+while getopts "t:o:d:w:qp" opt; do
 	case $opt in
 	t) timeout=$OPTARG ;;
 	o) out=$OPTARG ;;
 	d) devopts=,$OPTARG ;;
 	w) shares+=("$OPTARG") ;;
 	q) quiet=1 ;;
-	*) sed -n '3,21p' "$0" >&2; exit 2 ;;
+	p) hotplug=1 ;;
+	*) sed -n '3,24p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '3,21p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '3,24p' "$0" >&2; exit 2; }
 
 qemu=$top/build/qemu-system-x86_64
 if [ -n "${HPU_GUEST_KERNEL:-}" ]; then
@@ -60,6 +65,8 @@ fi
 
 # The device as the guest sees it; tests read these back through the driver.
 hbm_size=$((32 << 30)) num_dma=8 num_mme=2 num_tpc=8 boot_delay_ms=100
+device="hpu,id=hpu0,hbm-size=$hbm_size,num-dma=$num_dma,num-mme=$num_mme,num-tpc=$num_tpc"
+device+=",boot-delay-ms=$boot_delay_ms$devopts"
 
 # quote WORD: WORD as one word of cmd.sh, which the host's sh (dash) reads: no $'...'.
 quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
@@ -89,6 +96,7 @@ mkdir -p "$out"
 	echo "export HPU_EXPECT_HBM_SIZE=$hbm_size HPU_EXPECT_NUM_DMA=$num_dma"
 	echo "export HPU_EXPECT_NUM_MME=$num_mme HPU_EXPECT_NUM_TPC=$num_tpc"
 	echo "export HPU_BOOT_DELAY_MS=$boot_delay_ms"
+	[ -z "$hotplug" ] || echo "export HPU_HOTPLUG=1"
 	[ ${#setup[@]} -eq 0 ] || printf '%s\n' "${setup[@]}"
 	echo "cd '$top' || exit 1"
 	printf 'exec'
@@ -99,9 +107,12 @@ mkdir -p "$out"
 # The monitor on pipes: a timeout asks it where the guest's CPUs are (hang.txt) before killing.
 mon=$(mktemp -d)
 mkfifo "$mon/monitor.in" "$mon/monitor.out"
-qemu_pid=
+qmp=()
+[ -z "$hotplug" ] || qmp=(-qmp "unix:$mon/qmp.sock,server=on,wait=off")
+qemu_pid= relay_pid=
 cleanup() {
 	[ -z "$qemu_pid" ] || kill -KILL "$qemu_pid" 2>/dev/null || true
+	[ -z "$relay_pid" ] || kill "$relay_pid" 2>/dev/null || true
 	rm -rf "$mon"
 }
 trap cleanup EXIT
@@ -131,9 +142,14 @@ cmdline+=" firmware_class.path=$top/build/firmware"
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=hpuout,path="$(qemu_opt "$out")",security_model=none,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hpuout,mount_tag=hpuout \
-	-device "hpu,hbm-size=$hbm_size,num-dma=$num_dma,num-mme=$num_mme,num-tpc=$num_tpc,boot-delay-ms=$boot_delay_ms$devopts" \
+	-device "$device" "${qmp[@]}" \
 	"${extra[@]}" </dev/null > >(console) &
 qemu_pid=$!
+if [ -n "$hotplug" ]; then
+	/usr/bin/python3 "$top/tests/guest/hotplug-relay.py" "$mon/qmp.sock" "$out" "$device" \
+		>>"$out/hotplug.log" 2>&1 &
+	relay_pid=$!
+fi
 # The watchdog polls rather than sleeping the whole timeout, so that it ends with QEMU.
 (
 	for ((left = timeout; left > 0; left--)); do
