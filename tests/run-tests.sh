@@ -44,7 +44,8 @@ done
 echo "# host suites under ASan/UBSan: $clean clean"
 
 start=$(date +%s.%N)
-"$top/tests/guest/run-guest.sh" -t 1200 -o "$top/build/guest-run" -- tests/guest/run-suites.sh
+# -p: torture_test unplugs and re-plugs the device through QEMU.
+"$top/tests/guest/run-guest.sh" -t 1200 -p -o "$top/build/guest-run" -- tests/guest/run-suites.sh
 rc=$?
 end=$(date +%s.%N)
 case $rc in

@@ -30,8 +30,12 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 # - hostile_test runs its hostile and its victim as two users of the device group (uid 2002 and
 #   this user, with this RLIMIT_MEMLOCK), since a user's shares are its own;
 # - ioctl_fuzz_test writes the driver's allocation-failure knobs (debugfs), reads "usage" and the
-#   kernel log, and unloads the module.
-root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test ioctl_fuzz_test"
+#   kernel log, and unloads the module;
+# - torture_test takes the device away with work in flight (unbind, PCI remove, QEMU's
+#   device_del: run-guest.sh -p) and brings it back, unloads and loads the module, and reads
+#   the kernel log.
+root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test"
+root_suites="$root_suites ioctl_fuzz_test torture_test"
 
 needs_root() {
 	case " $root_suites " in

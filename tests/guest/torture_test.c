@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Lifecycle torture: the device taken away with work in flight, by PCI
+ * unbind, PCI remove (then rescan), QEMU's device_del (then device_add,
+ * through run-guest.sh -p) and rmmod, while processes have long jobs and
+ * jobs parked on WAIT packets in every queue's ring, jobs waiting in the
+ * driver for a syncobj, fences exported as sync files and polled, a user
+ * queue with its doorbell page mapped and written, host pages pinned by
+ * VM_MAP, and threads and forked processes blocked in WAIT and
+ * UQUEUE_WAIT.  Every one of them must end on its own with -ENODEV (or its
+ * job's error), a doorbell writer with SIGBUS (the page revoked), none
+ * hang; the kernel log stays clean; the device comes back and a fresh
+ * process runs jobs on it.  Then 50 load/unload cycles of the module, each
+ * running a job.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <linux/sync_file.h>
+
+#include "kselftest_harness.h"
+
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+/* What must not be in the kernel log after an event. */
+#define BAD_LOG "WARNING|BUG|Call Trace|Oops|general protection|[Ll]eak|use-after-free"
+/* Seconds a blocked process has to see the device gone, and the device to come back. */
+#define GONE_S 120
+#define BACK_S 120
+#define ROUNDS 3
+#define CYCLES 50
+
+/* Polls cond every 10 ms for up to secs seconds; its last value. */
+#define WAIT_FOR(cond, secs)                                                     \
+	({                                                                       \
+		bool _ok = (cond);                                               \
+		for (unsigned int _i = 0; !_ok && _i < (secs) * 100u; _i++) {    \
+			usleep(10 * 1000);                                       \
+			_ok = (cond);                                            \
+		}                                                                \
+		_ok;                                                             \
+	})
+
+/* A role's failure, on the TAP output's stderr, as a diagnostic line. */
+#define FAIL_IF(cond, ...)                                                       \
+	do {                                                                     \
+		if (cond) {                                                      \
+			fprintf(stderr, "# " __VA_ARGS__);                       \
+			fprintf(stderr, "\n");                                   \
+			return 1;                                                \
+		}                                                                \
+	} while (0)
+
+/* Asks the host's relay (run-guest.sh -p) to run `cmd` on QEMU's monitor. */
+static int hotplug(const char *cmd)
+{
+	char req[512], tmp[512], ack[512], answer[256];
+	int err;
+
+	snprintf(req, sizeof(req), "%s/hotplug.req", hpu_env("HPU_OUT"));
+	snprintf(tmp, sizeof(tmp), "%s/hotplug.req.tmp", hpu_env("HPU_OUT"));
+	snprintf(ack, sizeof(ack), "%s/hotplug.ack", hpu_env("HPU_OUT"));
+	unlink(ack);
+	close(open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+	err = hpu_write_file(tmp, cmd);
+	if (err || rename(tmp, req))
+		return err ? err : -errno;
+	if (!WAIT_FOR(!hpu_read_file(ack, answer, sizeof(answer)), BACK_S))
+		return -ETIMEDOUT;
+	unlink(ack);
+	if (strcmp(answer, "ok")) {
+		fprintf(stderr, "# %s: %s\n", cmd, answer);
+		return -EIO;
+	}
+	return 0;
+}
+
+static bool hotplug_relay(void)
+{
+	return getenv("HPU_HOTPLUG") != NULL;
+}
+
+/* The ways the device goes, and comes back. */
+enum way { WAY_UNBIND, WAY_REMOVE, WAY_UNPLUG };
+
+static int device_go(const char *bdf, enum way way)
+{
+	char path[512];
+
+	switch (way) {
+	case WAY_UNBIND:
+		return hpu_write_file(HPU_SYSFS_DRIVER "/unbind", bdf);
+	case WAY_REMOVE:
+		snprintf(path, sizeof(path), HPU_SYSFS_PCI "/%s/remove", bdf);
+		return hpu_write_file(path, "1");
+	case WAY_UNPLUG:
+		/* The relay answers once QEMU has the device back from the guest. */
+		return hotplug("device_del");
+	}
+	return -EINVAL;
+}
+
+/*
+ * The device is there (bdf: its address now), bound and has its node: the driver's link
+ * appears when its probe starts, and QEMU's hot-plug probes on a work of the guest's.
+ */
+static bool device_ready(char *bdf, size_t len)
+{
+	char node[512];
+
+	return !hpu_find_bdf(bdf, len) && hpu_is_bound(bdf) &&
+	       !hpu_node_path(bdf, node, sizeof(node));
+}
+
+/* The device there again and ready; 0 or -errno. */
+static int device_back(char *bdf, size_t len, enum way way)
+{
+	int err = 0;
+
+	switch (way) {
+	case WAY_UNBIND:
+		err = hpu_write_file(HPU_SYSFS_DRIVER "/bind", bdf);
+		break;
+	case WAY_REMOVE:
+		err = hpu_write_file("/sys/bus/pci/rescan", "1");
+		break;
+	case WAY_UNPLUG:
+		err = hotplug("device_add");
+		break;
+	}
+	if (err)
+		return err;
+	return WAIT_FOR(device_ready(bdf, len), BACK_S) ? 0 : -ENODEV;
+}
+
+/* Leaves a device there, the module loaded and the driver bound, whatever a test left. */
+static int device_restore(char *bdf, size_t len)
+{
+	if (hpu_find_bdf(bdf, len))
+		hpu_write_file("/sys/bus/pci/rescan", "1");
+	if (hpu_find_bdf(bdf, len) && hotplug_relay())
+		hotplug("device_add");
+	if (hpu_find_bdf(bdf, len))
+		return -ENODEV;
+	if (!hpu_is_bound(bdf) && hpu_load("") == -ENOENT)
+		return -ENOENT;
+	if (!hpu_is_bound(bdf))
+		hpu_write_file(HPU_SYSFS_DRIVER "/bind", bdf);
+	return WAIT_FOR(device_ready(bdf, len), BACK_S) ? 0 : -ENODEV;
+}
+
+/* Blocks in WAIT for job seq, which cannot end while the device is there. */
+static int wait_gone(int fd, uint64_t seq, const char *who)
+{
+	int job_err = 0, err = hpu_wait(fd, seq, -1, &job_err);
+
+	FAIL_IF(err != -ENODEV && (err || job_err != -ENODEV),
+		"%s: WAIT returned %d, job error %d (want -ENODEV)", who, err, job_err);
+	return 0;
+}
+
+/* Every new call on a file of the gone device fails with -ENODEV. */
+static int calls_gone(int fd, const char *who)
+{
+	struct hpu_cb cb = { .size = 0 };
+	uint32_t h;
+	int err;
+
+	FAIL_IF((err = hpu_device_status(fd)) != -ENODEV, "%s: INFO gave %d", who, err);
+	FAIL_IF((err = hpu_gem_create(fd, HPU_PAGE, 0, &h)) != -ENODEV,
+		"%s: GEM_CREATE gave %d", who, err);
+	hpu_cb_memset(&cb, 0, 0, 8);
+	FAIL_IF((err = hpu_submit(fd, 0, cb.buf, cb.size, NULL)) != -ENODEV,
+		"%s: SUBMIT gave %d", who, err);
+	return 0;
+}
+
+/* An HBM page mapped at *va (a word WAIT packets park on: never signalled here). */
+static int hbm_page(int fd, uint64_t *va)
+{
+	uint32_t h;
+	int err = hpu_gem_create(fd, HPU_PAGE, 0, &h);
+
+	*va = 0;
+	return err ? err : hpu_vm_map(fd, h, 0, NULL, HPU_PAGE, RW, va);
+}
+
+/* Host pages pinned and mapped at *va. */
+static void *host_pinned(int fd, uint64_t size, uint64_t *va)
+{
+	void *p = hpu_host_pages(size);
+
+	*va = 0;
+	if (p && hpu_vm_map(fd, 0, 0, p, size, RW, va)) {
+		munmap(p, size);
+		p = NULL;
+	}
+	return p;
+}
+
+static int ready(int fd)
+{
+	return write(fd, "r", 1) == 1 ? 0 : -errno;
+}
+
+/*
+ * Long jobs in every ring: on each queue GEMMs, a job parked on a WAIT,
+ * then one writing pinned host pages.  The role and a forked child holding
+ * its fd block in WAIT for the last ones.
+ */
+static int role_rings(const char *bdf, int rfd)
+{
+	uint64_t a, b, c, sync, host_va, last[HPU_NUM_QUEUES];
+	int fd = hpu_open_node(bdf), status, err;
+	struct hpu_cb cb;
+	uint32_t h[3];
+	pid_t child;
+	uint8_t *host;
+
+	FAIL_IF(fd < 0, "rings: open: %d", fd);
+	for (unsigned int i = 0; i < 3; i++)
+		FAIL_IF(hpu_gem_create(fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]), "rings: GEM_CREATE");
+	a = b = c = 0;
+	FAIL_IF(hpu_vm_map(fd, h[0], 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &a) ||
+		hpu_vm_map(fd, h[1], 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &b) ||
+		hpu_vm_map(fd, h[2], 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &c) || hbm_page(fd, &sync),
+		"rings: VM_MAP");
+	host = host_pinned(fd, 16 * HPU_PAGE, &host_va);
+	FAIL_IF(!host, "rings: VM_MAP of host pages");
+	for (unsigned int q = 0; q < HPU_NUM_QUEUES; q++) {
+		cb.size = 0;
+		hpu_cb_slow_gemms(&cb, a, b, c, 4);
+		FAIL_IF((err = hpu_submit(fd, q, cb.buf, cb.size, NULL)), "rings: SUBMIT %d", err);
+		cb.size = 0;
+		hpu_cb_wait(&cb, sync, 1);
+		FAIL_IF((err = hpu_submit(fd, q, cb.buf, cb.size, NULL)), "rings: SUBMIT %d", err);
+		cb.size = 0;
+		hpu_cb_memset(&cb, host_va, 0xee, 16 * HPU_PAGE);
+		FAIL_IF((err = hpu_submit(fd, q, cb.buf, cb.size, &last[q])), "rings: SUBMIT %d",
+			err);
+	}
+	child = fork();
+	FAIL_IF(child < 0, "rings: fork");
+	if (!child)
+		_exit(wait_gone(fd, last[0], "rings' child") || calls_gone(fd, "rings' child"));
+	FAIL_IF(ready(rfd), "rings: ready");
+	err = wait_gone(fd, last[HPU_NUM_QUEUES - 1], "rings");
+	err = err || calls_gone(fd, "rings");
+	FAIL_IF(waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status),
+		"rings: its child failed (status %#x)", status);
+	close(fd);
+	return err;
+}
+
+/* The fence of syncobj handle as a sync file, or -errno. */
+static int sync_file_export(int fd, uint32_t handle)
+{
+	struct drm_syncobj_handle a = {
+		.handle = handle, .flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE, .fd = -1,
+	};
+	int err = hpu_ioc(fd, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &a);
+
+	return err ? err : a.fd;
+}
+
+/* A sync file's status: 1 signalled, 0 active, < 0 its error; its driver in driver. */
+static int sync_file_status(int sf, char *driver, size_t len)
+{
+	struct sync_fence_info fi = { 0 };
+	struct sync_file_info info = { .num_fences = 1, .sync_fence_info = (uintptr_t)&fi };
+
+	if (ioctl(sf, SYNC_IOC_FILE_INFO, &info))
+		return -errno;
+	snprintf(driver, len, "%s", fi.driver_name);
+	return info.status;
+}
+
+/* A job parked on a WAIT of an HBM word never signalled, its end to syncobj out. */
+static int submit_parked(int fd, uint32_t queue, uint32_t out)
+{
+	struct hpu_cb cb = { .size = 0 };
+	uint64_t sync;
+	int err = hbm_page(fd, &sync);
+
+	if (err)
+		return err;
+	hpu_cb_wait(&cb, sync, 1);
+	return hpu_submit_sync(fd, queue, &cb, 0, out, NULL);
+}
+
+/* Polls sync file sf until it signals; its status must be an error, and stay one. */
+static int sync_file_failed(int sf, const char *who)
+{
+	struct pollfd p = { .fd = sf, .events = POLLIN };
+	char driver[64];
+	int st;
+
+	FAIL_IF(poll(&p, 1, -1) != 1 || !(p.revents & POLLIN), "%s: poll: %d", who, -errno);
+	st = sync_file_status(sf, driver, sizeof(driver));
+	FAIL_IF(st >= 0, "%s: status %d after the device went (want an error)", who, st);
+	FAIL_IF(strcmp(driver, "hpu"), "%s: driver '%s'", who, driver);
+	return 0;
+}
+
+/*
+ * A job parked on a WAIT, a job on another queue waiting in the driver for
+ * its syncobj, both fences exported as sync files and polled.
+ */
+static int role_sync(const char *bdf, int rfd)
+{
+	int fd = hpu_open_node(bdf), sf[2], err;
+	struct hpu_cb cb = { .size = 0 };
+	uint64_t host_va;
+	uint32_t s[2];
+
+	FAIL_IF(fd < 0, "sync: open: %d", fd);
+	s[0] = hpu_syncobj_create(fd);
+	s[1] = hpu_syncobj_create(fd);
+	FAIL_IF(!s[0] || !s[1], "sync: SYNCOBJ_CREATE");
+	FAIL_IF(!host_pinned(fd, HPU_PAGE, &host_va), "sync: VM_MAP of host pages");
+	FAIL_IF((err = submit_parked(fd, 0, s[0])), "sync: SUBMIT %d", err);
+	hpu_cb_memset(&cb, host_va, 0x11, HPU_PAGE);
+	FAIL_IF((err = hpu_submit_sync(fd, 1, &cb, s[0], s[1], NULL)), "sync: SUBMIT %d", err);
+	for (unsigned int i = 0; i < 2; i++) {
+		sf[i] = sync_file_export(fd, s[i]);
+		FAIL_IF(sf[i] < 0, "sync: export: %d", sf[i]);
+	}
+	FAIL_IF(ready(rfd), "sync: ready");
+	for (unsigned int i = 0; i < 2; i++)
+		FAIL_IF(sync_file_failed(sf[i], "sync"), "sync: sync file %u", i);
+	FAIL_IF(calls_gone(fd, "sync"), "sync");
+	close(fd);
+	close(sf[0]);
+	close(sf[1]);
+	return 0;
+}
+
+/*
+ * A user queue whose job parks on a WAIT, its doorbell page written again
+ * and again by a forked child (which must die of SIGBUS once the device is
+ * gone, never write on), the role blocked in UQUEUE_WAIT.
+ */
+static int role_uq(const char *bdf, int rfd)
+{
+	int fd = hpu_open_node(bdf), status = 0, err;
+	struct hpu_cb cb = { .size = 0 };
+	struct hpu_uq q;
+	uint64_t w_va;
+	uint32_t pos;
+	pid_t writer;
+
+	FAIL_IF(fd < 0, "uq: open: %d", fd);
+	FAIL_IF((err = hpu_uq_open(&q, fd)), "uq: open a user queue: %d", err);
+	FAIL_IF(!host_pinned(fd, HPU_PAGE, &w_va), "uq: VM_MAP of host pages");
+	hpu_cb_wait(&cb, w_va, 1);
+	pos = hpu_uq_put(&q, &cb, 0);
+	hpu_uq_ring(&q);
+	writer = fork();
+	FAIL_IF(writer < 0, "uq: fork");
+	if (!writer) {
+		for (;;) {
+			hpu_uq_ring(&q);
+			usleep(1000);
+		}
+	}
+	FAIL_IF(ready(rfd), "uq: ready");
+	err = hpu_uq_wait(fd, q.id, pos + 1, -1, NULL);
+	if (err != -ENODEV)
+		kill(writer, SIGKILL);
+	FAIL_IF(err != -ENODEV, "uq: UQUEUE_WAIT returned %d (want -ENODEV)", err);
+	if (!WAIT_FOR(waitpid(writer, &status, WNOHANG) == writer, 10)) {
+		kill(writer, SIGKILL);
+		waitpid(writer, &status, 0);
+		FAIL_IF(1, "uq: the doorbell writer still writes after the device went");
+	}
+	FAIL_IF(!WIFSIGNALED(status) || WTERMSIG(status) != SIGBUS,
+		"uq: the doorbell writer ended with status %#x (want SIGBUS)", status);
+	FAIL_IF(calls_gone(fd, "uq"), "uq");
+	close(fd);
+	return 0;
+}
+
+static int (*const roles[])(const char *bdf, int rfd) = { role_rings, role_sync, role_uq };
+#define NUM_ROLES (sizeof(roles) / sizeof(roles[0]))
+
+/* The processes holding work in flight. */
+struct load {
+	pid_t pids[NUM_ROLES];
+};
+
+/* Starts every role and returns once each has its work in flight. */
+static int load_start(struct load *l, const char *bdf)
+{
+	struct pollfd p;
+	int pipefd[2];
+	unsigned int i, n = 0;
+	char c;
+
+	if (pipe(pipefd))
+		return -errno;
+	for (i = 0; i < NUM_ROLES; i++) {
+		l->pids[i] = fork();
+		if (!l->pids[i]) {
+			/* A group of its own, with the children it forks: load_kill() ends them all. */
+			setpgid(0, 0);
+			close(pipefd[0]);
+			_exit(roles[i](bdf, pipefd[1]));
+		}
+	}
+	close(pipefd[1]);
+	p = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+	while (n < NUM_ROLES && poll(&p, 1, GONE_S * 1000) == 1 && read(pipefd[0], &c, 1) == 1)
+		n++;
+	close(pipefd[0]);
+	/* Time for the roles to go to sleep in the driver. */
+	usleep(500 * 1000);
+	return n == NUM_ROLES ? 0 : -EIO;
+}
+
+/* A process's kernel stack, as diagnostic lines. */
+static void print_stack(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		fprintf(stderr, "#   %s", line);
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Waits for every role to end on its own; a role still there after
+ * GONE_S seconds hangs and is killed.  Returns the roles that failed.
+ */
+static int load_reap(struct load *l, bool killed_ok)
+{
+	int status, failed = 0;
+	unsigned int i;
+
+	for (i = 0; i < NUM_ROLES; i++) {
+		if (!WAIT_FOR(waitpid(l->pids[i], &status, WNOHANG) == l->pids[i], GONE_S)) {
+			fprintf(stderr, "# role %u hangs: killed; where it was:\n", i);
+			print_stack(l->pids[i]);
+			kill(-l->pids[i], SIGKILL);
+			waitpid(l->pids[i], &status, 0);
+			failed++;
+		} else if (!(WIFEXITED(status) && !WEXITSTATUS(status)) &&
+			   !(killed_ok && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
+			fprintf(stderr, "# role %u failed (status %#x)\n", i, status);
+			failed++;
+		}
+	}
+	return failed;
+}
+
+static void load_kill(struct load *l)
+{
+	for (unsigned int i = 0; i < NUM_ROLES; i++)
+		kill(-l->pids[i], SIGKILL);
+}
+
+/* In a process of its own: the device is ready, and a job on each queue writes what it should. */
+static int fresh_process_runs_jobs(const char *bdf)
+{
+	int status, fd, err;
+	struct hpu_cb cb;
+	uint64_t va;
+	uint8_t *host;
+	pid_t pid = fork();
+
+	if (pid)
+		return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ?
+			       WEXITSTATUS(status) : -1;
+	fd = hpu_open_node(bdf);
+	if (fd < 0) {
+		fprintf(stderr, "# fresh: cannot open the node of %s: %d\n", bdf, fd);
+		_exit(2);
+	}
+	if (hpu_device_status(fd) != DRM_HPU_STATUS_READY)
+		_exit(3);
+	host = host_pinned(fd, HPU_PAGE, &va);
+	if (!host)
+		_exit(4);
+	for (unsigned int q = 0; q < HPU_NUM_QUEUES; q++) {
+		cb.size = 0;
+		hpu_cb_memset(&cb, va + q * 64, 0xa0 + q, 64);
+		err = hpu_run(fd, q, cb.buf, cb.size);
+		if (err) {
+			fprintf(stderr, "# fresh: job on queue %u: %d\n", q, err);
+			_exit(5);
+		}
+		for (unsigned int i = 0; i < 64; i++)
+			if (host[q * 64 + i] != 0xa0 + q)
+				_exit(6);
+	}
+	close(fd);
+	_exit(0);
+}
+
+/* Each test leaves the device there, the module loaded and the driver bound. */
+HPU_LOG_FIXTURE(gone, ASSERT_EQ(0, device_restore(self->bdf, sizeof(self->bdf))))
+HPU_LOG_FIXTURE(module, ASSERT_EQ(0, device_restore(self->bdf, sizeof(self->bdf))))
+
+FIXTURE_VARIANT(gone) {
+	enum way way;
+};
+
+FIXTURE_VARIANT_ADD(gone, unbind) { .way = WAY_UNBIND };
+FIXTURE_VARIANT_ADD(gone, remove) { .way = WAY_REMOVE };
+FIXTURE_VARIANT_ADD(gone, device_del) { .way = WAY_UNPLUG };
+
+/* The device back, a fresh process runs jobs on it, and the kernel log is clean. */
+static void assert_back(struct __test_metadata *_metadata, char *bdf, size_t len, enum way way,
+			const char *mark)
+{
+	ASSERT_EQ(0, device_back(bdf, len, way));
+	EXPECT_EQ(0, fresh_process_runs_jobs(bdf));
+	EXPECT_EQ(0, hpu_log_count(mark, BAD_LOG));
+}
+
+/* ROUNDS times: work in flight, the device goes, every process sees it, it comes back. */
+TEST_F_TIMEOUT(gone, with_work_in_flight, ROUNDS * (2 * GONE_S + BACK_S))
+{
+	struct load l;
+	double t;
+
+	if (variant->way == WAY_UNPLUG && !hotplug_relay())
+		SKIP(return, "no hot-plug relay (run-guest.sh -p)");
+	for (unsigned int round = 0; round < ROUNDS; round++) {
+		ASSERT_EQ(0, load_start(&l, self->bdf)) {
+			load_kill(&l);
+			load_reap(&l, true);
+		}
+		t = hpu_now_s();
+		ASSERT_EQ(0, device_go(self->bdf, variant->way)) {
+			load_kill(&l);
+			load_reap(&l, true);
+		}
+		EXPECT_EQ(0, load_reap(&l, false));
+		TH_LOG("round %u: every process saw the device go within %.2f s", round,
+		       hpu_now_s() - t);
+		t = hpu_now_s();
+		assert_back(_metadata, self->bdf, sizeof(self->bdf), variant->way, self->mark);
+		TH_LOG("round %u: back and running jobs in %.2f s", round, hpu_now_s() - t);
+	}
+}
+
+/*
+ * rmmod with work in flight fails and changes nothing: the device still
+ * runs a fresh process's jobs.  Once the processes are killed, with their
+ * jobs still queued, the module goes and comes back.
+ */
+TEST_F_TIMEOUT(module, rmmod_with_work_in_flight, 2 * GONE_S + BACK_S)
+{
+	struct load l;
+
+	ASSERT_EQ(0, load_start(&l, self->bdf)) {
+		load_kill(&l);
+		load_reap(&l, true);
+	}
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "hpu", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "hpu", 0));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
+	load_kill(&l);
+	EXPECT_EQ(0, load_reap(&l, true));
+	/* The roles' children may still be exiting, closing their files. */
+	ASSERT_TRUE(WAIT_FOR(hpu_unload() == 0, 10));
+	ASSERT_EQ(0, hpu_load(""));
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
+	EXPECT_EQ(0, hpu_log_count(self->mark, BAD_LOG));
+}
+
+/* CYCLES loads and unloads of the module, each opening the node and running a job. */
+TEST_F_TIMEOUT(module, load_unload_cycles, CYCLES * 20)
+{
+	double t, each, worst = 0, total = 0;
+	unsigned int i;
+
+	for (i = 0; i < CYCLES; i++) {
+		t = hpu_now_s();
+		ASSERT_EQ(0, hpu_unload());
+		ASSERT_EQ(0, hpu_load(""));
+		ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+		ASSERT_EQ(0, fresh_process_runs_jobs(self->bdf)) TH_LOG("cycle %u", i);
+		each = hpu_now_s() - t;
+		total += each;
+		worst = each > worst ? each : worst;
+	}
+	TH_LOG("%u load/unload cycles: %.0f ms each on average, %.0f ms at most", CYCLES,
+	       total / CYCLES * 1000, worst * 1000);
+	EXPECT_EQ(0, hpu_log_count(self->mark, BAD_LOG));
+}
+
+TEST_HARNESS_MAIN
