@@ -28,9 +28,10 @@
  *
  * Spinlocks, under which nothing sleeps:
  *  - eq->lock: the misc interrupt and queue recovery.  Takes q->lock and,
- *    signalling the jobs that events end, the queues' fence locks.
- *  - fence locks: each queue's q->fence_lock (its jobs' fences) and other
- *    drivers' in-fences' locks.  dma_fence_signal() runs the callbacks under
+ *    signalling the jobs that events end, their fence locks.
+ *  - fence locks: each job's job->fence_lock (its fence's: in the job, which
+ *    an exported fence keeps after the device is gone) and other drivers'
+ *    in-fences' locks.  dma_fence_signal() runs the callbacks under
  *    them: hpu_sched_dep_signalled() takes q->lock of any queue,
  *    hpu_scrub_job_cb() only a wait queue's and the workqueue's.  A
  *    callback must not signal a fence: two fence locks, or one twice, would

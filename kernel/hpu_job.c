@@ -347,8 +347,9 @@ static void hpu_job_number_locked(struct hpu_job *job)
 
 	lockdep_assert_held(&ctx->submit_lock);
 	job->seq = hpu_ctx_next_seq_locked(ctx);
+	spin_lock_init(&job->fence_lock);
 	/* A file's jobs on one queue end in submission order: one timeline each. */
-	dma_fence_init(&job->fence, &hpu_job_fence_ops, &job->queue->fence_lock,
+	dma_fence_init(&job->fence, &hpu_job_fence_ops, &job->fence_lock,
 		       ctx->fence_context + queue, job->seq);
 	hpu_ctx_add_job_locked(ctx, queue, &job->fence);
 }

@@ -59,6 +59,14 @@ struct hpu_job {
 	 * released when it is freed, soon after it ended.
 	 */
 	struct dma_fence fence;
+	/*
+	 * The fence's lock, in the job rather than the queue: an exported
+	 * fence (a sync file) may outlive the device.  Its callbacks run
+	 * under it and may take queue->lock of any queue, so it is never
+	 * taken under one: fences are signalled after that is dropped
+	 * (hpu_queue_signal()).
+	 */
+	spinlock_t fence_lock;
 	struct hpu_ctx *ctx;		/* holds a reference until freed */
 	struct hpu_queue *queue;
 	u64 seq;			/* the file's sequence number */

@@ -822,7 +822,6 @@ static int hpu_queue_init(struct hpu_device *hdev, u32 index)
 	q->index = index;
 	snprintf(q->name, sizeof(q->name), "hpu-q%u", index);
 	spin_lock_init(&q->lock);
-	spin_lock_init(&q->fence_lock);
 	INIT_LIST_HEAD(&q->pending);
 	q->hw_seq = 0;
 

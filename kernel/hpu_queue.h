@@ -38,13 +38,6 @@ struct hpu_queue {
 	bool irq_requested;
 
 	/*
-	 * Lock of the fences of this queue's jobs.  Their callbacks run under
-	 * it and may take @lock of any queue, so it is never taken under one:
-	 * fences are signalled after @lock is dropped (hpu_queue_signal()).
-	 */
-	spinlock_t fence_lock;
-
-	/*
 	 * Protects the ring, @pi, @hw_seq, @pending, @queued, @waiting,
 	 * @scan, @resetting, @wedged, the contexts' blocked_scan[index] and the
 	 * scheduler fields of the jobs on @waiting and @pending.  Taken in

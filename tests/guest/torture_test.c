@@ -306,7 +306,8 @@ static int sync_file_failed(int sf, const char *who)
 
 /*
  * A job parked on a WAIT, a job on another queue waiting in the driver for
- * its syncobj, both fences exported as sync files and polled.
+ * its syncobj, both fences exported as sync files and polled.  Once the
+ * file is closed the sync files still answer.
  */
 static int role_sync(const char *bdf, int rfd)
 {
@@ -332,6 +333,8 @@ static int role_sync(const char *bdf, int rfd)
 		FAIL_IF(sync_file_failed(sf[i], "sync"), "sync: sync file %u", i);
 	FAIL_IF(calls_gone(fd, "sync"), "sync");
 	close(fd);
+	for (unsigned int i = 0; i < 2; i++)
+		FAIL_IF(sync_file_failed(sf[i], "sync, file closed"), "sync: sync file %u", i);
 	close(sf[0]);
 	close(sf[1]);
 	return 0;
@@ -597,6 +600,42 @@ TEST_F_TIMEOUT(module, load_unload_cycles, CYCLES * 20)
 	TH_LOG("%u load/unload cycles: %.0f ms each on average, %.0f ms at most", CYCLES,
 	       total / CYCLES * 1000, worst * 1000);
 	EXPECT_EQ(0, hpu_log_count(self->mark, BAD_LOG));
+}
+
+/* A file's job parked, its fence exported as a sync file: *fd the file. */
+static int parked_sync_file(const char *bdf, int *fd)
+{
+	uint32_t s;
+	int err;
+
+	*fd = hpu_open_node(bdf);
+	if (*fd < 0)
+		return *fd;
+	s = hpu_syncobj_create(*fd);
+	if (!s)
+		return -EIO;
+	err = submit_parked(*fd, 2, s);
+	return err ? err : sync_file_export(*fd, s);
+}
+
+/*
+ * A sync file outlives the device it came from: once the device is
+ * unbound and its last file closed, the sync file still answers (its
+ * fence's lock and name are not the device's).
+ */
+TEST_F(module, sync_file_outlives_device)
+{
+	char driver[64];
+	int fd, sf;
+
+	sf = parked_sync_file(self->bdf, &fd);
+	ASSERT_LE(0, sf);
+	ASSERT_EQ(0, hpu_write_file(HPU_SYSFS_DRIVER "/unbind", self->bdf));
+	EXPECT_EQ(0, sync_file_failed(sf, "unbound"));
+	close(fd);
+	EXPECT_EQ(-ENODEV, sync_file_status(sf, driver, sizeof(driver)));
+	close(sf);
+	assert_back(_metadata, self->bdf, sizeof(self->bdf), WAY_UNBIND, self->mark);
 }
 
 TEST_HARNESS_MAIN
