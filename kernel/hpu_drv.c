@@ -307,6 +307,8 @@ static void __exit hpu_exit(void)
 {
 	pci_unregister_driver(&hpu_pci_driver);
 	hpu_debugfs_unregister();
+	/* The RCU callbacks that freed the last fences (hpu_job.c) have returned. */
+	rcu_barrier();
 }
 module_exit(hpu_exit);
 

@@ -22,6 +22,8 @@
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/lockdep.h>
+#include <linux/module.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -265,13 +267,22 @@ static const char *hpu_job_fence_timeline_name(struct dma_fence *fence)
 	return "hpu-queue";
 }
 
+/* A grace period after the fence's last reference: readers may look at it under RCU. */
+static void hpu_job_fence_free(struct rcu_head *rcu)
+{
+	struct hpu_job *job = container_of(rcu, struct hpu_job, fence.rcu);
+	bool module_ref = job->module_ref;
+
+	kfree(job);
+	/* The module's exit waits for this callback to return (rcu_barrier()). */
+	if (module_ref)
+		module_put(THIS_MODULE);
+}
+
 /* The last reference to the fence: what is left of the job goes. */
 static void hpu_job_fence_release(struct dma_fence *fence)
 {
-	struct hpu_job *job = container_of(fence, struct hpu_job, fence);
-
-	/* Readers may still look at the fence under RCU. */
-	kfree_rcu(job, fence.rcu);
+	call_rcu(&fence->rcu, hpu_job_fence_free);
 }
 
 static const struct dma_fence_ops hpu_job_fence_ops = {
@@ -347,6 +358,14 @@ static void hpu_job_number_locked(struct hpu_job *job)
 
 	lockdep_assert_held(&ctx->submit_lock);
 	job->seq = hpu_ctx_next_seq_locked(ctx);
+	/*
+	 * The fence's ops are the module's code, and a user's fence may outlive
+	 * its file (a sync file): it holds the module until it goes.  The
+	 * driver's own fences go with the device, before the module can.
+	 */
+	job->module_ref = !ctx->kernel;
+	if (job->module_ref)
+		__module_get(THIS_MODULE);
 	spin_lock_init(&job->fence_lock);
 	/* A file's jobs on one queue end in submission order: one timeline each. */
 	dma_fence_init(&job->fence, &hpu_job_fence_ops, &job->fence_lock,

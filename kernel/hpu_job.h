@@ -67,6 +67,7 @@ struct hpu_job {
 	 * (hpu_queue_signal()).
 	 */
 	spinlock_t fence_lock;
+	bool module_ref;		/* the fence holds a reference to the module */
 	struct hpu_ctx *ctx;		/* holds a reference until freed */
 	struct hpu_queue *queue;
 	u64 seq;			/* the file's sequence number */

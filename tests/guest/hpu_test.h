@@ -189,11 +189,20 @@ static inline int hpu_open_node(const char *bdf)
 	return err < 0 ? -errno : err;
 }
 
-/* Unloads hpu (waiting for users to go), 0 if it was not loaded. */
+/*
+ * Unloads hpu, 0 if it was not loaded.  Waits up to 10 s for users to go: a
+ * closed file's job fences hold the module until a grace period after they
+ * are freed, soon after the file is.
+ */
 static inline int hpu_unload(void)
 {
-	if (syscall(SYS_delete_module, "hpu", 0) == 0 || errno == ENOENT)
-		return 0;
+	for (unsigned int i = 0; i < 1000; i++) {
+		if (syscall(SYS_delete_module, "hpu", O_NONBLOCK) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			break;
+		usleep(10 * 1000);
+	}
 	return -errno;
 }
 

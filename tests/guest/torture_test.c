@@ -574,7 +574,7 @@ TEST_F_TIMEOUT(module, rmmod_with_work_in_flight, 2 * GONE_S + BACK_S)
 	load_kill(&l);
 	EXPECT_EQ(0, load_reap(&l, true));
 	/* The roles' children may still be exiting, closing their files. */
-	ASSERT_TRUE(WAIT_FOR(hpu_unload() == 0, 10));
+	ASSERT_EQ(0, hpu_unload());
 	ASSERT_EQ(0, hpu_load(""));
 	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
 	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
@@ -636,6 +636,31 @@ TEST_F(module, sync_file_outlives_device)
 	EXPECT_EQ(-ENODEV, sync_file_status(sf, driver, sizeof(driver)));
 	close(sf);
 	assert_back(_metadata, self->bdf, sizeof(self->bdf), WAY_UNBIND, self->mark);
+}
+
+/*
+ * A sync file outlives the file it came from: the module cannot go while
+ * the sync file holds its fence (whose code is the module's), and goes
+ * once it is closed.
+ */
+TEST_F(module, sync_file_holds_the_module)
+{
+	char driver[64];
+	int fd, sf;
+
+	sf = parked_sync_file(self->bdf, &fd);
+	ASSERT_LE(0, sf);
+	close(fd);
+	EXPECT_EQ(0, sync_file_failed(sf, "closed"));
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "hpu", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	EXPECT_GT(0, sync_file_status(sf, driver, sizeof(driver)));
+	close(sf);
+	ASSERT_EQ(0, hpu_unload());
+	ASSERT_EQ(0, hpu_load(""));
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
+	EXPECT_EQ(0, hpu_log_count(self->mark, BAD_LOG));
 }
 
 TEST_HARNESS_MAIN
