@@ -11,7 +11,7 @@
  * job's error), a doorbell writer with SIGBUS (the page revoked), none
  * hang; the kernel log stays clean; the device comes back and a fresh
  * process runs jobs on it.  Then 50 load/unload cycles of the module, each
- * running a job.
+ * running jobs, and sync files outliving their device and their file.
  */
 #include <poll.h>
 #include <signal.h>
@@ -57,16 +57,21 @@
 static int hotplug(const char *cmd)
 {
 	char req[512], tmp[512], ack[512], answer[256];
-	int err;
+	ssize_t n;
+	int fd;
 
 	snprintf(req, sizeof(req), "%s/hotplug.req", hpu_env("HPU_OUT"));
 	snprintf(tmp, sizeof(tmp), "%s/hotplug.req.tmp", hpu_env("HPU_OUT"));
 	snprintf(ack, sizeof(ack), "%s/hotplug.ack", hpu_env("HPU_OUT"));
 	unlink(ack);
-	close(open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-	err = hpu_write_file(tmp, cmd);
-	if (err || rename(tmp, req))
-		return err ? err : -errno;
+	/* Written whole, then renamed: the relay never reads half a request. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, cmd, strlen(cmd));
+	close(fd);
+	if (n < 0 || rename(tmp, req))
+		return -errno;
 	if (!WAIT_FOR(!hpu_read_file(ack, answer, sizeof(answer)), BACK_S))
 		return -ETIMEDOUT;
 	unlink(ack);
@@ -385,10 +390,13 @@ static int role_uq(const char *bdf, int rfd)
 	return 0;
 }
 
-static int (*const roles[])(const char *bdf, int rfd) = { role_rings, role_sync, role_uq };
+static const struct {
+	const char *name;
+	int (*run)(const char *bdf, int rfd);
+} roles[] = { { "rings", role_rings }, { "sync", role_sync }, { "uq", role_uq } };
 #define NUM_ROLES (sizeof(roles) / sizeof(roles[0]))
 
-/* The processes holding work in flight. */
+/* The processes holding work in flight; 0 for one not started. */
 struct load {
 	pid_t pids[NUM_ROLES];
 };
@@ -401,16 +409,21 @@ static int load_start(struct load *l, const char *bdf)
 	unsigned int i, n = 0;
 	char c;
 
+	memset(l, 0, sizeof(*l));
 	if (pipe(pipefd))
 		return -errno;
 	for (i = 0; i < NUM_ROLES; i++) {
-		l->pids[i] = fork();
-		if (!l->pids[i]) {
+		pid_t pid = fork();
+
+		if (!pid) {
 			/* A group of its own, with the children it forks: load_kill() ends them all. */
 			setpgid(0, 0);
 			close(pipefd[0]);
-			_exit(roles[i](bdf, pipefd[1]));
+			_exit(roles[i].run(bdf, pipefd[1]));
 		}
+		if (pid < 0)
+			break;
+		l->pids[i] = pid;
 	}
 	close(pipefd[1]);
 	p = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
@@ -445,16 +458,16 @@ static int load_reap(struct load *l, bool killed_ok)
 	int status, failed = 0;
 	unsigned int i;
 
-	for (i = 0; i < NUM_ROLES; i++) {
+	for (i = 0; i < NUM_ROLES && l->pids[i] > 0; i++) {
 		if (!WAIT_FOR(waitpid(l->pids[i], &status, WNOHANG) == l->pids[i], GONE_S)) {
-			fprintf(stderr, "# role %u hangs: killed; where it was:\n", i);
+			fprintf(stderr, "# %s hangs: killed; where it was:\n", roles[i].name);
 			print_stack(l->pids[i]);
 			kill(-l->pids[i], SIGKILL);
 			waitpid(l->pids[i], &status, 0);
 			failed++;
 		} else if (!(WIFEXITED(status) && !WEXITSTATUS(status)) &&
 			   !(killed_ok && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
-			fprintf(stderr, "# role %u failed (status %#x)\n", i, status);
+			fprintf(stderr, "# %s failed (status %#x)\n", roles[i].name, status);
 			failed++;
 		}
 	}
@@ -463,7 +476,7 @@ static int load_reap(struct load *l, bool killed_ok)
 
 static void load_kill(struct load *l)
 {
-	for (unsigned int i = 0; i < NUM_ROLES; i++)
+	for (unsigned int i = 0; i < NUM_ROLES && l->pids[i] > 0; i++)
 		kill(-l->pids[i], SIGKILL);
 }
 
