@@ -3,15 +3,17 @@
  * Lifecycle torture: the device taken away with work in flight, by PCI
  * unbind, PCI remove (then rescan), QEMU's device_del (then device_add,
  * through run-guest.sh -p) and rmmod, while processes have long jobs and
- * jobs parked on WAIT packets in every queue's ring, jobs waiting in the
+ * jobs parked on WAIT packets in three queues' rings, jobs waiting in the
  * driver for a syncobj, fences exported as sync files and polled, a user
  * queue with its doorbell page mapped and written, host pages pinned by
- * VM_MAP, and threads and forked processes blocked in WAIT and
- * UQUEUE_WAIT.  Every one of them must end on its own with -ENODEV (or its
- * job's error), a doorbell writer with SIGBUS (the page revoked), none
- * hang; the kernel log stays clean; the device comes back and a fresh
- * process runs jobs on it.  Then 50 load/unload cycles of the module, each
- * running jobs, and sync files outliving their device and their file.
+ * VM_MAP, threads and forked processes blocked in WAIT and UQUEUE_WAIT,
+ * and a process mapping, submitting and waiting as fast as it can.  Every
+ * one of them must end on its own with -ENODEV (or its job's error), a
+ * doorbell writer with SIGBUS (the page revoked), none hang; the host
+ * pages are unpinned, the kernel log stays clean, and the device comes
+ * back and a fresh process runs jobs on it.  Then 50 load/unload cycles of
+ * the module, each running jobs, and sync files outliving their device and
+ * their file.
  */
 #include <poll.h>
 #include <signal.h>
@@ -210,14 +212,17 @@ static int ready(int fd)
 	return write(fd, "r", 1) == 1 ? 0 : -errno;
 }
 
+/* The queue the busy role keeps to itself, so that its jobs run while the device is there. */
+#define BUSY_QUEUE (HPU_NUM_QUEUES - 1)
+
 /*
- * Long jobs in every ring: on each queue GEMMs, a job parked on a WAIT,
+ * Long jobs in the other rings: on each queue GEMMs, a job parked on a WAIT,
  * then one writing pinned host pages.  The role and a forked child holding
  * its fd block in WAIT for the last ones.
  */
 static int role_rings(const char *bdf, int rfd)
 {
-	uint64_t a, b, c, sync, host_va, last[HPU_NUM_QUEUES];
+	uint64_t a, b, c, sync, host_va, last[BUSY_QUEUE];
 	int fd = hpu_open_node(bdf), status, err;
 	struct hpu_cb cb;
 	uint32_t h[3];
@@ -234,7 +239,7 @@ static int role_rings(const char *bdf, int rfd)
 		"rings: VM_MAP");
 	host = host_pinned(fd, 16 * HPU_PAGE, &host_va);
 	FAIL_IF(!host, "rings: VM_MAP of host pages");
-	for (unsigned int q = 0; q < HPU_NUM_QUEUES; q++) {
+	for (unsigned int q = 0; q < BUSY_QUEUE; q++) {
 		cb.size = 0;
 		hpu_cb_slow_gemms(&cb, a, b, c, 4);
 		FAIL_IF((err = hpu_submit(fd, q, cb.buf, cb.size, NULL)), "rings: SUBMIT %d", err);
@@ -251,7 +256,7 @@ static int role_rings(const char *bdf, int rfd)
 	if (!child)
 		_exit(wait_gone(fd, last[0], "rings' child") || calls_gone(fd, "rings' child"));
 	FAIL_IF(ready(rfd), "rings: ready");
-	err = wait_gone(fd, last[HPU_NUM_QUEUES - 1], "rings");
+	err = wait_gone(fd, last[BUSY_QUEUE - 1], "rings");
 	err = err || calls_gone(fd, "rings");
 	FAIL_IF(waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status),
 		"rings: its child failed (status %#x)", status);
@@ -390,10 +395,52 @@ static int role_uq(const char *bdf, int rfd)
 	return 0;
 }
 
+/*
+ * Calls racing the device's going: maps host pages, submits a job writing
+ * them on BUSY_QUEUE, waits for it and unmaps them, again and again.  Until
+ * the device goes each step succeeds and the job writes what it should;
+ * the first that fails says -ENODEV.
+ */
+static int role_busy(const char *bdf, int rfd)
+{
+	int fd = hpu_open_node(bdf), err = 0, job_err, unmap_err;
+	uint8_t *host = hpu_host_pages(HPU_PAGE);
+	struct hpu_cb cb;
+	uint64_t va, seq;
+	unsigned int i;
+
+	FAIL_IF(fd < 0 || !host, "busy: open: %d", fd);
+	FAIL_IF(ready(rfd), "busy: ready");
+	for (i = 0; !err; i++) {
+		va = 0;
+		err = hpu_vm_map(fd, 0, 0, host, HPU_PAGE, RW, &va);
+		if (err)
+			break;
+		cb.size = 0;
+		hpu_cb_memset(&cb, va, i & 0xff, HPU_PAGE);
+		job_err = 0;
+		err = hpu_submit(fd, BUSY_QUEUE, cb.buf, cb.size, &seq);
+		err = err ? err : hpu_wait(fd, seq, -1, &job_err);
+		err = err ? err : job_err;
+		FAIL_IF(!err && (host[0] != (i & 0xff) || host[HPU_PAGE - 1] != (i & 0xff)),
+			"busy: job %u wrote %#x", i, host[0]);
+		unmap_err = hpu_vm_unmap(fd, va);
+		err = err ? err : unmap_err;
+	}
+	FAIL_IF(err != -ENODEV, "busy: step %u failed with %d (want -ENODEV)", i, err);
+	/* load_start() gives the roles half a second before the device goes. */
+	FAIL_IF(i < 2, "busy: the device went after %u steps: nothing raced it", i);
+	FAIL_IF(calls_gone(fd, "busy"), "busy");
+	close(fd);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(const char *bdf, int rfd);
-} roles[] = { { "rings", role_rings }, { "sync", role_sync }, { "uq", role_uq } };
+} roles[] = {
+	{ "rings", role_rings }, { "sync", role_sync }, { "uq", role_uq }, { "busy", role_busy },
+};
 #define NUM_ROLES (sizeof(roles) / sizeof(roles[0]))
 
 /* The processes holding work in flight; 0 for one not started. */
@@ -530,6 +577,28 @@ FIXTURE_VARIANT_ADD(gone, unbind) { .way = WAY_UNBIND };
 FIXTURE_VARIANT_ADD(gone, remove) { .way = WAY_REMOVE };
 FIXTURE_VARIANT_ADD(gone, device_del) { .way = WAY_UNPLUG };
 
+/*
+ * Host pages pinned system-wide (pin_user_pages(), as VM_MAP pins them), from
+ * /proc/vmstat once its per-CPU counts are folded in; -1 if unknown.
+ */
+static long long host_pins(void)
+{
+	long long acquired = -1, released = -1;
+	char line[128];
+	FILE *f;
+
+	if (hpu_write_file("/proc/sys/vm/stat_refresh", "1"))
+		return -1;
+	f = fopen("/proc/vmstat", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, "nr_foll_pin_acquired %lld", &acquired);
+		sscanf(line, "nr_foll_pin_released %lld", &released);
+	}
+	if (f)
+		fclose(f);
+	return acquired < 0 || released < 0 ? -1 : acquired - released;
+}
+
 /* The device back, a fresh process runs jobs on it, and the kernel log is clean. */
 static void assert_back(struct __test_metadata *_metadata, char *bdf, size_t len, enum way way,
 			const char *mark)
@@ -542,16 +611,20 @@ static void assert_back(struct __test_metadata *_metadata, char *bdf, size_t len
 /* ROUNDS times: work in flight, the device goes, every process sees it, it comes back. */
 TEST_F_TIMEOUT(gone, with_work_in_flight, ROUNDS * (2 * GONE_S + BACK_S))
 {
+	long long pins;
 	struct load l;
 	double t;
 
 	if (variant->way == WAY_UNPLUG && !hotplug_relay())
 		SKIP(return, "no hot-plug relay (run-guest.sh -p)");
 	for (unsigned int round = 0; round < ROUNDS; round++) {
+		pins = host_pins();
+		ASSERT_LE(0, pins);
 		ASSERT_EQ(0, load_start(&l, self->bdf)) {
 			load_kill(&l);
 			load_reap(&l, true);
 		}
+		EXPECT_LT(pins, host_pins());
 		t = hpu_now_s();
 		ASSERT_EQ(0, device_go(self->bdf, variant->way)) {
 			load_kill(&l);
@@ -560,6 +633,9 @@ TEST_F_TIMEOUT(gone, with_work_in_flight, ROUNDS * (2 * GONE_S + BACK_S))
 		EXPECT_EQ(0, load_reap(&l, false));
 		TH_LOG("round %u: every process saw the device go within %.2f s", round,
 		       hpu_now_s() - t);
+		/* Their files are closed: the pages they had mapped are unpinned. */
+		EXPECT_TRUE(WAIT_FOR(host_pins() == pins, 10))
+			TH_LOG("%lld host pages still pinned", host_pins() - pins);
 		t = hpu_now_s();
 		assert_back(_metadata, self->bdf, sizeof(self->bdf), variant->way, self->mark);
 		TH_LOG("round %u: back and running jobs in %.2f s", round, hpu_now_s() - t);
@@ -573,8 +649,10 @@ TEST_F_TIMEOUT(gone, with_work_in_flight, ROUNDS * (2 * GONE_S + BACK_S))
  */
 TEST_F_TIMEOUT(module, rmmod_with_work_in_flight, 2 * GONE_S + BACK_S)
 {
+	long long pins = host_pins();
 	struct load l;
 
+	ASSERT_LE(0, pins);
 	ASSERT_EQ(0, load_start(&l, self->bdf)) {
 		load_kill(&l);
 		load_reap(&l, true);
@@ -588,6 +666,8 @@ TEST_F_TIMEOUT(module, rmmod_with_work_in_flight, 2 * GONE_S + BACK_S)
 	EXPECT_EQ(0, load_reap(&l, true));
 	/* The roles' children may still be exiting, closing their files. */
 	ASSERT_EQ(0, hpu_unload());
+	EXPECT_TRUE(WAIT_FOR(host_pins() == pins, 10))
+		TH_LOG("%lld host pages still pinned", host_pins() - pins);
 	ASSERT_EQ(0, hpu_load(""));
 	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
 	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
