@@ -9,6 +9,12 @@
  * image (magic, interface version, sizes, flags, CRC-32) and reports READY
  * with the device's capabilities or FAILED with a reason in BOOT_ERROR,
  * and raises BOOT_DONE either way.
+ *
+ * Resets (1.7): a cold one (HPU_RESET_KEY, and power-on) zeroes everything and
+ * disarms fault injection; a warm one (HPU_RESET_KEY_WARM) keeps HBM but its
+ * context table, the queues' saved and started jobs (hdm_qman.c) and fault
+ * injection.  The heartbeat counts HPU_FW_HEARTBEAT_MS periods of the device
+ * clock since READY, computed when read.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,7 +49,8 @@ void hdm_core_unlock(struct hdm_core *core)
 
 	core->irq_pending = false;
 	pthread_mutex_unlock(&core->lock);
-	if (raise)
+	/* A lost message leaves its causes latched: the next one, or a poll, finds them. */
+	if (raise && !hdm_fault_should_fail(core, HPU_FAULT_LOST_IRQ, HPU_FI_ANY_ASID))
 		core->ops->irq_raise(core->opaque, HPU_MSIX_VEC_MISC);
 }
 
@@ -83,17 +90,64 @@ void hdm_guest_error(struct hdm_core *core, enum hpu_err_code code, const char *
 	hdm_irq_set(core, HPU_IRQ_ERROR);
 }
 
-static int hdm_reset(struct hdm_core *core);
+static int hdm_reset(struct hdm_core *core, bool warm);
 
 static void hdm_write_reset(struct hdm_core *core, unsigned int unit HDM_UNUSED,
 			    uint32_t value)
 {
-	if (value != HPU_RESET_KEY) {
+	if (value != HPU_RESET_KEY && value != HPU_RESET_KEY_WARM) {
 		hdm_guest_error(core, HPU_ERR_BAD_RESET_KEY,
-				"RESET written with 0x%08" PRIx32 ", not the reset key", value);
+				"RESET written with 0x%08" PRIx32 ", not a reset key", value);
 		return;
 	}
-	hdm_reset(core);
+	if (value == HPU_RESET_KEY_WARM &&
+	    hdm_fault_should_fail(core, HPU_FAULT_RESET_FAIL, HPU_FI_ANY_ASID))
+		return;
+	hdm_reset(core, value == HPU_RESET_KEY_WARM);
+}
+
+static void hdm_write_engine_reset(struct hdm_core *core, unsigned int unit HDM_UNUSED,
+				   uint32_t value)
+{
+	if (value != HPU_RESET_KEY) {
+		hdm_guest_error(core, HPU_ERR_BAD_RESET_KEY,
+				"ENGINE_RESET written with 0x%08" PRIx32 ", not the reset key", value);
+		return;
+	}
+	if (!hdm_fault_should_fail(core, HPU_FAULT_RESET_FAIL, HPU_FI_ANY_ASID))
+		hdm_qman_engine_reset(core);
+}
+
+void hdm_heartbeat_update(struct hdm_core *core)
+{
+	const uint64_t period = HPU_FW_HEARTBEAT_MS * 1000000ull;
+	uint64_t now, n;
+
+	if (HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY || core->hb_lost)
+		return;
+	now = core->ops->now_ns(core->opaque);
+	n = now > core->hb_ready_ns ? (now - core->hb_ready_ns) / period : 0;
+	if (n > UINT32_MAX)
+		n = UINT32_MAX;
+	/* Each period is an event of HEARTBEAT_LOSS; unarmed, they all pass at once. */
+	while (core->hb_periods < n) {
+		if (!(__atomic_load_n(&core->fault.armed, __ATOMIC_RELAXED) &
+		      1u << HPU_FAULT_HEARTBEAT_LOSS)) {
+			core->hb_periods = (uint32_t)n;
+			break;
+		}
+		if (hdm_fault_should_fail(core, HPU_FAULT_HEARTBEAT_LOSS, HPU_FI_ANY_ASID)) {
+			core->hb_lost = true;
+			break;
+		}
+		core->hb_periods++;
+	}
+}
+
+static uint32_t hdm_read_heartbeat(struct hdm_core *core, unsigned int unit HDM_UNUSED)
+{
+	hdm_heartbeat_update(core);
+	return HDM_CORE_REG(core, BOOT_STATUS) == HPU_FW_BOOT_READY ? core->hb_periods : 0;
 }
 
 static void hdm_write_boot_ctrl(struct hdm_core *core, unsigned int unit HDM_UNUSED,
@@ -140,6 +194,14 @@ static void hdm_write_irq_mask(struct hdm_core *core, unsigned int unit HDM_UNUS
 }
 
 #define HDM_REG_DESC(reg, acc, fn) [HPU_REG_##reg / 4] = { #reg, acc, NULL, fn, NULL }
+
+/* Registers of 1.7 before fault injection's (hdm_fault.c). */
+#define HDM_RESET_REG_WORDS ((HPU_REG_ENGINE_RESET - HPU_REG_FW_HEARTBEAT) / 4 + 1)
+
+static const struct hdm_reg_desc hdm_reset_reg_descs[HDM_RESET_REG_WORDS] = {
+	[0] = { "FW_HEARTBEAT", HDM_REG_R, NULL, NULL, hdm_read_heartbeat },
+	[1] = { "ENGINE_RESET", HDM_REG_W, NULL, hdm_write_engine_reset, NULL },
+};
 
 static const struct hdm_reg_desc hdm_reg_descs[HDM_DEV_REG_WORDS] = {
 	HDM_REG_DESC(ID, HDM_REG_R, NULL),
@@ -192,6 +254,9 @@ static const struct hdm_reg_block hdm_bar0_blocks[] = {
 	HDM_REG_BLOCK(0, HDM_DEV_REG_WORDS * 4, 1, NULL, hdm_reg_descs, 0),
 	HDM_REG_BLOCK(HPU_REG_EQ_RING_LO, HDM_EQ_REG_WORDS * 4, 1, NULL, hdm_eq_reg_descs, 0),
 	HDM_REG_BLOCK(HPU_REG_UQ_IRQ_PENDING, 4, 1, NULL, hdm_uq_irq_reg_descs, 0),
+	HDM_REG_BLOCK(HPU_REG_FW_HEARTBEAT, HDM_RESET_REG_WORDS * 4, 1, NULL, hdm_reset_reg_descs,
+		      0),
+	HDM_REG_BLOCK(HPU_REG_FI_SELECT, HDM_FI_REG_WORDS * 4, 1, NULL, hdm_fi_reg_descs, 0),
 	HDM_REG_BLOCK(HPU_REG_QUEUE_BASE, HPU_REG_QUEUE_STRIDE, HPU_NUM_QUEUES, "queue",
 		      hdm_qman_reg_descs, 0),
 	HDM_REG_BLOCK(HPU_REG_UQ_BASE, HPU_REG_UQ_STRIDE, HPU_NUM_UQ, "user queue",
@@ -262,6 +327,10 @@ static void hdm_boot_ready(struct hdm_core *core)
 	HDM_CORE_REG(core, CAPS) = core->cfg.caps;
 	HDM_CORE_REG(core, NUM_UQ) = HPU_NUM_UQ;
 	HDM_CORE_REG(core, BOOT_STATUS) = HPU_FW_BOOT_READY;
+	core->hb_ready_ns = core->ops->now_ns(core->opaque);
+	core->hb_periods = 0;
+	/* User queues a warm reset kept run again. */
+	hdm_qman_kick(core);
 }
 
 void hdm_core_boot_run(struct hdm_core *core)
@@ -290,6 +359,8 @@ void hdm_core_boot_run(struct hdm_core *core)
 	/* Without HBM nothing may run: no doorbell is taken until READY. */
 	if (!core->hbm)
 		err = HPU_FW_ERR_NO_HBM;
+	if (hdm_fault_should_fail(core, HPU_FAULT_BOOT_FAIL, HPU_FI_ANY_ASID))
+		err = HPU_FW_ERR_INJECTED;
 	if (err == HPU_FW_ERR_NONE) {
 		hdm_boot_ready(core);
 	} else {
@@ -467,18 +538,29 @@ void hdm_core_mmu_write(struct hdm_core *core, uint64_t offset, uint64_t value,
 }
 
 /*
- * Lock held.  Without host memory for HBM the device stays FAILED (BOOT_ERROR
- * NO_HBM) with core->hbm NULL, until a reset finds some.
+ * Lock held (dropped while a warm reset lets the engine reach a yield point).
+ * Without host memory for HBM the device stays FAILED (BOOT_ERROR NO_HBM) with
+ * core->hbm NULL, until a reset finds some; a warm reset without HBM is a cold one.
  */
-static int hdm_reset(struct hdm_core *core)
+static int hdm_reset(struct hdm_core *core, bool warm)
 {
+	const size_t uq_words = HPU_NUM_UQ * HPU_REG_UQ_STRIDE / 4;
+	uint32_t *uq_regs = &core->regs[HPU_REG_UQ_BASE / 4];
+	uint32_t uq_kept[HPU_NUM_UQ * HPU_REG_UQ_STRIDE / 4];
 	struct hdm_hbm *old = core->hbm;
 
+	warm = warm && old;
+	if (warm)
+		hdm_qman_quiesce(core);
 	if (HDM_CORE_REG(core, BOOT_STATUS) == HPU_FW_BOOT_LOADING)
 		core->ops->cancel_boot(core->opaque);
 
 	/* Capability registers stay zero until a boot succeeds. */
+	if (warm)
+		memcpy(uq_kept, uq_regs, sizeof(uq_kept));
 	memset(core->regs, 0, sizeof(core->regs));
+	if (warm)
+		memcpy(uq_regs, uq_kept, uq_words * 4);
 	core->boot_addr = 0;
 	core->boot_size = 0;
 	HDM_CORE_REG(core, ID) = HPU_ID_VALUE;
@@ -490,7 +572,16 @@ static int hdm_reset(struct hdm_core *core)
 	/* Work in flight (a boot fetch, a job, an event write) sees this and lets go. */
 	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
 	core->eq_posting = false;
-	hdm_qman_reset(core);
+	core->hb_lost = false;
+	core->hb_periods = 0;
+	hdm_qman_reset(core, warm);
+	if (!warm)
+		hdm_fault_disarm_all(&core->fault);
+	if (warm) {
+		/* The MMU's context table is HBM the driver writes again. */
+		hdm_hbm_zero(core->hbm, HPU_MMU_CTX_TABLE, HPU_MMU_NUM_ASIDS * 8ull);
+		return 0;
+	}
 	core->hbm = hdm_hbm_new(core->cfg.hbm_size);
 	if (old)
 		hdm_qman_retire(core, old);
@@ -507,7 +598,8 @@ int hdm_core_reset(struct hdm_core *core)
 	int err;
 
 	hdm_core_lock(core);
-	err = hdm_reset(core);
+	err = hdm_reset(core, false);
+	hdm_fault_power_on(&core->fault, core->cfg.faults);
 	hdm_core_unlock(core);
 	return err;
 }
@@ -515,12 +607,19 @@ int hdm_core_reset(struct hdm_core *core)
 int hdm_core_init(struct hdm_core *core, const struct hdm_core_ops *ops, void *opaque,
 		  const struct hdm_core_config *cfg)
 {
+	pthread_condattr_t attr;
+
 	memset(core, 0, sizeof(*core));
 	core->ops = ops;
 	core->opaque = opaque;
 	core->cfg = *cfg;
 	pthread_mutex_init(&core->lock, NULL);
 	pthread_cond_init(&core->qman.work, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&core->qman.stepped, &attr);
+	pthread_condattr_destroy(&attr);
+	hdm_fault_init(&core->fault);
 	core->qman.held_max = HDM_TMEM_HELD_MAX;
 	hdm_mme_init();
 	hdm_tpc_init(&core->tpc);
@@ -535,6 +634,8 @@ void hdm_core_destroy(struct hdm_core *core)
 	if (core->hbm)
 		hdm_hbm_put(core->hbm);
 	hdm_tpc_destroy(&core->tpc);
+	hdm_fault_destroy(&core->fault);
+	pthread_cond_destroy(&core->qman.stepped);
 	pthread_cond_destroy(&core->qman.work);
 	pthread_mutex_destroy(&core->lock);
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "hpu_fw_if.h"
+#include "hdm_fault.h"
 #include "hdm_hbm.h"
 #include "hdm_qman.h"
 #include "hpu_regs.h"
@@ -56,6 +57,8 @@ struct hdm_core_config {
 	uint32_t num_mme;
 	uint32_t num_tpc;
 	uint32_t caps; /* HPU_REG_CAPS_* */
+	/* Fault injection at power-on, by kind (hdm_fault_parse() of the "fault-*" properties). */
+	struct hdm_fault_settings faults[HPU_FAULT_KINDS];
 };
 
 /* dma_read, dma_write, irq_raise and now_ns are also called from the engine's thread. */
@@ -72,7 +75,7 @@ struct hdm_core_ops {
 	void (*cancel_boot)(void *opaque);
 	/* Report a guest programming error (one line, no newline). */
 	void (*log_guest_error)(void *opaque, const char *msg);
-	/* The device clock in ns, for TIMESTAMP packets. */
+	/* The device clock in ns, for TIMESTAMP packets and the heartbeat. */
 	uint64_t (*now_ns)(void *opaque);
 };
 
@@ -93,6 +96,11 @@ struct hdm_core {
 	bool eq_posting;      /* the engine is writing an event entry */
 	struct hdm_qman qman;
 	struct hdm_tpc_pool tpc; /* its own lock; used by the engine thread alone */
+	/* The heartbeat (1.7): periods counted since READY at ready_ns, when it is read. */
+	uint64_t hb_ready_ns;
+	uint32_t hb_periods;
+	bool hb_lost;          /* HEARTBEAT_LOSS injected: it stands still until a reset */
+	struct hdm_fault fault; /* its own lock, a leaf */
 };
 
 /* 0 if cfg describes a device we can model, else -EINVAL with the reason in err. */
@@ -107,10 +115,10 @@ int hdm_core_init(struct hdm_core *core, const struct hdm_core_ops *ops, void *o
 /* The engine must be stopped (and its thread joined) first. */
 void hdm_core_destroy(struct hdm_core *core);
 /*
- * A full reset: registers, queues, events, and HBM back to zeros.  0, or
- * -ENOMEM when the host has no memory for HBM: the device is then FAILED
- * (BOOT_ERROR NO_HBM), and stays so until a reset (by the guest's RESET
- * too) finds some.
+ * Power-on: a cold reset (registers, queues, events, and HBM back to zeros),
+ * and fault injection as cfg->faults says.  0, or -ENOMEM when the host has
+ * no memory for HBM: the device is then FAILED (BOOT_ERROR NO_HBM), and stays
+ * so until a reset (by the guest's RESET too) finds some.
  */
 int hdm_core_reset(struct hdm_core *core);
 
@@ -143,7 +151,10 @@ void hdm_core_boot_run(struct hdm_core *core);
  */
 bool hdm_core_engine_wait(struct hdm_core *core);
 void hdm_core_engine_run(struct hdm_core *core);
-/* Ends the engine: the job running is abandoned at its next step, wait returns false. */
+/*
+ * Ends the engine: the job running is abandoned at its next step (a hung packet
+ * at once), wait returns false.
+ */
 void hdm_core_engine_stop(struct hdm_core *core);
 
 /* Host chunks backing HBM now (it is allocated lazily). */

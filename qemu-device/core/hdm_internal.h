@@ -76,6 +76,9 @@ extern const struct hdm_reg_desc hdm_eq_reg_descs[HDM_EQ_REG_WORDS];
 extern const struct hdm_reg_desc hdm_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4];
 extern const struct hdm_reg_desc hdm_uq_reg_descs[HPU_REG_UQ_STRIDE / 4];
 extern const struct hdm_reg_desc hdm_uq_irq_reg_descs[1];
+/* Fault injection's registers (1.7), in hdm_fault.c. */
+#define HDM_FI_REG_WORDS ((HPU_REG_FI_CTRL - HPU_REG_FI_SELECT) / 4 + 1)
+extern const struct hdm_reg_desc hdm_fi_reg_descs[HDM_FI_REG_WORDS];
 /* A doorbell page's registers (BAR HPU_BAR_UQ_DOORBELL); the rest of the page is a hole. */
 #define HDM_UQ_DB_WORDS (HPU_UQ_DB_ERRORS / 4 + 1)
 extern const struct hdm_reg_desc hdm_uq_db_reg_descs[HDM_UQ_DB_WORDS];
@@ -118,8 +121,26 @@ void hdm_uq_job_end(struct hdm_job *job, enum hdm_pkt_status status);
 /* User queue q's CI moved: an armed queue interrupts.  Lock held. */
 void hdm_uq_ci_moved(struct hdm_core *core, unsigned int q);
 
-/* Device reset of the queues' engine state; lock held, registers already zeroed. */
-void hdm_qman_reset(struct hdm_core *core);
+/* Count the heartbeat's periods up to now (HEARTBEAT_LOSS may stop it).  Lock held. */
+void hdm_heartbeat_update(struct hdm_core *core);
+
+/* The engine may have work: wake it, or let it see so while it polls.  Lock held. */
+void hdm_qman_kick(struct hdm_core *core);
+/*
+ * Before a warm reset: the job the engine is in gets HPU_ENGINE_SLICE_US to reach
+ * a yield point (and no other starts meanwhile).  Lock held, dropped while waiting.
+ */
+void hdm_qman_quiesce(struct hdm_core *core);
+/*
+ * Device reset of the queues' engine state; lock held, registers already zeroed
+ * but, on a warm reset, the user queues' restored.  A warm one keeps the kernel
+ * queues' tables, saves their started jobs there, and keeps the user queues.
+ */
+void hdm_qman_reset(struct hdm_core *core, bool warm);
+/* ENGINE_RESET: the engine leaves the job it is in (see hpu_regs.h).  Lock held, dropped. */
+void hdm_qman_engine_reset(struct hdm_core *core);
+/* ENGINE_HANG injected at the packet the job starts: it waits there, then fails ABORTED. */
+enum hdm_pkt_status hdm_qman_hang(struct hdm_job *job);
 /* Hand HBM a reset replaced to the engine, which frees it off the MMIO path.  Lock held. */
 void hdm_qman_retire(struct hdm_core *core, struct hdm_hbm *hbm);
 /*

@@ -86,6 +86,9 @@ static enum hdm_pkt_status hdm_pkt_write_completion(struct hdm_job *job, const u
 	uint8_t value[8];
 
 	memcpy(value, pkt + HDM_PKT_OFF(write_completion, value), sizeof(value));
+	/* Injected: the value written is not the one the driver waits for. */
+	if (hdm_fault_should_fail(core, HPU_FAULT_BAD_COMPLETION, job->asid))
+		hdm_st_le64(value, ~hdm_ld_le64(value));
 	if (core->ops->dma_write(core->opaque, addr, value, sizeof(value)))
 		return hdm_job_fail(job, HPU_EVENT_DMA_ERROR, addr);
 	return HDM_PKT_DONE;
@@ -99,7 +102,8 @@ static enum hdm_pkt_status hdm_pkt_interrupt(struct hdm_job *job, const uint8_t 
 	/* Vector 0 is the device's own (boot, errors, events). */
 	if (vector == HPU_MSIX_VEC_MISC || vector >= HPU_MSIX_VECTORS)
 		return hdm_job_fail(job, HPU_EVENT_ILLEGAL_PACKET, job->pos);
-	core->ops->irq_raise(core->opaque, vector);
+	if (!hdm_fault_should_fail(core, HPU_FAULT_LOST_IRQ, job->asid))
+		core->ops->irq_raise(core->opaque, vector);
 	return HDM_PKT_DONE;
 }
 
@@ -321,6 +325,10 @@ static enum hdm_pkt_status hdm_pkt_run_buffer(struct hdm_job *job)
 		pkt = hdm_pkt_check(job, &desc);
 		if (!pkt)
 			return HDM_PKT_FAILED;
+		/* Injected as it starts (not as it goes on after a yield): it never ends. */
+		if (!job->moved &&
+		    hdm_fault_should_fail(job->core, HPU_FAULT_ENGINE_HANG, job->asid))
+			return hdm_qman_hang(job);
 		job->engine = hdm_pkt_engine(job, desc->engine);
 		if (desc->exec)
 			status = desc->exec(job, pkt);

@@ -4,8 +4,10 @@
  * the engine shares itself between queues (slices, yields, set-aside jobs,
  * the adaptive poll window) is told in hdm_qman.h.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "hdm_internal.h"
 #include "hdm_le.h"
@@ -33,12 +35,14 @@ bool hdm_job_cancelled(const struct hdm_job *job)
 {
 	struct hdm_core *core = job->core;
 
-	return __atomic_load_n(&core->qman.queues[job->queue].abort, __ATOMIC_RELAXED) ||
+	const struct hdm_qman_queue *qq = &core->qman.queues[job->queue];
+
+	return __atomic_load_n(&qq->abort, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&qq->kill, __ATOMIC_RELAXED) ||
 	       __atomic_load_n(&core->gen, __ATOMIC_RELAXED) != job->gen;
 }
 
-/* The engine may have work: wake it, or let it see so while it polls.  Lock held. */
-static void hdm_qman_kick(struct hdm_core *core)
+void hdm_qman_kick(struct hdm_core *core)
 {
 	__atomic_add_fetch(&core->qman.kicks, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&core->qman.work);
@@ -221,16 +225,82 @@ const struct hdm_reg_desc hdm_qman_reg_descs[HPU_REG_QUEUE_STRIDE / 4] = {
 	[HPU_Q_ABORT_IN_CALL / 4] = { "ABORT_IN_CALL", HDM_REG_R, NULL, NULL },
 	[HPU_Q_PREEMPT_FREE / 4] = { "PREEMPT_FREE", HDM_REG_R, NULL, NULL,
 				     hdm_q_read_preempt_free },
+	[HPU_Q_SAVED_TAG_LO / 4] = { "SAVED_TAG_LO", HDM_REG_R, NULL, NULL },
+	[HPU_Q_SAVED_TAG_HI / 4] = { "SAVED_TAG_HI", HDM_REG_R, NULL, NULL },
 };
 
-void hdm_qman_reset(struct hdm_core *core)
+static struct hdm_qman_saved *hdm_qman_save(struct hdm_job *job);
+
+/*
+ * A warm reset: kernel queue q's started job (not in the engine) goes into its
+ * table, its tag into SAVED_TAG, unless the table has no room for it.  Lock held.
+ */
+static void hdm_qman_warm_save(struct hdm_core *core, unsigned int q)
+{
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
+	struct hdm_qman_saved *s;
+	int slot;
+
+	if (!qq->parked)
+		return;
+	s = hdm_qman_save(&qq->job);
+	if (!s)
+		return;
+	slot = hdm_qman_saved_find(qq, 0, true);
+	if (slot < 0 || hdm_qman_saved_find(qq, s->tag, false) >= 0) {
+		hdm_log(core, "queue 0x%" PRIx32 ": warm reset drops job tag 0x%" PRIx64 ": %s",
+			hdm_qman_queue_id(q), s->tag, slot < 0 ? "no free entry" :
+			"its tag has an entry");
+		s->next = core->qman.dropped;
+		core->qman.dropped = s;
+		hdm_qman_kick(core);
+		return;
+	}
+	qq->saved[slot] = s;
+	core->regs[HPU_REG_Q(q, HPU_Q_SAVED_TAG_LO) / 4] = (uint32_t)s->tag;
+	core->regs[HPU_REG_Q(q, HPU_Q_SAVED_TAG_HI) / 4] = (uint32_t)(s->tag >> 32);
+}
+
+/*
+ * A warm reset keeps user queue q as it was: its started job goes on at the next
+ * READY; the one the engine is in (it did not yield in time) ends ABORTED then.
+ * Lock held.
+ */
+static void hdm_qman_warm_keep(struct hdm_core *core, unsigned int q)
+{
+	struct hdm_qman_queue *qq = &core->qman.queues[q];
+
+	if (qq->running) {
+		qq->parked = true;
+		if (!qq->abort)
+			qq->abort_pi = HDM_Q_REG(core, q, CI) + 1;
+		__atomic_store_n(&qq->abort, 1, __ATOMIC_RELAXED);
+		/* Busy, and in the engine until the abandoned step has let go of memory. */
+		HDM_Q_REG(core, q, STATUS) = HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE;
+	}
+	qq->running = false;
+	qq->recheck = qq->parked;
+	qq->deferred_ns = 0;
+	__atomic_store_n(&qq->kill, 0, __ATOMIC_RELAXED);
+}
+
+void hdm_qman_reset(struct hdm_core *core, bool warm)
 {
 	unsigned int q;
 
 	/* A step still in progress belongs to the old generation: it defers no one now. */
 	core->qman.current = -1;
+	/* A hung packet lets go. */
+	pthread_cond_broadcast(&core->qman.stepped);
 	for (q = 0; q < HDM_QMAN_QUEUES; q++) {
 		struct hdm_qman_queue *qq = &core->qman.queues[q];
+
+		if (warm && hdm_qman_is_uq(q)) {
+			hdm_qman_warm_keep(core, q);
+			continue;
+		}
+		if (warm)
+			hdm_qman_warm_save(core, q);
 
 		/* A job the engine is still in reads busy until it has let go of memory. */
 		HDM_Q_REG(core, q, STATUS) = qq->running ? HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE : 0;
@@ -241,7 +311,9 @@ void hdm_qman_reset(struct hdm_core *core)
 		__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&qq->preempt, 0, __ATOMIC_RELAXED);
 		qq->drop_rest = false;
-		hdm_qman_drop_saved(core, q);
+		__atomic_store_n(&qq->kill, 0, __ATOMIC_RELAXED);
+		if (!warm)
+			hdm_qman_drop_saved(core, q);
 	}
 }
 
@@ -441,8 +513,12 @@ static void hdm_qman_end_step(struct hdm_core *core, struct hdm_qman_queue *qq,
 		hdm_qman_report(core, job);
 	}
 	if (job->gen != core->gen) {
-		/* A device reset abandoned the job: the queue's state is no longer its own. */
-		HDM_Q_REG(core, q, STATUS) = 0;
+		/*
+		 * A device reset abandoned the job: the queue's state is no longer its own
+		 * (but for a user queue a warm reset kept, parked with the job to abort).
+		 */
+		HDM_Q_REG(core, q, STATUS) = qq->parked ?
+			HDM_Q_REG(core, q, STATUS) & ~HPU_Q_STATUS_ENGINE : 0;
 		return;
 	}
 	qq->running = false;
@@ -463,6 +539,7 @@ static void hdm_qman_end_step(struct hdm_core *core, struct hdm_qman_queue *qq,
 	hdm_q_move_ci(core, q,
 		      qq->abort || qq->drop_rest ? qq->abort_pi : HDM_Q_REG(core, q, CI) + 1);
 	__atomic_store_n(&qq->abort, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&qq->kill, 0, __ATOMIC_RELAXED);
 	qq->drop_rest = false;
 	HDM_Q_REG(core, q, STATUS) = 0;
 }
@@ -472,9 +549,11 @@ static bool hdm_qman_ready(struct hdm_core *core, unsigned int q)
 {
 	const struct hdm_qman_queue *qq = &core->qman.queues[q];
 
-	if (qq->running)
+	/* Nothing runs without firmware, nor while a warm reset waits. */
+	if (qq->running || HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY ||
+	    core->qman.quiesce)
 		return false;
-	return qq->parked ? qq->recheck || qq->abort || qq->preempt :
+	return qq->parked ? qq->recheck || qq->abort || qq->preempt || qq->kill :
 			    HDM_Q_REG(core, q, PI) != HDM_Q_REG(core, q, CI);
 }
 
@@ -498,7 +577,7 @@ bool hdm_job_slice_over(struct hdm_job *job)
 	bool others = false;
 	unsigned int r;
 
-	if (hdm_job_preempting(job))
+	if (hdm_job_preempting(job) || __atomic_load_n(&core->qman.quiesce, __ATOMIC_RELAXED))
 		return true;
 	if (now < __atomic_load_n(&job->yield_ns, __ATOMIC_RELAXED))
 		return false;
@@ -549,6 +628,37 @@ uint32_t hdm_q_read_deferred(struct hdm_core *core, unsigned int q)
 	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
+/*
+ * Fault injection at a job's start, once its descriptor is read: it fails as if
+ * its descriptor's fetch had (the address reported).  -1 if it fails.
+ */
+static int hdm_job_inject(struct hdm_job *job)
+{
+	if (hdm_fault_should_fail(job->core, HPU_FAULT_MMU_FAULT, job->asid))
+		return hdm_job_fail(job, HPU_EVENT_MMU_FAULT, job->slot);
+	if (hdm_fault_should_fail(job->core, HPU_FAULT_DMA_ERROR, job->asid))
+		return hdm_job_fail(job, HPU_EVENT_DMA_ERROR, job->slot);
+	return 0;
+}
+
+/*
+ * An ENGINE_RESET came for the step's job: it ends ABORTED at the packet it was
+ * in, as the queue manager reports an abort, unless it completed (or failed of
+ * its own) first.  The step's status after it.
+ */
+static enum hdm_pkt_status hdm_job_killed(struct hdm_job *job, enum hdm_pkt_status status)
+{
+	struct hdm_core *core = job->core;
+
+	if (!__atomic_load_n(&core->qman.queues[job->queue].kill, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&core->gen, __ATOMIC_RELAXED) != job->gen || status == HDM_PKT_DONE ||
+	    (status == HDM_PKT_FAILED && job->fault != HPU_EVENT_ABORTED))
+		return status;
+	job->engine = HPU_ENGINE_QMAN;
+	hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+	return HDM_PKT_FAILED;
+}
+
 /* Start the job at CI, or resume a parked one, and run it as far as it goes. */
 static void hdm_qman_step(struct hdm_core *core, unsigned int q)
 {
@@ -572,6 +682,7 @@ static void hdm_qman_step(struct hdm_core *core, unsigned int q)
 	job->queue = q;
 	job->gen = core->gen;
 	core->qman.current = (int)q;
+	core->qman.step_thread = pthread_self();
 	core->qman.step_ns = hdm_core_now_ns();
 	job->yield_ns = core->qman.step_ns + HPU_ENGINE_SLICE_US * 1000ull;
 	job->hbm = hdm_hbm_get(core->hbm);
@@ -595,12 +706,13 @@ static void hdm_qman_step(struct hdm_core *core, unsigned int q)
 	/* What a job a device reset abandoned kept is not the new job's to write back. */
 	if (fresh)
 		hdm_qman_drop_kept(job, false);
-	if (fresh && (uq ? hdm_uq_job_load(job) : hdm_job_load(job)))
+	if (fresh && ((uq ? hdm_uq_job_load(job) : hdm_job_load(job)) || hdm_job_inject(job)))
 		status = HDM_PKT_FAILED;
 	else if (hdm_job_preempting(job))
 		status = HDM_PKT_YIELDED; /* a parked job, or one just loaded */
 	else
 		status = hdm_pkt_run(job);
+	status = hdm_job_killed(job, status);
 	preempting = status != HDM_PKT_DONE && status != HDM_PKT_FAILED &&
 		     hdm_job_preempting(job);
 	if (preempting)
@@ -620,6 +732,7 @@ static void hdm_qman_step(struct hdm_core *core, unsigned int q)
 		hdm_qman_note_abort(core, job, in_call, pos, call_pos);
 	hdm_qman_end_step(core, qq, status);
 	hdm_qman_defer_others(core, q);
+	pthread_cond_broadcast(&core->qman.stepped);
 	hbm = job->hbm;
 	hdm_core_unlock(core);
 	/* The last reference to an HBM a reset replaced frees it: slow, so unlocked. */
@@ -754,8 +867,101 @@ void hdm_core_engine_stop(struct hdm_core *core)
 {
 	hdm_core_lock(core);
 	core->qman.stopping = true;
-	/* Cut a running job short at its next step, as a reset would. */
+	/* Cut a running job short at its next step, as a reset would; a hung one at once. */
 	__atomic_store_n(&core->gen, core->gen + 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&core->qman.stepped);
 	hdm_qman_kick(core);
 	hdm_core_unlock(core);
+}
+
+/* How long ENGINE_RESET waits for the engine at most: it needs the embedder's lock for an IRQ. */
+#define HDM_ENGINE_RESET_WAIT_NS 500000000ull
+
+/* Called from the thread of the step in progress (a DMA of it into the device's BAR). */
+static bool hdm_qman_on_engine(struct hdm_core *core)
+{
+	return core->qman.current >= 0 && pthread_equal(core->qman.step_thread, pthread_self());
+}
+
+/*
+ * Wait until done(core) or ns passed, and say whether done.  Lock held, dropped
+ * meanwhile; interrupts requested before go out first, since the engine may need
+ * the embedder's lock to end its step.  Never on the thread of the step in progress.
+ */
+static bool hdm_qman_wait(struct hdm_core *core, bool (*done)(struct hdm_core *core),
+			  uint64_t ns)
+{
+	struct timespec at;
+
+	if (hdm_qman_on_engine(core))
+		return done(core);
+	hdm_core_unlock(core);
+	hdm_core_lock(core);
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	at.tv_sec += (time_t)(ns / 1000000000u);
+	at.tv_nsec += (long)(ns % 1000000000u);
+	if (at.tv_nsec >= 1000000000) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000;
+	}
+	while (!done(core))
+		if (pthread_cond_timedwait(&core->qman.stepped, &core->lock, &at) == ETIMEDOUT)
+			return done(core);
+	return true;
+}
+
+/* The step in progress, if any, is over. */
+static bool hdm_qman_step_over(struct hdm_core *core)
+{
+	return core->qman.current < 0;
+}
+
+void hdm_qman_quiesce(struct hdm_core *core)
+{
+	if (core->qman.current < 0)
+		return;
+	__atomic_store_n(&core->qman.quiesce, 1, __ATOMIC_RELAXED);
+	hdm_qman_wait(core, hdm_qman_step_over, HPU_ENGINE_SLICE_US * 1000ull);
+	__atomic_store_n(&core->qman.quiesce, 0, __ATOMIC_RELAXED);
+}
+
+/* The engine left the job ENGINE_RESET ended, and every CTRL RESET pending is done. */
+static bool hdm_qman_resets_done(struct hdm_core *core)
+{
+	unsigned int q;
+
+	if (HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
+		return true;
+	for (q = 0; q < HDM_QMAN_QUEUES; q++)
+		if (core->qman.queues[q].kill || core->qman.queues[q].abort)
+			return false;
+	return true;
+}
+
+void hdm_qman_engine_reset(struct hdm_core *core)
+{
+	int c = core->qman.current;
+
+	if (c >= 0 && core->qman.queues[c].running) {
+		__atomic_store_n(&core->qman.queues[c].kill, 1, __ATOMIC_RELAXED);
+		pthread_cond_broadcast(&core->qman.stepped);
+	}
+	hdm_qman_kick(core);
+	/* From the engine's own thread the job ends as the DMA returns. */
+	if (!hdm_qman_wait(core, hdm_qman_resets_done, HDM_ENGINE_RESET_WAIT_NS) &&
+	    !hdm_qman_on_engine(core))
+		hdm_log(core, "ENGINE_RESET: the engine has not left its job yet");
+}
+
+enum hdm_pkt_status hdm_qman_hang(struct hdm_job *job)
+{
+	struct hdm_core *core = job->core;
+	struct hdm_qman_queue *qq = &core->qman.queues[job->queue];
+
+	/* Not even a CTRL RESET ends it: only what makes the engine leave the job. */
+	hdm_core_lock(core);
+	while (!__atomic_load_n(&qq->kill, __ATOMIC_RELAXED) && job->gen == core->gen)
+		pthread_cond_wait(&core->qman.stepped, &core->lock);
+	hdm_core_unlock(core);
+	return hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 }

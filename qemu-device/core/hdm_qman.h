@@ -77,6 +77,8 @@ struct hdm_qman_queue {
 	uint32_t abort_pi; /* CI once the abort, or a set-aside with drop_rest, is done */
 	uint32_t preempt;  /* Q_CTRL PREEMPT pending; __atomic, as abort */
 	bool drop_rest;    /* with it (RESET | PREEMPT): CI moves to abort_pi, not past the job */
+	/* ENGINE_RESET (1.7) of the job the engine is in; __atomic as abort, cleared as it ends */
+	uint32_t kill;
 	struct hdm_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
 	struct hdm_job job; /* the engine's alone */
 };
@@ -102,6 +104,14 @@ static inline uint32_t hdm_qman_queue_id(unsigned int q)
 
 struct hdm_qman {
 	pthread_cond_t work; /* the engine may have something to do, or must stop */
+	/*
+	 * Broadcast as a step ends and as a hung packet must look again (a reset, an
+	 * ENGINE_RESET, the engine stopping); on CLOCK_MONOTONIC, for timed waits.
+	 */
+	pthread_cond_t stepped;
+	/* A warm reset waits for the step in progress: it yields at once, none starts; __atomic */
+	uint32_t quiesce;
+	pthread_t step_thread; /* the thread of the step in progress: it never waits for itself */
 	uint32_t kicks;      /* bumped with each signal of work; __atomic, polled unlocked */
 	uint32_t poll_ns;    /* how long the engine polls before it sleeps */
 	bool stopping;

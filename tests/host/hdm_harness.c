@@ -380,8 +380,8 @@ void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc 
 	hpu_wr(t, REG_Q(q, PI), pi + 1);
 }
 
-void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_t priv_offset,
-	    uint32_t asid, uint64_t tag)
+void submit_flags(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb,
+		  uint32_t priv_offset, uint32_t asid, uint32_t flags, uint64_t tag)
 {
 	uint32_t slot = hpu_rd(t, REG_Q(q, PI)) % Q_RING_ENTRIES;
 	struct hpu_queue_desc d = {
@@ -389,11 +389,18 @@ void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_
 		.cb_size = cb->len,
 		.priv_offset = priv_offset,
 		.asid = asid,
+		.flags = flags,
 		.tag = tag,
 	};
 
 	memcpy(t->mem + CB_OFF(q, slot), cb->b, cb->len);
 	write_desc(t, q, &d);
+}
+
+void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_t priv_offset,
+	    uint32_t asid, uint64_t tag)
+{
+	submit_flags(t, q, cb, priv_offset, asid, 0, tag);
 }
 
 void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag)

@@ -174,6 +174,9 @@ void write_desc(struct hpu_test *t, unsigned int q, const struct hpu_queue_desc 
 /* Queue cb on q as the driver would: privileged packets allowed from priv_offset. */
 void submit(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb, uint32_t priv_offset,
 	    uint32_t asid, uint64_t tag);
+/* submit() with descriptor flags (HPU_QUEUE_DESC_*). */
+void submit_flags(struct hpu_test *t, unsigned int q, const struct hpu_cb *cb,
+		  uint32_t priv_offset, uint32_t asid, uint32_t flags, uint64_t tag);
 /* A user command buffer followed by the driver's tail: a completion. */
 void submit_user(struct hpu_test *t, unsigned int q, struct hpu_cb *cb, uint64_t tag);
 void run(struct hpu_test *t);

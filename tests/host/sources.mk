@@ -96,3 +96,6 @@ HOST_TEST_LIBS_test_libhpu_disk_cache := -pthread -lz
 HOST_TEST_SRCS_test_libhpu_metrics := userspace/lib/top/hpu_metrics.c \
 	userspace/lib/mem/hpu_suballoc.c $(addprefix userspace/lib/util/,hpu_error.c hpu_counters.c)
 HOST_TEST_LIBS_test_libhpu_metrics := -pthread
+# Resets and fault injection (1.7): engines on threads, hung and reset.
+HOST_TEST_SRCS_test_dev_faults := $(HPU_DEV_TEST_SRCS)
+HOST_TEST_LIBS_test_dev_faults := $(HPU_DEV_TEST_LIBS)

@@ -39,18 +39,7 @@ static void job_seal(struct job *job, uint64_t tag)
 
 static void push(struct hpu_test *t, const struct job *job, uint32_t flags)
 {
-	uint32_t slot = hpu_rd(t, REG_Q(Q, PI)) % Q_RING_ENTRIES;
-	struct hpu_queue_desc d = {
-		.cb_addr = BUS(CB_OFF(Q, slot)),
-		.cb_size = job->cb.len,
-		.priv_offset = job->priv,
-		.asid = ASID,
-		.flags = flags,
-		.tag = job->tag,
-	};
-
-	memcpy(t->mem + CB_OFF(Q, slot), job->cb.b, job->cb.len);
-	write_desc(t, Q, &d);
+	submit_flags(t, Q, &job->cb, job->priv, ASID, flags, job->tag);
 }
 
 static uint32_t free_entries(struct hpu_test *t)

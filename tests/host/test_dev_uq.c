@@ -739,8 +739,10 @@ static void hpu_case_round_robin(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
 	unsigned int i;
+	uint64_t clock;
 
 	uq_setup(t, UQ);
+	clock = t->clock;
 	for (i = 0; i < 3; i++) {
 		cb.len = 0;
 		cb_timestamp(&cb, VA_HOST + TS_OFF(2 * i));
@@ -753,7 +755,8 @@ static void hpu_case_round_robin(struct hpu_test *t)
 	EXPECT_DONE(t, 0);
 	UQ_EXPECT_IDLE(t, UQ, 0);
 	for (i = 0; i < 6; i++)
-		HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + TS_OFF(i)), (i + 1) * HPU_TEST_CLOCK_TICK);
+		HPU_CHECK_EQ(t, hdm_ld_le64(t->mem + TS_OFF(i)),
+			     clock + (i + 1) * HPU_TEST_CLOCK_TICK);
 
 	/* A kernel job waits on a user job's SIGNAL, and a user job on a kernel job's. */
 	cb.len = 0;
