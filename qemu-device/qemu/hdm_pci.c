@@ -6,6 +6,10 @@
  * bus-master DMA, a virtual-clock timer for the deferred boot, a thread for
  * the engine, reset and properties) to struct hdm_core_ops; all device
  * semantics live in the core.
+ *
+ * Fault injection at power-on: one string property per kind,
+ * fault-<kind>=TIMES[:SKIP[:PROB[:SEED[:ASID]]]] (syntax in hdm_fault.h), parsed
+ * by the core at realize; every QEMU reset arms them again as set.
  */
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -33,7 +37,8 @@ struct hdm_pci {
 	QEMUTimer *boot_timer;
 	QemuThread engine;
 	uint32_t boot_delay_ms;
-	struct hdm_core_config cfg; /* from properties, caps fixed at realize */
+	char *fault[HPU_FAULT_KINDS]; /* the fault-* properties, by kind */
+	struct hdm_core_config cfg; /* from properties, caps and faults set at realize */
 	struct hdm_core core;
 };
 
@@ -184,6 +189,12 @@ static void hdm_pci_realize(PCIDevice *pdev, Error **errp)
 		error_setg(errp, "%s: %s", TYPE_HPU_PCI, why);
 		return;
 	}
+	for (v = 1; v < HPU_FAULT_KINDS; v++) {
+		if (hdm_fault_parse(s->fault[v], &s->cfg.faults[v], why, sizeof(why))) {
+			error_setg(errp, "%s: fault-%s: %s", TYPE_HPU_PCI, hdm_fault_names[v], why);
+			return;
+		}
+	}
 
 	if (hdm_core_init(&s->core, &hdm_pci_core_ops, s, &s->cfg)) {
 		error_setg(errp, "%s: the host has no room for %" PRIu64 " bytes of HBM", TYPE_HPU_PCI,
@@ -244,6 +255,17 @@ static Property hdm_pci_properties[] = {
 	DEFINE_PROP_UINT32("num-mme", struct hdm_pci, cfg.num_mme, 2),
 	DEFINE_PROP_UINT32("num-tpc", struct hdm_pci, cfg.num_tpc, 8),
 	DEFINE_PROP_UINT32("boot-delay-ms", struct hdm_pci, boot_delay_ms, 20),
+	/* Named as hdm_fault_names[] says. */
+	DEFINE_PROP_STRING("fault-engine-hang", struct hdm_pci, fault[HPU_FAULT_ENGINE_HANG]),
+	DEFINE_PROP_STRING("fault-mmu-fault", struct hdm_pci, fault[HPU_FAULT_MMU_FAULT]),
+	DEFINE_PROP_STRING("fault-dma-error", struct hdm_pci, fault[HPU_FAULT_DMA_ERROR]),
+	DEFINE_PROP_STRING("fault-lost-irq", struct hdm_pci, fault[HPU_FAULT_LOST_IRQ]),
+	DEFINE_PROP_STRING("fault-bad-completion", struct hdm_pci,
+			   fault[HPU_FAULT_BAD_COMPLETION]),
+	DEFINE_PROP_STRING("fault-heartbeat-loss", struct hdm_pci,
+			   fault[HPU_FAULT_HEARTBEAT_LOSS]),
+	DEFINE_PROP_STRING("fault-boot-fail", struct hdm_pci, fault[HPU_FAULT_BOOT_FAIL]),
+	DEFINE_PROP_STRING("fault-reset-fail", struct hdm_pci, fault[HPU_FAULT_RESET_FAIL]),
 	DEFINE_PROP_END_OF_LIST(),
 };
 
@@ -256,6 +278,15 @@ static const struct {
 	{ "num-mme", "number of matrix engines" },
 	{ "num-tpc", "number of tensor processor cores" },
 	{ "boot-delay-ms", "virtual time from BOOT_CTRL=START to boot completion" },
+	{ "fault-engine-hang", "TIMES[:SKIP[:PROB[:SEED[:ASID]]]]: packets that hang" },
+	{ "fault-mmu-fault", "TIMES[:SKIP[:PROB[:SEED[:ASID]]]]: jobs failed by an MMU fault" },
+	{ "fault-dma-error", "TIMES[:SKIP[:PROB[:SEED[:ASID]]]]: jobs failed by a DMA error" },
+	{ "fault-lost-irq", "TIMES[:SKIP[:PROB[:SEED[:ASID]]]]: MSI-X messages not sent" },
+	{ "fault-bad-completion",
+	  "TIMES[:SKIP[:PROB[:SEED[:ASID]]]]: completion writes with a wrong value" },
+	{ "fault-heartbeat-loss", "TIMES[:SKIP[:PROB[:SEED]]]: the heartbeat stops" },
+	{ "fault-boot-fail", "TIMES[:SKIP[:PROB[:SEED]]]: firmware boots that fail" },
+	{ "fault-reset-fail", "TIMES[:SKIP[:PROB[:SEED]]]: engine or warm resets ignored" },
 };
 
 /* Boot SRAM, HBM, running jobs and a pending boot timer are not worth migrating. */

@@ -469,14 +469,19 @@ void hook_at(struct hpu_test *t, unsigned int n, uint32_t reg, uint32_t value)
 	t->on_dma = hpu_hook_write;
 }
 
-void setup(struct hpu_test *t)
+void setup_maps(struct hpu_test *t)
+{
+	hpu_pt_next = 2 * HPU_MMU_PAGE_SIZE;
+	pt_map_host(t, ASID, SYNC_OFF, HPU_MMU_PAGE_SIZE);
+	pt_map_host(t, ASID, SRC_OFF, BUF_SIZE);
+	pt_map_host(t, ASID, DST_OFF, BUF_SIZE);
+	pt_map(t, ASID, VA_HBM, HBM_BUF, BUF_SIZE, PTE_RW);
+}
+
+void setup_boot(struct hpu_test *t)
 {
 	unsigned int q;
 
-	hpu_pt_next = 2 * HPU_MMU_PAGE_SIZE;
-	hpu_test_boot_good(t);
-	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
-	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
 	hpu_wr(t, HPU_REG_EQ_RING_LO, (uint32_t)BUS(EQ_OFF));
 	hpu_wr(t, HPU_REG_EQ_RING_HI, (uint32_t)(BUS(EQ_OFF) >> 32));
 	hpu_wr(t, HPU_REG_EQ_RING_SIZE, EQ_ENTRIES);
@@ -485,10 +490,18 @@ void setup(struct hpu_test *t)
 		hpu_wr(t, REG_Q(q, RING_HI), (uint32_t)(BUS(Q_RING_OFF(q)) >> 32));
 		hpu_wr(t, REG_Q(q, RING_SIZE), Q_RING_ENTRIES);
 	}
-	pt_map_host(t, ASID, SYNC_OFF, HPU_MMU_PAGE_SIZE);
-	pt_map_host(t, ASID, SRC_OFF, BUF_SIZE);
-	pt_map_host(t, ASID, DST_OFF, BUF_SIZE);
-	pt_map(t, ASID, VA_HBM, HBM_BUF, BUF_SIZE, PTE_RW);
+	hpu_wr(t, HPU_REG_IRQ_MASK, UINT32_MAX);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, UINT32_MAX);
+	hpu_test_boot_good(t);
+	/* Only its own: user queues a warm reset kept may post events from READY on. */
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_BOOT_DONE);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+}
+
+void setup(struct hpu_test *t)
+{
+	setup_maps(t);
+	setup_boot(t);
 	HPU_EXPECT_CLEAN(t);
 }
 

@@ -7,6 +7,7 @@
  * seed, ASID filter), through the FI_* registers and the properties' syntax, and
  * hostile values in every new register.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -867,6 +868,163 @@ static void case_probability(struct hpu_test *t)
 	HPU_CHECK_EQ(t, run_jobs(t, 20, one_asid, HPU_EVENT_DMA_ERROR), 0);
 }
 
+/* ---- interrupts, completions, boots ---- */
+
+/*
+ * LOST_IRQ: INTERRUPT packets' messages, the context's only; and, filtered "any",
+ * the device's own vector, whose cause stays latched for the next message.
+ */
+static void case_lost_irq(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int i, misc;
+
+	setup(t);
+	fi_arm(t, HPU_FAULT_LOST_IRQ, 2, 1, ALWAYS, 0, ASID);
+	for (i = 0; i < 5; i++) {
+		cb.len = 0;
+		cb_interrupt(&cb, 3);
+		/* The driver's packet: privileged. */
+		submit(t, Q, &cb, 0, ASID, i);
+		run(t);
+		EXPECT_DONE(t, Q);
+	}
+	HPU_CHECK_EQ(t, t->vector_irqs[3], 3);
+	HPU_CHECK_EQ(t, fi_injected(t, HPU_FAULT_LOST_IRQ), 2);
+
+	/* A failed job's event: its message is lost, the cause is not. */
+	fi_arm(t, HPU_FAULT_LOST_IRQ, 1, 0, ALWAYS, 0, ANY);
+	misc = t->vector_irqs[HPU_MSIX_VEC_MISC];
+	cb.len = 0;
+	cb_dma(&cb, VA_UNMAPPED, VA_HOST + SRC_OFF, 8, 0);
+	submit_user(t, Q, &cb, 9);
+	run(t);
+	HPU_CHECK_EQ(t, t->vector_irqs[HPU_MSIX_VEC_MISC], misc);
+	HPU_CHECK(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_EVENT);
+	/* Unmasking the cause again sends the next message. */
+	hpu_wr(t, HPU_REG_IRQ_MASK, HPU_IRQ_EVENT);
+	hpu_wr(t, HPU_REG_IRQ_MASK, 0);
+	HPU_CHECK_EQ(t, t->vector_irqs[HPU_MSIX_VEC_MISC], misc + 1);
+	expect_event(t, HPU_EVENT_MMU_FAULT, Q, ASID, DMA_ENGINE(Q), 9, VA_UNMAPPED, 1, __LINE__);
+}
+
+/* BAD_COMPLETION: the second job's completion is written inverted; the others as pushed. */
+static void case_bad_completion(struct hpu_test *t)
+{
+	static struct job job;
+	unsigned int i;
+
+	setup(t);
+	fi_arm(t, HPU_FAULT_BAD_COMPLETION, 1, 1, ALWAYS, 0, ANY);
+	for (i = 0; i < 4; i++) {
+		job_nops(&job, Q, 1, 0x200 + i);
+		push(t, Q, &job, 0);
+		run(t);
+		EXPECT_DONE(t, Q);
+		HPU_CHECK_EQ(t, completion(t, Q), i == 1 ? ~(COMPLETION_VALUE + 0x200 + i) :
+							  COMPLETION_VALUE + 0x200 + i);
+	}
+	HPU_CHECK_EQ(t, fi_injected(t, HPU_FAULT_BAD_COMPLETION), 1);
+}
+
+/* BOOT_FAIL: TIMES 2 fail two boots (a warm reset keeps the setting), the third is READY. */
+static void case_boot_fail(struct hpu_test *t)
+{
+	unsigned int i;
+
+	fi_arm(t, HPU_FAULT_BOOT_FAIL, 2, 0, ALWAYS, 0, ANY);
+	hpu_test_image_build(t, HPU_TEST_PAYLOAD_SIZE);
+	for (i = 0; i < 2; i++) {
+		hpu_test_boot(t, HPU_TEST_IMAGE_ADDR, HPU_TEST_IMAGE_SIZE);
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_FAILED);
+		HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_ERROR), HPU_FW_ERR_INJECTED);
+		HPU_CHECK(t, hpu_rd(t, HPU_REG_IRQ_CAUSE) & HPU_IRQ_BOOT_DONE);
+		hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	}
+	HPU_CHECK_EQ(t, t->logs, 2);
+	t->logs_seen = t->logs;
+	setup(t);
+	HPU_CHECK_EQ(t, fi_injected(t, HPU_FAULT_BOOT_FAIL), 2);
+	/* A cold reset disarms it. */
+	hpu_wr(t, HPU_REG_FI_TIMES, 1);
+	hpu_wr(t, HPU_REG_FI_CTRL, HPU_FI_CTRL_ARM);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	setup(t);
+}
+
+/* ---- properties ---- */
+
+static void case_parse(struct hpu_test *t)
+{
+	static const struct {
+		const char *spec;
+		struct hdm_fault_settings want;
+	} good[] = {
+		{ "1", { 1, 0, ALWAYS, 0, ANY, true } },
+		{ "inf", { HDM_FAULT_UNLIMITED, 0, ALWAYS, 0, ANY, true } },
+		{ "3:2", { 3, 2, ALWAYS, 0, ANY, true } },
+		{ "0x10:0:0.25:42", { 16, 0, 0x40000000u, 42, ANY, true } },
+		{ "5:1:1073741824:7:9", { 5, 1, 0x40000000u, 7, 9, true } },
+		{ "5:1:1.0:7:any", { 5, 1, ALWAYS, 7, ANY, true } },
+		{ "4294967295:4294967295:0.0:4294967295:1023",
+		  { UINT32_MAX, UINT32_MAX, 0, UINT32_MAX, 1023, true } },
+		{ "", { 0 } },
+	};
+	static const char *const bad[] = {
+		"0", "-1", "x", "1:", ":1", "1:2:3:4:5:6", "1:-2", "1:0:1.5", "1:0:-0.5",
+		"1:0:0.5x", "1:0:1:2:1024", "1:0:1:2:anyone", "4294967296", "1 ", " 1",
+		"1:0:4294967296", "1:0:1:0x100000000", "1::1", "1:0:.:1", "99999999999999999999999",
+	};
+	struct hdm_fault_settings got;
+	char why[128];
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(good); i++) {
+		why[0] = '\0';
+		HPU_CHECK_EQ(t, hdm_fault_parse(good[i].spec, &got, why, sizeof(why)), 0);
+		if (memcmp(&got, &good[i].want, sizeof(got))) {
+			printf("# \"%s\" parsed as %u:%u:%u:%u:%u armed %d\n", good[i].spec,
+			       got.times, got.skip, got.prob, got.seed, got.asid, got.armed);
+			HPU_CHECK(t, false);
+		}
+	}
+	HPU_CHECK_EQ(t, hdm_fault_parse(NULL, &got, why, sizeof(why)), 0);
+	HPU_CHECK(t, !got.armed);
+	for (i = 0; i < HPU_ARRAY_SIZE(bad); i++) {
+		why[0] = '\0';
+		HPU_CHECK_EQ(t, hdm_fault_parse(bad[i], &got, why, sizeof(why)), -EINVAL);
+		HPU_CHECK(t, why[0] && !got.armed);
+		if (i == 0)
+			printf("# \"%s\": %s\n", bad[i], why);
+	}
+}
+
+/* The properties arm at power-on; a cold reset disarms; the next power-on arms again. */
+static void case_power_on(struct hpu_test *t)
+{
+	char why[64];
+
+	HPU_CHECK_EQ(t, hdm_fault_parse("2:1:1.0:5", &t->core->cfg.faults[HPU_FAULT_MMU_FAULT],
+					why, sizeof(why)), 0);
+	HPU_CHECK_EQ(t, hdm_core_reset(t->core), 0);
+	setup(t);
+	hpu_wr(t, HPU_REG_FI_SELECT, HPU_FAULT_MMU_FAULT);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_FI_TIMES), 2);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_FI_SEED), 5);
+	HPU_CHECK_EQ(t, run_jobs(t, 4, one_asid, HPU_EVENT_MMU_FAULT), 0x6);
+	/* Armed again, then a cold reset: nothing fails. */
+	fi_arm(t, HPU_FAULT_MMU_FAULT, 1, 0, ALWAYS, 0, ANY);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
+	setup(t);
+	HPU_CHECK_EQ(t, run_jobs(t, 2, one_asid, HPU_EVENT_MMU_FAULT), 0);
+	HPU_CHECK_EQ(t, fi_injected(t, HPU_FAULT_MMU_FAULT), 2);
+	/* Power-on again: as the property says, nothing injected yet. */
+	HPU_CHECK_EQ(t, hdm_core_reset(t->core), 0);
+	HPU_CHECK_EQ(t, fi_injected(t, HPU_FAULT_MMU_FAULT), 0);
+	setup(t);
+	HPU_CHECK_EQ(t, run_jobs(t, 4, one_asid, HPU_EVENT_MMU_FAULT), 0x6);
+}
+
 /* ---- the list ---- */
 
 static const struct hpu_test_case cases[] = {
@@ -885,6 +1043,11 @@ static const struct hpu_test_case cases[] = {
 	{ "DMA_ERROR: jobs after SKIP fail TIMES times, as real errors do", case_dma_error },
 	{ "the ASID filter counts and fails one context's jobs only", case_asid_filter },
 	{ "PROB with a seed: reproducible, another seed differs", case_probability },
+	{ "LOST_IRQ: job and device vectors' messages lost, causes kept", case_lost_irq },
+	{ "BAD_COMPLETION: a completion written inverted", case_bad_completion },
+	{ "BOOT_FAIL: boots FAILED with HPU_FW_ERR_INJECTED", case_boot_fail },
+	{ "properties' syntax: good and hostile values", case_parse },
+	{ "properties arm at power-on, a cold reset disarms", case_power_on },
 	{ "warm reset keeps HBM, zeroes the context table", case_warm_hbm },
 	{ "warm reset saves a parked job beside a PREEMPTed one", case_warm_saved },
 	{ "warm reset drops a hung job", case_warm_hung },

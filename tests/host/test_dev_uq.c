@@ -6,12 +6,15 @@
  * privileged packets fail, and whose statuses it writes back.  Driven
  * through BAR0, the doorbell BAR and BAR4, with a host buffer standing in
  * for guest memory; the engine runs synchronously except in the thread
- * case, so every other case is deterministic.  Prints TAP.
+ * cases, so every other case is deterministic.  A warm reset (1.7) keeps
+ * user queues: their jobs go on after the next READY.  Prints TAP.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hdm_harness.h"
+#include "hdm_internal.h"
 
 #define UQ 5u /* the user queue most cases use */
 #define UQ_ENTRIES 16u
@@ -57,13 +60,13 @@ static void uq_bind(struct hpu_test *t, unsigned int u, uint32_t asid, uint64_t 
 	hpu_wr(t, REG_UQ(u, RING_SIZE), entries);
 }
 
+static void uq_maps(struct hpu_test *t);
+
 /* setup(), the user queues' memory mapped in the test context, and queue u bound to it. */
 static void uq_setup(struct hpu_test *t, unsigned int u)
 {
 	setup(t);
-	pt_map_host(t, ASID, UQ_RING_OFF(0), HPU_NUM_UQ * 0x1000u);
-	pt_map_host(t, ASID, UQ_CB_OFF(0, 0), HPU_NUM_UQ * UQ_ENTRIES * UQ_CB_SIZE);
-	pt_map_host(t, ASID, BIG_CB_OFF, HPU_CB_MAX_SIZE);
+	uq_maps(t);
 	uq_bind(t, u, ASID, UQ_VA(UQ_RING_OFF(u)), UQ_ENTRIES);
 	HPU_EXPECT_CLEAN(t);
 }
@@ -858,6 +861,179 @@ static void hpu_case_engine_thread(struct hpu_test *t)
 		HPU_CHECK_EQ(t, uq_status(t, UQ, i), 0);
 }
 
+/* ---- warm reset (1.7) ---- */
+
+/* The registers a warm reset keeps, in the order of enum below. */
+static const uint32_t uq_kept_regs[] = {
+	HPU_UQ_RING_LO, HPU_UQ_RING_HI, HPU_UQ_RING_SIZE, HPU_UQ_ASID, HPU_UQ_PI, HPU_UQ_CI,
+	HPU_UQ_ERRORS, HPU_UQ_ARM, HPU_UQ_STATUS,
+};
+
+static void uq_regs(struct hpu_test *t, unsigned int u, uint32_t *v)
+{
+	size_t i;
+
+	for (i = 0; i < HPU_ARRAY_SIZE(uq_kept_regs); i++)
+		v[i] = hpu_rd(t, HPU_REG_UQ(u, uq_kept_regs[i]));
+}
+
+/* A warm reset, and the user queue's registers as they were; nothing runs until READY. */
+static void uq_warm_reset(struct hpu_test *t, unsigned int u)
+{
+	uint32_t before[HPU_ARRAY_SIZE(uq_kept_regs)], after[HPU_ARRAY_SIZE(uq_kept_regs)];
+	size_t i;
+
+	uq_regs(t, u, before);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	run(t);
+	uq_regs(t, u, after);
+	for (i = 0; i < HPU_ARRAY_SIZE(uq_kept_regs); i++)
+		HPU_CHECK_EQ(t, after[i], before[i]);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_BOOT_STATUS), HPU_FW_BOOT_IDLE);
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_UQ_IRQ_PENDING), 0);
+}
+
+/* The user queues' memory mapped in the test context. */
+static void uq_maps(struct hpu_test *t)
+{
+	pt_map_host(t, ASID, UQ_RING_OFF(0), HPU_NUM_UQ * 0x1000u);
+	pt_map_host(t, ASID, UQ_CB_OFF(0, 0), HPU_NUM_UQ * UQ_ENTRIES * UQ_CB_SIZE);
+	pt_map_host(t, ASID, BIG_CB_OFF, HPU_CB_MAX_SIZE);
+}
+
+/* The driver after a warm reset: the context table again, rings, then the boot. */
+static void uq_warm_setup(struct hpu_test *t)
+{
+	setup_maps(t);
+	uq_maps(t);
+	setup_boot(t);
+}
+
+/* A job parked on its WAIT and one queued behind it go on after the next READY. */
+static void hpu_case_warm_kept(struct hpu_test *t)
+{
+	uq_setup(t, UQ);
+	hpu_wr(t, REG_UQ(UQ, ARM), HPU_UQ_ARMED);
+	uq_submit_sync(t, UQ, HPU_PKT_WAIT, 0, 1, 1);
+	uq_submit_sync(t, UQ, HPU_PKT_SIGNAL, 1, 1, 2);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_WAITING);
+	uq_warm_reset(t, UQ);
+	hdm_st_le32(t->mem + SYNC_OFF, 1);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, CI)), 0);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), STATUS_UNSET);
+	/* Pushing is refused until READY. */
+	db_wr(t, DB(UQ, PI), 3);
+	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	uq_warm_setup(t);
+	run(t);
+	UQ_EXPECT_IDLE(t, UQ, 0);
+	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, CI)), 2);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 1), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+	/* ARM was kept: CI's move interrupted. */
+	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_UQ_IRQ_PENDING), 1u << UQ);
+}
+
+/*
+ * A long copy, made to yield (a kernel job pushed meanwhile is ready) and parked when
+ * the warm reset comes from that kernel job's DMA: after the boot it goes on and ends
+ * to the bit.
+ */
+static bool warm_fired, warm_pushed;
+
+static void warm_hook(struct hpu_test *t)
+{
+	struct hdm_qman *qman = &t->core->qman;
+	struct hpu_cb cb = { .len = 0 };
+
+	if (warm_fired || qman->current < 0)
+		return;
+	if ((unsigned int)qman->current == HDM_QMAN_UQ(UQ)) {
+		if (!warm_pushed) {
+			warm_pushed = true;
+			cb_nop(&cb);
+			submit_user(t, 1, &cb, 8);
+		}
+		qman->queues[HDM_QMAN_UQ(UQ)].job.yield_ns = 0;
+		return;
+	}
+	if (!qman->queues[HDM_QMAN_UQ(UQ)].parked)
+		return;
+	warm_fired = true;
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+}
+
+static void hpu_case_warm_resumed(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+
+	uq_setup(t, UQ);
+	fill_pattern(t->mem + SRC_OFF, BUF_SIZE, 17);
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, BUF_SIZE, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, BUF_SIZE, 0);
+	uq_submit(t, UQ, &cb, 7);
+	warm_fired = false;
+	warm_pushed = false;
+	t->on_dma = warm_hook;
+	run(t);
+	t->on_dma = NULL;
+	HPU_CHECK(t, warm_fired);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_BUSY);
+	HPU_CHECK(t, memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+	HPU_EXPECT_CLEAN(t);
+	uq_warm_setup(t);
+	run(t);
+	UQ_EXPECT_IDLE(t, UQ, 0);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+}
+
+/*
+ * The job in the engine when the warm reset comes does not yield (hung): it ends
+ * ABORTED after the next READY, status written back, CI past it; the next one runs.
+ */
+static void hpu_case_warm_dropped(struct hpu_test *t)
+{
+	pthread_t engine;
+	bool started;
+
+	uq_setup(t, UQ);
+	hpu_wr(t, HPU_REG_FI_SELECT, HPU_FAULT_ENGINE_HANG);
+	hpu_wr(t, HPU_REG_FI_TIMES, 1);
+	hpu_wr(t, HPU_REG_FI_PROB, HDM_FAULT_ALWAYS);
+	hpu_wr(t, HPU_REG_FI_ASID, HPU_FI_ANY_ASID);
+	hpu_wr(t, HPU_REG_FI_CTRL, HPU_FI_CTRL_ARM);
+	uq_submit_sync(t, UQ, HPU_PKT_SIGNAL, 0, 1, 1);
+	uq_submit_sync(t, UQ, HPU_PKT_SIGNAL, 1, 1, 2);
+	started = !pthread_create(&engine, NULL, engine_thread, t->core);
+	HPU_CHECK(t, started);
+	while (started && !hpu_rd(t, HPU_REG_FI_INJECTED))
+		sleep_tick();
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	while (started && hpu_rd(t, REG_UQ(UQ, STATUS)) & HPU_Q_STATUS_ENGINE)
+		sleep_tick();
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_BUSY);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, CI)), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, PI)), 2);
+	HPU_EXPECT_CLEAN(t);
+	uq_warm_setup(t);
+	while (started && db_rd(t, DB(UQ, CI)) != 2)
+		sleep_tick();
+	if (started) {
+		hdm_core_engine_stop(t->core);
+		pthread_join(engine, NULL);
+	}
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), HPU_UQ_STATUS_ABORTED);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 1), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 0), 0);
+	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+	expect_event(t, HPU_EVENT_ABORTED, EVQ(UQ), ASID, HPU_ENGINE_QMAN, 1, 0, 1, __LINE__);
+	UQ_EXPECT_IDLE(t, UQ, 1);
+}
+
 /* ---- register rules ---- */
 
 static void hpu_case_doorbell_rules(struct hpu_test *t)
@@ -1072,6 +1248,10 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "RING_SIZE while jobs are queued", hpu_case_ring_size_busy },
 	{ "read-only registers, ARM, holes", hpu_case_register_rules },
 	{ "bad descriptors: size, flags, pad", hpu_case_bad_desc },
+	{ "warm reset keeps a user queue; its jobs go on after READY", hpu_case_warm_kept },
+	{ "warm reset of a yielded copy: it goes on after READY, to the bit",
+	  hpu_case_warm_resumed },
+	{ "warm reset drops the job in the engine: ABORTED after READY", hpu_case_warm_dropped },
 };
 
 int main(void)
