@@ -1345,10 +1345,13 @@ static void hpu_case_fuzz(struct hpu_test *t)
 	free(cb);
 }
 
-/* A value a register might take: 0, small, a power of two, an address's half, or anything. */
+/*
+ * A value a register might take: 0, small (a fault kind), a power of two, an
+ * address's half, a reset key (1.7), or anything.
+ */
 static uint32_t rnd_reg_value(void)
 {
-	switch (rnd_below(6)) {
+	switch (rnd_below(7)) {
 	case 0:
 		return 0;
 	case 1:
@@ -1359,6 +1362,8 @@ static uint32_t rnd_reg_value(void)
 		return (uint32_t)rnd_va();
 	case 4:
 		return (uint32_t)(rnd_va() >> 32);
+	case 5:
+		return rnd_below(2) ? HPU_RESET_KEY : HPU_RESET_KEY_WARM;
 	default:
 		return (uint32_t)rnd();
 	}
@@ -1367,7 +1372,7 @@ static uint32_t rnd_reg_value(void)
 /* Mostly a register of a block (one past the last queue's too), else anywhere in the BAR. */
 static uint32_t rnd_reg(void)
 {
-	switch (rnd_below(8)) {
+	switch (rnd_below(9)) {
 	case 0:
 		return (uint32_t)rnd_below(HPU_BAR_REGS_SIZE / 4) * 4;
 	case 1:
@@ -1381,22 +1386,36 @@ static uint32_t rnd_reg(void)
 		return HPU_REG_EQ_RING_LO + (uint32_t)rnd_below(6) * 4;
 	case 5:
 	case 6:
-		return HPU_REG_Q((uint32_t)rnd_below(HPU_NUM_QUEUES + 1), (uint32_t)rnd_below(8) * 4);
+		return HPU_REG_Q((uint32_t)rnd_below(HPU_NUM_QUEUES + 1), (uint32_t)rnd_below(12) * 4);
+	case 7:
+		/* Heartbeat, ENGINE_RESET, fault injection and the holes around them (1.7). */
+		return HPU_REG_FW_HEARTBEAT - 4 + (uint32_t)rnd_below(14) * 4;
 	default:
 		return HPU_REG_UQ((uint32_t)rnd_below(HPU_NUM_UQ + 1), (uint32_t)rnd_below(12) * 4);
 	}
 }
 
 /*
+ * What the fuzz writes to a register: a hang needs an ENGINE_RESET from another
+ * thread, and this engine runs on the fuzz's own, so ENGINE_HANG is never selected.
+ */
+static uint32_t fuzz_value(uint32_t off, uint32_t value)
+{
+	return off == HPU_REG_FI_SELECT && value == HPU_FAULT_ENGINE_HANG ? HPU_FAULT_LOST_IRQ :
+									     value;
+}
+
+/*
  * Writes and reads of random registers (the queue, user queue, event and
- * boot ones start DMA) and doorbells, with jobs of the fuzz above in
- * between: no access may crash the device, and after a full reset it boots
- * and copies again.
+ * boot ones start DMA; resets, warm ones too; fault injection armed at random)
+ * and doorbells, with jobs of the fuzz above in between: no access may crash
+ * the device, and after a full reset (which disarms every fault) it boots and
+ * copies again.
  */
 static void hpu_case_register_fuzz(struct hpu_test *t)
 {
 	struct hpu_cb *cb = malloc(sizeof(*cb));
-	unsigned int i, q;
+	unsigned int i, q, k, injected = 0;
 
 	hpu_rng = 0x452821e638d01377ull;
 	setup(t);
@@ -1410,9 +1429,19 @@ static void hpu_case_register_fuzz(struct hpu_test *t)
 						     (rnd_below(2) ? HPU_UQ_DB_PI : rnd_below(1024) * 4),
 					     rnd_reg_value(), 4);
 		else if (rnd_below(4))
-			hpu_wr(t, off, rnd_reg_value());
+			hpu_wr(t, off, fuzz_value(off, rnd_reg_value()));
 		else
 			hpu_rd(t, off);
+		if (!rnd_below(256)) {
+			/* A kind armed as a test would: a few faults, soon. */
+			hpu_wr(t, HPU_REG_FI_SELECT,
+			       fuzz_value(HPU_REG_FI_SELECT, 1 + (uint32_t)rnd_below(HPU_FAULT_KINDS - 1)));
+			hpu_wr(t, HPU_REG_FI_TIMES, 1 + (uint32_t)rnd_below(4));
+			hpu_wr(t, HPU_REG_FI_SKIP, (uint32_t)rnd_below(4));
+			hpu_wr(t, HPU_REG_FI_PROB, rnd_below(2) ? UINT32_MAX : (uint32_t)rnd());
+			hpu_wr(t, HPU_REG_FI_ASID, rnd_below(2) ? HPU_FI_ANY_ASID : ASID);
+			hpu_wr(t, HPU_REG_FI_CTRL, HPU_FI_CTRL_ARM);
+		}
 		if (!rnd_below(64)) {
 			q = (unsigned int)rnd_below(HPU_NUM_QUEUES);
 			cb->len = 0;
@@ -1423,7 +1452,10 @@ static void hpu_case_register_fuzz(struct hpu_test *t)
 			run(t);
 	}
 	run(t);
-	printf("# register fuzz: %u accesses, %u guest errors logged\n", i, t->logs);
+	for (k = 1; k < HPU_FAULT_KINDS; k++)
+		injected += t->core->fault.kinds[k].injected;
+	printf("# register fuzz: %u accesses, %u guest errors logged, %u faults injected\n", i,
+	       t->logs, injected);
 
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	run(t);
