@@ -874,8 +874,13 @@ void hdm_core_engine_stop(struct hdm_core *core)
 	hdm_core_unlock(core);
 }
 
-/* How long ENGINE_RESET waits for the engine at most: it needs the embedder's lock for an IRQ. */
-#define HDM_ENGINE_RESET_WAIT_NS 500000000ull
+/*
+ * How long a reset waits for the engine at most: it may need the embedder's lock
+ * (an interrupt, DMA to MMIO), which the thread writing the register can hold.
+ */
+#define HDM_ENGINE_WAIT_MAX_NS 500000000ull
+/* The warm reset's poll of the engine's CPU time. */
+#define HDM_QUIESCE_POLL_NS 100000ull
 
 /* Called from the thread of the step in progress (a DMA of it into the device's BAR). */
 static bool hdm_qman_on_engine(struct hdm_core *core)
@@ -897,6 +902,8 @@ static bool hdm_qman_wait(struct hdm_core *core, bool (*done)(struct hdm_core *c
 		return done(core);
 	hdm_core_unlock(core);
 	hdm_core_lock(core);
+	if (done(core))
+		return true;
 	clock_gettime(CLOCK_MONOTONIC, &at);
 	at.tv_sec += (time_t)(ns / 1000000000u);
 	at.tv_nsec += (long)(ns % 1000000000u);
@@ -910,18 +917,40 @@ static bool hdm_qman_wait(struct hdm_core *core, bool (*done)(struct hdm_core *c
 	return true;
 }
 
-/* The step in progress, if any, is over. */
-static bool hdm_qman_step_over(struct hdm_core *core)
+/* CPU time the thread of the step in progress has used, in ns (0 if unknown). */
+static uint64_t hdm_qman_engine_cpu_ns(struct hdm_core *core)
 {
-	return core->qman.current < 0;
+	struct timespec ts;
+	clockid_t clock;
+
+	if (pthread_getcpuclockid(core->qman.step_thread, &clock) ||
+	    clock_gettime(clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The step in progress is over, or cannot end by itself (a hung packet). */
+static bool hdm_qman_step_over(struct hdm_core *core)
+{
+	return core->qman.current < 0 || core->qman.hung;
+}
+
+/*
+ * The slice is counted in the engine's own CPU time: a host too loaded to run its
+ * thread does not cost the job its progress.  Bounded in time all the same.
+ */
 void hdm_qman_quiesce(struct hdm_core *core)
 {
-	if (core->qman.current < 0)
+	uint64_t cpu, start = hdm_core_now_ns();
+
+	if (hdm_qman_step_over(core) || hdm_qman_on_engine(core))
 		return;
 	__atomic_store_n(&core->qman.quiesce, 1, __ATOMIC_RELAXED);
-	hdm_qman_wait(core, hdm_qman_step_over, HPU_ENGINE_SLICE_US * 1000ull);
+	cpu = hdm_qman_engine_cpu_ns(core);
+	while (!hdm_qman_wait(core, hdm_qman_step_over, HDM_QUIESCE_POLL_NS) &&
+	       hdm_qman_engine_cpu_ns(core) - cpu < HPU_ENGINE_SLICE_US * 1000ull &&
+	       hdm_core_now_ns() - start < HDM_ENGINE_WAIT_MAX_NS)
+		;
 	__atomic_store_n(&core->qman.quiesce, 0, __ATOMIC_RELAXED);
 }
 
@@ -948,7 +977,7 @@ void hdm_qman_engine_reset(struct hdm_core *core)
 	}
 	hdm_qman_kick(core);
 	/* From the engine's own thread the job ends as the DMA returns. */
-	if (!hdm_qman_wait(core, hdm_qman_resets_done, HDM_ENGINE_RESET_WAIT_NS) &&
+	if (!hdm_qman_wait(core, hdm_qman_resets_done, HDM_ENGINE_WAIT_MAX_NS) &&
 	    !hdm_qman_on_engine(core))
 		hdm_log(core, "ENGINE_RESET: the engine has not left its job yet");
 }
@@ -960,8 +989,11 @@ enum hdm_pkt_status hdm_qman_hang(struct hdm_job *job)
 
 	/* Not even a CTRL RESET ends it: only what makes the engine leave the job. */
 	hdm_core_lock(core);
+	core->qman.hung = true;
+	pthread_cond_broadcast(&core->qman.stepped);
 	while (!__atomic_load_n(&qq->kill, __ATOMIC_RELAXED) && job->gen == core->gen)
 		pthread_cond_wait(&core->qman.stepped, &core->lock);
+	core->qman.hung = false;
 	hdm_core_unlock(core);
 	return hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 }

@@ -38,9 +38,21 @@
  * A kernel queue's job can be set aside (Q_CTRL PREEMPT, 1.6): at its next
  * yield point the engine moves what the job slot holds of its progress into
  * an entry of the queue's table (struct hdm_qman_saved) and CI moves on; a
- * descriptor with HPU_QUEUE_DESC_RESUME takes the entry back.  Resets move
- * entries to a list the engine frees, since their staging buffers count in
- * the engine's held bytes.
+ * descriptor with HPU_QUEUE_DESC_RESUME takes the entry back.  Cold resets
+ * move entries to a list the engine frees, since their staging buffers count
+ * in the engine's held bytes.
+ *
+ * Resets of 1.7 (hpu_regs.h): ENGINE_RESET makes the job the engine is in
+ * cancelled (kill) and waits, bounded, until the engine has left it: a packet
+ * hung by fault injection waits on a condition for exactly that.  A warm reset
+ * lets the job in the engine reach a yield point (quiesce) within a slice of
+ * the engine thread's CPU time (a hung one not at all), then saves every kernel
+ * queue's started job into its table (SAVED_TAG) and keeps the user queues,
+ * which run again at the next READY; the job that did not yield is abandoned
+ * as a cold reset abandons it, and on a user queue ends ABORTED at the next
+ * READY.  Nothing runs while the firmware is not READY.  Waits are bounded
+ * (the engine may need the embedder's lock the writer holds) and never on the
+ * engine's own thread (a DMA into the device's BAR): there the job is dropped.
  */
 #ifndef HDM_QMAN_H
 #define HDM_QMAN_H
@@ -112,6 +124,7 @@ struct hdm_qman {
 	/* A warm reset waits for the step in progress: it yields at once, none starts; __atomic */
 	uint32_t quiesce;
 	pthread_t step_thread; /* the thread of the step in progress: it never waits for itself */
+	bool hung;             /* that step is in a packet hung by fault injection */
 	uint32_t kicks;      /* bumped with each signal of work; __atomic, polled unlocked */
 	uint32_t poll_ns;    /* how long the engine polls before it sleeps */
 	bool stopping;

@@ -348,10 +348,12 @@ static void test_hang(struct hpu_test *t, bool with_ctrl_reset)
 			     HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE);
 	}
 	hpu_wr(t, HPU_REG_ENGINE_RESET, HPU_RESET_KEY);
-	/* Done as the write returns. */
-	HPU_CHECK(t, !(hpu_rd(t, REG_Q(Q, STATUS)) & HPU_Q_STATUS_ENGINE));
-	if (with_ctrl_reset)
+	/* Done as the write returns (the job behind may be running already). */
+	HPU_CHECK(t, hpu_rd(t, REG_Q(Q, CI)) >= 1);
+	if (with_ctrl_reset) {
 		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, CI)), 2);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, STATUS)), 0);
+	}
 	WAIT_REG(t, REG_Q(Q, CI), 2);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q2, STATUS)), HPU_Q_STATUS_WAITING);
 	hdm_st_le32(t->mem + SYNC_OFF, 1);
@@ -1025,6 +1027,76 @@ static void case_power_on(struct hpu_test *t)
 	HPU_CHECK_EQ(t, run_jobs(t, 4, one_asid, HPU_EVENT_MMU_FAULT), 0x6);
 }
 
+/*
+ * On the engine's thread, a warm reset while the engine is inside a long chain of
+ * copies (each reads what the one before wrote, a byte further on): the chain
+ * reaches a yield point within its slice, is saved, and resumed ends as the
+ * uninterrupted run did (the slice is the engine thread's CPU time, so a loaded
+ * host does not change that; should the wait's bound of 500 ms pass first, the
+ * job is dropped: then nothing was saved, which is checked too).
+ */
+#define CHAIN_LEN ((BUF_SIZE / 2) - 64)
+#define CHAIN_COPIES 40u
+
+static void job_chain(struct hpu_test *t, struct job *job)
+{
+	unsigned int i;
+
+	fill_pattern(t->mem + SRC_OFF, CHAIN_LEN + 64, 5);
+	job->cb.len = 0;
+	cb_dma(&job->cb, VA_HBM, VA_HOST + SRC_OFF, CHAIN_LEN + 64, 0);
+	for (i = 0; i < CHAIN_COPIES; i++) {
+		cb_dma(&job->cb, VA_HBM + BUF_SIZE / 2, VA_HBM + 1, CHAIN_LEN, 0);
+		cb_dma(&job->cb, VA_HBM, VA_HBM + BUF_SIZE / 2, CHAIN_LEN, 0);
+	}
+	cb_dma(&job->cb, VA_HOST + DST_OFF, VA_HBM, CHAIN_LEN, 0);
+	job_seal(job, Q, 0x92);
+}
+
+static void case_warm_in_engine(struct hpu_test *t)
+{
+	const struct timespec inside = { .tv_nsec = 5000000 };
+	static uint8_t once[CHAIN_LEN];
+	struct engine e = { 0 };
+	static struct job job;
+	uint64_t start;
+
+	setup(t);
+	job_chain(t, &job);
+	push(t, Q, &job, 0);
+	start = now_ns();
+	run(t);
+	EXPECT_DONE(t, Q);
+	printf("# the chain alone: %.1f ms\n", (now_ns() - start) / 1e6);
+	memcpy(once, t->mem + DST_OFF, CHAIN_LEN);
+	HPU_CHECK(t, memcmp(once, t->mem + SRC_OFF, CHAIN_LEN));
+	memset(t->mem + DST_OFF, 0, CHAIN_LEN);
+	memset(t->mem + COMPLETION_OFF(Q), 0, 8);
+
+	engine_start(t, &e);
+	push(t, Q, &job, 0);
+	WAIT_REG(t, REG_Q(Q, STATUS), HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE);
+	nanosleep(&inside, NULL);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	WAIT_REG(t, REG_Q(Q, STATUS), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, CI)), 0);
+	if (!saved_tag(t, Q)) {
+		printf("# the engine did not reach a yield point in 500 ms: dropped\n");
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
+		engine_end(t, &e);
+		return;
+	}
+	HPU_CHECK_EQ(t, saved_tag(t, Q), job.tag);
+	HPU_CHECK_EQ(t, completion(t, Q), 0);
+	setup(t);
+	push(t, Q, &job, HPU_QUEUE_DESC_RESUME);
+	WAIT_REG(t, REG_Q(Q, CI), 1);
+	engine_end(t, &e);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + job.tag);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, once, CHAIN_LEN));
+}
+
 /* ---- the list ---- */
 
 static const struct hpu_test_case cases[] = {
@@ -1053,6 +1125,8 @@ static const struct hpu_test_case cases[] = {
 	{ "warm reset drops a hung job", case_warm_hung },
 	{ "warm reset: a GEMM resumed ends to the bit", case_warm_gemm },
 	{ "warm reset: a copy through HBM resumed ends to the bit", case_warm_copy },
+	{ "warm reset of the job in the engine: saved at a yield point, resumed to the bit",
+	  case_warm_in_engine },
 };
 
 int main(void)
