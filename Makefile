@@ -171,6 +171,12 @@ test-fuzz: all
 	tests/guest/run-guest.sh -t 3600 -o $(BUILD)/guest-run-fuzz -- sh -c \
 		'tests/guest/load-driver.sh && build/tests/guest/ioctl_fuzz_test -n 1000000 $(FUZZ_ARGS)'
 
+# The fault-injection suite in one guest boot: per fault kind, BENCH fault_<kind>_recover_ms,
+# _innocent_lost and _innocent_wrong (docs/TESTING.md).
+.PHONY: test-faults
+test-faults: all
+	tests/guest/run-guest.sh -t 1200 -o $(BUILD)/guest-faults -- tests/guest/run-faults.sh
+
 $(addprefix bench-,$(BENCHES)): bench-%: all
 	tests/run-bench.sh $*
 

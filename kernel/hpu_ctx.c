@@ -128,7 +128,7 @@ static void hpu_ctx_destroy(struct hpu_ctx *ctx)
 	unsigned int q, i;
 
 	WRITE_ONCE(ctx->closing, true);
-	hpu_sched_cancel_waiting(ctx);
+	hpu_sched_cancel_waiting(ctx, -ESRCH);
 	hpu_ctx_wait_jobs(ctx);
 
 	/* No job of the context runs or will run: its memory can go. */

@@ -39,6 +39,9 @@ struct hpu_ctx {
 	struct hpu_user *user;	/* whose share it counts in; NULL for the driver's */
 	bool kernel;		/* the driver's own context, ASID 0 */
 	bool closing;		/* the file is closing: its jobs may be cancelled */
+	/* Resets its jobs caused, and whether that got it banned (hpu_reset.c). */
+	atomic_t resets;
+	bool banned;
 
 	struct hpu_vm vm;
 	/* Its jobs' fences: one timeline per queue, fence_context + queue. */

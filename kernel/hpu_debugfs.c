@@ -16,6 +16,7 @@
 #include "hpu_device.h"
 #include "hpu_fault.h"
 #include "hpu_gem.h"
+#include "hpu_inject.h"
 #include "hpu_limits.h"
 #include "hpu_mmu.h"
 #include "hpu_regs.h"
@@ -109,6 +110,7 @@ void hpu_debugfs_init(struct hpu_device *hdev)
 	debugfs_create_regset32("regs", 0400, hdev->debugfs, &hdev->regset);
 	debugfs_create_file("usage", 0400, hdev->debugfs, hdev,
 			    &hpu_debugfs_usage_fops);
+	hpu_inject_debugfs_init(hdev, hdev->debugfs);
 }
 
 /* Waits for readers of "regs" to finish, so the registers may go after it. */

@@ -7,6 +7,13 @@
  * named nesting are never held together.
  *
  * Sleeping locks:
+ *  - reset.sem (hpu_reset.c): read by each kernel queue's recovery and the
+ *    heartbeat work, written by the device reset work, which then takes
+ *    uqs.lock (and under it mmu.lock, eq->lock, q->lock and irq_mask_lock
+ *    while it restarts the device).  No path holding another driver lock
+ *    takes it, and no path holding it waits for SUBMIT, WAIT, a file's
+ *    release or an ioctl: those never wait for a reset (a SUBMIT meanwhile
+ *    leaves its jobs waiting; a release waits for its jobs with no lock).
  *  - mmap_lock (core): the doorbell page's fault handler (hpu_uq.c) holds it
  *    and takes uqs.lock.  No driver lock is held across an access to user
  *    memory (copy_{from,to}_user(), VM_MAP's pin_user_pages_fast()).
@@ -20,7 +27,8 @@
  *    buffer), uqs.lock (hpu_uq_mark(), hpu_uq_marks_passed()) and
  *    ctx->fence_lock.
  *  - uqs.lock: held across a user queue's reset, which sleeps until the
- *    engine lets go; takes no other driver lock.
+ *    engine lets go; takes no other driver lock but mmu.lock, eq->lock,
+ *    q->lock and irq_mask_lock in a device reset (above).
  *  - mmu.lock, hbm.lock, usage.lock: leaves, held to allocate and free.
  * The driver's mutexes are held across GFP_KERNEL allocations: none is
  * taken in reclaim (the driver has no shrinker).  dma_resv is never locked
@@ -42,6 +50,8 @@
  *  - ctx->fence_lock: a leaf, taken with interrupts on: never in an
  *    interrupt or a fence callback.
  *  - irq_mask_lock: a leaf.
+ *  - reset.lock: a leaf, the device reset's pending cause.
+ *  - reset.fi_lock (a mutex): a leaf, the fault-injection registers' select.
  * eq->lock, the fence locks, q->lock and irq_mask_lock are always taken with
  * interrupts off.
  *
@@ -71,6 +81,7 @@
 #include "hpu_mmu.h"
 #include "hpu_queue.h"
 #include "hpu_regs.h"
+#include "hpu_reset.h"
 #include "hpu_uq.h"
 
 struct hpu_ctx;
@@ -117,7 +128,9 @@ struct hpu_device {
 	/*
 	 * What DRM_IOCTL_HPU_INFO and sysfs report.  Written once in probe
 	 * before the device is published and read-only afterwards, but for
-	 * status, which hpu_device_set_malfunction() may set: no lock.
+	 * status, which the reset ladder (hpu_reset.c) changes with cmpxchg()
+	 * and hpu_device_set_malfunction() with xchg(), and the reset counts,
+	 * which INFO takes from @reset: no lock.
 	 */
 	struct drm_hpu_device_info info;
 
@@ -126,6 +139,8 @@ struct hpu_device {
 	struct debugfs_regset32 regset;
 
 	unsigned int job_timeout_ms;	/* set at probe */
+	u32 regs_minor;			/* the device's register map minor, set at probe */
+	struct hpu_reset reset;
 	struct hpu_mmu mmu;
 	struct hpu_hbm hbm;
 	struct hpu_usage usage;		/* shares of files and users (hpu_limits.c) */
@@ -147,15 +162,16 @@ static inline struct device *hpu_dev(struct hpu_device *hdev)
 }
 
 /*
- * A queue reset did not stop an engine, which may still use the memory of
- * the job it is in: the device is MALFUNCTION until the driver is reloaded
- * and takes no new work (SUBMIT, UQUEUE_CREATE and zeroing fail with -EIO).
+ * The reset ladder failed (@why), and the engine may still use the memory
+ * of the job it is in: the device is MALFUNCTION until the driver is
+ * reloaded and takes no new work (SUBMIT, UQUEUE_CREATE and zeroing fail
+ * with -EIO).
  */
-static inline void hpu_device_set_malfunction(struct hpu_device *hdev)
+static inline void hpu_device_set_malfunction(struct hpu_device *hdev, const char *why)
 {
 	if (xchg(&hdev->info.status, DRM_HPU_STATUS_MALFUNCTION) != DRM_HPU_STATUS_MALFUNCTION)
-		dev_err(hpu_dev(hdev),
-			"a queue reset failed: the device malfunctions and takes no new work\n");
+		dev_err(hpu_dev(hdev), "%s: the device malfunctions and takes no new work\n",
+			why);
 }
 
 static inline bool hpu_device_malfunction(struct hpu_device *hdev)

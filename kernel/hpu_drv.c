@@ -30,23 +30,17 @@
 #include "hpu_mmu.h"
 #include "hpu_queue.h"
 #include "hpu_regs.h"
+#include "hpu_reset.h"
 #include "hpu_sysfs.h"
 #include "hpu_uq.h"
 #include "hpu_vm.h"
 
 /*
- * The newest register map minor the driver reads (1.6: preemption); it binds a device of
- * that or a later minor, whatever HPU_REGS_VERSION_MINOR the shared header has grown to.
+ * The register map minor the driver needs (1.6: preemption); it binds a device of that or
+ * a later minor, whatever HPU_REGS_VERSION_MINOR the shared header has grown to, and uses
+ * 1.7's engine and warm resets, heartbeat and fault injection only on a 1.7 device.
  */
 #define HPU_DRV_REGS_MINOR 6
-
-static char *fw_name = HPU_FW_DEFAULT_NAME;
-module_param(fw_name, charp, 0444);
-MODULE_PARM_DESC(fw_name, "Firmware image in the firmware search path");
-
-static unsigned int boot_timeout_ms = 2000;
-module_param(boot_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(boot_timeout_ms, "Time the device has to boot the firmware, in ms");
 
 static unsigned int job_timeout_ms = 10000;
 module_param(job_timeout_ms, uint, 0444);
@@ -128,6 +122,8 @@ static int hpu_map_regs(struct hpu_device *hdev)
 			HPU_DRV_REGS_MINOR, HPU_REGS_VERSION_MAJOR);
 		return -ENODEV;
 	}
+	/* 1.7's resets and heartbeat only where the device has them (hpu_reset.c). */
+	hdev->regs_minor = version & 0xffff;
 
 	return 0;
 }
@@ -184,6 +180,9 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	init_completion(&hdev->boot_done);
 	hpu_eq_early_init(hdev);
 	pci_set_drvdata(pdev, hdev);
+	ret = hpu_reset_init(hdev);
+	if (ret)
+		return ret;
 
 	pci_set_master(pdev);
 	/* A page-table entry holds 52 address bits. */
@@ -202,7 +201,7 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	ret = hpu_fw_boot(hdev, fw_name, READ_ONCE(boot_timeout_ms));
+	ret = hpu_fw_boot(hdev, HPU_RESET_KEY);
 	if (ret)
 		goto err_irq_fini;
 
@@ -239,6 +238,7 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 
 	hpu_debugfs_init(hdev);
+	hpu_reset_start(hdev);
 	hpu_log_ready(hdev);
 	return 0;
 
@@ -257,8 +257,8 @@ err_irq_fini:
  * drm_dev_unplug() makes their ioctls fail with -ENODEV from now on and
  * waits for every drm_dev_enter() section (hardware access, pushes to a
  * ring, queue recovery), after which nothing touches the hardware any more.
- * The device reset stops every queue; the jobs in a ring or waiting for one
- * then fail with -ENODEV.  What open files use (allocators, the
+ * The reset ladder's works stop, the device reset stops every queue; the
+ * jobs in a ring or waiting for one then fail with -ENODEV.  What open files use (allocators, the
  * scheduler's works, the driver's context) stays until the DRM device is
  * released.
  */
@@ -268,6 +268,7 @@ static void hpu_remove(struct pci_dev *pdev)
 
 	hpu_debugfs_fini(hdev);
 	drm_dev_unplug(&hdev->drm);
+	hpu_reset_stop(hdev);
 	hpu_hw_stop(hdev);
 	hpu_uqs_halt(hdev);
 	hpu_queues_halt(hdev);

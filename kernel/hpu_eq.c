@@ -12,6 +12,7 @@
  * consumed without completing them and without an event fail with -EIO.
  */
 #include <linux/dma-mapping.h>
+#include <linux/lockdep.h>
 
 #include "hpu_device.h"
 #include "hpu_eq.h"
@@ -110,6 +111,19 @@ void hpu_eq_early_init(struct hpu_device *hdev)
 	hdev->eq.ring = NULL;
 }
 
+/* Point the device at the ring and consume from where it writes.  Lock held. */
+static void hpu_eq_program_locked(struct hpu_device *hdev)
+{
+	struct hpu_eq *eq = &hdev->eq;
+
+	lockdep_assert_held(&eq->lock);
+	hpu_wreg(hdev, HPU_REG_EQ_RING_LO, lower_32_bits(eq->ring_dma));
+	hpu_wreg(hdev, HPU_REG_EQ_RING_HI, upper_32_bits(eq->ring_dma));
+	hpu_wreg(hdev, HPU_REG_EQ_RING_SIZE, HPU_EQ_ENTRIES);
+	eq->ci = hpu_rreg(hdev, HPU_REG_EQ_PI);
+	hpu_wreg(hdev, HPU_REG_EQ_CI, eq->ci);
+}
+
 /* The firmware is READY: program the ring and let events interrupt. */
 int hpu_eq_init(struct hpu_device *hdev)
 {
@@ -122,17 +136,27 @@ int hpu_eq_init(struct hpu_device *hdev)
 	if (!ring)
 		return -ENOMEM;
 
-	hpu_wreg(hdev, HPU_REG_EQ_RING_LO, lower_32_bits(ring_dma));
-	hpu_wreg(hdev, HPU_REG_EQ_RING_HI, upper_32_bits(ring_dma));
-	hpu_wreg(hdev, HPU_REG_EQ_RING_SIZE, HPU_EQ_ENTRIES);
 	spin_lock_irq(&eq->lock);
 	eq->ring = ring;
 	eq->ring_dma = ring_dma;
-	eq->ci = hpu_rreg(hdev, HPU_REG_EQ_PI);
-	hpu_wreg(hdev, HPU_REG_EQ_CI, eq->ci);
+	hpu_eq_program_locked(hdev);
 	spin_unlock_irq(&eq->lock);
 	hpu_irq_enable(hdev, HPU_IRQ_EVENT);
 	return 0;
+}
+
+/*
+ * A warm reset disabled the ring and emptied it (a device reset,
+ * hpu_reset.c, which restores the interrupt mask itself).
+ */
+void hpu_eq_restart(struct hpu_device *hdev)
+{
+	struct hpu_eq *eq = &hdev->eq;
+
+	spin_lock_irq(&eq->lock);
+	if (eq->ring)
+		hpu_eq_program_locked(hdev);
+	spin_unlock_irq(&eq->lock);
 }
 
 /* The device must be reset (idle) before the ring goes.  Safe without init. */

@@ -29,6 +29,7 @@ struct hpu_eq {
 
 void hpu_eq_early_init(struct hpu_device *hdev);
 int hpu_eq_init(struct hpu_device *hdev);
+void hpu_eq_restart(struct hpu_device *hdev);
 void hpu_eq_fini(struct hpu_device *hdev);
 void hpu_eq_process(struct hpu_device *hdev);
 

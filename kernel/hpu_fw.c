@@ -14,11 +14,15 @@
  * INFO and sysfs serve that copy.
  *
  * Every failure logs exactly one "boot failed: ..." line (tests match them).
+ * A device reset (hpu_reset.c) boots the firmware again the same way, after
+ * a warm reset, and a failed boot then leaves the device warm-reset: HBM
+ * keeps its contents for the next try.
  */
 #include <linux/completion.h>
 #include <linux/dma-mapping.h>
 #include <linux/firmware.h>
 #include <linux/jiffies.h>
+#include <linux/moduleparam.h>
 #include <linux/string.h>
 
 #include "hpu_device.h"
@@ -26,6 +30,14 @@
 #include "hpu_fw_if.h"
 #include "hpu_irq.h"
 #include "hpu_regs.h"
+
+static char *fw_name = HPU_FW_DEFAULT_NAME;
+module_param(fw_name, charp, 0444);
+MODULE_PARM_DESC(fw_name, "Firmware image in the firmware search path");
+
+static unsigned int boot_timeout_ms = 2000;
+module_param(boot_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(boot_timeout_ms, "Time the device has to boot the firmware, in ms");
 
 /* Return the device to IDLE: stops running firmware, cancels a boot in flight. */
 void hpu_fw_reset(struct hpu_device *hdev)
@@ -35,9 +47,12 @@ void hpu_fw_reset(struct hpu_device *hdev)
 	hpu_rreg(hdev, HPU_REG_BOOT_STATUS);
 }
 
-/* Start the boot of the image at @dma and wait for the device's verdict. */
+/*
+ * Start the boot of the image at @dma and wait for the device's verdict; on
+ * failure, reset the device with @reset_key.
+ */
 static int hpu_fw_handshake(struct hpu_device *hdev, const char *name,
-			    dma_addr_t dma, u32 size, unsigned int timeout_ms)
+			    dma_addr_t dma, u32 size, unsigned int timeout_ms, u32 reset_key)
 {
 	struct device *dev = hpu_dev(hdev);
 	unsigned long left;
@@ -84,19 +99,22 @@ static int hpu_fw_handshake(struct hpu_device *hdev, const char *name,
 	ret = -EIO;
 
 err_reset_device:
-	/* Leave the device idle and healthy for the next probe. */
-	hpu_fw_reset(hdev);
+	/* Leave the device idle and healthy for the next probe or try. */
+	hpu_wreg(hdev, HPU_REG_RESET, reset_key);
+	hpu_rreg(hdev, HPU_REG_BOOT_STATUS);
 	return ret;
 }
 
 /*
- * Boot firmware @name, giving the device @timeout_ms to start it.  On
- * failure the device is reset and the reason logged.
+ * Boot the fw_name firmware, giving the device boot_timeout_ms to start it.
+ * On failure the device is reset with @reset_key (HPU_RESET_KEY, or
+ * HPU_RESET_KEY_WARM in a device reset) and the reason logged.
  */
-int hpu_fw_boot(struct hpu_device *hdev, const char *name,
-		unsigned int timeout_ms)
+int hpu_fw_boot(struct hpu_device *hdev, u32 reset_key)
 {
+	unsigned int timeout_ms = READ_ONCE(boot_timeout_ms);
 	struct device *dev = hpu_dev(hdev);
+	const char *name = fw_name;
 	const struct firmware *fw;
 	dma_addr_t dma;
 	void *image;
@@ -125,7 +143,7 @@ int hpu_fw_boot(struct hpu_device *hdev, const char *name,
 	}
 	memcpy(image, fw->data, fw->size);
 
-	ret = hpu_fw_handshake(hdev, name, dma, fw->size, timeout_ms);
+	ret = hpu_fw_handshake(hdev, name, dma, fw->size, timeout_ms, reset_key);
 
 	/* Safe: the boot either finished or was cancelled by a reset. */
 	dma_free_coherent(dev, fw->size, image, dma);

@@ -3,10 +3,11 @@
 #ifndef HPU_FW_H
 #define HPU_FW_H
 
+#include <linux/types.h>
+
 struct hpu_device;
 
-int hpu_fw_boot(struct hpu_device *hdev, const char *name,
-		unsigned int timeout_ms);
+int hpu_fw_boot(struct hpu_device *hdev, u32 reset_key);
 void hpu_fw_reset(struct hpu_device *hdev);
 
 #endif /* HPU_FW_H */

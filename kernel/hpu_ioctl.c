@@ -14,6 +14,7 @@
 #include "hpu_device.h"
 #include "hpu_gem.h"
 #include "hpu_ioctl.h"
+#include "hpu_reset.h"
 #include "hpu_vm.h"
 
 static void hpu_ioctl_stats(struct hpu_device *hdev, struct hpu_ctx *ctx,
@@ -39,6 +40,7 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct hpu_device *hdev = to_hpu_device(drm);
 	struct drm_hpu_info *args = data;
+	struct drm_hpu_device_info info;
 	struct drm_hpu_stats stats;
 	const void *src;
 	u32 size, min_size;
@@ -47,7 +49,7 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 
 	/* The ABI is frozen: a size change here breaks every runtime. */
 	BUILD_BUG_ON(sizeof(struct drm_hpu_info) != 24);
-	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 80);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 96);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) < DRM_HPU_DEVICE_INFO_SIZE_V1);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) != 88);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) < DRM_HPU_STATS_SIZE_V1);
@@ -67,8 +69,8 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 	switch (args->query) {
 	case DRM_HPU_INFO_DEVICE:
 		min_size = DRM_HPU_DEVICE_INFO_SIZE_V1;
-		size = sizeof(hdev->info);
-		src = &hdev->info;
+		size = sizeof(info);
+		src = &info;
 		break;
 	case DRM_HPU_INFO_STATS:
 		min_size = DRM_HPU_STATS_SIZE_V1;
@@ -84,8 +86,13 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
 
-	if (args->query == DRM_HPU_INFO_STATS)
+	if (args->query == DRM_HPU_INFO_STATS) {
 		hpu_ioctl_stats(hdev, file->driver_priv, &stats);
+	} else {
+		info = hdev->info;
+		info.status = READ_ONCE(hdev->info.status);
+		hpu_reset_fill_info(hdev, &info);
+	}
 
 	/* Older callers know a prefix of the struct; newer ones get ours. */
 	size = min_t(u32, args->data_size, size);

@@ -37,6 +37,7 @@
 #include "hpu_fault.h"
 #include "hpu_job.h"
 #include "hpu_queue.h"
+#include "hpu_reset.h"
 #include "hpu_sched.h"
 
 /* The size of a user packet of @opcode; 0 for an unknown or privileged one. */
@@ -532,7 +533,7 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		return -EINVAL;
 	if (args->num_in_syncobjs > DRM_HPU_SUBMIT_MAX_IN_SYNCOBJS)
 		return -EINVAL;
-	if (hpu_device_malfunction(ctx->hdev))
+	if (hpu_device_malfunction(ctx->hdev) || hpu_reset_banned(ctx))
 		return -EIO;
 
 	if (args->num_jobs > HPU_SUBMIT_STACK_JOBS) {

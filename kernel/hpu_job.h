@@ -87,6 +87,7 @@ struct hpu_job {
 	enum hpu_job_state state;
 	u64 hw_seq;			/* descriptor tag and completion value; 0: never pushed */
 	u32 ring_pos;			/* ring index of its descriptor (free running) */
+	u32 ring_epoch;			/* the queue's ring_epoch when it was pushed */
 	unsigned long head_since;	/* jiffies since it has been the oldest in the ring */
 	unsigned long charged;		/* jiffies of its own it ran before it was set aside */
 	/* The device holds its progress (HPU_EVENT_PREEMPTED): pushed again with RESUME. */

@@ -123,8 +123,26 @@ static void hpu_mmu_set_context(struct hpu_device *hdev, u32 asid,
 	u64 entry = root ? hpu_pt_offset(root) | HPU_PTE_PRESENT : 0;
 
 	mutex_lock(&hdev->mmu.lock);
+	hdev->mmu.ctx_table[asid] = entry;
 	hpu_mmu_write(hdev, HPU_MMU_CTX_TABLE + asid * sizeof(u64), entry);
 	mutex_unlock(&hdev->mmu.lock);
+}
+
+/*
+ * A warm reset zeroed the context table and kept every other table: write
+ * each live context's entry again (a device reset, before the engines run).
+ */
+void hpu_mmu_restore(struct hpu_device *hdev)
+{
+	struct hpu_mmu *mmu = &hdev->mmu;
+	u32 asid;
+
+	mutex_lock(&mmu->lock);
+	for (asid = 0; asid < HPU_MMU_NUM_ASIDS; asid++)
+		if (mmu->ctx_table[asid])
+			hpu_mmu_write(hdev, HPU_MMU_CTX_TABLE + asid * sizeof(u64),
+				      mmu->ctx_table[asid]);
+	mutex_unlock(&mmu->lock);
 }
 
 int hpu_mmu_asid_alloc(struct hpu_device *hdev)
@@ -146,6 +164,7 @@ static void hpu_mmu_fini(struct drm_device *drm, void *arg)
 
 	WARN_ON(mmu->tables);
 	ida_destroy(&mmu->asids);
+	kfree(mmu->ctx_table);
 	bitmap_free(mmu->dirty_pages);
 	bitmap_free(mmu->used_pages);
 	mutex_destroy(&mmu->lock);
@@ -161,7 +180,9 @@ int hpu_mmu_init(struct hpu_device *hdev)
 	mmu->num_pages = HPU_MMU_REGION_SIZE >> HPU_MMU_PAGE_SHIFT;
 	mmu->used_pages = bitmap_zalloc(mmu->num_pages, GFP_KERNEL);
 	mmu->dirty_pages = bitmap_zalloc(mmu->num_pages, GFP_KERNEL);
-	if (!mmu->used_pages || !mmu->dirty_pages) {
+	mmu->ctx_table = kcalloc(HPU_MMU_NUM_ASIDS, sizeof(*mmu->ctx_table), GFP_KERNEL);
+	if (!mmu->used_pages || !mmu->dirty_pages || !mmu->ctx_table) {
+		kfree(mmu->ctx_table);
 		bitmap_free(mmu->dirty_pages);
 		bitmap_free(mmu->used_pages);
 		return -ENOMEM;

@@ -17,8 +17,8 @@ struct hpu_user;
 /* The MMU region of HBM (BAR4) as the driver hands it out. */
 struct hpu_mmu {
 	/*
-	 * Protects @used_pages, @dirty_pages, @next_page and @tables, and serializes the
-	 * writes to the context table.  Entries of a context's own tables are
+	 * Protects @used_pages, @dirty_pages, @next_page, @tables and @ctx_table, and
+	 * serializes the writes to the context table.  Entries of a context's own tables are
 	 * written under that context's lock (struct hpu_pgtable.lock, its
 	 * vm.lock), inside which this one nests.  A leaf.
 	 */
@@ -28,6 +28,7 @@ struct hpu_mmu {
 	unsigned int num_pages;
 	unsigned int next_page;		/* where the next search starts */
 	unsigned int tables;		/* table pages in use */
+	u64 *ctx_table;			/* the context table's entries, for hpu_mmu_restore() */
 
 	/* ASIDs of open files: 1 .. HPU_MMU_NUM_ASIDS - 1 (ASID 0 is the driver's). */
 	struct ida asids;
@@ -52,6 +53,7 @@ int hpu_mmu_init(struct hpu_device *hdev);
 int hpu_mmu_asid_alloc(struct hpu_device *hdev);
 void hpu_mmu_asid_free(struct hpu_device *hdev, u32 asid);
 unsigned int hpu_mmu_tables_used(struct hpu_device *hdev);
+void hpu_mmu_restore(struct hpu_device *hdev);
 
 int hpu_pgtable_init(struct hpu_device *hdev, struct hpu_pgtable *pgt,
 		     u32 asid, struct hpu_user *user, struct mutex *lock);

@@ -43,13 +43,20 @@
  *
  * A reset whose job the engine stays in for queue_reset_timeout_us
  * (STATUS.ENGINE; a job the engine is not in ends when the engine gets
- * back to it, hpu_queue_reset_wait()) leaves the engine inside a job that
- * may still write its memory: the device is
- * marked MALFUNCTION, and the queue is wedged: its jobs keep their
- * buffers and mappings (their fences unsignalled) until the engine lets
- * go, which the timeout work looks for every HPU_QUEUE_WEDGED_POLL_MS;
- * then they fail with -EIO (the timed-out one with -ETIMEDOUT) and so do
- * the jobs waiting for the queue.
+ * back to it, hpu_queue_reset_wait()) goes up the reset ladder
+ * (hpu_reset.c): the engine is reset, and if the engine stays even then,
+ * the device is, the queue holding its jobs meanwhile; a device reset
+ * pushes them again (hpu_queues_restart()).  When the ladder ends in
+ * MALFUNCTION (or the device has no engine reset), the engine may still
+ * be inside a job that writes its memory, and the queue is wedged: its
+ * jobs keep their buffers and mappings (their fences unsignalled) until
+ * the engine lets go, which the timeout work looks for every
+ * HPU_QUEUE_WEDGED_POLL_MS; then they fail with -EIO (the timed-out one
+ * with -ETIMEDOUT) and so do the jobs waiting for the queue.
+ *
+ * A job whose timeout reset its queue makes its context guilty, and a
+ * context guilty of reset_ban_limit resets is banned (hpu_reset.c): its
+ * jobs that a reset drops fail with -EIO instead of going again.
  */
 #include <linux/delay.h>
 #include <linux/dma-fence.h>
@@ -68,6 +75,7 @@
 #include "hpu_eq.h"
 #include "hpu_job.h"
 #include "hpu_queue.h"
+#include "hpu_reset.h"
 #include "hpu_sched.h"
 
 static unsigned int queue_reset_timeout_us = 1000 * 1000;
@@ -83,7 +91,7 @@ MODULE_PARM_DESC(preempt_ms,
 /* Why the timeout work resets a queue. */
 enum hpu_queue_reset_why {
 	HPU_RESET_TIMEOUT,	/* the head job ran past the timeout */
-	HPU_RESET_CANCEL,	/* the head job's file closes */
+	HPU_RESET_CANCEL,	/* the head job's file closes or is banned */
 	HPU_RESET_PREEMPT,	/* the head job had its turn and other files' jobs wait */
 };
 
@@ -340,6 +348,7 @@ void hpu_queue_push_locked(struct hpu_queue *q, struct hpu_job *job)
 	desc->tag = job->hw_seq;
 
 	job->ring_pos = q->pi++;
+	job->ring_epoch = q->ring_epoch;
 	job->state = HPU_JOB_QUEUED;
 	job->hw_error = 0;
 	if (list_empty(&q->pending)) {
@@ -481,8 +490,8 @@ static bool hpu_queue_reset_ended(void *arg, u32 *status)
 
 /*
  * Reset @q (@ctrl: HPU_Q_CTRL_RESET, with PREEMPT to set its job aside
- * rather than abort it) and wait until the device has let go of its ring;
- * false if it did not in time.
+ * rather than abort it) and wait until the device has let go of its ring,
+ * resetting the engine if it stays in the job; false if it did not in time.
  */
 static bool hpu_queue_reset(struct hpu_queue *q, u32 ctrl)
 {
@@ -493,8 +502,8 @@ static bool hpu_queue_reset(struct hpu_queue *q, u32 ctrl)
 		return true;
 	dev_err(hpu_dev(q->hdev), "queue %u: the engine stayed in its job %lu us after a reset\n",
 		q->index, timeout_us);
-	hpu_device_set_malfunction(q->hdev);
-	return false;
+	return hpu_reset_engine(q->hdev, q->name) &&
+	       hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q);
 }
 
 /*
@@ -507,10 +516,18 @@ static int hpu_queue_bad_result(const struct hpu_job *bad, enum hpu_queue_reset_
 	int err = bad->hw_error;
 
 	if (why == HPU_RESET_CANCEL)
-		return -ECANCELED;
+		return hpu_reset_banned(bad->ctx) ? -EIO : -ECANCELED;
 	if (err && err != -ECANCELED)
 		return err;
 	return why == HPU_RESET_TIMEOUT ? -ETIMEDOUT : -EIO;
+}
+
+/* How a job a reset dropped ends instead of going again: its file closes or is banned. */
+static int hpu_queue_cancelled(const struct hpu_job *job)
+{
+	if (hpu_reset_banned(job->ctx))
+		return -EIO;
+	return READ_ONCE(job->ctx->closing) ? -ECANCELED : 0;
 }
 
 /*
@@ -537,8 +554,8 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, why), done);
 		else if (err)
 			hpu_queue_end_locked(q, job, err, done);
-		else if (READ_ONCE(job->ctx->closing) && !job->set_aside)
-			hpu_queue_end_locked(q, job, -ECANCELED, done);
+		else if (!job->set_aside && hpu_queue_cancelled(job))
+			hpu_queue_end_locked(q, job, hpu_queue_cancelled(job), done);
 		else {
 			/* Set aside, or dropped by the reset before it started. */
 			list_move_tail(&job->link, job->ctx == bad->ctx ? &last : &again);
@@ -677,6 +694,11 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	/* Events still in the ring name the real error of a failed job. */
 	hpu_eq_process(q->hdev);
 	spin_lock_irq(&q->lock);
+	/* Only a device reset's wait leaves it set here: the device reset restarts the queue. */
+	if (q->resetting) {
+		spin_unlock_irq(&q->lock);
+		return 0;
+	}
 	for (;;) {
 		hpu_queue_collect_locked(q, &done);
 		bad = list_first_entry_or_null(&q->pending, struct hpu_job, link);
@@ -688,7 +710,7 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		/* Consumed without completing, and no event came for it. */
 		bad->hw_error = -EIO;
 	}
-	if (bad && READ_ONCE(bad->ctx->closing))
+	if (bad && (READ_ONCE(bad->ctx->closing) || hpu_reset_banned(bad->ctx)))
 		why = HPU_RESET_CANCEL;
 	else if (bad && !hpu_queue_timed_out_locked(q, bad, &left) &&
 		 hpu_queue_should_preempt_locked(q, bad, &left))
@@ -714,17 +736,32 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 		dev_dbg(hpu_dev(q->hdev),
 			"queue %u: job of context %u in other files' way, setting it aside\n",
 			q->index, bad->ctx->asid);
+	if (why == HPU_RESET_TIMEOUT)
+		hpu_reset_count_queue(q->hdev, q->name);
 	if (!hpu_queue_reset(q, HPU_Q_CTRL_RESET |
 			     (why == HPU_RESET_PREEMPT ? HPU_Q_CTRL_PREEMPT : 0))) {
+		bool ladder = q->hdev->regs_minor >= 7;
+
 		/* Its ABORTED event may have come already, or come later: this error stays. */
 		spin_lock_irq(&q->lock);
 		bad->hw_error = hpu_queue_bad_result(bad, why);
-		q->wedged = true;
+		q->wedged = !ladder;
 		spin_unlock_irq(&q->lock);
-		return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
+		if (why == HPU_RESET_TIMEOUT && hpu_reset_guilty(bad->ctx))
+			hpu_reset_ban_jobs(bad->ctx);
+		if (!ladder) {
+			hpu_device_set_malfunction(q->hdev, "a queue reset failed");
+			return msecs_to_jiffies(HPU_QUEUE_WEDGED_POLL_MS);
+		}
+		/* The queue stays resetting: the device reset pushes its jobs again. */
+		hpu_reset_device_schedule(q->hdev, DRM_HPU_RESET_CAUSE_HANG);
+		return 0;
 	}
 	/* Let the events of the reset (ABORTED, PREEMPTED) and of jobs before it land. */
 	hpu_eq_process(q->hdev);
+	/* Before its jobs the reset dropped end or go again: a ban fails them. */
+	if (why == HPU_RESET_TIMEOUT && hpu_reset_guilty(bad->ctx))
+		hpu_reset_ban_jobs(bad->ctx);
 
 	spin_lock_irq(&q->lock);
 	hpu_queue_end_reset_locked(q, bad, why, &done);
@@ -737,14 +774,15 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 /*
  * Before a job's command buffer is freed: a completed job's descriptor may
  * still be in the device's hands for the few instructions between its tail
- * and the CI update.
+ * and the CI update, unless a device reset dropped the ring since.
  */
 void hpu_queue_wait_consumed(struct hpu_queue *q, struct hpu_job *job)
 {
 	u32 ci;
 	int idx;
 
-	if (!job->hw_seq || !drm_dev_enter(&q->hdev->drm, &idx))
+	if (!job->hw_seq || job->ring_epoch != READ_ONCE(q->ring_epoch) ||
+	    !drm_dev_enter(&q->hdev->drm, &idx))
 		return;
 	if (read_poll_timeout(hpu_qrreg, ci, hpu_queue_consumed(job, ci), 20,
 			      HPU_QUEUE_CONSUME_TIMEOUT_US, false, q, HPU_Q_CI))
@@ -769,6 +807,139 @@ void hpu_queues_quiesce(struct hpu_device *hdev)
 			continue;
 		if (!hpu_queue_wait_idle(q, false, HPU_QUEUE_QUIESCE_TIMEOUT_US))
 			dev_err(hpu_dev(hdev), "queue %u: still busy after a device reset\n", i);
+	}
+}
+
+/* Collect what the device completed, as the queues' interrupts do (a lost one, hpu_reset.c). */
+void hpu_queues_collect(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+		LIST_HEAD(done);
+
+		spin_lock_irq(&q->lock);
+		hpu_queue_collect_locked(q, &done);
+		hpu_sched_run_locked(q, 0, &done);
+		spin_unlock_irq(&q->lock);
+		hpu_queue_signal(&done);
+	}
+}
+
+/*
+ * A device reset begins (hpu_reset.c): nothing is pushed and no job ends
+ * until hpu_queues_restart(), or hpu_queues_wedge() if it fails.  Each
+ * queue notes the job the device had started, which goes on only if the
+ * device saves it.  A queue whose own reset went up the ladder is
+ * resetting already.
+ */
+void hpu_queues_freeze(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+		struct hpu_job *head;
+		LIST_HEAD(done);
+		u32 status;
+
+		spin_lock_irq(&q->lock);
+		hpu_queue_collect_locked(q, &done);
+		q->resetting = true;
+		/* The warm reset to come drops the ring: no job waits for CI to pass it. */
+		WRITE_ONCE(q->ring_epoch, q->ring_epoch + 1);
+		head = list_first_entry_or_null(&q->pending, struct hpu_job, link);
+		status = hpu_qrreg(q, HPU_Q_STATUS);
+		q->started = head && hpu_queue_read_ci(q) == head->ring_pos &&
+			     (status & (HPU_Q_STATUS_BUSY | HPU_Q_STATUS_WAITING)) ? head : NULL;
+		spin_unlock_irq(&q->lock);
+		hpu_queue_signal(&done);
+	}
+}
+
+/* Point the device at @q's ring; PI is where the device has it. */
+static void hpu_queue_program(struct hpu_queue *q)
+{
+	hpu_qwreg(q, HPU_Q_RING_LO, lower_32_bits(q->ring_dma));
+	hpu_qwreg(q, HPU_Q_RING_HI, upper_32_bits(q->ring_dma));
+	hpu_qwreg(q, HPU_Q_RING_SIZE, HPU_QUEUE_ENTRIES);
+	q->pi = hpu_qrreg(q, HPU_Q_PI);
+}
+
+/*
+ * The firmware is READY again after a warm reset, which emptied the
+ * rings.  Each queue's jobs that ended before it end (completed ones with
+ * 0, failed ones with their error, the job a queue's recovery named guilty
+ * with its own); the job the device saved goes first, with RESUME, where
+ * it was; then the rest of the ring in order, each job that had not
+ * started from its start; a started job the device did not save fails
+ * with -EIO.  The jobs that waited for the reset follow.
+ */
+void hpu_queues_restart(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+		struct hpu_job *job, *tmp;
+		LIST_HEAD(again);
+		LIST_HEAD(done);
+		u64 saved;
+
+		saved = (u64)hpu_qrreg(q, HPU_Q_SAVED_TAG_HI) << 32 |
+			hpu_qrreg(q, HPU_Q_SAVED_TAG_LO);
+		spin_lock_irq(&q->lock);
+		hpu_queue_program(q);
+		list_for_each_entry_safe(job, tmp, &q->pending, link) {
+			if (hpu_queue_slot_done(q, job)) {
+				hpu_queue_end_locked(q, job, 0, &done);
+			} else if (job->hw_error) {
+				hpu_queue_end_locked(q, job, job->hw_error, &done);
+			} else if (saved && job->hw_seq == saved) {
+				job->set_aside = true;
+				list_move(&job->link, &again);
+				hpu_queue_unqueue_locked(q, job);
+			} else if (job == q->started) {
+				dev_err(hpu_dev(hdev),
+					"queue %u: the device reset stopped a job of context %u that it could not save\n",
+					q->index, job->ctx->asid);
+				hpu_queue_end_locked(q, job, -EIO, &done);
+			} else if (!job->set_aside && hpu_queue_cancelled(job)) {
+				hpu_queue_end_locked(q, job, hpu_queue_cancelled(job), &done);
+			} else {
+				list_move_tail(&job->link, &again);
+				hpu_queue_unqueue_locked(q, job);
+			}
+		}
+		q->started = NULL;
+		q->resetting = false;
+		list_for_each_entry_safe(job, tmp, &again, link) {
+			list_del(&job->link);
+			hpu_queue_push_locked(q, job);
+		}
+		hpu_sched_run_locked(q, 0, &done);
+		spin_unlock_irq(&q->lock);
+		hpu_queue_signal(&done);
+	}
+}
+
+/*
+ * A device reset failed: every queue is wedged, its jobs ending once the
+ * engine has let go (hpu_queue_unwedge()), and the device malfunctions.
+ */
+void hpu_queues_wedge(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+
+		spin_lock_irq(&q->lock);
+		q->wedged = true;
+		q->started = NULL;
+		spin_unlock_irq(&q->lock);
+		hpu_sched_timeout_in(q, 0);
 	}
 }
 
@@ -848,10 +1019,7 @@ static int hpu_queue_init(struct hpu_device *hdev, u32 index)
 	}
 	q->irq_requested = true;
 
-	hpu_qwreg(q, HPU_Q_RING_LO, lower_32_bits(q->ring_dma));
-	hpu_qwreg(q, HPU_Q_RING_HI, upper_32_bits(q->ring_dma));
-	hpu_qwreg(q, HPU_Q_RING_SIZE, HPU_QUEUE_ENTRIES);
-	q->pi = hpu_qrreg(q, HPU_Q_PI);
+	hpu_queue_program(q);
 	return 0;
 
 err_fini_queue:

@@ -39,7 +39,7 @@ struct hpu_queue {
 
 	/*
 	 * Protects the ring, @pi, @hw_seq, @pending, @queued, @waiting,
-	 * @scan, @resetting, @wedged, the contexts' blocked_scan[index] and the
+	 * @scan, @resetting, @started, @wedged, the contexts' blocked_scan[index] and the
 	 * scheduler fields of the jobs on @waiting and @pending.  Taken in
 	 * the queue's and the event interrupt and in fence callbacks: always
 	 * with interrupts off.  Nests inside the event queue's and the fence locks.
@@ -52,6 +52,13 @@ struct hpu_queue {
 	struct list_head waiting;	/* jobs not yet in the ring, in submission order */
 	u32 scan;			/* number of the last scan of @waiting */
 	bool resetting;			/* completions are left to the reset */
+	/* The job the device had started when a device reset began (hpu_queues_freeze()). */
+	struct hpu_job *started;
+	/*
+	 * Device resets begun: a job pushed before the last one is in no ring
+	 * of the device any more.  Also read locklessly (hpu_queue_wait_consumed()).
+	 */
+	u32 ring_epoch;
 	/*
 	 * A reset timed out with the engine in a job: the jobs in the ring
 	 * keep their memory until the engine lets go (hpu_queue_recover()).
@@ -70,6 +77,10 @@ struct hpu_queue {
 
 int hpu_queues_init(struct hpu_device *hdev);
 void hpu_queues_quiesce(struct hpu_device *hdev);
+void hpu_queues_collect(struct hpu_device *hdev);
+void hpu_queues_freeze(struct hpu_device *hdev);
+void hpu_queues_restart(struct hpu_device *hdev);
+void hpu_queues_wedge(struct hpu_device *hdev);
 void hpu_queues_halt(struct hpu_device *hdev);
 void hpu_queues_fini(struct hpu_device *hdev);
 

@@ -158,8 +158,11 @@ void hpu_sched_submit(struct hpu_job *job)
 	hpu_sched_add_run(job->queue, job);
 }
 
-/* End the waiting jobs of the closing @ctx with -ESRCH: they never run. */
-void hpu_sched_cancel_waiting(struct hpu_ctx *ctx)
+/*
+ * End the waiting jobs of @ctx with @error: they never run (-ESRCH: its
+ * file closes; -EIO: it is banned).
+ */
+void hpu_sched_cancel_waiting(struct hpu_ctx *ctx, int error)
 {
 	unsigned int i;
 
@@ -174,7 +177,7 @@ void hpu_sched_cancel_waiting(struct hpu_ctx *ctx)
 		spin_lock_irq(&q->lock);
 		list_for_each_entry_safe(job, tmp, &q->waiting, link)
 			if (job->ctx == ctx)
-				hpu_queue_end_locked(q, job, -ESRCH, &done);
+				hpu_queue_end_locked(q, job, error, &done);
 		/* Jobs of other files may have waited for ring space behind them. */
 		hpu_sched_run_locked(q, alive ? 0 : -ENODEV, &done);
 		spin_unlock_irq(&q->lock);
@@ -205,7 +208,10 @@ static void hpu_sched_timeout_work(struct work_struct *work)
 
 	if (!drm_dev_enter(&q->hdev->drm, &idx))
 		return;
+	/* Not while the device is being reset (hpu_reset.c). */
+	down_read(&q->hdev->reset.sem);
 	left = hpu_queue_recover(q);
+	up_read(&q->hdev->reset.sem);
 	drm_dev_exit(idx);
 	if (left)
 		queue_delayed_work(system_wq, &q->timeout_work, left);

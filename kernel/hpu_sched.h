@@ -16,7 +16,7 @@ struct list_head;
 int hpu_sched_init(struct hpu_queue *q, unsigned int timeout_ms);
 void hpu_sched_submit(struct hpu_job *job);
 void hpu_sched_run_locked(struct hpu_queue *q, int error, struct list_head *done);
-void hpu_sched_cancel_waiting(struct hpu_ctx *ctx);
+void hpu_sched_cancel_waiting(struct hpu_ctx *ctx, int error);
 void hpu_sched_arm_timeout(struct hpu_queue *q);
 void hpu_sched_timeout_in(struct hpu_queue *q, unsigned long delay);
 void hpu_sched_job_done(struct hpu_job *job);

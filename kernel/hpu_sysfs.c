@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * hpu sysfs: read-only device description on the PCI device, one value per
- * file.  The driver core adds these only after probe succeeded and removes
+ * file; only status and the reset ladder's counts and last cause change.
+ * The driver core adds these only after probe succeeded and removes
  * them before remove, so every reader sees a booted device.
  */
 #include <linux/device.h>
@@ -10,6 +11,7 @@
 
 #include "hpu_device.h"
 #include "hpu_fw_if.h"
+#include "hpu_reset.h"
 #include "hpu_sysfs.h"
 
 static const struct drm_hpu_device_info *hpu_sysfs_info(struct device *dev)
@@ -62,7 +64,7 @@ static ssize_t status_show(struct device *dev,
 		[DRM_HPU_STATUS_IN_RESET] = "in_reset",
 		[DRM_HPU_STATUS_MALFUNCTION] = "malfunction",
 	};
-	u32 status = hpu_sysfs_info(dev)->status;
+	u32 status = READ_ONCE(hpu_sysfs_info(dev)->status);
 
 	if (status >= ARRAY_SIZE(names) || !names[status])
 		return sysfs_emit(buf, "unknown\n");
@@ -70,6 +72,30 @@ static ssize_t status_show(struct device *dev,
 	return sysfs_emit(buf, "%s\n", names[status]);
 }
 static DEVICE_ATTR_RO(status);
+
+/* An attribute printing one of the reset ladder's counts (hpu_reset.c). */
+#define HPU_RESET_ATTR(name)							\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	struct hpu_device *hdev = dev_get_drvdata(dev);			\
+									\
+	return sysfs_emit(buf, "%d\n", atomic_read(&hdev->reset.name));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+HPU_RESET_ATTR(queue_resets);
+HPU_RESET_ATTR(engine_resets);
+HPU_RESET_ATTR(device_resets);
+
+static ssize_t last_reset_cause_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	struct hpu_device *hdev = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%s\n", hpu_reset_cause_name(READ_ONCE(hdev->reset.last_cause)));
+}
+static DEVICE_ATTR_RO(last_reset_cause);
 
 static struct attribute *hpu_sysfs_attrs[] = {
 	&dev_attr_fw_version.attr,
@@ -81,6 +107,10 @@ static struct attribute *hpu_sysfs_attrs[] = {
 	&dev_attr_hw_revision.attr,
 	&dev_attr_capabilities.attr,
 	&dev_attr_status.attr,
+	&dev_attr_queue_resets.attr,
+	&dev_attr_engine_resets.attr,
+	&dev_attr_device_resets.attr,
+	&dev_attr_last_reset_cause.attr,
 	NULL
 };
 

@@ -47,6 +47,7 @@
 #include "hpu_fault.h"
 #include "hpu_irq.h"
 #include "hpu_queue.h"
+#include "hpu_reset.h"
 #include "hpu_uq.h"
 
 /* The mmap offset of a user queue's doorbell page. */
@@ -106,10 +107,20 @@ static bool hpu_uq_reset_hw_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 	pi = hpu_uq_rreg(hdev, u, HPU_UQ_PI);
 	hpu_uq_wreg(hdev, u, HPU_UQ_CTRL, HPU_Q_CTRL_RESET);
 	idle = hpu_queue_reset_wait(hdev, hpu_uq_reset_ended, uq);
+	if (!idle) {
+		char what[24];
+
+		snprintf(what, sizeof(what), "user queue %u", u);
+		idle = hpu_reset_engine(hdev, what) &&
+		       hpu_queue_reset_wait(hdev, hpu_uq_reset_ended, uq);
+	}
 	if (idle)
 		uq->dropped += (pi - ci) - (hpu_uq_rreg(hdev, u, HPU_UQ_ERRORS) - errors);
+	else if (hdev->regs_minor >= 7)
+		/* It drops the job the engine is in: the queue lets go of its memory then. */
+		hpu_reset_device_schedule(hdev, DRM_HPU_RESET_CAUSE_HANG);
 	else
-		hpu_device_set_malfunction(hdev);
+		hpu_device_set_malfunction(hdev, "a user queue's reset failed");
 	return idle;
 }
 
@@ -510,6 +521,9 @@ static void hpu_uq_watchdog(struct work_struct *work)
 			dev_warn(hpu_dev(hdev),
 				 "user queue %u (asid %u): no job ended in %u ms: resetting it\n",
 				 u, uq->ctx->asid, hdev->job_timeout_ms);
+			hpu_reset_count_queue(hdev, "user queue");
+			/* Its jobs on kernel queues end when a reset drops them. */
+			hpu_reset_guilty(uq->ctx);
 			if (!hpu_uq_reset_hw_locked(hdev, uq))
 				dev_err(hpu_dev(hdev), "user queue %u does not stop\n", u);
 			uq->watch_since = jiffies;
@@ -519,6 +533,19 @@ static void hpu_uq_watchdog(struct work_struct *work)
 	drm_dev_exit(idx);
 	if (bound)
 		schedule_delayed_work(&uqs->watchdog, uqs->period);
+}
+
+/*
+ * After a device reset (reset locks held): the queues stood still through
+ * it, which the watchdog must not count against their jobs.
+ */
+void hpu_uq_rewatch_locked(struct hpu_device *hdev)
+{
+	u32 u;
+
+	lockdep_assert_held(&hdev->uqs.lock);
+	for (u = 0; u < hdev->uqs.count; u++)
+		hdev->uqs.q[u].watch_busy = false;
 }
 
 static void hpu_uqs_release(struct drm_device *drm, void *arg)
@@ -585,7 +612,7 @@ int hpu_ioctl_uqueue_create(struct drm_device *drm, void *data, struct drm_file 
 		return -EINVAL;
 	if (!hdev->uqs.count)
 		return -EOPNOTSUPP;
-	if (hpu_device_malfunction(hdev))
+	if (hpu_device_malfunction(hdev) || hpu_reset_banned(file->driver_priv))
 		return -EIO;
 
 	db = hpu_uq_db_create(drm, file);

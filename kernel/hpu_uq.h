@@ -70,6 +70,7 @@ struct hpu_uq_marks {
 int hpu_uqs_init(struct hpu_device *hdev);
 void hpu_uqs_halt(struct hpu_device *hdev);
 void hpu_uq_irq(struct hpu_device *hdev);
+void hpu_uq_rewatch_locked(struct hpu_device *hdev);
 void hpu_uq_ctx_release(struct hpu_ctx *ctx, struct drm_file *file);
 void hpu_uq_mark(struct hpu_ctx *ctx, struct hpu_uq_marks *marks);
 void hpu_uq_stats(struct hpu_ctx *ctx, struct drm_hpu_stats *st);

@@ -51,6 +51,10 @@ static const struct field fields[] = {
 	F(drm_hpu_device_info, max_contexts, 68, 4),
 	F(drm_hpu_device_info, num_user_queues, 72, 4),
 	F(drm_hpu_device_info, pad2, 76, 4),
+	F(drm_hpu_device_info, queue_resets, 80, 4),
+	F(drm_hpu_device_info, engine_resets, 84, 4),
+	F(drm_hpu_device_info, device_resets, 88, 4),
+	F(drm_hpu_device_info, last_reset_cause, 92, 4),
 
 	F(drm_hpu_stats, hbm_total, 0, 8),
 	F(drm_hpu_stats, hbm_used, 8, 8),
@@ -202,7 +206,7 @@ struct whole {
 
 static const struct whole structs[] = {
 	{ "sizeof(struct drm_hpu_info)", sizeof(struct drm_hpu_info), 24 },
-	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info), 80 },
+	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info), 96 },
 	{ "DRM_HPU_DEVICE_INFO_SIZE_V1", DRM_HPU_DEVICE_INFO_SIZE_V1, 64 },
 	{ "sizeof(struct hpu_fw_header)", sizeof(struct hpu_fw_header), HPU_FW_HEADER_SIZE },
 	{ "sizeof(struct drm_hpu_stats)", sizeof(struct drm_hpu_stats), DRM_HPU_STATS_SIZE_V1 },

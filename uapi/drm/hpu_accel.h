@@ -26,7 +26,7 @@ extern "C" {
 /* DRM driver name and version (drmGetVersion()); minor grows with the ABI. */
 #define DRM_HPU_DRIVER_NAME "hpu"
 #define DRM_HPU_ABI_MAJOR 1
-#define DRM_HPU_ABI_MINOR 2
+#define DRM_HPU_ABI_MINOR 3
 #define DRM_HPU_ABI_VERSION ((DRM_HPU_ABI_MAJOR << 16) | DRM_HPU_ABI_MINOR)
 
 #define DRM_HPU_INFO 0x00
@@ -85,10 +85,13 @@ struct drm_hpu_info {
 /**
  * enum drm_hpu_device_status - &drm_hpu_device_info.status.
  * @DRM_HPU_STATUS_READY: Firmware running, accepting work.
- * @DRM_HPU_STATUS_IN_RESET: A reset is in progress.
- * @DRM_HPU_STATUS_MALFUNCTION: Unusable until the driver is reloaded: a queue
- *	reset did not stop its engine.  New work fails with -EIO; the jobs of
- *	that queue end (and release their memory) only once the engine has let go.
+ * @DRM_HPU_STATUS_IN_RESET: (1.3) A device reset is in progress: jobs submitted
+ *	meanwhile wait and run after it.
+ * @DRM_HPU_STATUS_MALFUNCTION: Unusable until the driver is reloaded: the
+ *	recovery from a hang failed (queue, engine and device resets did not stop
+ *	the engine, or the firmware did not boot again).  New work fails with -EIO;
+ *	the jobs in the rings end (and release their memory) only once the engine
+ *	has let go.
  */
 enum drm_hpu_device_status {
 	DRM_HPU_STATUS_READY = 1,
@@ -104,6 +107,25 @@ enum drm_hpu_device_status {
 #define DRM_HPU_CAP_BF16 (1ull << 1)
 #define DRM_HPU_CAP_FP16 (1ull << 2)
 #define DRM_HPU_CAP_FP8 (1ull << 3)
+
+/**
+ * enum drm_hpu_reset_cause - &drm_hpu_device_info.last_reset_cause (1.3): why the
+ * driver reset a queue, the engine or the device.
+ * @DRM_HPU_RESET_CAUSE_NONE: No reset since the driver bound.
+ * @DRM_HPU_RESET_CAUSE_TIMEOUT: A job ran past the job timeout (a kernel queue's
+ *	reset, or a user queue's by its watchdog).
+ * @DRM_HPU_RESET_CAUSE_HANG: The engine stayed in the job its queue's reset
+ *	aborted (engine reset), or in spite of an engine reset (device reset).
+ * @DRM_HPU_RESET_CAUSE_HEARTBEAT: The firmware's heartbeat stood still (device reset).
+ * @DRM_HPU_RESET_CAUSE_REQUEST: Asked for by root through debugfs (device reset).
+ */
+enum drm_hpu_reset_cause {
+	DRM_HPU_RESET_CAUSE_NONE = 0,
+	DRM_HPU_RESET_CAUSE_TIMEOUT = 1,
+	DRM_HPU_RESET_CAUSE_HANG = 2,
+	DRM_HPU_RESET_CAUSE_HEARTBEAT = 3,
+	DRM_HPU_RESET_CAUSE_REQUEST = 4,
+};
 
 /* Smallest data_size DRM_HPU_INFO_DEVICE accepts: the first version's size. */
 #define DRM_HPU_DEVICE_INFO_SIZE_V1 64u
@@ -130,9 +152,14 @@ enum drm_hpu_device_status {
  * @max_contexts: (1.1) Open files the device can hold at once.
  * @num_user_queues: (1.2) User queues DRM_IOCTL_HPU_UQUEUE_CREATE can take, device-wide.
  * @pad2: (1.2) Written as 0.
+ * @queue_resets: (1.3) Queue resets for a timed-out job (kernel queues) or a
+ *	user queue that stood still, since the driver bound.
+ * @engine_resets: (1.3) Engine resets: a queue's reset left the engine in its job.
+ * @device_resets: (1.3) Device resets (warm: device memory survives).
+ * @last_reset_cause: (1.3) &enum drm_hpu_reset_cause of the last of those resets.
  *
- * 64 bytes in ABI 1.0, 72 in 1.1, 80 in 1.2; a smaller @data_size (at least
- * DRM_HPU_DEVICE_INFO_SIZE_V1) gets the struct's first bytes.
+ * 64 bytes in ABI 1.0, 72 in 1.1, 80 in 1.2, 96 in 1.3; a smaller @data_size (at
+ * least DRM_HPU_DEVICE_INFO_SIZE_V1) gets the struct's first bytes.
  */
 struct drm_hpu_device_info {
 	__u32 abi_version;
@@ -155,6 +182,10 @@ struct drm_hpu_device_info {
 	__u32 max_contexts;
 	__u32 num_user_queues;
 	__u32 pad2;
+	__u32 queue_resets;
+	__u32 engine_resets;
+	__u32 device_resets;
+	__u32 last_reset_cause;
 };
 
 /* Smallest data_size DRM_HPU_INFO_STATS accepts. */
@@ -284,7 +315,9 @@ struct drm_hpu_job {
  * sequence number of the file, after every in-syncobj has signalled.  A
  * command buffer with a privileged opcode is refused with -EPERM, any other
  * malformed packet with -EINVAL; nothing is queued then; -EIO: the device
- * malfunctions.  A ring holds at most the max_file_ring_jobs module
+ * malfunctions, or (1.3) the file's jobs caused the reset_ban_limit module
+ * parameter's resets (3 by default): the file is banned, and its jobs still
+ * queued fail with -EIO too.  A ring holds at most the max_file_ring_jobs module
  * parameter's jobs of one file (64 by default); the file's further jobs
  * wait in the driver, in order, while other files' jobs go on.  A job that
  * ran (or was parked on a WAIT) at the head of a ring for the preempt_ms
@@ -345,7 +378,8 @@ struct drm_hpu_wait {
  * Errors: -EINVAL flags or pad set, a bad @ring_size, @ring_va misaligned or the
  * ring wraps; -EOPNOTSUPP the device has no user queues; -ENOSPC all are taken;
  * -EDQUOT this file holds its share (the max_file_uqueues module parameter, 4 by
- * default); -EIO the device malfunctions.  Closing the file destroys its queues.
+ * default); -EIO the device malfunctions or the file is banned (see
+ * &drm_hpu_submit).  Closing the file destroys its queues.
  */
 struct drm_hpu_uqueue_create {
 	__u64 ring_va;

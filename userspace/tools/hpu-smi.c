@@ -31,13 +31,17 @@
  *     hbm:             32 GiB (34359738368 bytes)
  *     engines:         dma 8, mme 2, tpc 8
  *     capabilities:    fp32 bf16 (also fp16, fp8; unknown bits as 0x...; "none" if 0)
- *     abi:             1.2
+ *     abi:             1.3
  *     hw revision:     1
  *     queues:          4, and 16 user queues  (driver ABI 1.1 on: this line and below;
  *                                              user queues 0 before 1.2)
  *     contexts:        1 of 1023 open         (hpu-smi's own included)
  *     hbm used:        2 MiB of 31.9 GiB (2097152 bytes)
  *     jobs:            12 submitted, 11 completed, 1 failed
+ *     resets:          2 queue, 1 engine, 1 device (last: hang)
+ *                      (from sysfs, whatever the lines above say; a driver
+ *                       before ABI 1.3 has no such line; causes: none, timeout,
+ *                       hang, heartbeat, request)
  *
  * PCI config space past its first 64 bytes (the capabilities) is root's: for
  * another user, MSI-X and the link come from sysfs (msi_irqs/, *_link_*).
@@ -419,14 +423,31 @@ static int show_open(const char *path)
 	return ret;
 }
 
+/* The driver's reset counts and last cause (sysfs, ABI 1.3 on). */
+static void show_resets(const char *bus_id)
+{
+	char queue[16], engine[16], device[16], cause[32];
+
+	if (sysfs_attr(bus_id, "queue_resets", queue, sizeof(queue)) &&
+	    sysfs_attr(bus_id, "engine_resets", engine, sizeof(engine)) &&
+	    sysfs_attr(bus_id, "device_resets", device, sizeof(device)) &&
+	    sysfs_attr(bus_id, "last_reset_cause", cause, sizeof(cause)))
+		field("resets", "%s queue, %s engine, %s device (last: %s)", queue, engine,
+		      device, cause);
+}
+
 static int show_device(struct pci_access *pacc, unsigned int index,
 		       const struct hpu_device_desc *desc)
 {
+	int ret;
+
 	printf("device %u:\n", index);
 	field("node", "%s", desc->path);
 	field("pci address", "%s", desc->pci_bus_id);
 	show_pci(pacc, desc->pci_bus_id);
-	return show_open(desc->path);
+	ret = show_open(desc->path);
+	show_resets(desc->pci_bus_id);
+	return ret;
 }
 
 static int parse_index(const char *arg, unsigned int *index)
