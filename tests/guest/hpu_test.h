@@ -131,6 +131,42 @@ static inline long long hpu_usage(const char *bdf, const char *key)
 	return -1;
 }
 
+/*
+ * Writes fault/<kind>/<setting> of the device's debugfs fault injection
+ * (kernel/hpu_inject.c), or reads it into *value (value_str NULL).
+ */
+static inline int hpu_fault_file(const char *bdf, const char *kind, const char *setting,
+				 const char *value_str, long long *value)
+{
+	char path[256], buf[32];
+	int err;
+
+	if (access("/sys/kernel/debug/hpu", F_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/fault/%s/%s", bdf, kind, setting);
+	if (value_str)
+		return hpu_write_file(path, value_str);
+	err = hpu_read_file(path, buf, sizeof(buf));
+	if (!err)
+		*value = strtoll(buf, NULL, 0);
+	return err;
+}
+
+/*
+ * Arms fault <kind> for the next `times` of its events, whoever's ("4294967295": every one);
+ * a cold reset (the module's load) disarms it.
+ */
+static inline int hpu_fault_arm(const char *bdf, const char *kind, const char *times)
+{
+	int err = hpu_fault_file(bdf, kind, "skip", "0", NULL);
+
+	if (!err)
+		err = hpu_fault_file(bdf, kind, "probability", "4294967295", NULL);
+	if (!err)
+		err = hpu_fault_file(bdf, kind, "asid", "4294967295", NULL);
+	return err ? err : hpu_fault_file(bdf, kind, "times", times, NULL);
+}
+
 /* Waits up to 30 s until no freed HBM waits to be zeroed: 0, or the bytes left (-1: no count). */
 static inline long long hpu_wait_scrubbed(const char *bdf)
 {

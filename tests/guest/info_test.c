@@ -152,6 +152,36 @@ TEST_F(dev, sysfs_matches_info)
 	EXPECT_STREQ("ready", buf);
 }
 
+/*
+ * (1.3) The reset ladder's counts and last cause, in INFO and sysfs alike.
+ * Suites before this one may have reset queues, so the counts are not 0;
+ * no reset runs meanwhile.
+ */
+TEST_F(dev, reset_counts_in_info_and_sysfs)
+{
+	static const char * const causes[] = {
+		[DRM_HPU_RESET_CAUSE_NONE] = "none",
+		[DRM_HPU_RESET_CAUSE_TIMEOUT] = "timeout",
+		[DRM_HPU_RESET_CAUSE_HANG] = "hang",
+		[DRM_HPU_RESET_CAUSE_HEARTBEAT] = "heartbeat",
+		[DRM_HPU_RESET_CAUSE_REQUEST] = "request",
+	};
+	struct drm_hpu_device_info di;
+	char buf[64];
+
+	memset(&di, 0xa5, sizeof(di));
+	ASSERT_EQ(0, device_info(self->fd, &di));
+	EXPECT_EQ(di.queue_resets, attr_ul(self->bdf, "queue_resets"));
+	EXPECT_EQ(di.engine_resets, attr_ul(self->bdf, "engine_resets"));
+	EXPECT_EQ(di.device_resets, attr_ul(self->bdf, "device_resets"));
+	ASSERT_GT(sizeof(causes) / sizeof(causes[0]), di.last_reset_cause);
+	ASSERT_EQ(0, hpu_read_attr(self->bdf, "last_reset_cause", buf, sizeof(buf)));
+	EXPECT_STREQ(causes[di.last_reset_cause], buf);
+	/* A cause only with a reset, and a reset only with a cause. */
+	EXPECT_EQ(di.queue_resets + di.engine_resets + di.device_resets == 0,
+		  di.last_reset_cause == DRM_HPU_RESET_CAUSE_NONE);
+}
+
 /* A caller built against a later, larger struct gets the known prefix. */
 TEST_F(dev, info_larger_buffer_reports_written_size)
 {

@@ -33,9 +33,11 @@ user_uid=2000 user_gid=2000 dev_gid=2001 user_memlock=$((8 << 20))
 #   kernel log, and unloads the module;
 # - torture_test takes the device away with work in flight (unbind, PCI remove, QEMU's
 #   device_del: run-guest.sh -p) and brings it back, unloads and loads the module, and reads
-#   the kernel log.
+#   the kernel log;
+# - faults_test reloads the module (short job timeout and heartbeat), injects faults through
+#   debugfs and reads the kernel log.
 root_suites="lifecycle_test uqueue_test sched_test limits_test hostile_test"
-root_suites="$root_suites ioctl_fuzz_test torture_test"
+root_suites="$root_suites ioctl_fuzz_test torture_test faults_test"
 
 needs_root() {
 	case " $root_suites " in

@@ -479,7 +479,8 @@ FIXTURE(short) {
 
 FIXTURE_SETUP(short)
 {
-	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300"));
+	/* Its files time out on purpose, again and again: no ban (faults_test checks it). */
+	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300 reset_ban_limit=0"));
 	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
 	self->fd = hpu_open_node(self->bdf);
 	ASSERT_LE(0, self->fd);
@@ -553,7 +554,8 @@ static long queue_status(const char *bdf, unsigned int q)
 
 /*
  * A reset that does not stop the engine (it has a microsecond, and the
- * engine is inside a GEMM step): the device reads MALFUNCTION and takes no
+ * engine is inside a GEMM step), nor do the engine and device resets
+ * after it (the device ignores them): the device reads MALFUNCTION and takes no
  * new work; the job's fence does not signal, and a buffer unmapped
  * meanwhile is not freed, until the engine has let go of the job.
  */
@@ -576,6 +578,8 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 	/* Seconds in all. */
 	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 64);
 	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
+	/* The engine and device resets fail too: the reset ladder ends in MALFUNCTION. */
+	ASSERT_EQ(0, hpu_fault_arm(self->bdf, "reset_fail", "4294967295"));
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
 	ASSERT_EQ(0, hpu_submit(self->fd, 1, cb.buf, cb.size, &seq));
 	/* A buffer goes while the job runs: it stays until the file's earlier jobs ended. */

@@ -411,7 +411,8 @@ FIXTURE(watchdog) {
 
 FIXTURE_SETUP(watchdog)
 {
-	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300"));
+	/* Its files time out on purpose, again and again: no ban (faults_test checks it). */
+	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300 reset_ban_limit=0"));
 	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
 	self->fd = hpu_open_node(self->bdf);
 	ASSERT_LE(0, self->fd);
@@ -547,10 +548,11 @@ struct stuck_job {
  * Opens j->q on fd and submits the job: 512 GEMMs whose A is in host pages
  * (the engine stages it and runs each GEMM whole, without yielding, so a
  * reset finds the engine in the job), far longer than a reset takes to
- * come, however fast the host.  Sets queue_reset_timeout_us to 1 (the
- * fixture's reload restores it).
+ * come, however fast the host.  Sets queue_reset_timeout_us to 1 and has
+ * the device ignore every engine and device reset, so that the reset
+ * ladder fails (the fixture's reload restores both).
  */
-static int stuck_job_start(struct stuck_job *j, int fd)
+static int stuck_job_start(struct stuck_job *j, const char *bdf, int fd)
 {
 	struct hpu_cb cb = { .size = 0 };
 	unsigned int i;
@@ -573,6 +575,8 @@ static int stuck_job_start(struct stuck_job *j, int fd)
 		err = hpu_uq_open(&j->q, fd);
 	if (!err)
 		err = hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1");
+	if (!err)
+		err = hpu_fault_arm(bdf, "reset_fail", "4294967295");
 	if (err)
 		return err;
 	hpu_cb_square_gemms(&cb, STUCK_GEMM_N, j->va[0], j->va[1], j->va[2], 512);
@@ -597,22 +601,28 @@ static bool stuck_job_ended(struct stuck_job *j, double timeout_s)
 
 /*
  * The watchdog's reset of a user queue that does not stop the engine (it
- * has a microsecond, and the engine is inside a GEMM step): the device
+ * has a microsecond, and the engine is inside a GEMM step), nor do the
+ * engine and device resets after it (the device ignores them): the device
  * reads MALFUNCTION and takes no new queue; the job still ends, aborted,
  * and the destroy returns once the engine has let go.
  */
 TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 {
 	struct stuck_job j;
+	double until;
 	uint64_t offset;
 	char mark[64];
 	uint32_t id;
 
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
-	ASSERT_EQ(0, stuck_job_start(&j, self->fd));
+	ASSERT_EQ(0, stuck_job_start(&j, self->bdf, self->fd));
 	EXPECT_EQ(0, hpu_uq_wait(self->fd, j.q.id, j.pos + 1, -1, NULL));
 	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&j.q, j.pos)->status);
 	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ does not stop"));
+	/* The device reset the failed engine reset asked for fails in its work. */
+	until = hpu_now_s() + 5;
+	while (hpu_device_status(self->fd) != DRM_HPU_STATUS_MALFUNCTION && hpu_now_s() < until)
+		usleep(1000);
 	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
 	EXPECT_EQ(-EIO, hpu_uq_create(self->fd, j.q.va, HPU_UQ_TEST_RING, &id, &offset));
 	hpu_uq_close(&j.q);
@@ -639,7 +649,7 @@ TEST_F(watchdog, a_destroy_waiting_for_a_stuck_engine_is_killable)
 	pid_t pid;
 
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
-	ASSERT_EQ(0, stuck_job_start(&j, self->fd));
+	ASSERT_EQ(0, stuck_job_start(&j, self->bdf, self->fd));
 	ASSERT_EQ(0, hpu_stats(self->fd, &st));
 	before = st.ctx_host_pinned;
 	pid = fork();

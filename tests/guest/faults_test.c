@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Faults are survived (root): for each fault the device can inject
+ * (debugfs fault/<kind>/, kernel/hpu_inject.c), a guilty file gets the
+ * fault while two innocent files run deterministic DMA copies, some queued
+ * behind the guilty job, some parked on a WAIT across a device reset: the
+ * guilty job fails with the errno the fault means, every innocent job
+ * completes and its bytes are bitwise right, the device is READY again and
+ * INFO counts the resets the ladder took (kernel/hpu_reset.c) and their
+ * cause.  Then a file whose jobs time out reset_ban_limit times is banned,
+ * and a device reset by hand sends its uevent.
+ *
+ * Each case prints, for `make test-faults` (HPU_BENCH=1: plain lines; else
+ * as TAP comments):
+ *   BENCH fault_<kind>_recover_ms      from the guilty submission to every job ended
+ *   BENCH fault_<kind>_innocent_lost   innocent jobs that did not complete
+ *   BENCH fault_<kind>_innocent_wrong  innocent copies not bitwise right
+ *
+ * The module is reloaded for each case with a 2 s job timeout and a 50 ms
+ * heartbeat (lost_irq: 20 s, so that only the heartbeat can end its job
+ * in time), and queue_reset_timeout_us is 100 ms; the cold reset at probe
+ * disarms every fault, and the teardown's reload brings the defaults back.
+ */
+#include <poll.h>
+#include <stdbool.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include "kselftest_harness.h"
+#include "hpu_abi.h"
+#include "hpu_test.h"
+
+#define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
+#define INNOCENTS 2
+#define COPIES 8			/* copy jobs per innocent file, on queues j % 4 */
+#define CHUNK (64 * 1024ull)		/* bytes each copy job moves */
+#define ARENA ((COPIES + 1) * CHUNK)	/* + the parked job's chunk */
+#define GUILTY_QUEUE 0
+#define WAIT_NS 120000000000ll
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* An innocent file: host source and destination, HBM between them, and a sync word. */
+struct innocent {
+	int fd;
+	uint8_t *src, *dst;
+	volatile uint32_t *sync;
+	uint64_t src_va, dst_va, hbm_va, sync_va;
+	uint32_t hbm;
+	uint64_t seq[COPIES + 1];	/* [COPIES]: the parked one */
+};
+
+/* Job j of @in: src chunk j -> HBM chunk j -> dst chunk j, after a WAIT for the sync if @park. */
+static int innocent_submit(struct innocent *in, unsigned int j, unsigned int queue, bool park)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	if (park)
+		hpu_cb_wait(&cb, in->sync_va, 1);
+	hpu_cb_dma(&cb, in->hbm_va + j * CHUNK, in->src_va + j * CHUNK, CHUNK);
+	hpu_cb_dma(&cb, in->dst_va + j * CHUNK, in->hbm_va + j * CHUNK, CHUNK);
+	return hpu_submit(in->fd, queue, cb.buf, cb.size, &in->seq[j]);
+}
+
+static int innocent_open(struct innocent *in, const char *bdf, unsigned int salt)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (salt + 1);
+	unsigned int i;
+	int err;
+
+	memset(in, 0, sizeof(*in));
+	in->fd = hpu_open_node(bdf);
+	if (in->fd < 0)
+		return in->fd;
+	in->src = hpu_host_pages(ARENA);
+	in->dst = hpu_host_pages(ARENA);
+	in->sync = hpu_host_pages(HPU_PAGE);
+	if (!in->src || !in->dst || !in->sync)
+		return -ENOMEM;
+	/* xorshift64: every file's bytes its own, the same every run. */
+	for (i = 0; i < ARENA / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		((uint64_t *)in->src)[i] = x;
+	}
+	memset(in->dst, 0, ARENA);
+	err = hpu_vm_map(in->fd, 0, 0, in->src, ARENA, DRM_HPU_VM_MAP_READ, &in->src_va);
+	if (!err)
+		err = hpu_vm_map(in->fd, 0, 0, in->dst, ARENA, RW, &in->dst_va);
+	if (!err)
+		err = hpu_vm_map(in->fd, 0, 0, (void *)in->sync, HPU_PAGE, RW, &in->sync_va);
+	if (!err)
+		err = hpu_gem_create(in->fd, ARENA, 0, &in->hbm);
+	if (!err)
+		err = hpu_vm_map(in->fd, in->hbm, 0, NULL, ARENA, RW, &in->hbm_va);
+	return err;
+}
+
+static void innocent_close(struct innocent *in)
+{
+	if (in->fd >= 0)
+		close(in->fd);
+	munmap(in->src, ARENA);
+	munmap(in->dst, ARENA);
+	munmap((void *)in->sync, HPU_PAGE);
+}
+
+static long long fault_get(const char *bdf, const char *kind, const char *setting)
+{
+	long long v;
+
+	return hpu_fault_file(bdf, kind, setting, NULL, &v) ? -1 : v;
+}
+
+/* Until fault/<kind>/injected reaches @n, at most 60 s; true if it did. */
+static bool fault_wait_injected(const char *bdf, const char *kind, long long n)
+{
+	double until = now_s() + 60;
+
+	while (fault_get(bdf, kind, "injected") < n && now_s() < until)
+		usleep(2000);
+	return fault_get(bdf, kind, "injected") >= n;
+}
+
+static int device_info(int fd, struct drm_hpu_device_info *di)
+{
+	struct drm_hpu_info a = {
+		.data_ptr = (uintptr_t)di, .data_size = sizeof(*di), .query = DRM_HPU_INFO_DEVICE,
+	};
+
+	return hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &a);
+}
+
+static void bench(const char *kind, const char *what, double v)
+{
+	if (getenv("HPU_BENCH"))
+		printf("BENCH fault_%s_%s %.0f\n", kind, what, v);
+	else
+		printf("# BENCH fault_%s_%s %.0f\n", kind, what, v);
+	fflush(stdout);
+}
+
+FIXTURE(faults) {
+	char bdf[64];
+	int fd;				/* the guilty file */
+	struct innocent in[INNOCENTS];
+	uint8_t *buf;			/* the guilty job's host memory */
+	uint64_t buf_va;
+};
+
+/*
+ * One fault: @kind is armed for its next event (@also too, if set); the
+ * guilty file submits a copy on GUILTY_QUEUE, which fails with @guilty_err
+ * (0: completes); @by_hand resets the device through debugfs instead.  The
+ * counts of INFO grow by the resets given, and the last cause becomes
+ * @cause (-1: stays).
+ */
+FIXTURE_VARIANT(faults) {
+	const char *kind;
+	const char *also;
+	const char *params;
+	bool guilty_first;		/* the guilty job ends before the innocents start */
+	bool by_hand;
+	bool no_guilty;
+	int guilty_err;
+	unsigned int queue_resets, engine_resets, device_resets;
+	int cause;
+};
+
+#define STD_PARAMS "job_timeout_ms=2000 heartbeat_ms=50"
+
+FIXTURE_VARIANT_ADD(faults, engine_hang) {
+	.kind = "engine_hang", .params = STD_PARAMS, .guilty_first = false,
+	.guilty_err = -ETIMEDOUT, .queue_resets = 1, .engine_resets = 1,
+	.cause = DRM_HPU_RESET_CAUSE_HANG,
+};
+
+FIXTURE_VARIANT_ADD(faults, reset_fail) {
+	/* The engine reset is ignored: the device reset takes the hung engine back. */
+	.kind = "engine_hang", .also = "reset_fail", .params = STD_PARAMS,
+	.guilty_err = -ETIMEDOUT, .queue_resets = 1, .engine_resets = 1, .device_resets = 1,
+	.cause = DRM_HPU_RESET_CAUSE_HANG,
+};
+
+FIXTURE_VARIANT_ADD(faults, mmu_fault) {
+	.kind = "mmu_fault", .params = STD_PARAMS, .guilty_first = true,
+	.guilty_err = -EFAULT, .cause = -1,
+};
+
+FIXTURE_VARIANT_ADD(faults, dma_error) {
+	.kind = "dma_error", .params = STD_PARAMS, .guilty_first = true,
+	.guilty_err = -EIO, .cause = -1,
+};
+
+FIXTURE_VARIANT_ADD(faults, lost_irq) {
+	.kind = "lost_irq", .params = "job_timeout_ms=20000 heartbeat_ms=50",
+	.guilty_first = true, .guilty_err = 0, .cause = -1,
+};
+
+FIXTURE_VARIANT_ADD(faults, bad_completion) {
+	/* The job ran, but its completion is wrong: it fails once the job timeout looks. */
+	.kind = "bad_completion", .params = STD_PARAMS, .guilty_first = true,
+	.guilty_err = -EIO, .cause = -1,
+};
+
+FIXTURE_VARIANT_ADD(faults, heartbeat_loss) {
+	.kind = "heartbeat_loss", .params = STD_PARAMS, .no_guilty = true,
+	.device_resets = 1, .cause = DRM_HPU_RESET_CAUSE_HEARTBEAT,
+};
+
+FIXTURE_VARIANT_ADD(faults, boot_fail) {
+	/* The device reset's first boot fails; its next try boots. */
+	.kind = "boot_fail", .params = STD_PARAMS, .no_guilty = true, .by_hand = true,
+	.device_resets = 1, .cause = DRM_HPU_RESET_CAUSE_REQUEST,
+};
+
+FIXTURE_SETUP(faults)
+{
+	unsigned int i;
+
+	ASSERT_EQ(0, hpu_reload(variant->params));
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us",
+				    "100000"));
+	/* Mounts debugfs if need be. */
+	ASSERT_LE(0, hpu_usage(self->bdf, "contexts"));
+	self->fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+	self->buf = hpu_host_pages(2 * CHUNK);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->buf, 2 * CHUNK, RW, &self->buf_va));
+	for (i = 0; i < INNOCENTS; i++)
+		ASSERT_EQ(0, innocent_open(&self->in[i], self->bdf, i));
+}
+
+FIXTURE_TEARDOWN(faults)
+{
+	unsigned int i;
+
+	for (i = 0; i < INNOCENTS; i++)
+		innocent_close(&self->in[i]);
+	close(self->fd);
+	munmap(self->buf, 2 * CHUNK);
+	hpu_reload("");
+}
+
+TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
+{
+	struct drm_hpu_device_info before, after;
+	struct hpu_cb cb = { .size = 0 };
+	unsigned int i, j, lost = 0, wrong = 0;
+	long long injected;
+	uint64_t guilty = 0;
+	double t0, t1;
+	char mark[64];
+	int err = 0;
+
+	ASSERT_EQ(0, device_info(self->fd, &before));
+	/* Nothing else may take the fault: the buffers freed so far are zeroed. */
+	ASSERT_EQ(0, hpu_wait_scrubbed(self->bdf));
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	/* Counted since power-on, across reloads. */
+	injected = fault_get(self->bdf, variant->kind, "injected");
+	ASSERT_LE(0, injected);
+	ASSERT_EQ(0, hpu_fault_arm(self->bdf, variant->kind, "1"));
+	if (variant->also)
+		ASSERT_EQ(0, hpu_fault_arm(self->bdf, variant->also, "1"));
+
+	t0 = now_s();
+	if (!variant->no_guilty) {
+		hpu_cb_dma(&cb, self->buf_va + CHUNK, self->buf_va, CHUNK);
+		ASSERT_EQ(0, hpu_submit(self->fd, GUILTY_QUEUE, cb.buf, cb.size, &guilty));
+		if (variant->guilty_first) {
+			ASSERT_EQ(0, hpu_wait(self->fd, guilty, WAIT_NS, &err));
+			EXPECT_EQ(variant->guilty_err, err);
+		} else {
+			ASSERT_TRUE(fault_wait_injected(self->bdf, variant->kind, injected + 1));
+		}
+	}
+	/*
+	 * Copies behind the guilty job and on every queue; without a guilty
+	 * job, whose timeout would outlast them, parked ones across the
+	 * device reset too.
+	 */
+	for (i = 0; i < INNOCENTS; i++) {
+		ASSERT_EQ(0, innocent_submit(&self->in[i], COPIES, 1 + i, variant->no_guilty));
+		for (j = 0; j < COPIES; j++)
+			ASSERT_EQ(0, innocent_submit(&self->in[i], j, j % HPU_NUM_QUEUES, false));
+	}
+	if (variant->by_hand) {
+		char path[256];
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/reset", self->bdf);
+		ASSERT_EQ(0, hpu_write_file(path, "1"));
+	}
+	if (!variant->no_guilty && !variant->guilty_first) {
+		ASSERT_EQ(0, hpu_wait(self->fd, guilty, WAIT_NS, &err));
+		EXPECT_EQ(variant->guilty_err, err);
+	}
+	if (variant->no_guilty)
+		EXPECT_TRUE(fault_wait_injected(self->bdf, variant->kind, injected + 1));
+	/* The recovery is over once INFO counts its device reset. */
+	for (i = 0; i < 60000 && variant->device_resets; i++) {
+		ASSERT_EQ(0, device_info(self->fd, &after));
+		if (after.device_resets >= before.device_resets + variant->device_resets &&
+		    after.status == DRM_HPU_STATUS_READY)
+			break;
+		usleep(1000);
+	}
+	for (i = 0; i < INNOCENTS; i++)
+		self->in[i].sync[0] = 1;
+	for (i = 0; i < INNOCENTS; i++) {
+		for (j = 0; j <= COPIES; j++) {
+			int ret = hpu_wait(self->in[i].fd, self->in[i].seq[j], WAIT_NS, &err);
+
+			if (ret || err) {
+				TH_LOG("innocent %u job %u: wait %d, error %d", i, j, ret, err);
+				lost++;
+			} else if (memcmp(self->in[i].src + j * CHUNK, self->in[i].dst + j * CHUNK,
+					  CHUNK)) {
+				wrong++;
+			}
+		}
+	}
+	t1 = now_s();
+	bench(variant->kind, "recover_ms", (t1 - t0) * 1000);
+	bench(variant->kind, "innocent_lost", lost);
+	bench(variant->kind, "innocent_wrong", wrong);
+	EXPECT_EQ(0, lost);
+	EXPECT_EQ(0, wrong);
+	if (!variant->no_guilty && !variant->guilty_err) {
+		/* lost_irq: the heartbeat's collection ended it, not a job timeout. */
+		EXPECT_EQ(0, memcmp(self->buf, self->buf + CHUNK, CHUNK));
+		EXPECT_GT(10.0, t1 - t0);
+	}
+
+	ASSERT_EQ(0, device_info(self->fd, &after));
+	EXPECT_EQ(DRM_HPU_STATUS_READY, after.status);
+	EXPECT_EQ(before.queue_resets + variant->queue_resets, after.queue_resets);
+	EXPECT_EQ(before.engine_resets + variant->engine_resets, after.engine_resets);
+	EXPECT_EQ(before.device_resets + variant->device_resets, after.device_resets);
+	EXPECT_EQ(variant->cause >= 0 ? (unsigned int)variant->cause : before.last_reset_cause,
+		  after.last_reset_cause);
+	EXPECT_EQ(injected + 1, fault_get(self->bdf, variant->kind, "injected"));
+	if (variant->guilty_err == -ETIMEDOUT)
+		EXPECT_LE(1, hpu_log_count(mark, "job of context [0-9]+ timed out"));
+	if (variant->device_resets)
+		EXPECT_EQ(1, hpu_log_count(mark, "device reset: done"));
+	if (!strcmp(variant->kind, "boot_fail"))
+		EXPECT_EQ(1, hpu_log_count(mark, "boot failed: .*injected fault"));
+
+	/* The guilty file still works: one fault does not ban it. */
+	cb.size = 0;
+	hpu_cb_memset(&cb, self->buf_va, 0x5a, 16);
+	EXPECT_EQ(0, hpu_run(self->fd, GUILTY_QUEUE, cb.buf, cb.size));
+	EXPECT_EQ(0x5a, self->buf[15]);
+}
+
+/* With a short job timeout, for the ban. */
+FIXTURE(ban) {
+	char bdf[64];
+	int fd, fd2;
+	uint32_t *sync;
+	uint64_t sync_va, sync2_va;
+};
+
+FIXTURE_SETUP(ban)
+{
+	ASSERT_EQ(0, hpu_reload("job_timeout_ms=300 reset_ban_limit=3"));
+	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
+	self->fd = hpu_open_node(self->bdf);
+	self->fd2 = hpu_open_node(self->bdf);
+	ASSERT_LE(0, self->fd);
+	ASSERT_LE(0, self->fd2);
+	self->sync = hpu_host_pages(HPU_PAGE);
+	ASSERT_NE(NULL, self->sync);
+	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->sync, HPU_PAGE, RW, &self->sync_va));
+	ASSERT_EQ(0, hpu_vm_map(self->fd2, 0, 0, self->sync, HPU_PAGE, RW, &self->sync2_va));
+}
+
+FIXTURE_TEARDOWN(ban)
+{
+	close(self->fd);
+	close(self->fd2);
+	munmap(self->sync, HPU_PAGE);
+	hpu_reload("");
+}
+
+/* A job parked on a WAIT nobody signals: it times out. */
+static int submit_stuck(int fd, uint32_t queue, uint64_t sync_va, uint64_t *seq)
+{
+	struct hpu_cb cb = { .size = 0 };
+
+	hpu_cb_wait(&cb, sync_va, 1);
+	return hpu_submit(fd, queue, cb.buf, cb.size, seq);
+}
+
+/*
+ * A file whose jobs time out reset_ban_limit times is banned: its queued
+ * job fails with -EIO, SUBMIT and UQUEUE_CREATE say -EIO; another file
+ * goes on.
+ */
+TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
+{
+	struct drm_hpu_uqueue_create uqc = { .ring_va = 1 << 20, .ring_size = 4 };
+	struct hpu_cb cb = { .size = 0 };
+	uint64_t seq[4], mine;
+	unsigned int i;
+	char mark[64];
+	int err;
+
+	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, submit_stuck(self->fd, 2, self->sync_va, &seq[i]));
+	/* Behind them on the queue: the ban ends it. */
+	hpu_cb_memset(&cb, self->sync_va + 64, 1, 1);
+	ASSERT_EQ(0, hpu_submit(self->fd, 2, cb.buf, cb.size, &seq[3]));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, hpu_wait(self->fd, seq[i], WAIT_NS, &err));
+		EXPECT_EQ(-ETIMEDOUT, err);
+	}
+	ASSERT_EQ(0, hpu_wait(self->fd, seq[3], WAIT_NS, &err));
+	EXPECT_EQ(-EIO, err);
+	EXPECT_EQ(0, ((uint8_t *)self->sync)[64]);
+	EXPECT_EQ(1, hpu_log_count(mark, "context [0-9]+ caused 3 resets: banned"));
+
+	EXPECT_EQ(-EIO, hpu_submit(self->fd, 2, cb.buf, cb.size, &mine));
+	EXPECT_EQ(-EIO, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &uqc));
+	/* Another file is not. */
+	cb.size = 0;
+	hpu_cb_memset(&cb, self->sync2_va + 128, 7, 1);
+	EXPECT_EQ(0, hpu_run(self->fd2, 2, cb.buf, cb.size));
+	EXPECT_EQ(7, ((uint8_t *)self->sync)[128]);
+	EXPECT_EQ(DRM_HPU_STATUS_READY, hpu_device_status(self->fd2));
+}
+
+/*
+ * A device reset by hand (debugfs "reset") sends a KOBJ_CHANGE uevent
+ * naming it, counts it with cause "request", and the device works after.
+ */
+TEST(a_device_reset_sends_a_uevent)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	struct drm_hpu_device_info before, after;
+	struct hpu_cb cb = { .size = 0 };
+	char bdf[64], path[256], msg[4096];
+	bool kind = false, cause = false;
+	uint8_t *buf;
+	uint64_t va = 0;
+	double until;
+	int s, fd;
+
+	ASSERT_EQ(0, hpu_find_bdf(bdf, sizeof(bdf)));
+	ASSERT_LE(0, hpu_usage(bdf, "contexts"));
+	fd = hpu_open_node(bdf);
+	ASSERT_LE(0, fd);
+	s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, bind(s, (struct sockaddr *)&sa, sizeof(sa)));
+	ASSERT_EQ(0, device_info(fd, &before));
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/reset", bdf);
+	ASSERT_EQ(0, hpu_write_file(path, "1"));
+	until = now_s() + 30;
+	while (!(kind && cause) && now_s() < until) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		ssize_t n, off;
+
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		n = recv(s, msg, sizeof(msg) - 1, 0);
+		if (n <= 0)
+			continue;
+		msg[n] = 0;
+		/* NUL-separated KEY=value strings after the header line. */
+		for (off = 0; off < n; off += strlen(msg + off) + 1) {
+			kind |= !strcmp(msg + off, "HPU_RESET=device");
+			cause |= !strcmp(msg + off, "HPU_RESET_CAUSE=request");
+		}
+	}
+	close(s);
+	EXPECT_TRUE(kind);
+	EXPECT_TRUE(cause);
+	ASSERT_EQ(0, device_info(fd, &after));
+	EXPECT_EQ(before.device_resets + 1, after.device_resets);
+	EXPECT_EQ(DRM_HPU_RESET_CAUSE_REQUEST, after.last_reset_cause);
+	EXPECT_EQ(DRM_HPU_STATUS_READY, after.status);
+
+	buf = hpu_host_pages(HPU_PAGE);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, buf, HPU_PAGE, RW, &va));
+	hpu_cb_memset(&cb, va, 0x42, 8);
+	EXPECT_EQ(0, hpu_run(fd, 3, cb.buf, cb.size));
+	EXPECT_EQ(0x42, buf[7]);
+	close(fd);
+	munmap(buf, HPU_PAGE);
+}
+
+TEST_HARNESS_MAIN
