@@ -232,8 +232,11 @@ static void hpu_reset_device_locked(struct hpu_device *hdev, enum drm_hpu_reset_
 	lockdep_assert_held(&hdev->uqs.lock);
 
 	if (cmpxchg(&hdev->info.status, DRM_HPU_STATUS_READY, DRM_HPU_STATUS_IN_RESET) !=
-	    DRM_HPU_STATUS_READY)
-		return;	/* it malfunctions: nothing more to try */
+	    DRM_HPU_STATUS_READY) {
+		/* It malfunctions: a queue that asked for the reset waits for its engine. */
+		hpu_queues_wedge(hdev);
+		return;
+	}
 	dev_err(hpu_dev(hdev), "device reset: %s\n", hpu_reset_cause_name(cause));
 	atomic_inc(&reset->device_resets);
 	WRITE_ONCE(reset->last_cause, cause);

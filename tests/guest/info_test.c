@@ -233,7 +233,8 @@ TEST_F(dev, reject_unknown_query)
 	struct drm_hpu_info args = {
 		.data_ptr = (uintptr_t)&di,
 		.data_size = sizeof(di),
-		.query = DRM_HPU_INFO_DEVICE + 1,
+		/* The first query past the last one: 96 bytes would suit STATS (1.1). */
+		.query = DRM_HPU_INFO_STATS + 1,
 	};
 
 	EXPECT_EQ(-EINVAL, info(self->fd, &args));
