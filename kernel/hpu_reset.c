@@ -43,6 +43,7 @@
  * The heartbeat work also ends the jobs the device completed and consumes
  * its events, so that a lost interrupt costs at most one heartbeat_ms.
  */
+#include <linux/interrupt.h>
 #include <linux/iopoll.h>
 #include <linux/jiffies.h>
 #include <linux/kobject.h>
@@ -243,9 +244,15 @@ static void hpu_reset_device_locked(struct hpu_device *hdev, enum drm_hpu_reset_
 	hpu_reset_uevent(hdev, "device", cause);
 
 	hpu_queues_freeze(hdev);
-	/* The failures the device reported before it stops are the jobs' own. */
-	hpu_eq_process(hdev);
+	/*
+	 * No misc interrupt handler may look at the event queue between the
+	 * reset, which empties it, and its programming again; the failures
+	 * the device reported before it stops are the jobs' own.
+	 */
 	irq_mask = hpu_rreg(hdev, HPU_REG_IRQ_MASK);
+	hpu_irq_disable(hdev, HPU_IRQ_ALL);
+	synchronize_irq(pci_irq_vector(hdev->pdev, HPU_MSIX_VEC_MISC));
+	hpu_eq_process(hdev);
 
 	for (try = 1; try <= HPU_RESET_BOOT_TRIES && ret; try++) {
 		ret = hpu_reset_warm_boot(hdev);
@@ -253,12 +260,12 @@ static void hpu_reset_device_locked(struct hpu_device *hdev, enum drm_hpu_reset_
 			dev_warn(hpu_dev(hdev), "device reset: try %u of %u failed: %d\n", try,
 				 HPU_RESET_BOOT_TRIES, ret);
 	}
+	hpu_irq_enable(hdev, ~irq_mask & HPU_IRQ_ALL);
 	if (ret) {
 		hpu_device_set_malfunction(hdev, "a device reset failed");
 		hpu_queues_wedge(hdev);
 		return;
 	}
-	hpu_irq_enable(hdev, ~irq_mask & HPU_IRQ_ALL);
 	hpu_uq_rewatch_locked(hdev);
 	reset->hb_still = 0;
 	reset->hb_last = hpu_rreg(hdev, HPU_REG_FW_HEARTBEAT);
