@@ -489,21 +489,28 @@ static bool hpu_queue_reset_ended(void *arg, u32 *status)
 }
 
 /*
- * Reset @q (@ctrl: HPU_Q_CTRL_RESET, with PREEMPT to set its job aside
- * rather than abort it) and wait until the device has let go of its ring,
- * resetting the engine if it stays in the job; false if it did not in time.
+ * Reset @q for @why (to set its job aside rather than abort it for
+ * HPU_RESET_PREEMPT) and wait until the device has let go of its ring: 0.
+ * A job that stays in the engine hangs, whatever the reset was for: the
+ * queue reset counts as a fault's, and the engine is reset: -ETIMEDOUT if
+ * that let go of the ring, -EIO if not.
  */
-static bool hpu_queue_reset(struct hpu_queue *q, u32 ctrl)
+static int hpu_queue_reset(struct hpu_queue *q, enum hpu_queue_reset_why why)
 {
 	unsigned long timeout_us = hpu_queue_reset_timeout_us();
 
-	hpu_qwreg(q, HPU_Q_CTRL, ctrl);
+	hpu_qwreg(q, HPU_Q_CTRL,
+		  HPU_Q_CTRL_RESET | (why == HPU_RESET_PREEMPT ? HPU_Q_CTRL_PREEMPT : 0));
 	if (hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q))
-		return true;
+		return 0;
 	dev_err(hpu_dev(q->hdev), "queue %u: the engine stayed in its job %lu us after a reset\n",
 		q->index, timeout_us);
-	return hpu_reset_engine(q->hdev, q->name) &&
-	       hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q);
+	if (why != HPU_RESET_TIMEOUT)
+		hpu_reset_count_queue(q->hdev, q->name);
+	if (hpu_reset_engine(q->hdev, q->name) &&
+	    hpu_queue_reset_wait(q->hdev, hpu_queue_reset_ended, q))
+		return -ETIMEDOUT;
+	return -EIO;
 }
 
 /*
@@ -685,6 +692,7 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	unsigned long left = 0;
 	struct hpu_job *bad;
 	LIST_HEAD(done);
+	int ret;
 	u32 ci;
 
 	/* Only this work sets and clears it. */
@@ -738,8 +746,14 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 			q->index, bad->ctx->asid);
 	if (why == HPU_RESET_TIMEOUT)
 		hpu_reset_count_queue(q->hdev, q->name);
-	if (!hpu_queue_reset(q, HPU_Q_CTRL_RESET |
-			     (why == HPU_RESET_PREEMPT ? HPU_Q_CTRL_PREEMPT : 0))) {
+	ret = hpu_queue_reset(q, why);
+	if (ret && why == HPU_RESET_PREEMPT) {
+		/* It did not yield to be set aside: it hangs, fails as timed out, and is guilty. */
+		dev_warn(hpu_dev(q->hdev), "queue %u: job of context %u hangs\n", q->index,
+			 bad->ctx->asid);
+		why = HPU_RESET_TIMEOUT;
+	}
+	if (ret == -EIO) {
 		bool ladder = q->hdev->regs_minor >= 7;
 
 		/* Its ABORTED event may have come already, or come later: this error stays. */
@@ -858,6 +872,27 @@ void hpu_queues_freeze(struct hpu_device *hdev)
 	}
 }
 
+/*
+ * A warm reset of a device reset (hpu_reset.c) is done: note the job each
+ * queue's engine saved.  A later warm reset of the same device reset (the
+ * boot failed) finds none started and reads 0, but keeps the saved progress.
+ */
+void hpu_queues_note_saved(struct hpu_device *hdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < HPU_NUM_QUEUES; i++) {
+		struct hpu_queue *q = &hdev->queues[i];
+		u64 tag = (u64)hpu_qrreg(q, HPU_Q_SAVED_TAG_HI) << 32 |
+			  hpu_qrreg(q, HPU_Q_SAVED_TAG_LO);
+
+		spin_lock_irq(&q->lock);
+		if (tag)
+			q->saved_tag = tag;
+		spin_unlock_irq(&q->lock);
+	}
+}
+
 /* Point the device at @q's ring; PI is where the device has it. */
 static void hpu_queue_program(struct hpu_queue *q)
 {
@@ -887,9 +922,8 @@ void hpu_queues_restart(struct hpu_device *hdev)
 		LIST_HEAD(done);
 		u64 saved;
 
-		saved = (u64)hpu_qrreg(q, HPU_Q_SAVED_TAG_HI) << 32 |
-			hpu_qrreg(q, HPU_Q_SAVED_TAG_LO);
 		spin_lock_irq(&q->lock);
+		saved = q->saved_tag;
 		hpu_queue_program(q);
 		list_for_each_entry_safe(job, tmp, &q->pending, link) {
 			if (hpu_queue_slot_done(q, job)) {
@@ -913,6 +947,7 @@ void hpu_queues_restart(struct hpu_device *hdev)
 			}
 		}
 		q->started = NULL;
+		q->saved_tag = 0;
 		q->resetting = false;
 		list_for_each_entry_safe(job, tmp, &again, link) {
 			list_del(&job->link);
@@ -938,6 +973,7 @@ void hpu_queues_wedge(struct hpu_device *hdev)
 		spin_lock_irq(&q->lock);
 		q->wedged = true;
 		q->started = NULL;
+		q->saved_tag = 0;
 		spin_unlock_irq(&q->lock);
 		hpu_sched_timeout_in(q, 0);
 	}

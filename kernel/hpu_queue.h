@@ -39,7 +39,7 @@ struct hpu_queue {
 
 	/*
 	 * Protects the ring, @pi, @hw_seq, @pending, @queued, @waiting,
-	 * @scan, @resetting, @started, @wedged, the contexts' blocked_scan[index] and the
+	 * @scan, @resetting, @started, @saved_tag, @wedged, the contexts' blocked_scan[index] and the
 	 * scheduler fields of the jobs on @waiting and @pending.  Taken in
 	 * the queue's and the event interrupt and in fence callbacks: always
 	 * with interrupts off.  Nests inside the event queue's and the fence locks.
@@ -54,6 +54,7 @@ struct hpu_queue {
 	bool resetting;			/* completions are left to the reset */
 	/* The job the device had started when a device reset began (hpu_queues_freeze()). */
 	struct hpu_job *started;
+	u64 saved_tag;			/* and the tag of the job it saved (hpu_queues_note_saved()) */
 	/*
 	 * Device resets begun: a job pushed before the last one is in no ring
 	 * of the device any more.  Also read locklessly (hpu_queue_wait_consumed()).
@@ -79,6 +80,7 @@ int hpu_queues_init(struct hpu_device *hdev);
 void hpu_queues_quiesce(struct hpu_device *hdev);
 void hpu_queues_collect(struct hpu_device *hdev);
 void hpu_queues_freeze(struct hpu_device *hdev);
+void hpu_queues_note_saved(struct hpu_device *hdev);
 void hpu_queues_restart(struct hpu_device *hdev);
 void hpu_queues_wedge(struct hpu_device *hdev);
 void hpu_queues_halt(struct hpu_device *hdev);

@@ -209,6 +209,7 @@ static int hpu_reset_warm_boot(struct hpu_device *hdev)
 		dev_err(hpu_dev(hdev), "device reset: the device ignored the warm reset\n");
 		return -EIO;
 	}
+	hpu_queues_note_saved(hdev);
 	/* Lets the engine drop the job it was in, if any; the device kept every other. */
 	hpu_queues_quiesce(hdev);
 	hpu_eq_restart(hdev);
@@ -261,12 +262,12 @@ static void hpu_reset_device_locked(struct hpu_device *hdev, enum drm_hpu_reset_
 				 HPU_RESET_BOOT_TRIES, ret);
 	}
 	hpu_irq_enable(hdev, ~irq_mask & HPU_IRQ_ALL);
+	hpu_uq_rewatch_locked(hdev);
 	if (ret) {
 		hpu_device_set_malfunction(hdev, "a device reset failed");
 		hpu_queues_wedge(hdev);
 		return;
 	}
-	hpu_uq_rewatch_locked(hdev);
 	reset->hb_still = 0;
 	reset->hb_last = hpu_rreg(hdev, HPU_REG_FW_HEARTBEAT);
 	hpu_queues_restart(hdev);

@@ -536,8 +536,9 @@ static void hpu_uq_watchdog(struct work_struct *work)
 }
 
 /*
- * After a device reset (reset locks held): the queues stood still through
- * it, which the watchdog must not count against their jobs.
+ * After a device reset, done or failed (reset locks held): the queues
+ * stood still through it, which the watchdog must not count against their
+ * jobs.
  */
 void hpu_uq_rewatch_locked(struct hpu_device *hdev)
 {

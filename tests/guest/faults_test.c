@@ -36,6 +36,7 @@
 #define CHUNK (64 * 1024ull)		/* bytes each copy job moves */
 #define ARENA ((COPIES + 1) * CHUNK)	/* + the parked job's chunk */
 #define GUILTY_QUEUE 0
+#define RELEASE_QUEUE 3			/* the innocents' parked jobs are on 1 and 2 */
 #define WAIT_NS 120000000000ll
 
 static double now_s(void)
@@ -163,6 +164,7 @@ FIXTURE(faults) {
  * @cause (-1: stays).
  */
 FIXTURE_VARIANT(faults) {
+	const char *name;		/* of the BENCH lines */
 	const char *kind;
 	const char *also;
 	const char *params;
@@ -177,12 +179,14 @@ FIXTURE_VARIANT(faults) {
 #define STD_PARAMS "job_timeout_ms=2000 heartbeat_ms=50"
 
 FIXTURE_VARIANT_ADD(faults, engine_hang) {
+	.name = "engine_hang",
 	.kind = "engine_hang", .params = STD_PARAMS, .guilty_first = false,
 	.guilty_err = -ETIMEDOUT, .queue_resets = 1, .engine_resets = 1,
 	.cause = DRM_HPU_RESET_CAUSE_HANG,
 };
 
 FIXTURE_VARIANT_ADD(faults, reset_fail) {
+	.name = "reset_fail",
 	/* The engine reset is ignored: the device reset takes the hung engine back. */
 	.kind = "engine_hang", .also = "reset_fail", .params = STD_PARAMS,
 	.guilty_err = -ETIMEDOUT, .queue_resets = 1, .engine_resets = 1, .device_resets = 1,
@@ -190,32 +194,38 @@ FIXTURE_VARIANT_ADD(faults, reset_fail) {
 };
 
 FIXTURE_VARIANT_ADD(faults, mmu_fault) {
+	.name = "mmu_fault",
 	.kind = "mmu_fault", .params = STD_PARAMS, .guilty_first = true,
 	.guilty_err = -EFAULT, .cause = -1,
 };
 
 FIXTURE_VARIANT_ADD(faults, dma_error) {
+	.name = "dma_error",
 	.kind = "dma_error", .params = STD_PARAMS, .guilty_first = true,
 	.guilty_err = -EIO, .cause = -1,
 };
 
 FIXTURE_VARIANT_ADD(faults, lost_irq) {
+	.name = "lost_irq",
 	.kind = "lost_irq", .params = "job_timeout_ms=20000 heartbeat_ms=50",
 	.guilty_first = true, .guilty_err = 0, .cause = -1,
 };
 
 FIXTURE_VARIANT_ADD(faults, bad_completion) {
+	.name = "bad_completion",
 	/* The job ran, but its completion is wrong: it fails once the job timeout looks. */
 	.kind = "bad_completion", .params = STD_PARAMS, .guilty_first = true,
 	.guilty_err = -EIO, .cause = -1,
 };
 
 FIXTURE_VARIANT_ADD(faults, heartbeat_loss) {
+	.name = "heartbeat_loss",
 	.kind = "heartbeat_loss", .params = STD_PARAMS, .no_guilty = true,
 	.device_resets = 1, .cause = DRM_HPU_RESET_CAUSE_HEARTBEAT,
 };
 
 FIXTURE_VARIANT_ADD(faults, boot_fail) {
+	.name = "boot_fail",
 	/* The device reset's first boot fails; its next try boots. */
 	.kind = "boot_fail", .params = STD_PARAMS, .no_guilty = true, .by_hand = true,
 	.device_resets = 1, .cause = DRM_HPU_RESET_CAUSE_REQUEST,
@@ -314,8 +324,12 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 			break;
 		usleep(1000);
 	}
-	for (i = 0; i < INNOCENTS; i++)
-		self->in[i].sync[0] = 1;
+	/* Through the device: a parked WAIT looks again when a packet writes memory. */
+	for (i = 0; i < INNOCENTS; i++) {
+		cb.size = 0;
+		hpu_cb_signal(&cb, self->in[i].sync_va, 1);
+		EXPECT_EQ(0, hpu_run(self->in[i].fd, RELEASE_QUEUE, cb.buf, cb.size));
+	}
 	for (i = 0; i < INNOCENTS; i++) {
 		for (j = 0; j <= COPIES; j++) {
 			int ret = hpu_wait(self->in[i].fd, self->in[i].seq[j], WAIT_NS, &err);
@@ -330,9 +344,9 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		}
 	}
 	t1 = now_s();
-	bench(variant->kind, "recover_ms", (t1 - t0) * 1000);
-	bench(variant->kind, "innocent_lost", lost);
-	bench(variant->kind, "innocent_wrong", wrong);
+	bench(variant->name, "recover_ms", (t1 - t0) * 1000);
+	bench(variant->name, "innocent_lost", lost);
+	bench(variant->name, "innocent_wrong", wrong);
 	EXPECT_EQ(0, lost);
 	EXPECT_EQ(0, wrong);
 	if (!variant->no_guilty && !variant->guilty_err) {
@@ -350,7 +364,7 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		  after.last_reset_cause);
 	EXPECT_EQ(injected + 1, fault_get(self->bdf, variant->kind, "injected"));
 	if (variant->guilty_err == -ETIMEDOUT)
-		EXPECT_LE(1, hpu_log_count(mark, "job of context [0-9]+ timed out"));
+		EXPECT_LE(1, hpu_log_count(mark, "job of context [0-9]+ (timed out|hangs)"));
 	if (variant->device_resets)
 		EXPECT_EQ(1, hpu_log_count(mark, "device reset: done"));
 	if (!strcmp(variant->kind, "boot_fail"))
