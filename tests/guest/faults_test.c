@@ -38,6 +38,7 @@
 #define GUILTY_QUEUE 0
 #define RELEASE_QUEUE 3			/* the innocents' parked jobs are on 1 and 2 */
 #define WAIT_NS 120000000000ll
+#define LONG_BYTES (64ull << 20)
 
 static double now_s(void)
 {
@@ -169,6 +170,7 @@ FIXTURE_VARIANT(faults) {
 	const char *also;
 	const char *params;
 	bool guilty_first;		/* the guilty job ends before the innocents start */
+	bool long_guilty;		/* it first fills LONG_BYTES of HBM: WAIT sleeps for it */
 	bool by_hand;
 	bool no_guilty;
 	int guilty_err;
@@ -208,7 +210,7 @@ FIXTURE_VARIANT_ADD(faults, dma_error) {
 FIXTURE_VARIANT_ADD(faults, lost_irq) {
 	.name = "lost_irq",
 	.kind = "lost_irq", .params = "job_timeout_ms=20000 heartbeat_ms=50",
-	.guilty_first = true, .guilty_err = 0, .cause = -1,
+	.guilty_first = true, .long_guilty = true, .guilty_err = 0, .cause = -1,
 };
 
 FIXTURE_VARIANT_ADD(faults, bad_completion) {
@@ -284,6 +286,14 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		ASSERT_EQ(0, hpu_fault_arm(self->bdf, variant->also, "1"));
 
 	t0 = now_s();
+	if (variant->long_guilty) {
+		uint64_t va = 0;
+		uint32_t h;
+
+		ASSERT_EQ(0, hpu_gem_create(self->fd, LONG_BYTES, 0, &h));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h, 0, NULL, LONG_BYTES, RW, &va));
+		hpu_cb_memset(&cb, va, 0x11, LONG_BYTES);
+	}
 	if (!variant->no_guilty) {
 		hpu_cb_dma(&cb, self->buf_va + CHUNK, self->buf_va, CHUNK);
 		ASSERT_EQ(0, hpu_submit(self->fd, GUILTY_QUEUE, cb.buf, cb.size, &guilty));
