@@ -71,7 +71,7 @@ MODULE_PARM_DESC(reset_ban_limit,
 static unsigned int heartbeat_ms = 200;
 module_param(heartbeat_ms, uint, 0644);
 MODULE_PARM_DESC(heartbeat_ms,
-		 "Period of the firmware heartbeat check and of the collection of completions whose interrupt was lost, in ms (0: off)");
+		 "Period of the firmware heartbeat check, which also collects completions whose interrupt was lost, in ms (0: off)");
 
 static unsigned int heartbeat_misses = 5;
 module_param(heartbeat_misses, uint, 0644);
