@@ -465,9 +465,27 @@ TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
 	EXPECT_EQ(DRM_HPU_STATUS_READY, hpu_device_status(self->fd2));
 }
 
+/* Whether hpu-smi's output has @line. */
+static bool smi_has(const char *line)
+{
+	char cmd[512], buf[256];
+	bool found = false;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s/build/userspace/bin/hpu-smi 2>/dev/null", hpu_env("HPU_TOP"));
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	while (fgets(buf, sizeof(buf), p))
+		found |= !strcmp(buf, line);
+	pclose(p);
+	return found;
+}
+
 /*
  * A device reset by hand (debugfs "reset") sends a KOBJ_CHANGE uevent
- * naming it, counts it with cause "request", and the device works after.
+ * naming it, counts it with cause "request" (INFO, and hpu-smi from
+ * sysfs), and the device works after.
  */
 TEST(a_device_reset_sends_a_uevent)
 {
@@ -516,6 +534,9 @@ TEST(a_device_reset_sends_a_uevent)
 	EXPECT_EQ(before.device_resets + 1, after.device_resets);
 	EXPECT_EQ(DRM_HPU_RESET_CAUSE_REQUEST, after.last_reset_cause);
 	EXPECT_EQ(DRM_HPU_STATUS_READY, after.status);
+	snprintf(msg, sizeof(msg), "  resets:          %u queue, %u engine, %u device (last: request)\n",
+		 after.queue_resets, after.engine_resets, after.device_resets);
+	EXPECT_TRUE(smi_has(msg)) TH_LOG("hpu-smi has no line %s", msg);
 
 	buf = hpu_host_pages(HPU_PAGE);
 	ASSERT_NE(NULL, buf);
