@@ -189,6 +189,8 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
 	if (ret)
 		return dev_err_probe(&pdev->dev, ret, "no 52-bit DMA\n");
+	/* The MMU maps a segment page by page, whatever its length; the default claims 64 KiB. */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 
 	ret = hpu_map_regs(hdev);
 	if (ret)
