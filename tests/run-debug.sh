@@ -41,14 +41,14 @@ done
 # locking, recursive locking, inconsistent lock state, irq inversion, suspicious RCU usage; and
 # "BUG: MAX_LOCKDEP_..." when it turns itself off), might_sleep ("BUG: sleeping function called
 # from invalid context"), kmemleak's scan (each object, kmemleak.verbose), DMA-API debugging
-# (a WARNING each, "DMA-API: <driver> <device>: ..."; not its lines at boot), the hung-task
-# detector, and any other WARN, BUG or oops.  The kernel log as the guest saved it at the end;
+# (a WARNING each, "DMA-API: <driver> <device>: ..."; not its lines at boot), and any other
+# WARN, BUG or oops.  The kernel log as the guest saved it at the end;
 # the console if the guest died first.
 log=$out/dmesg.txt
 [ -f "$log" ] || log=$out/console.log
 report='BUG:|WARNING:|possible circular locking|possible recursive locking|inconsistent lock state'
 report+='|sleeping function called from invalid context|unreferenced object|DMA-API: '
-report+='|blocked for more than|Oops|general protection fault|Kernel panic'
+report+='|Oops|general protection fault|Kernel panic'
 boot_info='DMA-API: (preallocated [0-9]+ debug entries|debugging enabled by kernel config)'
 reports=$(grep -nE "$report" "$log" 2>/dev/null | grep -vE "$boot_info")
 if [ -n "$reports" ]; then
