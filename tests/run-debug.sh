@@ -16,7 +16,8 @@ all=()
 
 start=$(date +%s)
 HPU_GUEST_KERNEL=$top/build/debug/kernel HPU_GUEST_MODULE=$top/build/debug/hpu/kernel/hpu.ko \
-	"$top/tests/guest/run-guest.sh" -q -t 5400 -o "$out" -- tests/guest/debug-suites.sh "${all[@]}"
+	"$top/tests/guest/run-guest.sh" -q -t 5400 -o "$out" -- \
+	tests/guest/debug-suites.sh "${all[@]}"
 rc=$?
 wall=$(($(date +%s) - start))
 

@@ -36,7 +36,7 @@ sleep 10
 echo 1 >$verbose
 echo scan >$leaks
 cat $leaks >"$HPU_OUT/kmemleak.txt"
-echo "# kmemleak: $(grep -c '^unreferenced object' "$HPU_OUT/kmemleak.txt") suspects after the suites"
+echo "# kmemleak: $(grep -c '^unreferenced object' "$HPU_OUT/kmemleak.txt") suspects at the end"
 cat /sys/kernel/debug/dma-api/error_count >"$HPU_OUT/dma-api-errors"
 echo "# DMA-API debugging: $(cat "$HPU_OUT/dma-api-errors") errors"
 exit $status
