@@ -15,8 +15,9 @@ all=()
 [ "${1:-}" != -a ] || all=(-a)
 
 start=$(date +%s)
+# -p: torture_test unplugs and re-plugs the device through QEMU, as in make test.
 HPU_GUEST_KERNEL=$top/build/debug/kernel HPU_GUEST_MODULE=$top/build/debug/hpu/kernel/hpu.ko \
-	"$top/tests/guest/run-guest.sh" -q -t 5400 -o "$out" -- \
+	"$top/tests/guest/run-guest.sh" -q -p -t 5400 -o "$out" -- \
 	tests/guest/debug-suites.sh "${all[@]}"
 rc=$?
 wall=$(($(date +%s) - start))
