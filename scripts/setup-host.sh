@@ -19,7 +19,8 @@ pkgs=(
 	# runtime, tools and tests
 	libdrm-dev libpci-dev pciutils
 	# the PyTorch bridge (userspace/pytorch) and its tests
-	g++ python3-torch libtorch-dev python3-numpy python3-pytest
+	# (pybind11-dev: python3-torch only recommends it, and recommends are not installed)
+	g++ python3-torch libtorch-dev pybind11-dev python3-numpy python3-pytest
 	# installing the module
 	dkms
 	dataset-fashion-mnist # the MNIST and ResNet examples' data set
@@ -50,7 +51,9 @@ done
 if [ -n "$need_update" ] || [ ${#missing[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || { echo "setup: need root to install: ${missing[*]}" >&2; exit 1; }
 	echo "setup: installing ${missing[*]:-(deb-src entry only)}"
-	apt-get update -q >/dev/null
+	# Two builds may set up at once (the debug kernel's and the tree's): wait for the other.
+	apt-get -o DPkg::Lock::Timeout=900 update -q >/dev/null
 	[ ${#missing[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+		apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends \
+		"${missing[@]}" >/dev/null
 fi
