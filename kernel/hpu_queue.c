@@ -537,14 +537,47 @@ static int hpu_queue_cancelled(const struct hpu_job *job)
 	return READ_ONCE(job->ctx->closing) ? -ECANCELED : 0;
 }
 
+/* What a reset's rule makes of a job in the ring that did not complete. */
+enum hpu_queue_fate {
+	HPU_FATE_USUAL,		/* its error, if it failed; else cancelled with its file, or again */
+	HPU_FATE_FAIL,		/* it fails with the rule's error */
+	HPU_FATE_RESUME,	/* the device saved it: it goes again first, where it was */
+};
+
 /*
- * After a reset: end the jobs it ended, and push again the ones it dropped
- * before they started and @bad if it was set aside; each file's in order,
- * but @bad's file's after the others'.  A job set aside before and dropped
- * unfetched still has its entry in the device: pushed again with RESUME.
+ * How a reset treats the job it stopped, the only way a queue's reset and
+ * the device's differ: @fate says what becomes of @job (its error in *@err
+ * for HPU_FATE_FAIL); a queue reset's @bad file's jobs go again last.
  */
-static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
-				       enum hpu_queue_reset_why why, struct list_head *done)
+struct hpu_queue_reset_rule {
+	enum hpu_queue_fate (*fate)(const struct hpu_queue_reset_rule *rule, struct hpu_queue *q,
+				    struct hpu_job *job, int *err);
+	struct hpu_job *bad;		/* a queue reset's: the job it was for */
+	enum hpu_queue_reset_why why;	/* and why */
+};
+
+/* A queue reset: the job it was for fails with its own error, unless only set aside. */
+static enum hpu_queue_fate hpu_queue_reset_fate(const struct hpu_queue_reset_rule *rule,
+						struct hpu_queue *q, struct hpu_job *job, int *err)
+{
+	if (job != rule->bad || (rule->why == HPU_RESET_PREEMPT && !job->hw_error))
+		return HPU_FATE_USUAL;
+	*err = hpu_queue_bad_result(job, rule->why);
+	return HPU_FATE_FAIL;
+}
+
+/*
+ * After a reset dropped @q's ring: its jobs end or go again.  A completed
+ * job ends with 0, a job @rule fails with the rule's error, a failed one
+ * with its own, a job of a closing or banned file is cancelled (but one
+ * set aside, whose entry the device keeps); the others go again in ring
+ * order, each file's in order, the one the device saved first and the jobs
+ * of @rule's bad job's file last.  A job set aside before and dropped
+ * unfetched goes again with RESUME.
+ */
+static void hpu_queue_sort_reset_locked(struct hpu_queue *q,
+					const struct hpu_queue_reset_rule *rule,
+					struct list_head *done)
 {
 	struct hpu_job *job, *tmp;
 	LIST_HEAD(again);
@@ -553,20 +586,27 @@ static void hpu_queue_end_reset_locked(struct hpu_queue *q, struct hpu_job *bad,
 	lockdep_assert_held(&q->lock);
 
 	list_for_each_entry_safe(job, tmp, &q->pending, link) {
+		enum hpu_queue_fate fate;
 		int err = job->hw_error;
 
-		if (hpu_queue_slot_done(q, job))
+		if (hpu_queue_slot_done(q, job)) {
 			hpu_queue_end_locked(q, job, 0, done);
-		else if (job == bad && (why != HPU_RESET_PREEMPT || err))
-			hpu_queue_end_locked(q, job, hpu_queue_bad_result(job, why), done);
-		else if (err)
+			continue;
+		}
+		fate = rule->fate(rule, q, job, &err);
+		if (fate == HPU_FATE_USUAL && !err && !job->set_aside)
+			err = hpu_queue_cancelled(job);
+		if (fate != HPU_FATE_RESUME && err) {
 			hpu_queue_end_locked(q, job, err, done);
-		else if (!job->set_aside && hpu_queue_cancelled(job))
-			hpu_queue_end_locked(q, job, hpu_queue_cancelled(job), done);
-		else {
-			/* Set aside, or dropped by the reset before it started. */
-			list_move_tail(&job->link, job->ctx == bad->ctx ? &last : &again);
-			hpu_queue_unqueue_locked(q, job);
+			continue;
+		}
+		hpu_queue_unqueue_locked(q, job);
+		if (fate == HPU_FATE_RESUME) {
+			job->set_aside = true;
+			list_move(&job->link, &again);
+		} else {
+			list_move_tail(&job->link,
+				       rule->bad && job->ctx == rule->bad->ctx ? &last : &again);
 		}
 	}
 	q->resetting = false;
@@ -688,6 +728,7 @@ static bool hpu_queue_should_preempt_locked(struct hpu_queue *q, const struct hp
  */
 unsigned long hpu_queue_recover(struct hpu_queue *q)
 {
+	struct hpu_queue_reset_rule rule = { .fate = hpu_queue_reset_fate };
 	enum hpu_queue_reset_why why = HPU_RESET_TIMEOUT;
 	unsigned long left = 0;
 	struct hpu_job *bad;
@@ -777,8 +818,10 @@ unsigned long hpu_queue_recover(struct hpu_queue *q)
 	if (why == HPU_RESET_TIMEOUT && hpu_reset_guilty(bad->ctx))
 		hpu_reset_ban_jobs(bad->ctx);
 
+	rule.bad = bad;
+	rule.why = why;
 	spin_lock_irq(&q->lock);
-	hpu_queue_end_reset_locked(q, bad, why, &done);
+	hpu_queue_sort_reset_locked(q, &rule, &done);
 	hpu_sched_run_locked(q, 0, &done);
 	spin_unlock_irq(&q->lock);
 	hpu_queue_signal(&done);
@@ -903,56 +946,47 @@ static void hpu_queue_program(struct hpu_queue *q)
 }
 
 /*
+ * A device reset: the job the device saved goes on where it was; a job it
+ * had started and did not save fails with -EIO.  A job that failed before
+ * (the guilty job a queue's recovery named, with its own error) ends so.
+ */
+static enum hpu_queue_fate hpu_queues_restart_fate(const struct hpu_queue_reset_rule *rule,
+						   struct hpu_queue *q, struct hpu_job *job,
+						   int *err)
+{
+	lockdep_assert_held(&q->lock);
+	if (job->hw_error)
+		return HPU_FATE_USUAL;
+	if (q->saved_tag && job->hw_seq == q->saved_tag)
+		return HPU_FATE_RESUME;
+	if (job != q->started)
+		return HPU_FATE_USUAL;
+	dev_err(hpu_dev(q->hdev),
+		"queue %u: the device reset stopped a job of context %u that it could not save\n",
+		q->index, job->ctx->asid);
+	*err = -EIO;
+	return HPU_FATE_FAIL;
+}
+
+/*
  * The firmware is READY again after a warm reset, which emptied the
- * rings.  Each queue's jobs that ended before it end (completed ones with
- * 0, failed ones with their error, the job a queue's recovery named guilty
- * with its own); the job the device saved goes first, with RESUME, where
- * it was; then the rest of the ring in order, each job that had not
- * started from its start; a started job the device did not save fails
- * with -EIO.  The jobs that waited for the reset follow.
+ * rings: each queue's jobs end or go again (hpu_queue_sort_reset_locked()
+ * by hpu_queues_restart_fate()), then the jobs that waited for the reset.
  */
 void hpu_queues_restart(struct hpu_device *hdev)
 {
+	static const struct hpu_queue_reset_rule rule = { .fate = hpu_queues_restart_fate };
 	unsigned int i;
 
 	for (i = 0; i < HPU_NUM_QUEUES; i++) {
 		struct hpu_queue *q = &hdev->queues[i];
-		struct hpu_job *job, *tmp;
-		LIST_HEAD(again);
 		LIST_HEAD(done);
-		u64 saved;
 
 		spin_lock_irq(&q->lock);
-		saved = q->saved_tag;
 		hpu_queue_program(q);
-		list_for_each_entry_safe(job, tmp, &q->pending, link) {
-			if (hpu_queue_slot_done(q, job)) {
-				hpu_queue_end_locked(q, job, 0, &done);
-			} else if (job->hw_error) {
-				hpu_queue_end_locked(q, job, job->hw_error, &done);
-			} else if (saved && job->hw_seq == saved) {
-				job->set_aside = true;
-				list_move(&job->link, &again);
-				hpu_queue_unqueue_locked(q, job);
-			} else if (job == q->started) {
-				dev_err(hpu_dev(hdev),
-					"queue %u: the device reset stopped a job of context %u that it could not save\n",
-					q->index, job->ctx->asid);
-				hpu_queue_end_locked(q, job, -EIO, &done);
-			} else if (!job->set_aside && hpu_queue_cancelled(job)) {
-				hpu_queue_end_locked(q, job, hpu_queue_cancelled(job), &done);
-			} else {
-				list_move_tail(&job->link, &again);
-				hpu_queue_unqueue_locked(q, job);
-			}
-		}
+		hpu_queue_sort_reset_locked(q, &rule, &done);
 		q->started = NULL;
 		q->saved_tag = 0;
-		q->resetting = false;
-		list_for_each_entry_safe(job, tmp, &again, link) {
-			list_del(&job->link);
-			hpu_queue_push_locked(q, job);
-		}
 		hpu_sched_run_locked(q, 0, &done);
 		spin_unlock_irq(&q->lock);
 		hpu_queue_signal(&done);
