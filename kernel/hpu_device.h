@@ -28,7 +28,9 @@
  *    ctx->fence_lock.
  *  - uqs.lock: held across a user queue's reset, which sleeps until the
  *    engine lets go; takes no other driver lock but mmu.lock, eq->lock,
- *    q->lock and irq_mask_lock in a device reset (above).
+ *    q->lock and irq_mask_lock in a device reset (above), and q->lock and
+ *    fence locks to ban a file (hpu_reset_ban_jobs_locked(), also from a
+ *    kernel queue's recovery, under reset.sem).
  *  - mmu.lock, hbm.lock, usage.lock: leaves, held to allocate and free.
  * The driver's mutexes are held across GFP_KERNEL allocations: none is
  * taken in reclaim (the driver has no shrinker).  dma_resv is never locked

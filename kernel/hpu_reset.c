@@ -27,9 +27,12 @@
  *
  * A context whose jobs caused reset_ban_limit resets (timeouts of its jobs
  * on kernel queues, of its user queues) is banned, as amdgpu and i915 do
- * with guilty contexts: SUBMIT and UQUEUE_CREATE fail with -EIO, its jobs
- * waiting for a ring fail with -EIO, and so do its jobs in a ring the next
- * time a reset drops them.
+ * with guilty contexts, and runs nothing more: SUBMIT and UQUEUE_CREATE
+ * fail with -EIO, its jobs waiting for a ring fail with -EIO, and so do its
+ * jobs in a ring (the one at a ring's head is cancelled at once, those
+ * behind it with it); its user queues are stopped (hpu_uq.c: reset and
+ * disabled, their doorbells ignored, UQUEUE_WAIT -EIO) but stay its own
+ * until it destroys them or closes.  Other files' queues go on.
  *
  * The device reset runs in a work, holding reset.sem for writing, so that
  * no kernel queue is being reset meanwhile, and uqs.lock, so that no user
@@ -38,7 +41,7 @@
  * writes the context table again, boots the firmware again, programs the
  * event queue, the interrupt masks and the kernel queues' rings again and
  * pushes their jobs again (hpu_queues_restart()).  The user queues the
- * device keeps.
+ * device keeps, but a banned file's that the engine kept from stopping.
  *
  * The heartbeat work also ends the jobs the device completed and consumes
  * its events, so that a lost interrupt costs at most one heartbeat_ms.
@@ -180,17 +183,28 @@ bool hpu_reset_guilty(struct hpu_ctx *ctx)
 }
 
 /*
- * @ctx was banned: its jobs waiting for a ring fail with -EIO, and its jobs
- * at the head of a ring are cancelled (with -EIO) with those behind them.
- * Takes the queue locks.
+ * @ctx was banned: its user queues stop, its jobs waiting for a ring fail
+ * with -EIO, and its jobs at the head of a ring are cancelled (with -EIO)
+ * with those behind them.  uqs.lock held (the queue locks nest inside it),
+ * inside drm_dev_enter().
  */
-void hpu_reset_ban_jobs(struct hpu_ctx *ctx)
+void hpu_reset_ban_jobs_locked(struct hpu_ctx *ctx)
 {
 	unsigned int q;
 
+	lockdep_assert_held(&ctx->hdev->uqs.lock);
+	hpu_uq_ban_locked(ctx);
 	hpu_sched_cancel_waiting(ctx, -EIO);
 	for (q = 0; q < HPU_NUM_QUEUES; q++)
 		hpu_queue_cancel_ctx(&ctx->hdev->queues[q], ctx);
+}
+
+/* The same, taking uqs.lock. */
+void hpu_reset_ban_jobs(struct hpu_ctx *ctx)
+{
+	mutex_lock(&ctx->hdev->uqs.lock);
+	hpu_reset_ban_jobs_locked(ctx);
+	mutex_unlock(&ctx->hdev->uqs.lock);
 }
 
 bool hpu_reset_banned(const struct hpu_ctx *ctx)
@@ -271,6 +285,7 @@ static void hpu_reset_device_locked(struct hpu_device *hdev, enum drm_hpu_reset_
 	reset->hb_still = 0;
 	reset->hb_last = hpu_rreg(hdev, HPU_REG_FW_HEARTBEAT);
 	hpu_queues_restart(hdev);
+	hpu_uq_restart_locked(hdev);
 	cmpxchg(&hdev->info.status, DRM_HPU_STATUS_IN_RESET, DRM_HPU_STATUS_READY);
 	dev_info(hpu_dev(hdev), "device reset: done\n");
 }

@@ -59,6 +59,7 @@ bool hpu_reset_engine(struct hpu_device *hdev, const char *what);
 void hpu_reset_device_schedule(struct hpu_device *hdev, enum drm_hpu_reset_cause cause);
 bool hpu_reset_guilty(struct hpu_ctx *ctx);
 void hpu_reset_ban_jobs(struct hpu_ctx *ctx);
+void hpu_reset_ban_jobs_locked(struct hpu_ctx *ctx);
 bool hpu_reset_banned(const struct hpu_ctx *ctx);
 
 #endif /* HPU_RESET_H */

@@ -25,7 +25,11 @@
  *   the job timeout, so that every wait ends;
  * - UQUEUE_WAIT sleeps for CI, arming the queue's interrupt first, and
  *   looks at CI again every watchdog period, so that a lost interrupt
- *   cannot make it sleep forever.
+ *   cannot make it sleep forever;
+ * - a banned file (hpu_reset.c) runs nothing more: its queues are stopped,
+ *   reset and disabled, so that the device ignores their doorbells, but
+ *   stay its own until UQUEUE_DESTROY or close; UQUEUE_WAIT on them fails
+ *   with -EIO.
  */
 #include <linux/bitops.h>
 #include <linux/iopoll.h>
@@ -228,6 +232,23 @@ static void hpu_uq_retire_counts_locked(struct hpu_device *hdev, struct hpu_uq *
 	atomic64_add(submitted, &uq->ctx->jobs_submitted);
 }
 
+/* A bound queue was stopped and disabled already (hpu_uq_stop_locked()). */
+static bool hpu_uq_disabled(struct hpu_device *hdev, struct hpu_uq *uq)
+{
+	return !hpu_uq_rreg(hdev, uq->index, HPU_UQ_RING_SIZE);
+}
+
+/* A queue reset to idle: its counts retired, it takes no more jobs.  Lock held. */
+static void hpu_uq_disable_locked(struct hpu_device *hdev, struct hpu_uq *uq)
+{
+	lockdep_assert_held(&hdev->uqs.lock);
+	hpu_uq_retire_counts_locked(hdev, uq);
+	/* Disabling zeroes the device's counts, so the binding's must go too. */
+	uq->dropped = 0;
+	hpu_uq_wreg(hdev, uq->index, HPU_UQ_RING_SIZE, 0);
+	hpu_uq_wreg(hdev, uq->index, HPU_UQ_ARM, 0);
+}
+
 static vm_fault_t hpu_uq_db_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -332,6 +353,9 @@ static struct hpu_uq *hpu_uq_bind(struct hpu_device *hdev, struct hpu_ctx *ctx,
 	}
 	if (share && held >= share)
 		uq = ERR_PTR(-EDQUOT);
+	/* Under the lock: a ban either sees the new queue and stops it, or is seen. */
+	if (hpu_reset_banned(ctx))
+		uq = ERR_PTR(-EIO);
 	if (!IS_ERR(uq)) {
 		u = uq->index;
 		/* Free queues are disabled, so ASID may be written; RING_SIZE last enables. */
@@ -344,6 +368,7 @@ static struct hpu_uq *hpu_uq_bind(struct hpu_device *hdev, struct hpu_ctx *ctx,
 		uq->gen++;
 		uq->dropped = 0;
 		uq->watch_busy = false;
+		uq->stopped = false;
 		db->uq = uq;
 		uq->live = true;
 	}
@@ -367,12 +392,14 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	drm_vma_node_unmap(&db->base.vma_node, hdev->drm.anon_inode->i_mapping);
 	mutex_lock(&hdev->uqs.lock);
 	if (drm_dev_enter(&hdev->drm, &idx)) {
-		idle = hpu_uq_reset_hw_locked(hdev, uq);
+		/* A stopped queue was reset and disabled already. */
+		if (!hpu_uq_disabled(hdev, uq)) {
+			idle = hpu_uq_reset_hw_locked(hdev, uq);
+			if (idle)
+				hpu_uq_disable_locked(hdev, uq);
+		}
 		if (idle) {
-			hpu_uq_retire_counts_locked(hdev, uq);
-			hpu_uq_wreg(hdev, uq->index, HPU_UQ_RING_SIZE, 0);
 			hpu_uq_wreg(hdev, uq->index, HPU_UQ_ASID, 0);
-			hpu_uq_wreg(hdev, uq->index, HPU_UQ_ARM, 0);
 		} else {
 			dev_err(hpu_dev(hdev), "user queue %u does not stop: retired\n", uq->index);
 			uq->held = uq->ctx;
@@ -405,6 +432,41 @@ static struct hpu_uq *hpu_uq_claim(struct hpu_device *hdev, struct hpu_ctx *ctx,
 static bool hpu_uq_owned(struct hpu_uq *uq, struct hpu_ctx *ctx)
 {
 	return READ_ONCE(uq->ctx) == ctx && READ_ONCE(uq->live);
+}
+
+/*
+ * @uq's file is banned: its jobs are dropped (the one the engine is in
+ * aborted) and it is disabled, so that the device ignores its doorbell;
+ * UQUEUE_WAIT on it fails from now on.  A queue whose engine does not let
+ * go is disabled after the device reset that this asks for
+ * (hpu_uq_restart_locked()).  Lock held, inside drm_dev_enter().
+ */
+static void hpu_uq_stop_locked(struct hpu_device *hdev, struct hpu_uq *uq)
+{
+	lockdep_assert_held(&hdev->uqs.lock);
+	WRITE_ONCE(uq->stopped, true);
+	wake_up_all(&uq->wq);
+	if (!hpu_uq_disabled(hdev, uq) && hpu_uq_reset_hw_locked(hdev, uq))
+		hpu_uq_disable_locked(hdev, uq);
+}
+
+/* @ctx was banned (hpu_reset.c): stop its queues.  Lock held, inside drm_dev_enter(). */
+void hpu_uq_ban_locked(struct hpu_ctx *ctx)
+{
+	struct hpu_device *hdev = ctx->hdev;
+	u32 u;
+
+	lockdep_assert_held(&hdev->uqs.lock);
+	for (u = 0; u < hdev->uqs.count; u++) {
+		struct hpu_uq *uq = &hdev->uqs.q[u];
+
+		/* One that is not live is being unbound. */
+		if (uq->ctx == ctx && uq->live && !uq->stopped) {
+			dev_info(hpu_dev(hdev), "user queue %u of banned context %u: stopped\n",
+				 u, ctx->asid);
+			hpu_uq_stop_locked(hdev, uq);
+		}
+	}
 }
 
 /*
@@ -505,7 +567,7 @@ static void hpu_uq_watchdog(struct work_struct *work)
 		struct hpu_uq *uq = &uqs->q[u];
 		u32 ci;
 
-		if (!uq->live)
+		if (!uq->live || uq->stopped)
 			continue;
 		bound = true;
 		ci = hpu_uq_rreg(hdev, u, HPU_UQ_CI);
@@ -522,11 +584,11 @@ static void hpu_uq_watchdog(struct work_struct *work)
 				 "user queue %u (asid %u): no job ended in %u ms: resetting it\n",
 				 u, uq->ctx->asid, hdev->job_timeout_ms);
 			hpu_reset_count_queue(hdev, "user queue");
-			/* Its jobs on kernel queues end when a reset drops them. */
-			hpu_reset_guilty(uq->ctx);
 			if (!hpu_uq_reset_hw_locked(hdev, uq))
 				dev_err(hpu_dev(hdev), "user queue %u does not stop\n", u);
 			uq->watch_since = jiffies;
+			if (hpu_reset_guilty(uq->ctx))
+				hpu_reset_ban_jobs_locked(uq->ctx);
 		}
 	}
 	mutex_unlock(&uqs->lock);
@@ -547,6 +609,24 @@ void hpu_uq_rewatch_locked(struct hpu_device *hdev)
 	lockdep_assert_held(&hdev->uqs.lock);
 	for (u = 0; u < hdev->uqs.count; u++)
 		hdev->uqs.q[u].watch_busy = false;
+}
+
+/*
+ * A device reset is done (reset locks held): a banned file's queue that
+ * its engine kept from being disabled is, now that the reset let it go.
+ */
+void hpu_uq_restart_locked(struct hpu_device *hdev)
+{
+	u32 u;
+
+	lockdep_assert_held(&hdev->uqs.lock);
+	for (u = 0; u < hdev->uqs.count; u++) {
+		struct hpu_uq *uq = &hdev->uqs.q[u];
+
+		if (uq->ctx && uq->stopped && !hpu_uq_disabled(hdev, uq) &&
+		    hpu_uq_reset_hw_locked(hdev, uq))
+			hpu_uq_disable_locked(hdev, uq);
+	}
 }
 
 static void hpu_uqs_release(struct drm_device *drm, void *arg)
@@ -667,6 +747,8 @@ static bool hpu_uq_wait_done(struct hpu_device *hdev, struct hpu_uq *uq, struct 
 	}
 	if (!hpu_uq_owned(uq, ctx)) {
 		*ret = -ENOENT;
+	} else if (READ_ONCE(uq->stopped)) {
+		*ret = -EIO;
 	} else {
 		*ci = hpu_uq_rreg(hdev, uq->index, HPU_UQ_CI);
 		if ((s32)(*ci - target) < 0) {

@@ -29,6 +29,11 @@ struct hpu_uq {
 	u32 gen;		/* bumped at every bind: snapshots of PI know their binding */
 	bool broken;		/* a reset did not finish: never handed out again */
 	/*
+	 * Its file was banned: disabled (or to be, once a device reset lets
+	 * its engine go), UQUEUE_WAIT fails.  Also read locklessly by waiters.
+	 */
+	bool stopped;
+	/*
 	 * The context whose memory the job a reset did not stop may still
 	 * use, until a wait for its release (hpu_uq.c) sees the engine let go:
 	 * the context's VM_UNMAPs wait for it and its file's release waits
@@ -71,6 +76,8 @@ int hpu_uqs_init(struct hpu_device *hdev);
 void hpu_uqs_halt(struct hpu_device *hdev);
 void hpu_uq_irq(struct hpu_device *hdev);
 void hpu_uq_rewatch_locked(struct hpu_device *hdev);
+void hpu_uq_restart_locked(struct hpu_device *hdev);
+void hpu_uq_ban_locked(struct hpu_ctx *ctx);
 void hpu_uq_ctx_release(struct hpu_ctx *ctx, struct drm_file *file);
 void hpu_uq_mark(struct hpu_ctx *ctx, struct hpu_uq_marks *marks);
 void hpu_uq_stats(struct hpu_ctx *ctx, struct drm_hpu_stats *st);

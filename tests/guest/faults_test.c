@@ -7,8 +7,8 @@
  * guilty job fails with the errno the fault means, every innocent job
  * completes and its bytes are bitwise right, the device is READY again and
  * INFO counts the resets the ladder took (kernel/hpu_reset.c) and their
- * cause.  Then a file whose jobs time out reset_ban_limit times is banned,
- * and a device reset by hand sends its uevent.
+ * cause.  Then a file whose jobs time out reset_ban_limit times is banned
+ * (its user queue stopped too), and a device reset by hand sends its uevent.
  *
  * Each case prints, for `make test-faults` (HPU_BENCH=1: plain lines; else
  * as TAP comments):
@@ -393,6 +393,7 @@ FIXTURE(ban) {
 	int fd, fd2;
 	uint32_t *sync;
 	uint64_t sync_va, sync2_va;
+	struct hpu_uq uq, uq2;		/* each file's user queue */
 };
 
 FIXTURE_SETUP(ban)
@@ -407,10 +408,14 @@ FIXTURE_SETUP(ban)
 	ASSERT_NE(NULL, self->sync);
 	ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, self->sync, HPU_PAGE, RW, &self->sync_va));
 	ASSERT_EQ(0, hpu_vm_map(self->fd2, 0, 0, self->sync, HPU_PAGE, RW, &self->sync2_va));
+	ASSERT_EQ(0, hpu_uq_open(&self->uq, self->fd));
+	ASSERT_EQ(0, hpu_uq_open(&self->uq2, self->fd2));
 }
 
 FIXTURE_TEARDOWN(ban)
 {
+	hpu_uq_close(&self->uq);
+	hpu_uq_close(&self->uq2);
 	close(self->fd);
 	close(self->fd2);
 	munmap(self->sync, HPU_PAGE);
@@ -428,8 +433,9 @@ static int submit_stuck(int fd, uint32_t queue, uint64_t sync_va, uint64_t *seq)
 
 /*
  * A file whose jobs time out reset_ban_limit times is banned: its queued
- * job fails with -EIO, SUBMIT and UQUEUE_CREATE say -EIO; another file
- * goes on.
+ * job fails with -EIO, SUBMIT and UQUEUE_CREATE say -EIO, and its user
+ * queue is stopped: the device ignores its doorbell, UQUEUE_WAIT says
+ * -EIO, UQUEUE_DESTROY still frees it.  Another file's queues go on.
  */
 TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
 {
@@ -438,9 +444,15 @@ TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
 	uint64_t seq[4], mine;
 	unsigned int i;
 	char mark[64];
+	uint32_t pos;
 	int err;
 
 	ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+	/* Its user queue runs, before the ban. */
+	hpu_cb_memset(&cb, self->sync_va + 192, 3, 1);
+	ASSERT_EQ(0, hpu_uq_run(&self->uq, &cb));
+	ASSERT_EQ(3, ((uint8_t *)self->sync)[192]);
+	cb.size = 0;
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, submit_stuck(self->fd, 2, self->sync_va, &seq[i]));
 	/* Behind them on the queue: the ban ends it. */
@@ -457,12 +469,26 @@ TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
 
 	EXPECT_EQ(-EIO, hpu_submit(self->fd, 2, cb.buf, cb.size, &mine));
 	EXPECT_EQ(-EIO, hpu_ioc(self->fd, DRM_IOCTL_HPU_UQUEUE_CREATE, &uqc));
-	/* Another file is not. */
+	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ of banned context [0-9]+: stopped"));
+	/* Its user queue runs nothing more; UQUEUE_WAIT says so. */
+	cb.size = 0;
+	hpu_cb_memset(&cb, self->sync_va + 192, 9, 1);
+	pos = hpu_uq_put(&self->uq, &cb, 0);
+	hpu_uq_ring(&self->uq);
+	EXPECT_EQ(-EIO, hpu_uq_wait(self->fd, self->uq.id, pos + 1, WAIT_NS, NULL));
+	/* Another file is not banned: its kernel and user queues run (after the store above). */
 	cb.size = 0;
 	hpu_cb_memset(&cb, self->sync2_va + 128, 7, 1);
 	EXPECT_EQ(0, hpu_run(self->fd2, 2, cb.buf, cb.size));
 	EXPECT_EQ(7, ((uint8_t *)self->sync)[128]);
+	cb.size = 0;
+	hpu_cb_memset(&cb, self->sync2_va + 256, 5, 1);
+	EXPECT_EQ(0, hpu_uq_run(&self->uq2, &cb));
+	EXPECT_EQ(5, ((uint8_t *)self->sync)[256]);
+	EXPECT_EQ(3, ((uint8_t *)self->sync)[192]);
 	EXPECT_EQ(DRM_HPU_STATUS_READY, hpu_device_status(self->fd2));
+	EXPECT_EQ(0, hpu_uq_destroy(self->fd, self->uq.id));
+	EXPECT_EQ(-ENOENT, hpu_uq_wait(self->fd, self->uq.id, 0, 0, NULL));
 }
 
 /* Whether hpu-smi's output has @line. */
