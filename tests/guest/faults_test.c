@@ -2,13 +2,15 @@
 /*
  * Faults are survived (root): for each fault the device can inject
  * (debugfs fault/<kind>/, kernel/hpu_inject.c), a guilty file gets the
- * fault while two innocent files run deterministic DMA copies, some queued
- * behind the guilty job, some parked on a WAIT across a device reset: the
- * guilty job fails with the errno the fault means, every innocent job
- * completes and its bytes are bitwise right, the device is READY again and
- * INFO counts the resets the ladder took (kernel/hpu_reset.c) and their
- * cause.  Then a file whose jobs time out reset_ban_limit times is banned
- * (its user queue stopped too), and a device reset by hand sends its uevent.
+ * fault while two innocent files run deterministic DMA copies, on kernel
+ * queues (SUBMIT) and on a user queue each (doorbell), some queued behind
+ * the guilty job, some parked on a WAIT across a device reset: the guilty
+ * job fails with the errno the fault means, every innocent job completes
+ * and its bytes are bitwise right, the device is READY again and INFO
+ * counts the resets the ladder took (kernel/hpu_reset.c) and their cause.
+ * Then a file whose jobs time out reset_ban_limit times is banned (its
+ * user queue stopped too), a job submitted while a device reset is in
+ * progress runs after it, and a device reset by hand sends its uevent.
  *
  * Each case prints, for `make test-faults` (HPU_BENCH=1: plain lines; else
  * as TAP comments):
@@ -23,6 +25,7 @@
  */
 #include <poll.h>
 #include <stdbool.h>
+#include <sys/wait.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
 
@@ -33,8 +36,10 @@
 #define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
 #define INNOCENTS 2
 #define COPIES 8			/* copy jobs per innocent file, on queues j % 4 */
+#define UQ_COPIES 4			/* copy jobs per innocent file on its user queue */
 #define CHUNK (64 * 1024ull)		/* bytes each copy job moves */
-#define ARENA ((COPIES + 1) * CHUNK)	/* + the parked job's chunk */
+#define UQ_CHUNK (COPIES + 1)		/* the first user-queue job's chunk */
+#define ARENA ((UQ_CHUNK + UQ_COPIES) * CHUNK)	/* + the parked job's chunk, the user queue's */
 #define GUILTY_QUEUE 0
 #define RELEASE_QUEUE 3			/* the innocents' parked jobs are on 1 and 2 */
 #define WAIT_NS 120000000000ll
@@ -56,6 +61,7 @@ struct innocent {
 	uint64_t src_va, dst_va, hbm_va, sync_va;
 	uint32_t hbm;
 	uint64_t seq[COPIES + 1];	/* [COPIES]: the parked one */
+	struct hpu_uq uq;		/* its jobs at positions 0 .. UQ_COPIES - 1 */
 };
 
 /* Job j of @in: src chunk j -> HBM chunk j -> dst chunk j, after a WAIT for the sync if @park. */
@@ -68,6 +74,19 @@ static int innocent_submit(struct innocent *in, unsigned int j, unsigned int que
 	hpu_cb_dma(&cb, in->hbm_va + j * CHUNK, in->src_va + j * CHUNK, CHUNK);
 	hpu_cb_dma(&cb, in->dst_va + j * CHUNK, in->hbm_va + j * CHUNK, CHUNK);
 	return hpu_submit(in->fd, queue, cb.buf, cb.size, &in->seq[j]);
+}
+
+/* User-queue job k of @in (not rung): chunk UQ_CHUNK + k, as innocent_submit() copies. */
+static void innocent_uq_put(struct innocent *in, unsigned int k, bool park)
+{
+	uint64_t off = (UQ_CHUNK + k) * CHUNK;
+	struct hpu_cb cb = { .size = 0 };
+
+	if (park)
+		hpu_cb_wait(&cb, in->sync_va, 1);
+	hpu_cb_dma(&cb, in->hbm_va + off, in->src_va + off, CHUNK);
+	hpu_cb_dma(&cb, in->dst_va + off, in->hbm_va + off, CHUNK);
+	hpu_uq_put(&in->uq, &cb, 0);
 }
 
 static int innocent_open(struct innocent *in, const char *bdf, unsigned int salt)
@@ -102,11 +121,15 @@ static int innocent_open(struct innocent *in, const char *bdf, unsigned int salt
 		err = hpu_gem_create(in->fd, ARENA, 0, &in->hbm);
 	if (!err)
 		err = hpu_vm_map(in->fd, in->hbm, 0, NULL, ARENA, RW, &in->hbm_va);
+	if (!err)
+		err = hpu_uq_open(&in->uq, in->fd);
 	return err;
 }
 
 static void innocent_close(struct innocent *in)
 {
+	if (in->uq.mem)
+		hpu_uq_close(&in->uq);
 	if (in->fd >= 0)
 		close(in->fd);
 	munmap(in->src, ARENA);
@@ -269,6 +292,7 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 	struct hpu_cb cb = { .size = 0 };
 	unsigned int i, j, lost = 0, wrong = 0;
 	long long injected;
+	int ret;
 	uint64_t guilty = 0;
 	double t0, t1;
 	char mark[64];
@@ -313,6 +337,9 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		ASSERT_EQ(0, innocent_submit(&self->in[i], COPIES, 1 + i, variant->no_guilty));
 		for (j = 0; j < COPIES; j++)
 			ASSERT_EQ(0, innocent_submit(&self->in[i], j, j % HPU_NUM_QUEUES, false));
+		for (j = 0; j < UQ_COPIES; j++)
+			innocent_uq_put(&self->in[i], j, variant->no_guilty && !j);
+		hpu_uq_ring(&self->in[i].uq);
 	}
 	if (variant->by_hand) {
 		char path[256];
@@ -342,13 +369,26 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 	}
 	for (i = 0; i < INNOCENTS; i++) {
 		for (j = 0; j <= COPIES; j++) {
-			int ret = hpu_wait(self->in[i].fd, self->in[i].seq[j], WAIT_NS, &err);
-
+			ret = hpu_wait(self->in[i].fd, self->in[i].seq[j], WAIT_NS, &err);
 			if (ret || err) {
 				TH_LOG("innocent %u job %u: wait %d, error %d", i, j, ret, err);
 				lost++;
 			} else if (memcmp(self->in[i].src + j * CHUNK, self->in[i].dst + j * CHUNK,
 					  CHUNK)) {
+				wrong++;
+			}
+		}
+		/* Its user queue's: a job a reset dropped keeps the status it was put with. */
+		ret = hpu_uq_wait(self->in[i].fd, self->in[i].uq.id, UQ_COPIES, WAIT_NS, NULL);
+		for (j = 0; j < UQ_COPIES; j++) {
+			uint32_t status = hpu_uq_slot(&self->in[i].uq, j)->status;
+			uint64_t off = (UQ_CHUNK + j) * CHUNK;
+
+			if (ret || status) {
+				TH_LOG("innocent %u user-queue job %u: wait %d, status 0x%x", i, j,
+				       ret, status);
+				lost++;
+			} else if (memcmp(self->in[i].src + off, self->in[i].dst + off, CHUNK)) {
 				wrong++;
 			}
 		}
@@ -489,6 +529,77 @@ TEST_F_TIMEOUT(ban, a_file_that_causes_three_resets_is_banned, 120)
 	EXPECT_EQ(DRM_HPU_STATUS_READY, hpu_device_status(self->fd2));
 	EXPECT_EQ(0, hpu_uq_destroy(self->fd, self->uq.id));
 	EXPECT_EQ(-ENOENT, hpu_uq_wait(self->fd, self->uq.id, 0, 0, NULL));
+}
+
+/*
+ * A SUBMIT while a device reset is in progress (status IN_RESET) waits:
+ * its job runs after the reset, bitwise, and a WAIT begun in the reset
+ * ends with it.  The device ignores the reset's first two warm resets
+ * (reset_fail), which holds the reset in its tries for twice
+ * HPU_RESET_IDLE_TIMEOUT_US (100 ms) after the first one's failure is
+ * logged; the SUBMIT counts only if INFO said IN_RESET before it and after
+ * the WAIT that polls its job, else the reset is run again.
+ */
+TEST(a_job_submitted_in_reset_runs_after_it)
+{
+	struct drm_hpu_device_info before, info;
+	struct hpu_cb cb = { .size = 0 };
+	char bdf[64], path[256], mark[64];
+	unsigned int tries, i;
+	uint64_t va = 0, seq;
+	bool held = false;
+	int fd, err, ret, wstatus;
+	uint32_t status;
+	uint8_t *buf;
+	pid_t pid;
+
+	ASSERT_EQ(0, hpu_find_bdf(bdf, sizeof(bdf)));
+	ASSERT_LE(0, hpu_usage(bdf, "contexts"));
+	fd = hpu_open_node(bdf);
+	ASSERT_LE(0, fd);
+	buf = hpu_host_pages(2 * CHUNK);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < CHUNK; i++)
+		buf[i] = (uint8_t)(i * 7 + (i >> 9));
+	ASSERT_EQ(0, hpu_vm_map(fd, 0, 0, buf, 2 * CHUNK, RW, &va));
+	hpu_cb_dma(&cb, va + CHUNK, va, CHUNK);
+	ASSERT_EQ(0, device_info(fd, &before));
+	snprintf(path, sizeof(path), "/sys/kernel/debug/hpu/%s/reset", bdf);
+	for (tries = 0; tries < 5 && !held; tries++) {
+		memset(buf + CHUNK, 0, CHUNK);
+		ASSERT_EQ(0, hpu_log_mark(mark, sizeof(mark)));
+		ASSERT_EQ(0, hpu_fault_arm(bdf, "reset_fail", "2"));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(hpu_write_file(path, "1") ? 1 : 0);
+		/* Then the queues are frozen, and the second try takes 100 ms to fail. */
+		for (i = 0; i < 30000 && hpu_log_count(mark, "device reset: try 1 of 3 failed") < 1;
+		     i++)
+			usleep(1000);
+		ASSERT_EQ(0, device_info(fd, &info));
+		status = info.status;
+		ASSERT_EQ(0, hpu_submit(fd, 0, cb.buf, cb.size, &seq));
+		ret = hpu_wait(fd, seq, 0, &err);
+		ASSERT_EQ(0, device_info(fd, &info));
+		held = status == DRM_HPU_STATUS_IN_RESET && info.status == DRM_HPU_STATUS_IN_RESET;
+		if (held)
+			EXPECT_EQ(-ETIME, ret);
+		ASSERT_EQ(0, hpu_wait(fd, seq, WAIT_NS, &err));
+		EXPECT_EQ(0, err);
+		EXPECT_EQ(0, memcmp(buf, buf + CHUNK, CHUNK));
+		ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+		EXPECT_EQ(0, wstatus);
+		EXPECT_EQ(2, hpu_log_count(mark, "device reset: try [12] of 3 failed"));
+		EXPECT_EQ(1, hpu_log_count(mark, "device reset: done"));
+	}
+	TH_LOG("held in %u tries", tries);
+	EXPECT_TRUE(held);
+	ASSERT_EQ(0, device_info(fd, &info));
+	EXPECT_EQ(DRM_HPU_STATUS_READY, info.status);
+	EXPECT_EQ(before.device_resets + tries, info.device_resets);
+	close(fd);
+	munmap(buf, 2 * CHUNK);
 }
 
 /* Whether hpu-smi's output has @line. */
