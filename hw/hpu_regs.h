@@ -188,7 +188,8 @@ enum hpu_err_code {
 #define HPU_Q_IN_CALL_PARKED (1u << 31)
 /*
  * RO (1.6), kernel queues: entries free in the queue's table of preempted
- * jobs (HPU_Q_PREEMPT_SLOTS of them, see HPU_Q_CTRL_PREEMPT).
+ * jobs (HPU_Q_PREEMPT_SLOTS of them, see HPU_Q_CTRL_PREEMPT; a warm reset has
+ * one more of its own, 1.7).
  */
 #define HPU_Q_PREEMPT_FREE 0x24
 #define HPU_Q_PREEMPT_SLOTS 4u
@@ -385,7 +386,8 @@ struct hpu_event {
  *    ASID), which it zeroes: the driver writes it again before the engines run;
  *  - each kernel queue's table of preempted jobs, and there the progress of the job
  *    the queue had started (yielded, or parked on a WAIT) if it had one: its tag is in
- *    HPU_Q_SAVED_TAG_LO/HI, and a push with HPU_QUEUE_DESC_RESUME takes it back;
+ *    HPU_Q_SAVED_TAG_LO/HI, and a push with HPU_QUEUE_DESC_RESUME takes it back (the
+ *    table has an entry for it beyond the HPU_Q_PREEMPT_SLOTS that PREEMPTs fill);
  *  - the user queues as they were (ring, ASID, size, PI, CI, ERRORS, ARM, and the
  *    progress of a started job); they run again once the firmware is READY;
  *  - the fault injection settings.

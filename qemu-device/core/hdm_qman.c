@@ -111,20 +111,21 @@ static int hdm_qman_saved_find(const struct hdm_qman_queue *qq, uint64_t tag, bo
 {
 	unsigned int i;
 
-	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++)
+	for (i = 0; i < HDM_Q_SAVED_ENTRIES; i++)
 		if (free_one ? !qq->saved[i] : qq->saved[i] && qq->saved[i]->tag == tag)
 			return (int)i;
 	return -1;
 }
 
+/* Entries a PREEMPT may take: the warm reset's spare is not one. */
 static uint32_t hdm_q_read_preempt_free(struct hdm_core *core, unsigned int q)
 {
-	uint32_t n = 0;
+	uint32_t used = 0;
 	unsigned int i;
 
-	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++)
-		n += !core->qman.queues[q].saved[i];
-	return n;
+	for (i = 0; i < HDM_Q_SAVED_ENTRIES; i++)
+		used += !!core->qman.queues[q].saved[i];
+	return used < HPU_Q_PREEMPT_SLOTS ? HPU_Q_PREEMPT_SLOTS - used : 0;
 }
 
 /* Queue q's entries go to the engine, which frees them: nothing is written back.  Lock held. */
@@ -133,7 +134,7 @@ static void hdm_qman_drop_saved(struct hdm_core *core, unsigned int q)
 	struct hdm_qman_queue *qq = &core->qman.queues[q];
 	unsigned int i;
 
-	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
+	for (i = 0; i < HDM_Q_SAVED_ENTRIES; i++) {
 		if (!qq->saved[i])
 			continue;
 		qq->saved[i]->next = core->qman.dropped;
@@ -233,7 +234,8 @@ static struct hdm_qman_saved *hdm_qman_save(struct hdm_job *job);
 
 /*
  * A warm reset: kernel queue q's started job (not in the engine) goes into its
- * table, its tag into SAVED_TAG, unless the table has no room for it.  Lock held.
+ * table, its tag into SAVED_TAG.  PREEMPTs leave it an entry: the table is full
+ * only if an entry of an earlier warm reset was not taken back.  Lock held.
  */
 static void hdm_qman_warm_save(struct hdm_core *core, unsigned int q)
 {
@@ -464,7 +466,9 @@ static bool hdm_qman_set_aside(struct hdm_core *core, struct hdm_qman_queue *qq,
 			       struct hdm_qman_saved *s)
 {
 	struct hdm_job *job = &qq->job;
-	int slot = hdm_qman_saved_find(qq, 0, true);
+	/* The warm reset's entry is not a PREEMPT's. */
+	int slot = hdm_q_read_preempt_free(core, job->queue) ?
+		   hdm_qman_saved_find(qq, 0, true) : -1;
 
 	if (job->gen != core->gen || qq->abort || !qq->preempt)
 		return false;

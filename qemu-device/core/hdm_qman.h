@@ -79,6 +79,13 @@ struct hdm_qman_saved {
 	uint8_t cb[]; /* cb_size bytes: a RESUME must run the same command buffer */
 };
 
+/*
+ * A kernel queue's table: HPU_Q_PREEMPT_SLOTS entries for PREEMPT, and one more that
+ * only a warm reset takes, so that it saves the started job even when PREEMPTs filled
+ * the rest (PREEMPT_FREE counts the first ones only).
+ */
+#define HDM_Q_SAVED_ENTRIES (HPU_Q_PREEMPT_SLOTS + 1u)
+
 /* The engine's side of one queue, under the core lock unless noted. */
 struct hdm_qman_queue {
 	bool running;      /* the engine is in this queue's job (of the current reset generation) */
@@ -91,7 +98,7 @@ struct hdm_qman_queue {
 	bool drop_rest;    /* with it (RESET | PREEMPT): CI moves to abort_pi, not past the job */
 	/* ENGINE_RESET (1.7) of the job the engine is in; __atomic as abort, cleared as it ends */
 	uint32_t kill;
-	struct hdm_qman_saved *saved[HPU_Q_PREEMPT_SLOTS]; /* kernel queues; NULL: free */
+	struct hdm_qman_saved *saved[HDM_Q_SAVED_ENTRIES]; /* kernel queues; NULL: free */
 	struct hdm_job job; /* the engine's alone */
 };
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +305,19 @@ static bool wait_reg(struct hpu_test *t, uint32_t reg, uint32_t want)
 
 #define WAIT_REG(t, reg, want) hpu_check(t, wait_reg(t, reg, want), #reg " reaches " #want, \
 					 __LINE__)
+
+/* Wait until another thread sets *flag; whether it did. */
+static bool wait_flag(const bool *flag)
+{
+	uint64_t start = now_ns();
+
+	while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE)) {
+		if (now_ns() - start > WAIT_NS)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
 
 /* CPU time the engine's thread has used. */
 static double cpu_ms(const struct engine *e)
@@ -605,6 +619,53 @@ static void case_warm_saved(struct hpu_test *t)
 	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY);
 	HPU_CHECK_EQ(t, saved_tag(t, Q), 0);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
+}
+
+/*
+ * PREEMPTs filled the queue's table (PREEMPT_FREE 0): a warm reset still saves the
+ * started job, in the entry PREEMPTs leave it; then all five are resumed and end.
+ */
+static void case_warm_table_full(struct hpu_test *t)
+{
+	static struct job held[HPU_Q_PREEMPT_SLOTS], waiter;
+	unsigned int i;
+
+	setup(t);
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
+		park_waiter(t, Q, &held[i], 0, 1 + i, 0x70 + i);
+		hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+		run(t);
+		expect_event(t, HPU_EVENT_PREEMPTED, Q, ASID, HPU_ENGINE_QMAN, 0x70 + i, 0, 0,
+			     __LINE__);
+	}
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), 0);
+	park_waiter(t, Q, &waiter, 2, 0, 0x7f);
+	/* PREEMPT has no entry for it... */
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_PREEMPT);
+	HPU_EXPECT_ERROR(t, HPU_ERR_PREEMPT);
+	/* ...the warm reset has. */
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	expect_warm_idle(t);
+	HPU_CHECK_EQ(t, saved_tag(t, Q), waiter.tag);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), 0);
+	HPU_EXPECT_CLEAN(t);
+
+	setup(t);
+	for (i = 0; i <= HPU_Q_PREEMPT_SLOTS; i++)
+		hdm_st_le32(t->mem + SYNC_OFF + 4 * i, 1);
+	push(t, Q, &waiter, HPU_QUEUE_DESC_RESUME);
+	run(t);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + waiter.tag);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), 0);
+	for (i = 0; i < HPU_Q_PREEMPT_SLOTS; i++) {
+		push(t, Q, &held[i], HPU_QUEUE_DESC_RESUME);
+		run(t);
+		EXPECT_DONE(t, Q);
+		HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + held[i].tag);
+	}
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
+	HPU_EXPECT_CLEAN(t);
 }
 
 /* The job in the engine that cannot yield (hung) is dropped by a warm reset: no SAVED_TAG. */
@@ -1033,15 +1094,18 @@ static void case_power_on(struct hpu_test *t)
 }
 
 /*
- * On the engine's thread, a warm reset while the engine is inside a long chain of
- * copies (each reads what the one before wrote, a byte further on): the chain
- * reaches a yield point within its slice, is saved, and resumed ends as the
- * uninterrupted run did (the slice is the engine thread's CPU time, so a loaded
- * host does not change that; should the wait's bound of 500 ms pass first, the
- * job is dropped: then nothing was saved, which is checked too).
+ * On the engine's thread, warm resets while the engine is inside a long chain of
+ * copies (each reads what the one before wrote, a byte further on).  The job in
+ * the engine reaches a yield point within its slice (the engine thread's CPU
+ * time, so a loaded host does not change that) and is saved; resumed, it ends as
+ * the uninterrupted run did.  The job's host accesses (its descriptor, command
+ * buffer, the steps of its first and last copies) are where the resets come:
+ * at each, the engine waits there until the reset is under way.  Resets at
+ * random times find the job saved, or ended before: never dropped.
  */
 #define CHAIN_LEN ((BUF_SIZE / 2) - 64)
 #define CHAIN_COPIES 40u
+#define CHAIN_RANDOM_RUNS 24u
 
 static void job_chain(struct hpu_test *t, struct job *job)
 {
@@ -1058,48 +1122,99 @@ static void job_chain(struct hpu_test *t, struct job *job)
 	job_seal(job, Q, 0x92);
 }
 
+/* The engine's host accesses; at the at-th it says so, and with hold stays until quiesce. */
+static unsigned int chain_dmas, chain_at;
+static bool chain_hold, chain_inside;
+
+static void chain_hook(struct hpu_test *t)
+{
+	const struct timespec poll = { .tv_nsec = 20000 };
+	uint64_t start = now_ns();
+
+	if (++chain_dmas != chain_at)
+		return;
+	__atomic_store_n(&chain_inside, true, __ATOMIC_RELEASE);
+	while (chain_hold && !__atomic_load_n(&t->core->qman.quiesce, __ATOMIC_RELAXED) &&
+	       now_ns() - start < WAIT_NS)
+		nanosleep(&poll, NULL);
+}
+
+/*
+ * The chain again, on the engine's thread, the device READY: a warm reset at its
+ * at-th host access (hold) or delay_ns after its descriptor's fetch.  Whether it
+ * was saved (else it must have ended first); either way it ends as once, READY.
+ */
+static bool warm_chain(struct hpu_test *t, const struct job *job, const uint8_t *once,
+		       unsigned int at, bool hold, uint64_t delay_ns)
+{
+	const struct timespec delay = { .tv_sec = (time_t)(delay_ns / 1000000000u),
+					.tv_nsec = (long)(delay_ns % 1000000000u) };
+	bool saved;
+
+	memset(t->mem + DST_OFF, 0, CHAIN_LEN);
+	memset(t->mem + COMPLETION_OFF(Q), 0, 8);
+	chain_dmas = 0;
+	chain_at = at;
+	chain_hold = hold;
+	__atomic_store_n(&chain_inside, false, __ATOMIC_RELAXED);
+	push(t, Q, job, 0);
+	HPU_CHECK(t, wait_flag(&chain_inside));
+	nanosleep(&delay, NULL);
+	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	WAIT_REG(t, REG_Q(Q, STATUS), 0);
+	saved = saved_tag(t, Q) == job->tag;
+	if (saved) {
+		HPU_CHECK_EQ(t, completion(t, Q), 0);
+		setup(t);
+		push(t, Q, job, HPU_QUEUE_DESC_RESUME);
+		WAIT_REG(t, REG_Q(Q, CI), 1);
+		WAIT_REG(t, REG_Q(Q, STATUS), 0);
+		EXPECT_DONE(t, Q);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
+	} else {
+		HPU_CHECK(t, !hold);
+		HPU_CHECK_EQ(t, saved_tag(t, Q), 0);
+	}
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + job->tag);
+	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, once, CHAIN_LEN));
+	if (!saved)
+		setup(t);
+	return saved;
+}
+
 static void case_warm_in_engine(struct hpu_test *t)
 {
-	const struct timespec inside = { .tv_nsec = 5000000 };
 	static uint8_t once[CHAIN_LEN];
+	unsigned int i, points, saved = 0;
 	struct engine e = { 0 };
 	static struct job job;
-	uint64_t start;
+	uint64_t start, chain_ns, seed = 0x92;
 
 	setup(t);
 	job_chain(t, &job);
+	chain_dmas = 0;
+	chain_at = 0;
+	t->on_dma = chain_hook;
 	push(t, Q, &job, 0);
 	start = now_ns();
 	run(t);
+	chain_ns = now_ns() - start;
+	/* Its last host access is the completion's write, past its last yield point. */
+	points = chain_dmas - 1;
 	EXPECT_DONE(t, Q);
-	printf("# the chain alone: %.1f ms\n", (now_ns() - start) / 1e6);
+	printf("# the chain alone: %.1f ms, %u host accesses\n", chain_ns / 1e6, chain_dmas);
 	memcpy(once, t->mem + DST_OFF, CHAIN_LEN);
 	HPU_CHECK(t, memcmp(once, t->mem + SRC_OFF, CHAIN_LEN));
-	memset(t->mem + DST_OFF, 0, CHAIN_LEN);
-	memset(t->mem + COMPLETION_OFF(Q), 0, 8);
 
 	engine_start(t, &e);
-	push(t, Q, &job, 0);
-	WAIT_REG(t, REG_Q(Q, STATUS), HPU_Q_STATUS_BUSY | HPU_Q_STATUS_ENGINE);
-	nanosleep(&inside, NULL);
-	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
-	WAIT_REG(t, REG_Q(Q, STATUS), 0);
-	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, CI)), 0);
-	if (!saved_tag(t, Q)) {
-		printf("# the engine did not reach a yield point in 500 ms: dropped\n");
-		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
-		engine_end(t, &e);
-		return;
-	}
-	HPU_CHECK_EQ(t, saved_tag(t, Q), job.tag);
-	HPU_CHECK_EQ(t, completion(t, Q), 0);
-	setup(t);
-	push(t, Q, &job, HPU_QUEUE_DESC_RESUME);
-	WAIT_REG(t, REG_Q(Q, CI), 1);
+	for (i = 1; i <= points && !t->failed; i++)
+		HPU_CHECK(t, warm_chain(t, &job, once, i, true, 0));
+	for (i = 0; i < CHAIN_RANDOM_RUNS && !t->failed; i++)
+		saved += warm_chain(t, &job, once, 1, false, xorshift64s(&seed) % chain_ns);
+	printf("# %u resets at random times: %u saved, %u after the job ended\n",
+	       CHAIN_RANDOM_RUNS, saved, CHAIN_RANDOM_RUNS - saved);
 	engine_end(t, &e);
-	EXPECT_DONE(t, Q);
-	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + job.tag);
-	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, once, CHAIN_LEN));
+	t->on_dma = NULL;
 }
 
 /* ---- the list ---- */
@@ -1127,10 +1242,11 @@ static const struct hpu_test_case cases[] = {
 	{ "properties arm at power-on, a cold reset disarms", case_power_on },
 	{ "warm reset keeps HBM, zeroes the context table", case_warm_hbm },
 	{ "warm reset saves a parked job beside a PREEMPTed one", case_warm_saved },
+	{ "warm reset saves the started job with the table full", case_warm_table_full },
 	{ "warm reset drops a hung job", case_warm_hung },
 	{ "warm reset: a GEMM resumed ends to the bit", case_warm_gemm },
 	{ "warm reset: a copy through HBM resumed ends to the bit", case_warm_copy },
-	{ "warm reset of the job in the engine: saved at a yield point, resumed to the bit",
+	{ "warm resets of the job in the engine: saved at a yield point, resumed to the bit",
 	  case_warm_in_engine },
 };
 
