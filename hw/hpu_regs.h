@@ -371,10 +371,13 @@ struct hpu_event {
 /*
  * ENGINE_RESET (WO, HPU_RESET_KEY; another value is HPU_ERR_BAD_RESET_KEY): the engine
  * leaves the job it is in at once, even inside a packet that does not yield (the
- * packet's partial work is dropped).  That job ends as a CTRL RESET's abort does
- * (HPU_EVENT_ABORTED, engine HPU_ENGINE_QMAN), and every queue with a CTRL RESET
- * pending completes it.  Jobs the engine is not in keep their progress.  It is done by
- * the time the write returns: the aborted queue's STATUS no longer reads ENGINE.
+ * packet's partial work is dropped), if that job is the one a reset could not end: its
+ * queue has a CTRL RESET (or RESET | PREEMPT) pending, or it hangs by injection.  That
+ * job ends as a CTRL RESET's abort does (HPU_EVENT_ABORTED, engine HPU_ENGINE_QMAN),
+ * and every queue with a CTRL RESET pending completes it.  A job the engine took up
+ * after the reset's job left it, and jobs the engine is not in, keep their progress.
+ * It is done by the time the write returns: the aborted queue's STATUS no longer
+ * reads ENGINE.
  */
 #define HPU_REG_ENGINE_RESET 0x604
 

@@ -6,7 +6,7 @@
  * where the kind's event happens asks: hdm_fault_should_fail().
  *
  * Where each kind is asked (its event):
- *  ENGINE_HANG      hdm_pkt.c, a packet the engine starts (the job's ASID)
+ *  ENGINE_HANG      hdm_qman.c, a packet the engine starts (the job's ASID)
  *  MMU_FAULT        hdm_qman.c, a job the engine starts, once its descriptor is read
  *  DMA_ERROR        hdm_qman.c, likewise, after MMU_FAULT
  *  LOST_IRQ         hdm_core.c (the misc vector) and hdm_pkt.c (an INTERRUPT packet's)

@@ -137,10 +137,16 @@ void hdm_qman_quiesce(struct hdm_core *core);
  * queues' tables, saves their started jobs there, and keeps the user queues.
  */
 void hdm_qman_reset(struct hdm_core *core, bool warm);
-/* ENGINE_RESET: the engine leaves the job it is in (see hpu_regs.h).  Lock held, dropped. */
+/*
+ * ENGINE_RESET: the engine leaves the job it is in if that job's queue has a reset
+ * pending or it hangs (see hpu_regs.h).  Lock held, dropped.
+ */
 void hdm_qman_engine_reset(struct hdm_core *core);
-/* ENGINE_HANG injected at the packet the job starts: it waits there, then fails ABORTED. */
-enum hdm_pkt_status hdm_qman_hang(struct hdm_job *job);
+/*
+ * ENGINE_HANG at the packet the job starts: if injected, it waits there until the
+ * engine must leave the job (true; it fails ABORTED), else false.  Unlocked.
+ */
+bool hdm_qman_hang(struct hdm_job *job);
 /* Hand HBM a reset replaced to the engine, which frees it off the MMIO path.  Lock held. */
 void hdm_qman_retire(struct hdm_core *core, struct hdm_hbm *hbm);
 /*

@@ -326,9 +326,8 @@ static enum hdm_pkt_status hdm_pkt_run_buffer(struct hdm_job *job)
 		if (!pkt)
 			return HDM_PKT_FAILED;
 		/* Injected as it starts (not as it goes on after a yield): it never ends. */
-		if (!job->moved &&
-		    hdm_fault_should_fail(job->core, HPU_FAULT_ENGINE_HANG, job->asid))
-			return hdm_qman_hang(job);
+		if (!job->moved && hdm_qman_hang(job))
+			return hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
 		job->engine = hdm_pkt_engine(job, desc->engine);
 		if (desc->exec)
 			status = desc->exec(job, pkt);

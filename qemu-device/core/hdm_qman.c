@@ -971,11 +971,23 @@ static bool hdm_qman_resets_done(struct hdm_core *core)
 	return true;
 }
 
+/*
+ * The job the engine is in is the one an ENGINE_RESET is for: its queue's reset is
+ * pending (it did not obey it yet), or it hangs.  Otherwise the reset's job left the
+ * engine before the write, and the one the engine took up since is innocent.  Lock held.
+ */
+static bool hdm_qman_engine_stuck(struct hdm_core *core, int c)
+{
+	const struct hdm_qman_queue *qq = &core->qman.queues[c];
+
+	return qq->running && (qq->abort || qq->drop_rest || core->qman.hung);
+}
+
 void hdm_qman_engine_reset(struct hdm_core *core)
 {
 	int c = core->qman.current;
 
-	if (c >= 0 && core->qman.queues[c].running) {
+	if (c >= 0 && hdm_qman_engine_stuck(core, c)) {
 		__atomic_store_n(&core->qman.queues[c].kill, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&core->qman.stepped);
 	}
@@ -986,18 +998,26 @@ void hdm_qman_engine_reset(struct hdm_core *core)
 		hdm_log(core, "ENGINE_RESET: the engine has not left its job yet");
 }
 
-enum hdm_pkt_status hdm_qman_hang(struct hdm_job *job)
+bool hdm_qman_hang(struct hdm_job *job)
 {
 	struct hdm_core *core = job->core;
 	struct hdm_qman_queue *qq = &core->qman.queues[job->queue];
 
-	/* Not even a CTRL RESET ends it: only what makes the engine leave the job. */
+	if (!(__atomic_load_n(&core->fault.armed, __ATOMIC_RELAXED) &
+	      (1u << HPU_FAULT_ENGINE_HANG)))
+		return false;
+	/* Injected and hung at once, for an ENGINE_RESET (which looks for hung) to find. */
 	hdm_core_lock(core);
+	if (!hdm_fault_should_fail(core, HPU_FAULT_ENGINE_HANG, job->asid)) {
+		hdm_core_unlock(core);
+		return false;
+	}
+	/* Not even a CTRL RESET ends it: only what makes the engine leave the job. */
 	core->qman.hung = true;
 	pthread_cond_broadcast(&core->qman.stepped);
 	while (!__atomic_load_n(&qq->kill, __ATOMIC_RELAXED) && job->gen == core->gen)
 		pthread_cond_wait(&core->qman.stepped, &core->lock);
 	core->qman.hung = false;
 	hdm_core_unlock(core);
-	return hdm_job_fail(job, HPU_EVENT_ABORTED, job->pos);
+	return true;
 }

@@ -43,8 +43,10 @@
  * in the engine's held bytes.
  *
  * Resets of 1.7 (hpu_regs.h): ENGINE_RESET makes the job the engine is in
- * cancelled (kill) and waits, bounded, until the engine has left it: a packet
- * hung by fault injection waits on a condition for exactly that.  A warm reset
+ * cancelled (kill) if a reset of its queue is pending or it hangs (else the
+ * reset's job left before the write, and this one is innocent) and waits,
+ * bounded, until the engine has left it: a packet hung by fault injection
+ * waits on a condition for exactly that.  A warm reset
  * lets the job in the engine reach a yield point (quiesce) within a slice of
  * the engine thread's CPU time (a hung one not at all), then saves every kernel
  * queue's started job into its table (SAVED_TAG) and keeps the user queues,

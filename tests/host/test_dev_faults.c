@@ -455,7 +455,21 @@ static void case_engine_reset_idle(struct hpu_test *t)
 	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 0x30);
 }
 
-/* ENGINE_RESET in the middle of a copy: ABORTED at the copy, its tail unrun. */
+/* At the fourth DMA, CTRL RESET of Q (which the copy obeys at its next step), then ENGINE_RESET. */
+static unsigned int both_countdown;
+
+static void both_resets(struct hpu_test *t)
+{
+	if (both_countdown && !--both_countdown) {
+		hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
+		hpu_wr(t, HPU_REG_ENGINE_RESET, HPU_RESET_KEY);
+	}
+}
+
+/*
+ * ENGINE_RESET in the middle of a copy whose queue has a reset pending: ABORTED at
+ * the copy, its tail unrun.  With none pending, the copy is no reset's: it goes on.
+ */
 static void case_engine_reset_copy(struct hpu_test *t)
 {
 	struct hpu_cb cb = { .len = 0 };
@@ -464,13 +478,88 @@ static void case_engine_reset_copy(struct hpu_test *t)
 	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, 2u << 20, 0);
 	submit_user(t, Q, &cb, 1);
 	/* DMAs: descriptor, command buffer, then the copy's: from the engine's own thread. */
-	hook_at(t, 4, HPU_REG_ENGINE_RESET, HPU_RESET_KEY);
+	both_countdown = 4;
+	t->on_dma = both_resets;
 	run(t);
-	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	t->on_dma = NULL;
+	HPU_CHECK_EQ(t, both_countdown, 0);
 	EXPECT_EVENT(t, HPU_EVENT_ABORTED, Q, ASID, HPU_ENGINE_QMAN, 1, 0);
 	EXPECT_DONE(t, Q);
 	HPU_CHECK_EQ(t, completion(t, Q), 0);
 	HPU_CHECK(t, t->dma_reads < 8);
+
+	cb.len = 0;
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, 2u << 20, 0);
+	submit_user(t, Q, &cb, 2);
+	hook_at(t, 4, HPU_REG_ENGINE_RESET, HPU_RESET_KEY);
+	run(t);
+	HPU_CHECK_EQ(t, hpu_hook_countdown, 0);
+	EXPECT_DONE(t, Q);
+	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + 2);
+}
+
+/*
+ * The engine reset's race, on the engine's thread: Q's job obeys its CTRL RESET
+ * and leaves the engine just before the ENGINE_RESET meant for it comes, and the
+ * engine is inside Q2's job by then.  Q2's job is innocent: it goes on and completes.
+ * Each job is held at its copy's second step: Q's until its reset is pending,
+ * Q2's until the ENGINE_RESET's write returned (or killed it).
+ */
+static unsigned int late_dmas[2];
+static bool late_inside[2], late_written;
+
+static void late_hook(struct hpu_test *t)
+{
+	const struct timespec poll = { .tv_nsec = 20000 };
+	struct hdm_qman *qman = &t->core->qman;
+	unsigned int i = qman->current == (int)Q2;
+	uint64_t start = now_ns();
+
+	if ((qman->current != (int)Q && !i) || ++late_dmas[i] != 4)
+		return;
+	__atomic_store_n(&late_inside[i], true, __ATOMIC_RELEASE);
+	while (!(i ? __atomic_load_n(&late_written, __ATOMIC_ACQUIRE) ||
+		     __atomic_load_n(&qman->queues[Q2].kill, __ATOMIC_RELAXED) :
+		     __atomic_load_n(&qman->queues[Q].abort, __ATOMIC_RELAXED)) &&
+	       now_ns() - start < WAIT_NS)
+		nanosleep(&poll, NULL);
+}
+
+static void case_engine_reset_late(struct hpu_test *t)
+{
+	static struct job first, innocent;
+	struct engine e = { 0 };
+
+	setup(t);
+	first.cb.len = 0;
+	cb_dma(&first.cb, VA_HBM, VA_HOST + SRC_OFF, 2u << 20, 0);
+	innocent = first;
+	job_seal(&first, Q, 0x20);
+	job_seal(&innocent, Q2, 0x21);
+	memset(late_dmas, 0, sizeof(late_dmas));
+	memset(late_inside, 0, sizeof(late_inside));
+	late_written = false;
+	t->on_dma = late_hook;
+	engine_start(t, &e);
+	push(t, Q, &first, 0);
+	HPU_CHECK(t, wait_flag(&late_inside[0]));
+	push(t, Q2, &innocent, 0);
+	/* The driver's queue reset: the job leaves, the engine goes into Q2's. */
+	hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET);
+	HPU_CHECK(t, wait_flag(&late_inside[1]));
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, CI)), 1);
+	/* Its engine reset, late. */
+	hpu_wr(t, HPU_REG_ENGINE_RESET, HPU_RESET_KEY);
+	__atomic_store_n(&late_written, true, __ATOMIC_RELEASE);
+	WAIT_REG(t, REG_Q(Q2, CI), 1);
+	WAIT_REG(t, REG_Q(Q2, STATUS), 0);
+	engine_end(t, &e);
+	t->on_dma = NULL;
+	expect_event(t, HPU_EVENT_ABORTED, Q, ASID, DMA_ENGINE(Q), 0x20, 0, 1, __LINE__);
+	EXPECT_DONE(t, Q);
+	EXPECT_DONE(t, Q2);
+	HPU_CHECK_EQ(t, completion(t, Q), 0);
+	HPU_CHECK_EQ(t, completion(t, Q2), COMPLETION_VALUE + 0x21);
 }
 
 /* RESET_FAIL: the first ENGINE_RESET is ignored, the second frees the hung job. */
@@ -1229,7 +1318,10 @@ static const struct hpu_test_case cases[] = {
 	{ "ENGINE_HANG: the engine still stops", case_hang_stop },
 	{ "ENGINE_HANG: a cold reset ends it and disarms", case_hang_cold_reset },
 	{ "ENGINE_RESET with no job in the engine, a parked job kept", case_engine_reset_idle },
-	{ "ENGINE_RESET mid-copy: ABORTED, the tail unrun", case_engine_reset_copy },
+	{ "ENGINE_RESET mid-copy: ABORTED if a reset is pending, else no-op",
+	  case_engine_reset_copy },
+	{ "ENGINE_RESET after its job left: the innocent job in the engine goes on",
+	  case_engine_reset_late },
 	{ "RESET_FAIL: ENGINE_RESET and warm RESET ignored once", case_reset_fail },
 	{ "MMU_FAULT: jobs after SKIP fail TIMES times, as real faults do", case_mmu_fault },
 	{ "DMA_ERROR: jobs after SKIP fail TIMES times, as real errors do", case_dma_error },
