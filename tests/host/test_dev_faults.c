@@ -1183,14 +1183,15 @@ static void case_power_on(struct hpu_test *t)
 }
 
 /*
- * On the engine's thread, warm resets while the engine is inside a long chain of
- * copies (each reads what the one before wrote, a byte further on).  The job in
- * the engine reaches a yield point within its slice (the engine thread's CPU
- * time, so a loaded host does not change that) and is saved; resumed, it ends as
- * the uninterrupted run did.  The job's host accesses (its descriptor, command
- * buffer, the steps of its first and last copies) are where the resets come:
- * at each, the engine waits there until the reset is under way.  Resets at
- * random times find the job saved, or ended before: never dropped.
+ * On the engine's thread, warm resets, and RESET | PREEMPTs of its queue, while the
+ * engine is inside a long chain of copies (each reads what the one before wrote, a
+ * byte further on).  The job in the engine reaches a yield point (for a warm reset
+ * within its slice of the engine thread's CPU time, so a loaded host does not
+ * change that) and is saved or set aside; resumed, it ends as the uninterrupted run
+ * did.  The job's host accesses (its descriptor, command buffer, the steps of its
+ * first and last copies) are where the resets come: at each, the engine waits there
+ * until the reset is under way.  Resets at random times find the job saved, or
+ * ended before: never dropped, nor aborted.
  */
 #define CHAIN_LEN ((BUF_SIZE / 2) - 64)
 #define CHAIN_COPIES 40u
@@ -1211,7 +1212,7 @@ static void job_chain(struct hpu_test *t, struct job *job)
 	job_seal(job, Q, 0x92);
 }
 
-/* The engine's host accesses; at the at-th it says so, and with hold stays until quiesce. */
+/* The engine's host accesses; at the at-th it says so, with hold stays until the reset comes. */
 static unsigned int chain_dmas, chain_at;
 static bool chain_hold, chain_inside;
 
@@ -1224,17 +1225,70 @@ static void chain_hook(struct hpu_test *t)
 		return;
 	__atomic_store_n(&chain_inside, true, __ATOMIC_RELEASE);
 	while (chain_hold && !__atomic_load_n(&t->core->qman.quiesce, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&t->core->qman.queues[Q].preempt, __ATOMIC_RELAXED) &&
 	       now_ns() - start < WAIT_NS)
 		nanosleep(&poll, NULL);
 }
 
+/* The next event's type (0: none) and tag, consumed: where the job stopped varies. */
+static uint32_t next_event(struct hpu_test *t, uint64_t *tag)
+{
+	uint32_t ci = hpu_rd(t, HPU_REG_EQ_CI);
+	const uint8_t *ev = t->mem + EQ_OFF + (ci % EQ_ENTRIES) * sizeof(struct hpu_event);
+	uint32_t type;
+
+	if (hpu_rd(t, HPU_REG_EQ_PI) == ci)
+		return 0;
+	type = hdm_ld_le32(ev + offsetof(struct hpu_event, type));
+	*tag = hdm_ld_le64(ev + offsetof(struct hpu_event, tag));
+	hpu_wr(t, HPU_REG_EQ_CI, ci + 1);
+	hpu_wr(t, HPU_REG_IRQ_CAUSE, HPU_IRQ_EVENT);
+	return type;
+}
+
+/* The chain in the engine met a warm reset: whether it was saved; if so, resumed after a boot. */
+static bool chain_warm_saved(struct hpu_test *t, const struct job *job)
+{
+	WAIT_REG(t, REG_Q(Q, STATUS), 0);
+	if (saved_tag(t, Q) != job->tag) {
+		HPU_CHECK_EQ(t, saved_tag(t, Q), 0);
+		setup(t);
+		return false;
+	}
+	HPU_CHECK_EQ(t, completion(t, Q), 0);
+	setup(t);
+	push(t, Q, job, HPU_QUEUE_DESC_RESUME);
+	return true;
+}
+
+/* The chain in the engine met RESET | PREEMPT: whether it was set aside; if so, resumed. */
+static bool chain_set_aside(struct hpu_test *t, const struct job *job)
+{
+	uint32_t pi = hpu_rd(t, REG_Q(Q, PI)), type;
+	uint64_t tag = 0;
+
+	WAIT_REG(t, REG_Q(Q, CI), pi);
+	WAIT_REG(t, REG_Q(Q, STATUS), 0);
+	type = next_event(t, &tag);
+	if (type != HPU_EVENT_PREEMPTED) {
+		HPU_CHECK_EQ(t, type, 0);
+		return false;
+	}
+	HPU_CHECK_EQ(t, tag, job->tag);
+	HPU_CHECK_EQ(t, completion(t, Q), 0);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS - 1);
+	push(t, Q, job, HPU_QUEUE_DESC_RESUME);
+	return true;
+}
+
 /*
- * The chain again, on the engine's thread, the device READY: a warm reset at its
- * at-th host access (hold) or delay_ns after its descriptor's fetch.  Whether it
- * was saved (else it must have ended first); either way it ends as once, READY.
+ * The chain again, on the engine's thread, the device READY: a warm reset (warm) or
+ * RESET | PREEMPT of its queue at its at-th host access (hold) or delay_ns after its
+ * descriptor's fetch.  Whether it was saved (else it must have ended first); either
+ * way it ends as once, and the device is READY.
  */
-static bool warm_chain(struct hpu_test *t, const struct job *job, const uint8_t *once,
-		       unsigned int at, bool hold, uint64_t delay_ns)
+static bool chain_reset(struct hpu_test *t, const struct job *job, const uint8_t *once,
+			unsigned int at, bool hold, uint64_t delay_ns, bool warm)
 {
 	const struct timespec delay = { .tv_sec = (time_t)(delay_ns / 1000000000u),
 					.tv_nsec = (long)(delay_ns % 1000000000u) };
@@ -1249,32 +1303,28 @@ static bool warm_chain(struct hpu_test *t, const struct job *job, const uint8_t 
 	push(t, Q, job, 0);
 	HPU_CHECK(t, wait_flag(&chain_inside));
 	nanosleep(&delay, NULL);
-	hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
-	WAIT_REG(t, REG_Q(Q, STATUS), 0);
-	saved = saved_tag(t, Q) == job->tag;
+	if (warm)
+		hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+	else
+		hpu_wr(t, REG_Q(Q, CTRL), HPU_Q_CTRL_RESET | HPU_Q_CTRL_PREEMPT);
+	saved = warm ? chain_warm_saved(t, job) : chain_set_aside(t, job);
 	if (saved) {
-		HPU_CHECK_EQ(t, completion(t, Q), 0);
-		setup(t);
-		push(t, Q, job, HPU_QUEUE_DESC_RESUME);
-		WAIT_REG(t, REG_Q(Q, CI), 1);
+		WAIT_REG(t, REG_Q(Q, CI), hpu_rd(t, REG_Q(Q, PI)));
 		WAIT_REG(t, REG_Q(Q, STATUS), 0);
 		EXPECT_DONE(t, Q);
 		HPU_CHECK_EQ(t, hpu_rd(t, REG_Q(Q, PREEMPT_FREE)), HPU_Q_PREEMPT_SLOTS);
-	} else {
-		HPU_CHECK(t, !hold);
-		HPU_CHECK_EQ(t, saved_tag(t, Q), 0);
 	}
+	HPU_CHECK(t, saved || !hold);
 	HPU_CHECK_EQ(t, completion(t, Q), COMPLETION_VALUE + job->tag);
 	HPU_CHECK(t, !memcmp(t->mem + DST_OFF, once, CHAIN_LEN));
-	if (!saved)
-		setup(t);
 	return saved;
 }
 
-static void case_warm_in_engine(struct hpu_test *t)
+/* The chain's reference run on this thread, then resets of it on the engine's. */
+static void test_chain_resets(struct hpu_test *t, bool warm)
 {
 	static uint8_t once[CHAIN_LEN];
-	unsigned int i, points, saved = 0;
+	unsigned int i, points, runs = 0, saved = 0;
 	struct engine e = { 0 };
 	static struct job job;
 	uint64_t start, chain_ns, seed = 0x92;
@@ -1297,13 +1347,23 @@ static void case_warm_in_engine(struct hpu_test *t)
 
 	engine_start(t, &e);
 	for (i = 1; i <= points && !t->failed; i++)
-		HPU_CHECK(t, warm_chain(t, &job, once, i, true, 0));
-	for (i = 0; i < CHAIN_RANDOM_RUNS && !t->failed; i++)
-		saved += warm_chain(t, &job, once, 1, false, xorshift64s(&seed) % chain_ns);
-	printf("# %u resets at random times: %u saved, %u after the job ended\n",
-	       CHAIN_RANDOM_RUNS, saved, CHAIN_RANDOM_RUNS - saved);
+		HPU_CHECK(t, chain_reset(t, &job, once, i, true, 0, warm));
+	for (; runs < CHAIN_RANDOM_RUNS && !t->failed; runs++)
+		saved += chain_reset(t, &job, once, 1, false, xorshift64s(&seed) % chain_ns, warm);
+	printf("# %u resets at random times: %u saved, %u after the job ended\n", runs, saved,
+	       runs - saved);
 	engine_end(t, &e);
 	t->on_dma = NULL;
+}
+
+static void case_warm_in_engine(struct hpu_test *t)
+{
+	test_chain_resets(t, true);
+}
+
+static void case_set_aside_in_engine(struct hpu_test *t)
+{
+	test_chain_resets(t, false);
 }
 
 /* ---- the list ---- */
@@ -1340,6 +1400,8 @@ static const struct hpu_test_case cases[] = {
 	{ "warm reset: a copy through HBM resumed ends to the bit", case_warm_copy },
 	{ "warm resets of the job in the engine: saved at a yield point, resumed to the bit",
 	  case_warm_in_engine },
+	{ "RESET|PREEMPT of the job in the engine: set aside at a yield point, resumed to the bit",
+	  case_set_aside_in_engine },
 };
 
 int main(void)

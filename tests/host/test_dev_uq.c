@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "hdm_harness.h"
 #include "hdm_internal.h"
@@ -1034,6 +1035,105 @@ static void hpu_case_warm_dropped(struct hpu_test *t)
 	UQ_EXPECT_IDLE(t, UQ, 1);
 }
 
+/*
+ * On the engine's thread, warm resets while the engine is inside a user queue's
+ * copy through HBM and back, at host accesses across the job (from its
+ * descriptor's fetch to the last step before its last): the engine waits at each
+ * until the reset is under way, yields within its slice, and the job is kept
+ * parked; after the next READY it goes on and ends to the bit.
+ */
+#define WARM_POINTS 8u
+#define WARM_TICKS 20000u /* of sleep_tick(): 20 s for a loaded host */
+
+static unsigned int warm_dmas, warm_at;
+static bool warm_inside;
+
+static void warm_engine_hook(struct hpu_test *t)
+{
+	const struct timespec poll = { .tv_nsec = 20000 };
+	unsigned int polls = 0;
+
+	if (t->core->qman.current != (int)HDM_QMAN_UQ(UQ) || ++warm_dmas != warm_at)
+		return;
+	__atomic_store_n(&warm_inside, true, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&t->core->qman.quiesce, __ATOMIC_RELAXED) &&
+	       ++polls < WARM_TICKS * 50)
+		nanosleep(&poll, NULL);
+}
+
+/* Wait until cond() holds; whether it did. */
+static bool warm_wait(struct hpu_test *t, bool (*cond)(struct hpu_test *t))
+{
+	unsigned int ticks = 0;
+
+	while (!cond(t) && ++ticks < WARM_TICKS)
+		sleep_tick();
+	return cond(t);
+}
+
+static bool warm_in_engine(struct hpu_test *t HDM_UNUSED)
+{
+	return __atomic_load_n(&warm_inside, __ATOMIC_ACQUIRE);
+}
+
+static bool warm_left_engine(struct hpu_test *t)
+{
+	return !(hpu_rd(t, REG_UQ(UQ, STATUS)) & HPU_Q_STATUS_ENGINE);
+}
+
+static bool warm_job_ended(struct hpu_test *t)
+{
+	return db_rd(t, DB(UQ, CI)) == db_rd(t, DB(UQ, PI));
+}
+
+static void hpu_case_warm_in_engine(struct hpu_test *t)
+{
+	struct hpu_cb cb = { .len = 0 };
+	unsigned int i, total;
+	pthread_t engine;
+	bool started;
+
+	uq_setup(t, UQ);
+	fill_pattern(t->mem + SRC_OFF, BUF_SIZE, 23);
+	cb_dma(&cb, VA_HBM, VA_HOST + SRC_OFF, BUF_SIZE, 0);
+	cb_dma(&cb, VA_HOST + DST_OFF, VA_HBM, BUF_SIZE, 0);
+	/* Its host accesses, counted in a run on this thread; the last is its status. */
+	warm_dmas = 0;
+	warm_at = 0;
+	t->on_dma = warm_engine_hook;
+	uq_submit(t, UQ, &cb, 1);
+	run(t);
+	UQ_EXPECT_IDLE(t, UQ, 0);
+	total = warm_dmas;
+	printf("# the job's host accesses: %u\n", total);
+	started = !pthread_create(&engine, NULL, engine_thread, t->core);
+	HPU_CHECK(t, started);
+	for (i = 0; started && i < WARM_POINTS && !t->failed; i++) {
+		memset(t->mem + DST_OFF, 0, BUF_SIZE);
+		warm_dmas = 0;
+		warm_at = 1 + i * (total - 3) / (WARM_POINTS - 1);
+		__atomic_store_n(&warm_inside, false, __ATOMIC_RELAXED);
+		uq_submit(t, UQ, &cb, 2 + i);
+		HPU_CHECK(t, warm_wait(t, warm_in_engine));
+		hpu_wr(t, HPU_REG_RESET, HPU_RESET_KEY_WARM);
+		HPU_CHECK(t, warm_wait(t, warm_left_engine));
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, STATUS)), HPU_Q_STATUS_BUSY);
+		HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, CI)), i + 1);
+		HPU_CHECK(t, memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+		uq_warm_setup(t);
+		HPU_CHECK(t, warm_wait(t, warm_job_ended));
+		HPU_CHECK(t, warm_wait(t, warm_left_engine));
+		UQ_EXPECT_IDLE(t, UQ, 0);
+		HPU_CHECK_EQ(t, uq_status(t, UQ, i + 1), 0);
+		HPU_CHECK(t, !memcmp(t->mem + DST_OFF, t->mem + SRC_OFF, BUF_SIZE));
+	}
+	if (started) {
+		hdm_core_engine_stop(t->core);
+		pthread_join(engine, NULL);
+	}
+	t->on_dma = NULL;
+}
+
 /* ---- register rules ---- */
 
 static void hpu_case_doorbell_rules(struct hpu_test *t)
@@ -1252,6 +1352,8 @@ static const struct hpu_test_case hpu_tests[] = {
 	{ "warm reset of a yielded copy: it goes on after READY, to the bit",
 	  hpu_case_warm_resumed },
 	{ "warm reset drops the job in the engine: ABORTED after READY", hpu_case_warm_dropped },
+	{ "warm resets of the job in the engine: kept at a yield point, ends to the bit",
+	  hpu_case_warm_in_engine },
 };
 
 int main(void)
