@@ -33,6 +33,7 @@ static void hpu_ioctl_stats(struct hpu_device *hdev, struct hpu_ctx *ctx,
 	st->ctx_jobs_failed = atomic64_read(&ctx->jobs_failed);
 	st->ctx_jobs_submitted = atomic64_read(&ctx->jobs_submitted);
 	st->num_contexts = atomic_read(&hdev->stats.contexts);
+	st->ctx_id = ctx->asid;
 	hpu_uq_stats(ctx, st);
 }
 
@@ -51,7 +52,7 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 	BUILD_BUG_ON(sizeof(struct drm_hpu_info) != 24);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) != 96);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_device_info) < DRM_HPU_DEVICE_INFO_SIZE_V1);
-	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) != 88);
+	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) != 96);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_stats) < DRM_HPU_STATS_SIZE_V1);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_gem_create) != 16);
 	BUILD_BUG_ON(sizeof(struct drm_hpu_vm_map) != 40);

@@ -11,6 +11,7 @@
 #include "kselftest_harness.h"
 
 #include <drm/hpu_accel.h>
+#include "hpu_abi.h"
 #include "hpu_fw_if.h"
 #include "hpu_test.h"
 
@@ -180,6 +181,45 @@ TEST_F(dev, reset_counts_in_info_and_sysfs)
 	/* A cause only with a reset, and a reset only with a cause. */
 	EXPECT_EQ(di.queue_resets + di.engine_resets + di.device_resets == 0,
 		  di.last_reset_cause == DRM_HPU_RESET_CAUSE_NONE);
+}
+
+/*
+ * (1.4) STATS names the calling file's context: two open files see two ids,
+ * neither the driver's own ASID 0, each the same at every call; a caller
+ * of the 1.1 size gets its 88 bytes and nothing past them.
+ * (train_faults_test checks that a fault aimed at an id hits that file.)
+ */
+TEST_F(dev, stats_name_each_files_context)
+{
+	struct drm_hpu_stats a, b, again;
+	unsigned char v1[sizeof(struct drm_hpu_stats)];
+	struct drm_hpu_info args = {
+		.data_ptr = (uintptr_t)v1,
+		.data_size = DRM_HPU_STATS_SIZE_V1,
+		.query = DRM_HPU_INFO_STATS,
+	};
+	int fd2 = hpu_open_node(self->bdf);
+	size_t i;
+
+	ASSERT_LE(0, fd2);
+	memset(&a, 0xa5, sizeof(a));
+	memset(&b, 0xa5, sizeof(b));
+	ASSERT_EQ(0, hpu_stats(self->fd, &a));
+	ASSERT_EQ(0, hpu_stats(fd2, &b));
+	ASSERT_EQ(0, hpu_stats(self->fd, &again));
+	EXPECT_NE(0, a.ctx_id);
+	EXPECT_NE(0, b.ctx_id);
+	EXPECT_NE(a.ctx_id, b.ctx_id);
+	EXPECT_EQ(a.ctx_id, again.ctx_id);
+	EXPECT_EQ(0, a.pad1);
+	EXPECT_EQ(0, b.pad1);
+
+	memset(v1, 0xa5, sizeof(v1));
+	ASSERT_EQ(0, info(fd2, &args));
+	EXPECT_EQ(DRM_HPU_STATS_SIZE_V1, args.data_size);
+	for (i = DRM_HPU_STATS_SIZE_V1; i < sizeof(v1); i++)
+		ASSERT_EQ(0xa5, v1[i]);
+	close(fd2);
 }
 
 /* A caller built against a later, larger struct gets the known prefix. */

@@ -1452,6 +1452,9 @@ TEST_F_TIMEOUT(teardown, close_device_with_work_in_flight, 60)
 	}
 	st = hpu_stats(_metadata, dev2);
 	EXPECT_EQ(before.num_contexts + 1, st.num_contexts);
+	/* (0.11) Another context, another id; 0 is the driver's own. */
+	EXPECT_NE(0, st.ctx_id);
+	EXPECT_NE(before.ctx_id, st.ctx_id);
 	EXPECT_EQ(before.hbm_used + st.ctx_hbm_used, st.hbm_used);
 	EXPECT_LT(0, st.ctx_host_pinned);
 	hpu_stream_destroy(s2);

@@ -68,6 +68,8 @@ static const struct field fields[] = {
 	F(drm_hpu_stats, ctx_jobs_failed, 72, 8),
 	F(drm_hpu_stats, num_contexts, 80, 4),
 	F(drm_hpu_stats, pad, 84, 4),
+	F(drm_hpu_stats, ctx_id, 88, 4),
+	F(drm_hpu_stats, pad1, 92, 4),
 
 	F(drm_hpu_gem_create, size, 0, 8),
 	F(drm_hpu_gem_create, flags, 8, 4),
@@ -209,7 +211,8 @@ static const struct whole structs[] = {
 	{ "sizeof(struct drm_hpu_device_info)", sizeof(struct drm_hpu_device_info), 96 },
 	{ "DRM_HPU_DEVICE_INFO_SIZE_V1", DRM_HPU_DEVICE_INFO_SIZE_V1, 64 },
 	{ "sizeof(struct hpu_fw_header)", sizeof(struct hpu_fw_header), HPU_FW_HEADER_SIZE },
-	{ "sizeof(struct drm_hpu_stats)", sizeof(struct drm_hpu_stats), DRM_HPU_STATS_SIZE_V1 },
+	{ "sizeof(struct drm_hpu_stats)", sizeof(struct drm_hpu_stats), 96 },
+	{ "DRM_HPU_STATS_SIZE_V1", DRM_HPU_STATS_SIZE_V1, 88 },
 	{ "sizeof(struct drm_hpu_gem_create)", sizeof(struct drm_hpu_gem_create), 16 },
 	{ "sizeof(struct drm_hpu_vm_map)", sizeof(struct drm_hpu_vm_map), 40 },
 	{ "sizeof(struct drm_hpu_vm_unmap)", sizeof(struct drm_hpu_vm_unmap), 16 },

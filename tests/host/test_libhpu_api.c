@@ -718,6 +718,8 @@ static const struct {
 	F(hpu_device_stats, ctx_jobs_completed, 72, 8),
 	F(hpu_device_stats, ctx_jobs_failed, 80, 8),
 	F(hpu_device_stats, ioctls, 88, 8),
+	F(hpu_device_stats, ctx_id, 96, 4),
+	F(hpu_device_stats, pad, 100, 4),
 	F(hpu_mem_cache_stats, allocated, 0, 8),
 	F(hpu_mem_cache_stats, peak_allocated, 8, 8),
 	F(hpu_mem_cache_stats, reserved, 16, 8),
@@ -750,7 +752,7 @@ static void test_layout(void)
 	EXPECT(sizeof(struct hpu_device_desc) == 160);
 	EXPECT(sizeof(struct hpu_device_info) == 248);
 	EXPECT(HPU_DEVICE_INFO_SIZE_V1 == 232);
-	EXPECT(sizeof(struct hpu_device_stats) == 96 && HPU_DEVICE_STATS_SIZE_V1 == 96);
+	EXPECT(sizeof(struct hpu_device_stats) == 104 && HPU_DEVICE_STATS_SIZE_V1 == 96);
 	EXPECT(sizeof(struct hpu_mem_cache_stats) == 64);
 	EXPECT(sizeof(struct hpu_mem_stats) == 136 && HPU_MEM_STATS_SIZE_V1 == 136);
 }

@@ -26,7 +26,7 @@ extern "C" {
 /* DRM driver name and version (drmGetVersion()); minor grows with the ABI. */
 #define DRM_HPU_DRIVER_NAME "hpu"
 #define DRM_HPU_ABI_MAJOR 1
-#define DRM_HPU_ABI_MINOR 3
+#define DRM_HPU_ABI_MINOR 4
 #define DRM_HPU_ABI_VERSION ((DRM_HPU_ABI_MAJOR << 16) | DRM_HPU_ABI_MINOR)
 
 #define DRM_HPU_INFO 0x00
@@ -188,7 +188,7 @@ struct drm_hpu_device_info {
 	__u32 last_reset_cause;
 };
 
-/* Smallest data_size DRM_HPU_INFO_STATS accepts. */
+/* Smallest data_size DRM_HPU_INFO_STATS accepts: the first version's size. */
 #define DRM_HPU_STATS_SIZE_V1 88u
 
 /**
@@ -207,6 +207,13 @@ struct drm_hpu_device_info {
  * @ctx_jobs_failed: Jobs of this context that failed.
  * @num_contexts: Open contexts.
  * @pad: Written as 0.
+ * @ctx_id: (1.4) This context's id: the ASID its jobs run in on the device, which
+ *	debugfs fault injection (fault/<kind>/asid) and the kernel log ("context N")
+ *	name.  Unique among open files; a closed file's id may be given again.
+ * @pad1: (1.4) Written as 0.
+ *
+ * 88 bytes in ABI 1.1, 96 in 1.4; a smaller @data_size (at least
+ * DRM_HPU_STATS_SIZE_V1) gets the struct's first bytes.
  */
 struct drm_hpu_stats {
 	__u64 hbm_total;
@@ -221,6 +228,8 @@ struct drm_hpu_stats {
 	__u64 ctx_jobs_failed;
 	__u32 num_contexts;
 	__u32 pad;
+	__u32 ctx_id;
+	__u32 pad1;
 };
 
 #define DRM_HPU_GEM_CONTIGUOUS (1u << 0) /* one physically contiguous range */

@@ -37,7 +37,7 @@ extern "C" {
 
 /* Version of this header; hpu_version() gives the loaded library's. */
 #define HPU_VERSION_MAJOR 0
-#define HPU_VERSION_MINOR 10
+#define HPU_VERSION_MINOR 11
 #define HPU_VERSION_PATCH 0
 
 struct hpu_version {
@@ -170,6 +170,9 @@ struct hpu_device_stats {
 	uint64_t ctx_jobs_completed;
 	uint64_t ctx_jobs_failed;
 	uint64_t ioctls;        /* ioctls libhpu issued on this device before this call */
+	/* libhpu 0.11 */
+	uint32_t ctx_id;        /* this context's id (its ASID; 0 from a driver before ABI 1.4) */
+	uint32_t pad;
 };
 
 /* Fills stats (the size rule of hpu_device_get_info()).  Needs driver ABI 1.1. */

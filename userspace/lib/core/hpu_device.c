@@ -23,8 +23,8 @@ _Static_assert(HPU_CAP_FP32 == DRM_HPU_CAP_FP32 && HPU_CAP_BF16 == DRM_HPU_CAP_B
 /* Fields are only appended: 0.2's start where 0.1's struct ended. */
 _Static_assert(offsetof(struct hpu_device_info, num_queues) == HPU_DEVICE_INFO_SIZE_V1,
 	       "struct hpu_device_info changed before its 0.1 end");
-_Static_assert(sizeof(struct hpu_device_stats) == HPU_DEVICE_STATS_SIZE_V1,
-	       "struct hpu_device_stats changed size");
+_Static_assert(offsetof(struct hpu_device_stats, ctx_id) == HPU_DEVICE_STATS_SIZE_V1,
+	       "struct hpu_device_stats changed before its 0.2 end");
 _Static_assert(sizeof(struct hpu_mem_stats) == HPU_MEM_STATS_SIZE_V1,
 	       "struct hpu_mem_stats changed size");
 
@@ -147,6 +147,7 @@ static int hpu_device_query_stats(struct hpu_device *dev, struct hpu_device_stat
 		.ctx_jobs_completed = raw.ctx_jobs_completed,
 		.ctx_jobs_failed = raw.ctx_jobs_failed,
 		.ioctls = ioctls,
+		.ctx_id = raw.ctx_id,
 	};
 	return 0;
 }
