@@ -36,6 +36,8 @@ INCLUDES = -Iuapi -Ihw -Iqemu-device/core \
 
 HOST_TESTS := $(patsubst tests/host/%.c,$(BUILD)/tests/host/%,$(wildcard tests/host/test_*.c))
 GUEST_TESTS := $(patsubst tests/guest/%.c,$(BUILD)/tests/guest/%,$(wildcard tests/guest/*_test.c))
+# Programs the in-guest tests run: the guilty process of userspace/pytorch's fault test.
+GUEST_TOOLS := $(BUILD)/tests/guest/hpu_guilty
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/tests/bench/%,$(wildcard tests/bench/bench_*.c))
 # Benchmarks of the PyTorch bridge (bench_<name>.py) run from the tree, with hpu_torch.
 BENCHES := $(patsubst tests/bench/bench_%.c,%,$(wildcard tests/bench/bench_*.c)) \
@@ -134,10 +136,11 @@ $(KSFT_DIR)/kselftest_harness.h: | setup
 		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
 		linux-source-6.1/tools/testing/selftests/kselftest.h
 
-guest-tests: $(GUEST_TESTS) $(BENCH_BINS) $(BENCH_HOST_BINS)
+guest-tests: $(GUEST_TESTS) $(GUEST_TOOLS) $(BENCH_BINS) $(BENCH_HOST_BINS)
 
 # In-guest suites and benchmarks run against the driver and link libhpu.
-$(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h tests/guest/hpu_mlp.h $(KSFT_DIR)/kselftest_harness.h \
+$(BUILD)/tests/guest/%: tests/guest/%.c tests/guest/hpu_test.h tests/guest/hpu_mlp.h \
+		tests/guest/hpu_faults.h $(KSFT_DIR)/kselftest_harness.h \
 		| userspace
 	$(guest-link)
 

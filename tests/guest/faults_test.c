@@ -32,6 +32,7 @@
 #include "kselftest_harness.h"
 #include "hpu_abi.h"
 #include "hpu_test.h"
+#include "hpu_faults.h"
 
 #define RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
 #define INNOCENTS 2
@@ -135,32 +136,6 @@ static void innocent_close(struct innocent *in)
 	munmap(in->src, ARENA);
 	munmap(in->dst, ARENA);
 	munmap((void *)in->sync, HPU_PAGE);
-}
-
-static long long fault_get(const char *bdf, const char *kind, const char *setting)
-{
-	long long v;
-
-	return hpu_fault_file(bdf, kind, setting, NULL, &v) ? -1 : v;
-}
-
-/* Until fault/<kind>/injected reaches @n, at most 60 s; true if it did. */
-static bool fault_wait_injected(const char *bdf, const char *kind, long long n)
-{
-	double until = now_s() + 60;
-
-	while (fault_get(bdf, kind, "injected") < n && now_s() < until)
-		usleep(2000);
-	return fault_get(bdf, kind, "injected") >= n;
-}
-
-static int device_info(int fd, struct drm_hpu_device_info *di)
-{
-	struct drm_hpu_info a = {
-		.data_ptr = (uintptr_t)di, .data_size = sizeof(*di), .query = DRM_HPU_INFO_DEVICE,
-	};
-
-	return hpu_ioc(fd, DRM_IOCTL_HPU_INFO, &a);
 }
 
 static void bench(const char *kind, const char *what, double v)

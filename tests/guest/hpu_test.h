@@ -153,18 +153,28 @@ static inline int hpu_fault_file(const char *bdf, const char *kind, const char *
 }
 
 /*
- * Arms fault <kind> for the next `times` of its events, whoever's ("4294967295": every one);
- * a cold reset (the module's load) disarms it.
+ * Arms fault <kind> for the next `times` of its events ("4294967295": every one) in context
+ * `asid` (a file's DRM_HPU_INFO_STATS ctx_id, or HPU_FI_ANY_ASID); a cold reset (the
+ * module's load) disarms it.  Times last: each write arms the kind with all its settings.
  */
-static inline int hpu_fault_arm(const char *bdf, const char *kind, const char *times)
+static inline int hpu_fault_aim(const char *bdf, const char *kind, unsigned int asid,
+				const char *times)
 {
+	char id[16];
 	int err = hpu_fault_file(bdf, kind, "skip", "0", NULL);
 
+	snprintf(id, sizeof(id), "%u", asid);
 	if (!err)
 		err = hpu_fault_file(bdf, kind, "probability", "4294967295", NULL);
 	if (!err)
-		err = hpu_fault_file(bdf, kind, "asid", "4294967295", NULL);
+		err = hpu_fault_file(bdf, kind, "asid", id, NULL);
 	return err ? err : hpu_fault_file(bdf, kind, "times", times, NULL);
+}
+
+/* Arms fault <kind> for the next `times` of its events, whoever's. */
+static inline int hpu_fault_arm(const char *bdf, const char *kind, const char *times)
+{
+	return hpu_fault_aim(bdf, kind, HPU_FI_ANY_ASID, times);
 }
 
 /* Waits up to 30 s until no freed HBM waits to be zeroed: 0, or the bytes left (-1: no count). */
