@@ -24,14 +24,15 @@
  *    gone device ends) and q->lock.
  *  - ctx->vm.lock, also the lock of the context's page tables: takes
  *    mmu.lock (table pages), hbm.lock (a mapping's release may free its
- *    buffer), uqs.lock (hpu_uq_mark(), hpu_uq_marks_passed()) and
- *    ctx->fence_lock.
+ *    buffer), host_dma.lock (or unmap its host pages), uqs.lock
+ *    (hpu_uq_mark(), hpu_uq_marks_passed()) and ctx->fence_lock.
  *  - uqs.lock: held across a user queue's reset, which sleeps until the
  *    engine lets go; takes no other driver lock but mmu.lock, eq->lock,
  *    q->lock and irq_mask_lock in a device reset (above), and q->lock and
  *    fence locks to ban a file (hpu_reset_ban_jobs_locked(), also from a
  *    kernel queue's recovery, under reset.sem).
- *  - mmu.lock, hbm.lock, usage.lock: leaves, held to allocate and free.
+ *  - mmu.lock, hbm.lock, usage.lock, host_dma.lock: leaves, held to allocate
+ *    and free.
  * The driver's mutexes are held across GFP_KERNEL allocations: none is
  * taken in reclaim (the driver has no shrinker).  dma_resv is never locked
  * (buffers are private, no PRIME).
@@ -85,6 +86,7 @@
 #include "hpu_regs.h"
 #include "hpu_reset.h"
 #include "hpu_uq.h"
+#include "hpu_vm.h"
 
 struct hpu_ctx;
 
@@ -146,6 +148,7 @@ struct hpu_device {
 	struct hpu_mmu mmu;
 	struct hpu_hbm hbm;
 	struct hpu_usage usage;		/* shares of files and users (hpu_limits.c) */
+	struct hpu_host_dma host_dma;	/* writable host pages' DMA mappings (hpu_vm.c) */
 	struct hpu_queue queues[HPU_NUM_QUEUES];
 	struct hpu_uqs uqs;
 	struct hpu_eq eq;

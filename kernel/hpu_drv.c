@@ -213,6 +213,9 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = hpu_usage_init(hdev);
 	if (ret)
 		goto err_hw_fini;
+	ret = hpu_host_dma_init(hdev);
+	if (ret)
+		goto err_hw_fini;
 	ret = hpu_mmu_init(hdev);
 	if (ret)
 		goto err_hw_fini;

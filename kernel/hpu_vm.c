@@ -5,9 +5,15 @@
  * Each open file has its own ASID and page tables (hpu_mmu.c) and a drm_mm
  * of the device addresses [HPU_VA_START, HPU_VA_END) it has mapped.  A
  * mapping covers a range of a buffer (HBM offsets in the leaves) or of the
- * caller's memory, pinned long-term and DMA-mapped (bus addresses in
- * HPU_PTE_HOST leaves).  Mappings without DRM_HPU_VM_MAP_WRITE get leaves
- * without HPU_PTE_WRITE (the device has no "no read" permission).  Without
+ * caller's memory, pinned long-term and DMA-mapped page by page (bus
+ * addresses in HPU_PTE_HOST leaves).  Mappings without DRM_HPU_VM_MAP_WRITE
+ * get leaves without HPU_PTE_WRITE (the device has no "no read" permission)
+ * and DMA_TO_DEVICE mappings of their own.  A writable mapping's pages are
+ * mapped DMA_BIDIRECTIONAL once for the device (struct hpu_host_dma), for
+ * all the mappings that hold them: the DMA API does not let the device
+ * write through two mappings of one cacheline (CPU cache maintenance of
+ * one would undo the other's), and a process may map a page writable many
+ * times (libhpu registers buffers that share pages).  Without
  * FIXED, the driver takes the hint if it is free, else the highest free
  * range, and leaves an unmapped guard page after the mapping.
  *
@@ -24,9 +30,9 @@
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
-#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <drm/drm_file.h>
+#include <drm/drm_managed.h>
 
 #include "hpu_ctx.h"
 #include "hpu_device.h"
@@ -45,8 +51,8 @@ struct hpu_mapping {
 
 	/* A host mapping. */
 	struct page **pages;
+	dma_addr_t *dma;		/* each page's bus address */
 	unsigned long npages;
-	struct sg_table sgt;
 	struct mm_struct *mm;		/* charged (pinned_vm) for the pages */
 
 	/* Once unmapped, while jobs may still use it. */
@@ -55,10 +61,144 @@ struct hpu_mapping {
 	struct hpu_uq_marks uq_marks;
 };
 
-static enum dma_data_direction hpu_mapping_dir(const struct hpu_mapping *map)
+/*
+ * An entry of hdev->host_dma.pages: the page's bus address (below 2^52: the
+ * DMA mask) in pages, and in the low bits how many mappings hold the page.
+ */
+#define HPU_HOST_DMA_REF_BITS 20
+#define HPU_HOST_DMA_REF_MAX ((1ul << HPU_HOST_DMA_REF_BITS) - 1)
+
+static void *hpu_host_dma_entry(dma_addr_t dma, unsigned long refs)
 {
-	return map->flags & DRM_HPU_VM_MAP_WRITE ? DMA_BIDIRECTIONAL :
-						   DMA_TO_DEVICE;
+	return xa_mk_value((unsigned long)(dma >> PAGE_SHIFT) << HPU_HOST_DMA_REF_BITS | refs);
+}
+
+static dma_addr_t hpu_host_dma_addr(void *entry)
+{
+	return (dma_addr_t)(xa_to_value(entry) >> HPU_HOST_DMA_REF_BITS) << PAGE_SHIFT;
+}
+
+static unsigned long hpu_host_dma_refs(void *entry)
+{
+	return xa_to_value(entry) & HPU_HOST_DMA_REF_MAX;
+}
+
+/* The bus address of @page for a writable mapping: its first, or one more reference. */
+static int hpu_host_dma_get_locked(struct hpu_device *hdev, struct page *page,
+				   dma_addr_t *dma)
+{
+	struct hpu_host_dma *hd = &hdev->host_dma;
+	unsigned long pfn = page_to_pfn(page);
+	void *entry;
+	int ret;
+
+	lockdep_assert_held(&hd->lock);
+
+	entry = xa_load(&hd->pages, pfn);
+	if (entry) {
+		if (hpu_host_dma_refs(entry) == HPU_HOST_DMA_REF_MAX)
+			return -ENOMEM;
+		*dma = hpu_host_dma_addr(entry);
+		/* What the CPU wrote since the device's first mapping of the page. */
+		dma_sync_single_for_device(hpu_dev(hdev), *dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+		/* In place: allocates nothing, cannot fail. */
+		xa_store(&hd->pages, pfn, hpu_host_dma_entry(*dma, hpu_host_dma_refs(entry) + 1),
+			 GFP_KERNEL);
+		return 0;
+	}
+
+	*dma = dma_map_page(hpu_dev(hdev), page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(hpu_dev(hdev), *dma))
+		return -ENOMEM;
+	ret = xa_err(xa_store(&hd->pages, pfn, hpu_host_dma_entry(*dma, 1), GFP_KERNEL));
+	if (ret)
+		dma_unmap_page(hpu_dev(hdev), *dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	return ret;
+}
+
+/* Drop a writable mapping's reference to @page: the last one unmaps it. */
+static void hpu_host_dma_put_locked(struct hpu_device *hdev, struct page *page)
+{
+	struct hpu_host_dma *hd = &hdev->host_dma;
+	unsigned long pfn = page_to_pfn(page);
+	void *entry = xa_load(&hd->pages, pfn);
+	dma_addr_t dma;
+
+	lockdep_assert_held(&hd->lock);
+
+	if (WARN_ON_ONCE(!entry))
+		return;
+	dma = hpu_host_dma_addr(entry);
+	if (hpu_host_dma_refs(entry) > 1) {
+		/* What the device wrote through this mapping, for the CPU. */
+		dma_sync_single_for_cpu(hpu_dev(hdev), dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+		xa_store(&hd->pages, pfn, hpu_host_dma_entry(dma, hpu_host_dma_refs(entry) - 1),
+			 GFP_KERNEL);
+		return;
+	}
+	xa_erase(&hd->pages, pfn);
+	dma_unmap_page(hpu_dev(hdev), dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+}
+
+/* Undo the DMA mappings of the first @n pages of @map. */
+static void hpu_vm_dma_unmap(struct hpu_device *hdev, struct hpu_mapping *map, unsigned long n)
+{
+	unsigned long i;
+
+	mutex_lock(&hdev->host_dma.lock);
+	for (i = 0; i < n; i++) {
+		if (map->flags & DRM_HPU_VM_MAP_WRITE)
+			hpu_host_dma_put_locked(hdev, map->pages[i]);
+		else
+			dma_unmap_page(hpu_dev(hdev), map->dma[i], PAGE_SIZE, DMA_TO_DEVICE);
+		cond_resched();
+	}
+	mutex_unlock(&hdev->host_dma.lock);
+}
+
+/* Give each pinned page of @map its bus address (map->npages of them). */
+static int hpu_vm_dma_map(struct hpu_device *hdev, struct hpu_mapping *map)
+{
+	unsigned long i;
+	int ret = 0;
+
+	mutex_lock(&hdev->host_dma.lock);
+	for (i = 0; i < map->npages; i++) {
+		if (map->flags & DRM_HPU_VM_MAP_WRITE) {
+			ret = hpu_host_dma_get_locked(hdev, map->pages[i], &map->dma[i]);
+		} else {
+			map->dma[i] = dma_map_page(hpu_dev(hdev), map->pages[i], 0, PAGE_SIZE,
+						   DMA_TO_DEVICE);
+			if (dma_mapping_error(hpu_dev(hdev), map->dma[i]))
+				ret = -ENOMEM;
+		}
+		if (ret)
+			break;
+		cond_resched();
+	}
+	mutex_unlock(&hdev->host_dma.lock);
+	if (ret)
+		hpu_vm_dma_unmap(hdev, map, i);
+	return ret;
+}
+
+static void hpu_host_dma_fini(struct drm_device *drm, void *data)
+{
+	struct hpu_host_dma *hd = data;
+
+	/* Every mapping is gone with the last file. */
+	WARN_ON(!xa_empty(&hd->pages));
+	xa_destroy(&hd->pages);
+	mutex_destroy(&hd->lock);
+}
+
+int hpu_host_dma_init(struct hpu_device *hdev)
+{
+	struct hpu_host_dma *hd = &hdev->host_dma;
+
+	mutex_init(&hd->lock);
+	xa_init(&hd->pages);
+	return drmm_add_action_or_reset(&hdev->drm, hpu_host_dma_fini, hd);
 }
 
 /* Long-term pins count against RLIMIT_MEMLOCK, as RDMA's do. */
@@ -124,21 +264,23 @@ static int hpu_vm_pin_host(struct hpu_device *hdev, struct hpu_mapping *map,
 		pinned += ret;
 	}
 
-	ret = hpu_fault_alloc(npages * sizeof(struct scatterlist)) ? -ENOMEM :
-	      sg_alloc_table_from_pages(&map->sgt, map->pages, npages, 0, size, GFP_KERNEL);
-	if (ret)
-		goto err_unpin;
-	ret = dma_map_sgtable(hpu_dev(hdev), &map->sgt, hpu_mapping_dir(map), 0);
-	if (ret)
-		goto err_free_sgt;
-
 	map->npages = npages;
+	map->dma = hpu_fault_alloc(npages * sizeof(*map->dma)) ? NULL :
+		   kvmalloc_array(npages, sizeof(*map->dma), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!map->dma) {
+		ret = -ENOMEM;
+		goto err_unpin;
+	}
+	ret = hpu_vm_dma_map(hdev, map);
+	if (ret)
+		goto err_free_dma;
+
 	map->mm = current->mm;
 	mmgrab(map->mm);
 	return 0;
 
-err_free_sgt:
-	sg_free_table(&map->sgt);
+err_free_dma:
+	kvfree(map->dma);
 err_unpin:
 	unpin_user_pages(map->pages, pinned);
 	kvfree(map->pages);
@@ -150,8 +292,8 @@ err_uncharge:
 
 static void hpu_vm_unpin_host(struct hpu_device *hdev, struct hpu_mapping *map)
 {
-	dma_unmap_sgtable(hpu_dev(hdev), &map->sgt, hpu_mapping_dir(map), 0);
-	sg_free_table(&map->sgt);
+	hpu_vm_dma_unmap(hdev, map, map->npages);
+	kvfree(map->dma);
 	unpin_user_pages_dirty_lock(map->pages, map->npages,
 				    map->flags & DRM_HPU_VM_MAP_WRITE);
 	atomic64_sub(map->npages, &map->mm->pinned_vm);
@@ -302,16 +444,18 @@ static int hpu_vm_write_ptes_locked(struct hpu_vm *vm, struct hpu_mapping *map)
 			done = to - want;
 		}
 	} else {
-		struct scatterlist *sg;
-		unsigned int i;
+		unsigned long i, run;
 
-		for_each_sgtable_dma_sg(&map->sgt, sg, i) {
-			ret = hpu_pgtable_map(&vm->pgt, va + done,
-					      sg_dma_address(sg), sg_dma_len(sg),
-					      flags | HPU_PTE_HOST);
+		/* A run of pages at consecutive bus addresses at a time. */
+		for (i = 0; i < map->npages; i += run) {
+			for (run = 1; i + run < map->npages &&
+			     map->dma[i + run] == map->dma[i] + run * PAGE_SIZE; run++)
+				;
+			ret = hpu_pgtable_map(&vm->pgt, va + done, map->dma[i],
+					      run * PAGE_SIZE, flags | HPU_PTE_HOST);
 			if (ret)
 				goto err_unmap;
-			done += sg_dma_len(sg);
+			done += run * PAGE_SIZE;
 		}
 	}
 	return 0;

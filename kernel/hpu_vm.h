@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 #include <drm/drm_mm.h>
 
 #include "hpu_mmu.h"
@@ -16,6 +17,7 @@
 struct drm_device;
 struct drm_file;
 struct hpu_ctx;
+struct hpu_device;
 
 /* Device addresses a context may map: [1 MiB, 128 TiB). */
 #define HPU_VA_START (1ull << 20)
@@ -36,6 +38,20 @@ struct hpu_vm {
 	struct list_head zombies;
 	u64 host_pinned;		/* bytes of host memory mapped (stats: READ_ONCE) */
 };
+
+/*
+ * The device's DMA mappings of the host pages that mappings let it write:
+ * one per page, however many mappings of however many files hold it, so
+ * that no two DMA mappings the device may write through overlap.
+ */
+struct hpu_host_dma {
+	/* Protects @pages; a leaf, taken alone or under a ctx->vm.lock. */
+	struct mutex lock;
+	/* pfn -> xa_mk_value(): the page's DMA address and its count of mappings. */
+	struct xarray pages;
+};
+
+int hpu_host_dma_init(struct hpu_device *hdev);
 
 int hpu_vm_init(struct hpu_ctx *ctx);
 int hpu_vm_map_identity(struct hpu_ctx *ctx, u64 start, u64 size);

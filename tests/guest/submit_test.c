@@ -356,6 +356,74 @@ TEST_F(sub, read_mapping_of_read_only_pages)
 	EXPECT_EQ(0, memcmp(src, dst, HPU_PAGE));
 }
 
+/*
+ * Host pages mapped writable many times, by one file and by another, as
+ * libhpu maps buffers that share pages: the device writes through every
+ * mapping, the CPU sees each write, and mappings unmapped or closed in any
+ * order leave the others working.  The driver maps each such page once
+ * for the device, whatever the number of mappings (hpu_vm.c): overlapping
+ * DMA mappings the device writes through are not allowed (the debug
+ * kernel's DMA-API checks report them).
+ */
+TEST_F(sub, host_pages_mapped_writable_many_times)
+{
+	const uint32_t rw = DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE;
+	enum { MAPS = 12 }; /* more than the 7 overlaps DMA-API debugging counts */
+	uint8_t *host = hpu_host_pages(2 * HPU_PAGE);
+	struct hpu_cb cb = { .size = 0 };
+	struct drm_hpu_stats st;
+	uint64_t va[MAPS], first[MAPS], other_va = 0;
+	int other = hpu_open_node(self->bdf);
+	unsigned int i;
+
+	ASSERT_NE(NULL, host);
+	ASSERT_LE(0, other);
+	memset(host, 0, 2 * HPU_PAGE);
+	/* Both pages, or the second alone; first[i]: where the first page is, or would be. */
+	for (i = 0; i < MAPS; i++) {
+		uint64_t skip = i % 3 == 2 ? HPU_PAGE : 0;
+
+		va[i] = 0;
+		ASSERT_EQ(0, hpu_vm_map(self->fd, 0, 0, host + skip, 2 * HPU_PAGE - skip, rw,
+					&va[i]));
+		first[i] = va[i] - skip;
+	}
+	ASSERT_EQ(0, hpu_vm_map(other, 0, 0, host, 2 * HPU_PAGE, rw, &other_va));
+
+	/* Byte i of the second page through mapping i. */
+	for (i = 0; i < MAPS; i++)
+		hpu_cb_memset(&self->cb, first[i] + HPU_PAGE + i, i + 1, 1);
+	ASSERT_EQ(0, hpu_run(self->fd, 0, self->cb.buf, self->cb.size));
+	for (i = 0; i < MAPS; i++)
+		EXPECT_EQ(i + 1, host[HPU_PAGE + i]) TH_LOG("mapping %u", i);
+
+	/* Every other one gone, last first: the rest, and the other file's, still reach the pages. */
+	for (i = MAPS; i-- > 0;)
+		if (i % 2 == 0)
+			EXPECT_EQ(0, hpu_vm_unmap(self->fd, va[i]));
+	self->cb.size = 0;
+	for (i = 1; i < MAPS; i += 2)
+		hpu_cb_memset(&self->cb, first[i] + HPU_PAGE + 64 + i, 0x80 + i, 1);
+	ASSERT_EQ(0, hpu_run(self->fd, 1, self->cb.buf, self->cb.size));
+	hpu_cb_memset(&cb, other_va + 100, 0x5a, 1);
+	ASSERT_EQ(0, hpu_run(other, 2, cb.buf, cb.size));
+	for (i = 1; i < MAPS; i += 2)
+		EXPECT_EQ(0x80 + i, host[HPU_PAGE + 64 + i]) TH_LOG("mapping %u", i);
+	EXPECT_EQ(0x5a, host[100]);
+
+	/* The other file closed: this one's mappings hold the pages still. */
+	close(other);
+	self->cb.size = 0;
+	hpu_cb_memset(&self->cb, va[1] + 200, 0xa5, 1);
+	ASSERT_EQ(0, hpu_run(self->fd, 3, self->cb.buf, self->cb.size));
+	EXPECT_EQ(0xa5, host[200]);
+	for (i = 1; i < MAPS; i += 2)
+		EXPECT_EQ(0, hpu_vm_unmap(self->fd, va[i]));
+	ASSERT_EQ(0, hpu_stats(self->fd, &st));
+	EXPECT_EQ(0, st.ctx_host_pinned);
+	munmap(host, 2 * HPU_PAGE);
+}
+
 /* HBM and job accounting, per device and per context. */
 TEST_F(sub, stats_follow_usage)
 {
