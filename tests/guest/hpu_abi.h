@@ -387,6 +387,22 @@ static inline double hpu_now_s(void)
 }
 
 /*
+ * Waits up to timeout_s for the device's status to become `status` (a reset's
+ * verdict comes from a work, after the jobs it ends): the status last read, or -errno.
+ */
+static inline int hpu_wait_device_status(int fd, int status, double timeout_s)
+{
+	double until = hpu_now_s() + timeout_s;
+	int now = hpu_device_status(fd);
+
+	while (now != status && hpu_now_s() < until) {
+		usleep(1000);
+		now = hpu_device_status(fd);
+	}
+	return now;
+}
+
+/*
  * Runs block(arg) in a child, which should sleep in the driver there, and
  * SIGKILLs it after delay_ms.  Returns the seconds from the kill until the
  * child was reaped, or -1 if it did not die of the kill.

@@ -594,6 +594,9 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 	EXPECT_EQ(0, queue_status(self->bdf, 1) & HPU_Q_STATUS_BUSY);
 	EXPECT_EQ(-ETIMEDOUT, err);
 	EXPECT_EQ(1, hpu_log_count(mark, "queue 1: the engine stayed in its job 1 us after a reset"));
+	/* The device reset the failed engine reset asked for runs, and fails, after the fence. */
+	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION,
+		  hpu_wait_device_status(self->fd, DRM_HPU_STATUS_MALFUNCTION, 30));
 	/*
 	 * The buffer went: its zeroing job, whenever it ends, fails on the
 	 * malfunctioning device, and its HBM is kept out of use, not in use.

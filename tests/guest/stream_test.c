@@ -133,6 +133,27 @@ static struct hpu_device_stats hpu_stats(struct __test_metadata *_metadata,
 	return st;
 }
 
+/*
+ * The stats once the context holds ctx_hbm bytes of HBM and the device hbm
+ * (UINT64_MAX: any), or after 10 s: the driver gives back what was unmapped
+ * once the work that may use it has ended, and counts freed HBM in the
+ * device's until it has zeroed it.
+ */
+static struct hpu_device_stats hpu_stats_settled(struct __test_metadata *_metadata,
+						 struct hpu_device *dev, uint64_t ctx_hbm,
+						 uint64_t hbm)
+{
+	double deadline = hpu_now() + 10;
+	struct hpu_device_stats st = hpu_stats(_metadata, dev);
+
+	while ((st.ctx_hbm_used != ctx_hbm || (hbm != UINT64_MAX && st.hbm_used != hbm)) &&
+	       hpu_now() < deadline) {
+		usleep(1000);
+		st = hpu_stats(_metadata, dev);
+	}
+	return st;
+}
+
 static struct hpu_mem_cache_stats hpu_mem_cache(struct __test_metadata *_metadata,
 						struct hpu_device *dev)
 {
@@ -687,7 +708,7 @@ TEST_F_TIMEOUT(mem, empty_cache_gives_hbm_back, 60)
 	/* A live block keeps its slab. */
 	keep = hpu_dev_alloc(_metadata, self->dev, 100);
 	ASSERT_EQ(0, hpu_mem_empty_cache(self->dev));
-	EXPECT_EQ(2 * MiB, hpu_stats(_metadata, self->dev).ctx_hbm_used);
+	EXPECT_EQ(2 * MiB, hpu_stats_settled(_metadata, self->dev, 2 * MiB, UINT64_MAX).ctx_hbm_used);
 
 	/* So does work in flight on a freed block: this one's, and the long work's two. */
 	p[0] = hpu_dev_alloc(_metadata, self->dev, sizes[2]);
@@ -701,7 +722,7 @@ TEST_F_TIMEOUT(mem, empty_cache_gives_hbm_back, 60)
 	hpu_sync(_metadata, s);
 	ASSERT_EQ(0, hpu_mem_free(self->dev, keep));
 	ASSERT_EQ(0, hpu_mem_empty_cache(self->dev));
-	st = hpu_stats(_metadata, self->dev);
+	st = hpu_stats_settled(_metadata, self->dev, 0, st0.hbm_used);
 	EXPECT_EQ(0, st.ctx_hbm_used);
 	EXPECT_EQ(st0.hbm_used, st.hbm_used);
 	cache = hpu_mem_cache(_metadata, self->dev);

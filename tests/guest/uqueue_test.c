@@ -609,7 +609,6 @@ static bool stuck_job_ended(struct stuck_job *j, double timeout_s)
 TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 {
 	struct stuck_job j;
-	double until;
 	uint64_t offset;
 	char mark[64];
 	uint32_t id;
@@ -620,10 +619,8 @@ TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 	EXPECT_EQ(HPU_UQ_STATUS_ABORTED, hpu_uq_slot(&j.q, j.pos)->status);
 	EXPECT_EQ(1, hpu_log_count(mark, "user queue [0-9]+ does not stop"));
 	/* The device reset the failed engine reset asked for fails in its work. */
-	until = hpu_now_s() + 5;
-	while (hpu_device_status(self->fd) != DRM_HPU_STATUS_MALFUNCTION && hpu_now_s() < until)
-		usleep(1000);
-	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
+	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION,
+		  hpu_wait_device_status(self->fd, DRM_HPU_STATUS_MALFUNCTION, 30));
 	EXPECT_EQ(-EIO, hpu_uq_create(self->fd, j.q.va, HPU_UQ_TEST_RING, &id, &offset));
 	hpu_uq_close(&j.q);
 	munmap(j.a, STUCK_GEMM_BYTES);
@@ -640,7 +637,7 @@ TEST_F(watchdog, a_failed_reset_marks_the_device_malfunctioning)
 TEST_F(watchdog, a_destroy_waiting_for_a_stuck_engine_is_killable)
 {
 	struct drm_hpu_stats st;
-	double until, killed, s;
+	double killed, s;
 	struct stuck_job j;
 	uint64_t before;
 	bool in_job;
@@ -665,9 +662,7 @@ TEST_F(watchdog, a_destroy_waiting_for_a_stuck_engine_is_killable)
 	 * unmap's snapshot): the child waits for the engine, or soon will.  Nothing fails the test
 	 * until the child is killed, which it must outlive.
 	 */
-	until = hpu_now_s() + 5;
-	while (hpu_device_status(self->fd) != DRM_HPU_STATUS_MALFUNCTION && hpu_now_s() < until)
-		;
+	hpu_wait_device_status(self->fd, DRM_HPU_STATUS_MALFUNCTION, 30);
 	/* The retired queue's job may still read A: unmapped, its pages stay pinned meanwhile. */
 	EXPECT_EQ(0, hpu_vm_unmap(self->fd, j.va[0]));
 	EXPECT_EQ(0, hpu_stats(self->fd, &st));
