@@ -21,7 +21,12 @@
  * The second phase runs with the driver's allocation-failure injection
  * (hpu_fault.c, debugfs fail_alloc/) on for this process group only: the
  * ioctls' allocations and pins fail at random, and every failure must
- * unwind to an errno with nothing held.
+ * unwind to an errno with nothing held.  With -F (the debug kernel,
+ * tests/guest/debug-suites.sh), the first phase runs under the kernel's
+ * own failslab instead, for the calling threads and their children only
+ * (/proc/thread-self/make-it-fail): any slab allocation of theirs, the
+ * DRM core's and the kernel's too, may fail, and -ENOMEM is then an answer
+ * of every call.
  *
  * Seeded and reproducible: the seed is printed; `ioctl_fuzz_test -s SEED`
  * (or HPU_FUZZ_SEED=SEED) replays it, and with -j 1 (one thread, and the
@@ -30,7 +35,8 @@
  * where its random stream ended, to compare).  -n sets the number of calls
  * over both phases (make test runs 250 000 with three threads, about two
  * minutes under TCG; make test-fuzz a million), -j the threads, -v prints
- * every unexpected result as it comes.  Runs as root: it writes debugfs
+ * every unexpected result as it comes, -F runs the first phase under
+ * failslab (above).  Runs as root: it writes debugfs
  * and unloads the module.
  */
 #include <poll.h>
@@ -75,6 +81,10 @@
 
 #define FZ_RW (DRM_HPU_VM_MAP_READ | DRM_HPU_VM_MAP_WRITE)
 #define FZ_FAIL_ALLOC "/sys/kernel/debug/hpu/fail_alloc/"
+#define FZ_FAILSLAB "/sys/kernel/debug/failslab/"
+/* -F: the failslab failures the first phase may make (its "times"), and their odds. */
+#define FZ_FAILSLAB_TIMES 100000000ll
+#define FZ_FAILSLAB_PERCENT "3"
 
 /* One of the values, at random. */
 #define FZ_PICK(...)                                                              \
@@ -116,6 +126,7 @@ static struct {
 	unsigned long calls;	 /* -n: over both phases */
 	unsigned int threads;	 /* -j */
 	bool verbose;		 /* -v */
+	bool failslab;		 /* -F: the first phase under the kernel's failslab */
 	char node[512];		 /* the device's node */
 	struct fz_file files[FZ_FILES];
 	uint8_t *arena;
@@ -167,6 +178,9 @@ static void fz_expect_(const char *what, int err, const int *ok)
 	for (; *ok; ok++)
 		if (-err == *ok)
 			return;
+	/* Under failslab, any call may find the kernel short of memory. */
+	if (fz.failslab && err == -ENOMEM)
+		return;
 	/* Another thread closed the fd, maybe reused for a sync file. */
 	if (fz.loose && (err == -EBADF || err == -ENOTTY || err == -ENODEV || err == -EINVAL))
 		return;
@@ -229,12 +243,63 @@ static int fz_write(const char *knob, const char *value)
 	return hpu_write_file(path, value);
 }
 
-static long long fz_read(const char *knob)
+static long long fz_read_in(const char *dir, const char *knob)
 {
 	char path[256], buf[64];
 
-	snprintf(path, sizeof(path), FZ_FAIL_ALLOC "%s", knob);
+	snprintf(path, sizeof(path), "%s%s", dir, knob);
 	return hpu_read_file(path, buf, sizeof(buf)) ? -1 : strtoll(buf, NULL, 0);
+}
+
+static long long fz_read(const char *knob)
+{
+	return fz_read_in(FZ_FAIL_ALLOC, knob);
+}
+
+static int fz_failslab_write(const char *knob, const char *value)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), FZ_FAILSLAB "%s", knob);
+	return hpu_write_file(path, value);
+}
+
+/*
+ * The kernel's failslab for the tasks that ask (make-it-fail), at the odds
+ * of FZ_FAILSLAB_PERCENT, also for allocations that may sleep (which it
+ * skips by default), FZ_FAILSLAB_TIMES of them at most; off with !on.
+ */
+static int fz_failslab(bool on)
+{
+	char times[32];
+	int err;
+
+	if (!on)
+		return fz_failslab_write("probability", "0");
+	snprintf(times, sizeof(times), "%lld", FZ_FAILSLAB_TIMES);
+	err = fz_failslab_write("task-filter", "Y");
+	err = err ?: fz_failslab_write("ignore-gfp-wait", "N");
+	err = err ?: fz_failslab_write("cache-filter", "N");
+	err = err ?: fz_failslab_write("verbose", "0");
+	err = err ?: fz_failslab_write("space", "0");
+	err = err ?: fz_failslab_write("interval", "1");
+	err = err ?: fz_failslab_write("times", times);
+	return err ?: fz_failslab_write("probability", FZ_FAILSLAB_PERCENT);
+}
+
+/*
+ * This thread's allocations fail under failslab from now on (or no longer);
+ * its threads and children inherit that.  Turning it off opens a file,
+ * which may itself fail: tried until it does not.
+ */
+static void fz_make_it_fail(bool on)
+{
+	unsigned int try;
+
+	for (try = 0; try < 10000; try++)
+		if (!hpu_write_file("/proc/thread-self/make-it-fail", on ? "1" : "0"))
+			return;
+	fz_expect("make-it-fail", -EIO, 0);
 }
 
 /* ---- command buffers ---- */
@@ -1096,7 +1161,11 @@ static void *fz_thread_run(void *arg)
 
 	rnd_state = t->seed;
 	fz_calls = 0;
+	if (fz.failslab)
+		fz_make_it_fail(true);
 	fz_run_ops(t, t->budget);
+	if (fz.failslab)
+		fz_make_it_fail(false);
 	t->budget = fz_calls;
 	t->digest = rnd_state;
 	return NULL;
@@ -1331,8 +1400,20 @@ static void fz_log_seed(struct __test_metadata *_metadata)
 
 TEST_F_TIMEOUT(ioctl_fuzz, random_calls, FZ_TIMEOUT_S)
 {
+	long long left;
+
 	fz_log_seed(_metadata);
+	if (fz.failslab) {
+		ASSERT_EQ(0, fz_failslab(true)) TH_LOG("no " FZ_FAILSLAB ": CONFIG_FAILSLAB?");
+		TH_LOG("the calls' slab allocations fail: probability %s%%", FZ_FAILSLAB_PERCENT);
+	}
 	fz_phase(_metadata, self, 1, fz.calls - fz.calls / 4, false);
+	if (fz.failslab) {
+		left = fz_read_in(FZ_FAILSLAB, "times");
+		EXPECT_EQ(0, fz_failslab(false));
+		TH_LOG("%lld slab allocations failed", FZ_FAILSLAB_TIMES - left);
+		EXPECT_LT(left, FZ_FAILSLAB_TIMES);
+	}
 }
 
 /*
@@ -1479,7 +1560,7 @@ TEST_F(ioctl_fuzz, unload)
 
 static void fz_usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-j THREADS] [-v] [harness options]\n",
+	fprintf(stderr, "usage: %s [-s SEED] [-n CALLS] [-j THREADS] [-v] [-F] [harness options]\n",
 		argv0);
 	exit(2);
 }
@@ -1492,6 +1573,8 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v")) {
 			fz.verbose = true;
+		} else if (!strcmp(argv[i], "-F")) {
+			fz.failslab = true;
 		} else if (i + 1 < argc && !strcmp(argv[i], "-s")) {
 			fz.seed = strtoull(argv[++i], NULL, 0);
 		} else if (i + 1 < argc && !strcmp(argv[i], "-n")) {
