@@ -277,6 +277,7 @@ static void hpu_remove(struct pci_dev *pdev)
 	hpu_hw_stop(hdev);
 	hpu_uqs_halt(hdev);
 	hpu_queues_halt(hdev);
+	hpu_host_dma_unplug(hdev);
 	hpu_hw_free(hdev);
 	hpu_irq_fini(hdev);
 }

@@ -8,14 +8,15 @@
  * caller's memory, pinned long-term and DMA-mapped page by page (bus
  * addresses in HPU_PTE_HOST leaves).  Mappings without DRM_HPU_VM_MAP_WRITE
  * get leaves without HPU_PTE_WRITE (the device has no "no read" permission)
- * and DMA_TO_DEVICE mappings of their own.  A writable mapping's pages are
- * mapped DMA_BIDIRECTIONAL once for the device (struct hpu_host_dma), for
- * all the mappings that hold them: the DMA API does not let the device
- * write through two mappings of one cacheline (CPU cache maintenance of
- * one would undo the other's), and a process may map a page writable many
- * times (libhpu registers buffers that share pages).  Without
- * FIXED, the driver takes the hint if it is free, else the highest free
- * range, and leaves an unmapped guard page after the mapping.
+ * and their pages are mapped DMA_TO_DEVICE.  A writable mapping's pages are
+ * mapped DMA_BIDIRECTIONAL.  Each page is mapped once for the device in
+ * each direction (struct hpu_host_dma), for all the mappings that hold it:
+ * the DMA API does not let the device write through two mappings of one
+ * cacheline (CPU cache maintenance of one would undo the other's), and a
+ * process may map a page writable many times (libhpu registers buffers
+ * that share pages).  At unbind they are all unmapped.  Without FIXED, the
+ * driver takes the hint if it is free, else the highest free range, and
+ * leaves an unmapped guard page after the mapping.
  *
  * Unmapping clears the leaves at once, so jobs that touch the range later
  * fault.  What a job already running may still use (the pinned pages, the
@@ -83,61 +84,81 @@ static unsigned long hpu_host_dma_refs(void *entry)
 	return xa_to_value(entry) & HPU_HOST_DMA_REF_MAX;
 }
 
-/* The bus address of @page for a writable mapping: its first, or one more reference. */
-static int hpu_host_dma_get_locked(struct hpu_device *hdev, struct page *page,
-				   dma_addr_t *dma)
+static enum dma_data_direction hpu_mapping_dir(const struct hpu_mapping *map)
 {
-	struct hpu_host_dma *hd = &hdev->host_dma;
+	return map->flags & DRM_HPU_VM_MAP_WRITE ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+}
+
+/* The table of the pages mapped in direction @dir. */
+static struct xarray *hpu_host_dma_table(struct hpu_device *hdev, enum dma_data_direction dir)
+{
+	return dir == DMA_TO_DEVICE ? &hdev->host_dma.ro_pages : &hdev->host_dma.pages;
+}
+
+/* The bus address of @page for a mapping in direction @dir: its first, or one more reference. */
+static int hpu_host_dma_get_locked(struct hpu_device *hdev, enum dma_data_direction dir,
+				   struct page *page, dma_addr_t *dma)
+{
+	struct xarray *xa = hpu_host_dma_table(hdev, dir);
 	unsigned long pfn = page_to_pfn(page);
 	void *entry;
 	int ret;
 
-	lockdep_assert_held(&hd->lock);
+	lockdep_assert_held(&hdev->host_dma.lock);
 
-	entry = xa_load(&hd->pages, pfn);
+	if (hdev->host_dma.gone)
+		return -ENODEV;
+	entry = xa_load(xa, pfn);
 	if (entry) {
 		if (hpu_host_dma_refs(entry) == HPU_HOST_DMA_REF_MAX)
 			return -ENOMEM;
 		*dma = hpu_host_dma_addr(entry);
 		/* What the CPU wrote since the device's first mapping of the page. */
-		dma_sync_single_for_device(hpu_dev(hdev), *dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+		dma_sync_single_for_device(hpu_dev(hdev), *dma, PAGE_SIZE, dir);
 		/* In place: allocates nothing, cannot fail. */
-		xa_store(&hd->pages, pfn, hpu_host_dma_entry(*dma, hpu_host_dma_refs(entry) + 1),
+		xa_store(xa, pfn, hpu_host_dma_entry(*dma, hpu_host_dma_refs(entry) + 1),
 			 GFP_KERNEL);
 		return 0;
 	}
 
-	*dma = dma_map_page(hpu_dev(hdev), page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	*dma = dma_map_page(hpu_dev(hdev), page, 0, PAGE_SIZE, dir);
 	if (dma_mapping_error(hpu_dev(hdev), *dma))
 		return -ENOMEM;
-	ret = xa_err(xa_store(&hd->pages, pfn, hpu_host_dma_entry(*dma, 1), GFP_KERNEL));
+	ret = xa_err(xa_store(xa, pfn, hpu_host_dma_entry(*dma, 1), GFP_KERNEL));
 	if (ret)
-		dma_unmap_page(hpu_dev(hdev), *dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+		dma_unmap_page(hpu_dev(hdev), *dma, PAGE_SIZE, dir);
 	return ret;
 }
 
-/* Drop a writable mapping's reference to @page: the last one unmaps it. */
-static void hpu_host_dma_put_locked(struct hpu_device *hdev, struct page *page)
+/*
+ * Drop a mapping's reference to @page: the last one unmaps it.  Once the
+ * device is gone, every page was unmapped already (hpu_host_dma_unplug()).
+ */
+static void hpu_host_dma_put_locked(struct hpu_device *hdev, enum dma_data_direction dir,
+				    struct page *page)
 {
-	struct hpu_host_dma *hd = &hdev->host_dma;
+	struct xarray *xa = hpu_host_dma_table(hdev, dir);
 	unsigned long pfn = page_to_pfn(page);
-	void *entry = xa_load(&hd->pages, pfn);
+	void *entry = xa_load(xa, pfn);
+	bool mapped = !hdev->host_dma.gone;
 	dma_addr_t dma;
 
-	lockdep_assert_held(&hd->lock);
+	lockdep_assert_held(&hdev->host_dma.lock);
 
 	if (WARN_ON_ONCE(!entry))
 		return;
 	dma = hpu_host_dma_addr(entry);
 	if (hpu_host_dma_refs(entry) > 1) {
 		/* What the device wrote through this mapping, for the CPU. */
-		dma_sync_single_for_cpu(hpu_dev(hdev), dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
-		xa_store(&hd->pages, pfn, hpu_host_dma_entry(dma, hpu_host_dma_refs(entry) - 1),
+		if (mapped && dir != DMA_TO_DEVICE)
+			dma_sync_single_for_cpu(hpu_dev(hdev), dma, PAGE_SIZE, dir);
+		xa_store(xa, pfn, hpu_host_dma_entry(dma, hpu_host_dma_refs(entry) - 1),
 			 GFP_KERNEL);
 		return;
 	}
-	xa_erase(&hd->pages, pfn);
-	dma_unmap_page(hpu_dev(hdev), dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
+	xa_erase(xa, pfn);
+	if (mapped)
+		dma_unmap_page(hpu_dev(hdev), dma, PAGE_SIZE, dir);
 }
 
 /* Undo the DMA mappings of the first @n pages of @map. */
@@ -147,10 +168,7 @@ static void hpu_vm_dma_unmap(struct hpu_device *hdev, struct hpu_mapping *map, u
 
 	mutex_lock(&hdev->host_dma.lock);
 	for (i = 0; i < n; i++) {
-		if (map->flags & DRM_HPU_VM_MAP_WRITE)
-			hpu_host_dma_put_locked(hdev, map->pages[i]);
-		else
-			dma_unmap_page(hpu_dev(hdev), map->dma[i], PAGE_SIZE, DMA_TO_DEVICE);
+		hpu_host_dma_put_locked(hdev, hpu_mapping_dir(map), map->pages[i]);
 		cond_resched();
 	}
 	mutex_unlock(&hdev->host_dma.lock);
@@ -164,14 +182,8 @@ static int hpu_vm_dma_map(struct hpu_device *hdev, struct hpu_mapping *map)
 
 	mutex_lock(&hdev->host_dma.lock);
 	for (i = 0; i < map->npages; i++) {
-		if (map->flags & DRM_HPU_VM_MAP_WRITE) {
-			ret = hpu_host_dma_get_locked(hdev, map->pages[i], &map->dma[i]);
-		} else {
-			map->dma[i] = dma_map_page(hpu_dev(hdev), map->pages[i], 0, PAGE_SIZE,
-						   DMA_TO_DEVICE);
-			if (dma_mapping_error(hpu_dev(hdev), map->dma[i]))
-				ret = -ENOMEM;
-		}
+		ret = hpu_host_dma_get_locked(hdev, hpu_mapping_dir(map), map->pages[i],
+					      &map->dma[i]);
 		if (ret)
 			break;
 		cond_resched();
@@ -182,13 +194,34 @@ static int hpu_vm_dma_map(struct hpu_device *hdev, struct hpu_mapping *map)
 	return ret;
 }
 
+/*
+ * At unbind, the device stopped: unmap every host page for good, though
+ * open files' mappings still hold them (the DMA API wants a device's
+ * mappings gone with its driver); their references just drop from now on.
+ */
+void hpu_host_dma_unplug(struct hpu_device *hdev)
+{
+	struct hpu_host_dma *hd = &hdev->host_dma;
+	enum dma_data_direction dir;
+	unsigned long pfn;
+	void *entry;
+
+	mutex_lock(&hd->lock);
+	for (dir = DMA_BIDIRECTIONAL; dir <= DMA_TO_DEVICE; dir++)
+		xa_for_each(hpu_host_dma_table(hdev, dir), pfn, entry)
+			dma_unmap_page(hpu_dev(hdev), hpu_host_dma_addr(entry), PAGE_SIZE, dir);
+	hd->gone = true;
+	mutex_unlock(&hd->lock);
+}
+
 static void hpu_host_dma_fini(struct drm_device *drm, void *data)
 {
 	struct hpu_host_dma *hd = data;
 
 	/* Every mapping is gone with the last file. */
-	WARN_ON(!xa_empty(&hd->pages));
+	WARN_ON(!xa_empty(&hd->pages) || !xa_empty(&hd->ro_pages));
 	xa_destroy(&hd->pages);
+	xa_destroy(&hd->ro_pages);
 	mutex_destroy(&hd->lock);
 }
 
@@ -198,6 +231,8 @@ int hpu_host_dma_init(struct hpu_device *hdev)
 
 	mutex_init(&hd->lock);
 	xa_init(&hd->pages);
+	xa_init(&hd->ro_pages);
+	hd->gone = false;
 	return drmm_add_action_or_reset(&hdev->drm, hpu_host_dma_fini, hd);
 }
 

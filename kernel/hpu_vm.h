@@ -40,18 +40,21 @@ struct hpu_vm {
 };
 
 /*
- * The device's DMA mappings of the host pages that mappings let it write:
- * one per page, however many mappings of however many files hold it, so
- * that no two DMA mappings the device may write through overlap.
+ * The device's DMA mappings of the host pages that mappings hold: one per
+ * page and direction, however many mappings of however many files hold
+ * it, so that no two DMA mappings the device may write through overlap.
  */
 struct hpu_host_dma {
-	/* Protects @pages; a leaf, taken alone or under a ctx->vm.lock. */
+	/* Protects the rest; a leaf, taken alone or under a ctx->vm.lock. */
 	struct mutex lock;
 	/* pfn -> xa_mk_value(): the page's DMA address and its count of mappings. */
-	struct xarray pages;
+	struct xarray pages;		/* DMA_BIDIRECTIONAL: writable mappings' */
+	struct xarray ro_pages;		/* DMA_TO_DEVICE: read-only mappings' */
+	bool gone;			/* unbound: no page is DMA-mapped any more */
 };
 
 int hpu_host_dma_init(struct hpu_device *hdev);
+void hpu_host_dma_unplug(struct hpu_device *hdev);
 
 int hpu_vm_init(struct hpu_ctx *ctx);
 int hpu_vm_map_identity(struct hpu_ctx *ctx, u64 start, u64 size);
