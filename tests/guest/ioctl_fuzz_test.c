@@ -229,10 +229,24 @@ static void fz_db_store(volatile uint32_t *db, uint32_t reg, uint32_t value)
 	fz_guarded = 0;
 }
 
+/*
+ * A doorbell mapping left would keep its file open: an unmap that fails for
+ * want of memory (failslab fails the kernel's allocations for it) is retried.
+ */
+static void fz_munmap(void *p, size_t len)
+{
+	unsigned int try;
+
+	for (try = 0; try < 10000; try++)
+		if (!munmap(p, len) || errno != ENOMEM)
+			return;
+	fz_expect("munmap doorbell, short of memory 10000 times", -EAGAIN, 0);
+}
+
 static void fz_db_unmap(volatile uint32_t *db)
 {
 	fz_calls++;
-	munmap((void *)db, HPU_UQ_DB_PAGE_SIZE);
+	fz_munmap((void *)db, HPU_UQ_DB_PAGE_SIZE);
 }
 
 static int fz_write(const char *knob, const char *value)
@@ -905,7 +919,7 @@ static void fz_op_db_map(struct fz_thread *t, struct fz_file *f)
 	}
 	if (len != HPU_UQ_DB_PAGE_SIZE || flags != MAP_SHARED || offset != db_offset) {
 		fz_expect("mmap doorbell (refused)", -EEXIST, 0);
-		munmap(db, len);
+		fz_munmap(db, len);
 		return;
 	}
 	fz_lock(&f->lock);
@@ -1389,7 +1403,9 @@ static void fz_phase(struct __test_metadata *_metadata, FIXTURE_DATA(ioctl_fuzz)
 	fz_close_all();
 	key = fz_held(self->bdf, &held);
 	EXPECT_EQ(NULL, key) TH_LOG("usage: %s %lld once every file is closed", key, held);
-	EXPECT_EQ(0, hpu_log_count(self->mark, "WARNING|BUG|Oops|Call Trace|refcount|leak"));
+	/* failslab fails kmemleak's own allocations in these threads too: that notice is no report. */
+	EXPECT_EQ(fz.failslab ? hpu_log_count(self->mark, "kmemleak: Cannot allocate") : 0,
+		  hpu_log_count(self->mark, "WARNING|BUG|Oops|Call Trace|refcount|leak"));
 }
 
 static void fz_log_seed(struct __test_metadata *_metadata)
