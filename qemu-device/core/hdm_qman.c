@@ -75,7 +75,11 @@ const char *hdm_q_check_doorbell(struct hdm_core *core, unsigned int q, uint32_t
 {
 	uint32_t ci = HDM_Q_REG(core, q, CI);
 
-	if (HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
+	/*
+	 * A user queue a warm reset kept takes its doorbell meanwhile (its owner cannot know
+	 * of the reset): the jobs run from READY.  A kernel queue waits for its driver.
+	 */
+	if (!hdm_qman_is_uq(q) && HDM_CORE_REG(core, BOOT_STATUS) != HPU_FW_BOOT_READY)
 		return "the firmware is not ready";
 	if (!HDM_Q_REG(core, q, RING_SIZE))
 		return "the queue has no ring";

@@ -924,16 +924,21 @@ static void hpu_case_warm_kept(struct hpu_test *t)
 	run(t);
 	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, CI)), 0);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), STATUS_UNSET);
-	/* Pushing is refused until READY. */
-	db_wr(t, DB(UQ, PI), 3);
-	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
+	/* A job pushed before READY (its owner does not know of the reset) is kept, and waits. */
+	uq_submit_sync(t, UQ, HPU_PKT_SIGNAL, 2, 1, 3);
+	run(t);
+	hpu_test_expect_clean(t, __LINE__);
+	HPU_CHECK_EQ(t, hpu_rd(t, REG_UQ(UQ, PI)), 3);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 2), STATUS_UNSET);
 	uq_warm_setup(t);
 	run(t);
 	UQ_EXPECT_IDLE(t, UQ, 0);
-	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, CI)), 2);
+	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, CI)), 3);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 0), 0);
 	HPU_CHECK_EQ(t, uq_status(t, UQ, 1), 0);
+	HPU_CHECK_EQ(t, uq_status(t, UQ, 2), 0);
 	HPU_CHECK_EQ(t, sync_value(t, 1), 1);
+	HPU_CHECK_EQ(t, sync_value(t, 2), 1);
 	/* ARM was kept: CI's move interrupted. */
 	HPU_CHECK_EQ(t, hpu_rd(t, HPU_REG_UQ_IRQ_PENDING), 1u << UQ);
 }
@@ -1149,13 +1154,18 @@ static void hpu_case_doorbell_rules(struct hpu_test *t)
 	const struct hpu_uq_desc empty = { .cb_va = VA_UNMAPPED };
 	size_t i;
 
-	/* Before the firmware is up, a doorbell is refused, even on a bound queue. */
+	/* Before the firmware is up, a bound queue's doorbell is taken, but nothing runs. */
 	uq_bind(t, UQ, ASID, UQ_VA(UQ_RING_OFF(UQ)), UQ_ENTRIES);
 	HPU_EXPECT_CLEAN(t);
 	db_wr(t, DB(UQ, PI), 1);
-	HPU_EXPECT_ERROR(t, HPU_ERR_BAD_QUEUE);
-	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, PI)), 0);
+	run(t);
+	HPU_EXPECT_CLEAN(t);
+	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, PI)), 1);
+	HPU_CHECK_EQ(t, db_rd(t, DB(UQ, CI)), 0);
+	/* Disabled once its ring is empty again. */
+	hpu_wr(t, REG_UQ(UQ, CTRL), HPU_Q_CTRL_RESET);
 	hpu_wr(t, REG_UQ(UQ, RING_SIZE), 0);
+	HPU_EXPECT_CLEAN(t);
 
 	uq_setup(t, UQ);
 	/* Three empty jobs in the ring, the first two handed over below. */

@@ -4,12 +4,11 @@
 The seeds' MLP (test_train's Net, dropout on) trains in this process, on libhpu's user queues,
 while tests/guest/hpu_guilty takes one fault of each kind below, each in a new file of its own
 and aimed at that file's context id: an engine hang (the job timeout, a queue and an engine
-reset), an MMU fault, a DMA error, a wrong completion, a lost interrupt.  The trainer steps until
-the guilty has ended, then once more; the same number of steps undisturbed, in this process,
-must end with bitwise the same weights.  Not yet the device resets (heartbeat_loss, reset_fail):
-a warm reset refuses the doorbell writes of user queues made while the firmware boots again
-(qemu-device/core/hdm_qman.c, hdm_q_check_doorbell()), and a trainer stepping through one waits
-forever for the jobs it lost; train_faults_test has them, its trainer idle through the reset.
+reset), an MMU fault, a DMA error, a wrong completion, a lost interrupt, and two device resets
+(an engine hang whose engine reset fails; a lost heartbeat), through which the trainer's user
+queues are kept and take its doorbell stores.  The trainer steps until the guilty has ended,
+then once more; the same number of steps undisturbed, in this process, must end with bitwise the
+same weights.
 Fault injection is root's (debugfs): tests/guest/run-faults.sh (`make test-faults`) runs this
 file as root, with the module loaded with a 2 s job timeout and a 50 ms heartbeat;
 run-suites.sh's unprivileged pass leaves it out.
@@ -26,7 +25,8 @@ from hpu_torch import core
 from test_train import HPU, Net
 
 GUILTY = os.path.join(os.environ.get("HPU_TOP", "."), "build/tests/guest/hpu_guilty")
-KINDS = ["engine_hang", "mmu_fault", "dma_error", "bad_completion", "lost_irq"]
+KINDS = ["engine_hang", "mmu_fault", "dma_error", "bad_completion", "lost_irq", "reset_fail",
+         "heartbeat_loss"]
 MAX_STEPS = 2000
 
 pytestmark = pytest.mark.skipif(
