@@ -557,8 +557,13 @@ static long queue_status(const char *bdf, unsigned int q)
  * engine is inside a GEMM step), nor do the engine and device resets
  * after it (the device ignores them): the device reads MALFUNCTION and takes no
  * new work; the job's fence does not signal, and a buffer unmapped
- * meanwhile is not freed, until the engine has let go of the job.
+ * meanwhile is not freed, until the engine has let go of the job.  Each
+ * step is 8 billion multiply-adds (a second or so), so that the engine is
+ * still in it after the driver's reset, engine reset and their waits,
+ * however slow the kernel (a debug kernel's printing to the console).
  */
+#define FAILED_RESET_N (2 * HPU_SLOW_GEMM_N)
+#define FAILED_RESET_BYTES ((uint64_t)FAILED_RESET_N * FAILED_RESET_N * 4)
 TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 {
 	struct hpu_cb cb = { .size = 0 };
@@ -572,11 +577,11 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 
 	/* A, B, C, and a buffer the job does not use. */
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, hpu_gem_create(self->fd, HPU_SLOW_GEMM_BYTES, 0, &h[i]));
-		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, HPU_SLOW_GEMM_BYTES, RW, &va[i]));
+		ASSERT_EQ(0, hpu_gem_create(self->fd, FAILED_RESET_BYTES, 0, &h[i]));
+		ASSERT_EQ(0, hpu_vm_map(self->fd, h[i], 0, NULL, FAILED_RESET_BYTES, RW, &va[i]));
 	}
 	/* Seconds in all. */
-	hpu_cb_slow_gemms(&cb, va[0], va[1], va[2], 64);
+	hpu_cb_square_gemms(&cb, FAILED_RESET_N, va[0], va[1], va[2], 8);
 	ASSERT_EQ(0, hpu_write_file("/sys/module/hpu/parameters/queue_reset_timeout_us", "1"));
 	/* The engine and device resets fail too: the reset ladder ends in MALFUNCTION. */
 	ASSERT_EQ(0, hpu_fault_arm(self->bdf, "reset_fail", "4294967295"));
@@ -604,11 +609,11 @@ TEST_F_TIMEOUT(short, a_failed_reset_keeps_memory_until_the_engine_lets_go, 120)
 	 */
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
-	EXPECT_EQ(before.hbm_used - HPU_SLOW_GEMM_BYTES, after.hbm_used);
+	EXPECT_EQ(before.hbm_used - FAILED_RESET_BYTES, after.hbm_used);
 	EXPECT_EQ(0, hpu_wait_scrubbed(self->bdf));
-	EXPECT_EQ(HPU_SLOW_GEMM_BYTES, hpu_usage(self->bdf, "hbm_bad"));
+	EXPECT_EQ(FAILED_RESET_BYTES, hpu_usage(self->bdf, "hbm_bad"));
 	ASSERT_EQ(0, hpu_stats(self->fd, &after));
-	EXPECT_EQ(before.hbm_used - HPU_SLOW_GEMM_BYTES, after.hbm_used);
+	EXPECT_EQ(before.hbm_used - FAILED_RESET_BYTES, after.hbm_used);
 
 	/* No new work: not from SUBMIT, nor a user queue. */
 	EXPECT_EQ(DRM_HPU_STATUS_MALFUNCTION, hpu_device_status(self->fd));
