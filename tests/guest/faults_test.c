@@ -14,6 +14,9 @@
  *
  * Each case prints, for `make test-faults` (HPU_BENCH=1: plain lines; else
  * as TAP comments):
+ *   BENCH fault_<kind>_detect_ms       from the guilty submission (or the fault's arming)
+ *                                      to what user space first sees of it: the guilty
+ *                                      job's end, else INFO reading IN_RESET or a reset
  *   BENCH fault_<kind>_recover_ms      from the guilty submission to every job ended
  *   BENCH fault_<kind>_innocent_lost   innocent jobs that did not complete
  *   BENCH fault_<kind>_innocent_wrong  innocent copies not bitwise right
@@ -269,7 +272,7 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 	long long injected;
 	int ret;
 	uint64_t guilty = 0;
-	double t0, t1;
+	double t0, t1, detect = 0;
 	char mark[64];
 	int err = 0;
 
@@ -298,6 +301,7 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		ASSERT_EQ(0, hpu_submit(self->fd, GUILTY_QUEUE, cb.buf, cb.size, &guilty));
 		if (variant->guilty_first) {
 			ASSERT_EQ(0, hpu_wait(self->fd, guilty, WAIT_NS, &err));
+			detect = now_s();
 			EXPECT_EQ(variant->guilty_err, err);
 		} else {
 			ASSERT_TRUE(fault_wait_injected(self->bdf, variant->kind, injected + 1));
@@ -324,6 +328,7 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 	}
 	if (!variant->no_guilty && !variant->guilty_first) {
 		ASSERT_EQ(0, hpu_wait(self->fd, guilty, WAIT_NS, &err));
+		detect = now_s();
 		EXPECT_EQ(variant->guilty_err, err);
 	}
 	if (variant->no_guilty)
@@ -331,6 +336,9 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 	/* The recovery is over once INFO counts its device reset. */
 	for (i = 0; i < 60000 && variant->device_resets; i++) {
 		ASSERT_EQ(0, device_info(self->fd, &after));
+		if (!detect && (after.status == DRM_HPU_STATUS_IN_RESET ||
+				after.device_resets > before.device_resets))
+			detect = now_s();
 		if (after.device_resets >= before.device_resets + variant->device_resets &&
 		    after.status == DRM_HPU_STATUS_READY)
 			break;
@@ -369,6 +377,8 @@ TEST_F_TIMEOUT(faults, guilty_fails_innocents_complete_bitwise, 300)
 		}
 	}
 	t1 = now_s();
+	EXPECT_LT(0, detect);
+	bench(variant->name, "detect_ms", (detect - t0) * 1000);
 	bench(variant->name, "recover_ms", (t1 - t0) * 1000);
 	bench(variant->name, "innocent_lost", lost);
 	bench(variant->name, "innocent_wrong", wrong);
