@@ -64,7 +64,8 @@
  * ctx->fence_lock.  The doorbell fault handler sleeps on uqs.lock under
  * mmap_lock.  drm_dev_enter() sections (SRCU readers) nest either way with
  * any lock: drm_dev_unplug() is called with none held.  The driver's works
- * are cancelled and flushed with no driver lock held.
+ * are cancelled and flushed with no driver lock held, and unbind waits for
+ * the jobs' command buffers to be unmapped (hpu_jobs_unmapped()) with none.
  */
 #ifndef HPU_DEVICE_H
 #define HPU_DEVICE_H
@@ -75,6 +76,7 @@
 #include <linux/io.h>
 #include <linux/pci.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <drm/drm_device.h>
 #include <drm/hpu_accel.h>
 
@@ -153,6 +155,12 @@ struct hpu_device {
 	struct hpu_uqs uqs;
 	struct hpu_eq eq;
 	struct hpu_ctx *kctx;		/* the driver's context, ASID 0 */
+	/*
+	 * Jobs whose command buffer is DMA-mapped (hpu_job.c); unbind waits
+	 * on @jobs_unmapped for none to be left.
+	 */
+	atomic_t jobs_mapped;
+	wait_queue_head_t jobs_unmapped;
 	struct hpu_stats stats;
 };
 

@@ -178,6 +178,7 @@ static int hpu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	hdev->job_timeout_ms = max(READ_ONCE(job_timeout_ms), 1u);
 	spin_lock_init(&hdev->irq_mask_lock);
 	init_completion(&hdev->boot_done);
+	init_waitqueue_head(&hdev->jobs_unmapped);
 	hpu_eq_early_init(hdev);
 	pci_set_drvdata(pdev, hdev);
 	ret = hpu_reset_init(hdev);
@@ -263,7 +264,10 @@ err_irq_fini:
  * waits for every drm_dev_enter() section (hardware access, pushes to a
  * ring, queue recovery), after which nothing touches the hardware any more.
  * The reset ladder's works stop, the device reset stops every queue; the
- * jobs in a ring or waiting for one then fail with -ENODEV.  What open files use (allocators, the
+ * jobs in a ring or waiting for one then fail with -ENODEV, and remove waits
+ * for their command buffers' DMA mappings to go (the scheduler's free works,
+ * a tick later): the DMA API wants none left when the driver unbinds.
+ * What open files use (allocators, the
  * scheduler's works, the driver's context) stays until the DRM device is
  * released.
  */
@@ -277,6 +281,7 @@ static void hpu_remove(struct pci_dev *pdev)
 	hpu_hw_stop(hdev);
 	hpu_uqs_halt(hdev);
 	hpu_queues_halt(hdev);
+	hpu_jobs_unmapped(hdev);
 	hpu_host_dma_unplug(hdev);
 	hpu_hw_free(hdev);
 	hpu_irq_fini(hdev);

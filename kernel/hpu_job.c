@@ -15,7 +15,9 @@
  * queue, carrying the job's error; WAIT and the out-syncobj use it.  A small
  * command buffer's copy lives in the job's own allocation, not one of its
  * own, to keep SUBMIT of a small job cheap.  WAIT polls the completion slot
- * briefly before it sleeps, since a short job ends within that.
+ * briefly before it sleeps, since a short job ends within that.  A command
+ * buffer is DMA-mapped only while the device is there, and unbind waits
+ * for the last one to be unmapped.
  */
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
@@ -27,6 +29,8 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_managed.h>
 #include <drm/drm_syncobj.h>
@@ -161,7 +165,7 @@ static int hpu_job_check_cb(struct hpu_job *job)
  */
 #define HPU_JOB_INLINE_CB 256
 
-static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
+static int hpu_job_cb_map(struct hpu_job *job, void *inline_cb)
 {
 	struct device *dev = hpu_dev(job->ctx->hdev);
 
@@ -190,9 +194,29 @@ static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 	return 0;
 }
 
+/*
+ * Map (or allocate coherent) the command buffer only while the device is
+ * there, and count it: hpu_remove() waits for the count to reach zero, so
+ * that no job's mapping outlives the driver's unbind (hpu_jobs_unmapped()).
+ */
+static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
+{
+	struct hpu_device *hdev = job->ctx->hdev;
+	int idx, ret;
+
+	if (!drm_dev_enter(&hdev->drm, &idx))
+		return -ENODEV;
+	ret = hpu_job_cb_map(job, inline_cb);
+	if (!ret)
+		atomic_inc(&hdev->jobs_mapped);
+	drm_dev_exit(idx);
+	return ret;
+}
+
 static void hpu_job_cb_free(struct hpu_job *job)
 {
-	struct device *dev = hpu_dev(job->ctx->hdev);
+	struct hpu_device *hdev = job->ctx->hdev;
+	struct device *dev = hpu_dev(hdev);
 
 	if (!job->cb)
 		return;
@@ -204,6 +228,20 @@ static void hpu_job_cb_free(struct hpu_job *job)
 			kfree(job->cb);
 	}
 	job->cb = NULL;
+	if (atomic_dec_and_test(&hdev->jobs_mapped))
+		wake_up_all(&hdev->jobs_unmapped);
+}
+
+/*
+ * Unbind, the device gone (drm_dev_unplug()) and its queues halted: every
+ * job has ended or, allocated before the unplug, is on its way to a queue,
+ * which ends it at once; no job maps a command buffer any more.  Wait for
+ * the schedulers' free works to unmap the last ones (a job's fence, which
+ * a scrub or a sync file may hold longer, keeps only its memory).
+ */
+void hpu_jobs_unmapped(struct hpu_device *hdev)
+{
+	wait_event(hdev->jobs_unmapped, !atomic_read(&hdev->jobs_mapped));
 }
 
 /* Before the device reads what the CPU wrote into the command buffer. */

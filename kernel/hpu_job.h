@@ -105,6 +105,7 @@ struct hpu_job {
 void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector);
 void hpu_job_signal(struct hpu_job *job);
 void hpu_job_free(struct hpu_job *job);
+void hpu_jobs_unmapped(struct hpu_device *hdev);
 struct dma_fence *hpu_job_zero_hbm(struct hpu_device *hdev, u64 addr, u64 size);
 
 int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
