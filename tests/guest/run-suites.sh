@@ -150,10 +150,12 @@ if [ -z "$kernel_only" ]; then
 	# hpu_torch's tests (userspace/pytorch/tests), in one Python process since importing torch
 	# alone takes 20-30 s here, from the host's build tree; pytest's own report is in
 	# pytorch.log.  Not test_train_faults.py, which injects faults (root): run-faults.sh runs it.
+	# --tap=FILE in one word: pytest reads the command line before it knows the conftest's
+	# options, and "--tap FILE --ignore=..." loses the conftest (unrecognized --tap).
 	echo "# suite pytorch"
 	start=$(cut -d' ' -f1 /proc/uptime)
 	run pytorch env PYTHONPATH="$HPU_TOP/build/userspace/pytorch" PYTHONDONTWRITEBYTECODE=1 \
-		/usr/bin/python3 -m pytest -p no:cacheprovider -q -rfE --tap "$HPU_OUT/pytorch.tap" \
+		/usr/bin/python3 -m pytest -p no:cacheprovider -q -rfE --tap="$HPU_OUT/pytorch.tap" \
 		--ignore=userspace/pytorch/tests/test_train_faults.py \
 		userspace/pytorch/tests >"$HPU_OUT/pytorch.log" 2>&1 ||
 		{ status=1; tail -40 "$HPU_OUT/pytorch.log"; }
