@@ -45,7 +45,6 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 	struct drm_hpu_stats stats;
 	const void *src;
 	u32 size, min_size;
-	int ret = 0;
 	int idx;
 
 	/* The ABI is frozen: a size change here breaks every runtime. */
@@ -86,7 +85,6 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-
 	if (args->query == DRM_HPU_INFO_STATS) {
 		hpu_ioctl_stats(hdev, file->driver_priv, &stats);
 	} else {
@@ -94,14 +92,16 @@ int hpu_ioctl_info(struct drm_device *drm, void *data, struct drm_file *file)
 		info.status = READ_ONCE(hdev->info.status);
 		hpu_reset_fill_info(hdev, &info);
 	}
+	drm_dev_exit(idx);
 
-	/* Older callers know a prefix of the struct; newer ones get ours. */
+	/*
+	 * Outside the section: a copy to the user may stall as long as the
+	 * user likes (a userfaultfd page), and unbind waits for the sections.
+	 * Older callers know a prefix of the struct; newer ones get ours.
+	 */
 	size = min_t(u32, args->data_size, size);
 	if (copy_to_user(u64_to_user_ptr(args->data_ptr), src, size))
-		ret = -EFAULT;
-	else
-		args->data_size = size;
-
-	drm_dev_exit(idx);
-	return ret;
+		return -EFAULT;
+	args->data_size = size;
+	return 0;
 }

@@ -2,11 +2,11 @@
 /*
  * hpu jobs: SUBMIT and WAIT.
  *
- * SUBMIT copies each command buffer into a DMA buffer the driver
- * owns, so it cannot change after the check, checks every packet there,
- * and only then, for all the jobs of the call at once, gives them the
- * file's next sequence numbers and hands them to the scheduler
- * (hpu_sched.c), which puts them into the rings.
+ * SUBMIT copies each command buffer into a buffer the driver owns, so it
+ * cannot change after the check, checks every packet there, and only
+ * then, for all the jobs of the call at once, maps them for the device,
+ * gives them the file's next sequence numbers and hands them to the
+ * scheduler (hpu_sched.c), which puts them into the rings.
  * Any rejection leaves nothing submitted.  The kernel tail (completion
  * write and interrupt, hpu_job_set_tail()) follows the user's packets, and
  * the descriptor's priv_offset marks where the user's packets end.
@@ -16,8 +16,8 @@
  * command buffer's copy lives in the job's own allocation, not one of its
  * own, to keep SUBMIT of a small job cheap.  WAIT polls the completion slot
  * briefly before it sleeps, since a short job ends within that.  A command
- * buffer is DMA-mapped only while the device is there, and unbind waits
- * for the last one to be unmapped.
+ * buffer is DMA-mapped only while the device is there and after the
+ * user's copies, and unbind waits for the last one to be unmapped.
  */
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
@@ -157,58 +157,55 @@ static int hpu_job_check_cb(struct hpu_job *job)
 
 /*
  * The driver's copy of a command buffer.  Most are a few packets: those
- * live at the end of the job's own allocation, larger ones up to a page
- * are kmalloc'ed, both mapped for streaming, which costs far less than a
+ * live at the end of the job's own allocation, larger ones are
+ * kmalloc'ed; both are mapped for streaming, which costs far less than a
  * coherent allocation (a zeroed page) per job.  Inline copies stay as long
  * as the job's fence (the context's history keeps the last ones), hence
  * the small bound.
  */
 #define HPU_JOB_INLINE_CB 256
 
-static int hpu_job_cb_map(struct hpu_job *job, void *inline_cb)
+static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 {
-	struct device *dev = hpu_dev(job->ctx->hdev);
-
-	if (job->cb_size > PAGE_SIZE) {
-		job->cb_kind = HPU_JOB_CB_COHERENT;
-		job->cb = hpu_fault_alloc(job->cb_size) ? NULL :
-			  dma_alloc_coherent(dev, job->cb_size, &job->cb_dma, GFP_KERNEL);
-		return job->cb ? 0 : -ENOMEM;
-	}
 	if (inline_cb) {
 		job->cb_kind = HPU_JOB_CB_INLINE;
 		job->cb = inline_cb;
-	} else {
-		job->cb_kind = HPU_JOB_CB_KMALLOC;
-		job->cb = hpu_fault_alloc(job->cb_size) ? NULL : kmalloc(job->cb_size, GFP_KERNEL);
-		if (!job->cb)
-			return -ENOMEM;
+		return 0;
 	}
-	job->cb_dma = dma_map_single(dev, job->cb, job->cb_size, DMA_TO_DEVICE);
-	if (dma_mapping_error(dev, job->cb_dma)) {
-		if (job->cb_kind == HPU_JOB_CB_KMALLOC)
-			kfree(job->cb);
-		job->cb = NULL;
-		return -ENOMEM;
-	}
-	return 0;
+	job->cb_kind = HPU_JOB_CB_KMALLOC;
+	job->cb = hpu_fault_alloc(job->cb_size) ? NULL : kmalloc(job->cb_size, GFP_KERNEL);
+	return job->cb ? 0 : -ENOMEM;
 }
 
 /*
- * Map (or allocate coherent) the command buffer only while the device is
- * there, and count it: hpu_remove() waits for the count to reach zero, so
- * that no job's mapping outlives the driver's unbind (hpu_jobs_unmapped()).
+ * Map the checked command buffers of @jobs for the device, only while it
+ * is there, and count them: hpu_remove() waits for the count to reach
+ * zero, so that no job's mapping outlives the driver's unbind
+ * (hpu_jobs_unmapped()).  Called once every copy from the user is done:
+ * a copy may stall as long as the user likes (a page of a FUSE file, or
+ * one userfaultfd has to fill), and must not hold up an unbind.  Mapping
+ * after the copy also hands the device what the CPU wrote.
  */
-static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
+static int hpu_jobs_cb_map(struct hpu_device *hdev, struct hpu_job **jobs, unsigned int n)
 {
-	struct hpu_device *hdev = job->ctx->hdev;
-	int idx, ret;
+	struct device *dev = hpu_dev(hdev);
+	unsigned int i;
+	int idx, ret = 0;
 
 	if (!drm_dev_enter(&hdev->drm, &idx))
 		return -ENODEV;
-	ret = hpu_job_cb_map(job, inline_cb);
-	if (!ret)
+	for (i = 0; i < n; i++) {
+		struct hpu_job *job = jobs[i];
+
+		job->cb_dma = hpu_fault_alloc(job->cb_size) ? DMA_MAPPING_ERROR :
+			      dma_map_single(dev, job->cb, job->cb_size, DMA_TO_DEVICE);
+		if (dma_mapping_error(dev, job->cb_dma)) {
+			ret = -ENOMEM;
+			break;
+		}
+		job->cb_mapped = true;
 		atomic_inc(&hdev->jobs_mapped);
+	}
 	drm_dev_exit(idx);
 	return ret;
 }
@@ -216,25 +213,21 @@ static int hpu_job_cb_alloc(struct hpu_job *job, void *inline_cb)
 static void hpu_job_cb_free(struct hpu_job *job)
 {
 	struct hpu_device *hdev = job->ctx->hdev;
-	struct device *dev = hpu_dev(hdev);
 
-	if (!job->cb)
-		return;
-	if (job->cb_kind == HPU_JOB_CB_COHERENT) {
-		dma_free_coherent(dev, job->cb_size, job->cb, job->cb_dma);
-	} else {
-		dma_unmap_single(dev, job->cb_dma, job->cb_size, DMA_TO_DEVICE);
-		if (job->cb_kind == HPU_JOB_CB_KMALLOC)
-			kfree(job->cb);
+	if (job->cb_mapped) {
+		dma_unmap_single(hpu_dev(hdev), job->cb_dma, job->cb_size, DMA_TO_DEVICE);
+		job->cb_mapped = false;
+		if (atomic_dec_and_test(&hdev->jobs_mapped))
+			wake_up_all(&hdev->jobs_unmapped);
 	}
+	if (job->cb_kind == HPU_JOB_CB_KMALLOC)
+		kfree(job->cb);
 	job->cb = NULL;
-	if (atomic_dec_and_test(&hdev->jobs_mapped))
-		wake_up_all(&hdev->jobs_unmapped);
 }
 
 /*
  * Unbind, the device gone (drm_dev_unplug()) and its queues halted: every
- * job has ended or, allocated before the unplug, is on its way to a queue,
+ * job has ended or, mapped before the unplug, is on its way to a queue,
  * which ends it at once; no job maps a command buffer any more.  Wait for
  * the schedulers' free works to unmap the last ones (a job's fence, which
  * a scrub or a sync file may hold longer, keeps only its memory).
@@ -242,14 +235,6 @@ static void hpu_job_cb_free(struct hpu_job *job)
 void hpu_jobs_unmapped(struct hpu_device *hdev)
 {
 	wait_event(hdev->jobs_unmapped, !atomic_read(&hdev->jobs_mapped));
-}
-
-/* Before the device reads what the CPU wrote into the command buffer. */
-static void hpu_job_cb_sync(struct hpu_job *job, u32 offset, u32 size)
-{
-	if (job->cb_kind != HPU_JOB_CB_COHERENT)
-		dma_sync_single_for_device(hpu_dev(job->ctx->hdev), job->cb_dma + offset,
-					   size, DMA_TO_DEVICE);
 }
 
 /* Called by the queue when the job is first pushed, with the queue's lock held. */
@@ -267,7 +252,9 @@ void hpu_job_set_tail(struct hpu_job *job, u64 completion_addr, u32 vector)
 		.header = HPU_PKT_HEADER(HPU_PKT_INTERRUPT, 0),
 		.vector = vector,
 	};
-	hpu_job_cb_sync(job, job->user_size, HPU_JOB_TAIL_SIZE);
+	/* The rest went to the device when the command buffer was mapped. */
+	dma_sync_single_range_for_device(hpu_dev(job->ctx->hdev), job->cb_dma, job->user_size,
+					 HPU_JOB_TAIL_SIZE, DMA_TO_DEVICE);
 }
 
 static void hpu_job_count(struct hpu_job *job, bool ok)
@@ -620,7 +607,8 @@ int hpu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		jobs[created] = job;
 	}
 
-	ret = hpu_job_push(ctx, jobs, args->num_jobs, out, &args->seq);
+	ret = hpu_jobs_cb_map(ctx->hdev, jobs, args->num_jobs) ?:
+	      hpu_job_push(ctx, jobs, args->num_jobs, out, &args->seq);
 	if (!ret)
 		created = 0;	/* the schedulers have them */
 
@@ -726,7 +714,9 @@ static struct dma_fence *hpu_job_submit_kernel(struct hpu_device *hdev,
 		return ERR_CAST(job);
 	memcpy(job->cb, packets, size);
 	ret = hpu_job_check_cb(job);
-	if (WARN_ON(ret)) {
+	WARN_ON(ret);
+	ret = ret ?: hpu_jobs_cb_map(hdev, &job, 1);
+	if (ret) {
 		hpu_job_abort(job);
 		return ERR_PTR(ret);
 	}

@@ -39,9 +39,8 @@ enum hpu_job_state {
 };
 
 enum hpu_job_cb_kind {
-	HPU_JOB_CB_INLINE,	/* after deps[], mapped for streaming */
-	HPU_JOB_CB_KMALLOC,	/* mapped for streaming */
-	HPU_JOB_CB_COHERENT,
+	HPU_JOB_CB_INLINE,	/* after deps[] */
+	HPU_JOB_CB_KMALLOC,
 };
 
 /* A fence the job waits for, from an in-syncobj. */
@@ -81,6 +80,7 @@ struct hpu_job {
 	u32 cb_size;
 	u32 user_size;
 	enum hpu_job_cb_kind cb_kind;
+	bool cb_mapped;			/* @cb_dma maps @cb for streaming to the device */
 
 	/* Under queue->lock once submitted. */
 	struct list_head link;		/* in queue->waiting, then queue->pending */

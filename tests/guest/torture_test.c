@@ -13,12 +13,15 @@
  * pages are unpinned, the kernel log stays clean, and the device comes
  * back and a fresh process runs jobs on it.  Then 50 load/unload cycles of
  * the module, each running jobs, and sync files outliving their device and
- * their file.
+ * their file.  Last, the device unbinds while an ioctl's copy from or to
+ * the user stalls on a page userfaultfd has not filled.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <linux/sync_file.h>
+#include <linux/userfaultfd.h>
 
 #include "kselftest_harness.h"
 
@@ -754,6 +757,162 @@ TEST_F(module, sync_file_holds_the_module)
 	ASSERT_EQ(0, hpu_find_bdf(self->bdf, sizeof(self->bdf)));
 	EXPECT_EQ(0, fresh_process_runs_jobs(self->bdf));
 	EXPECT_EQ(0, hpu_log_count(self->mark, BAD_LOG));
+}
+
+/*
+ * A page userfaultfd leaves unfilled: a copy from or to it, the kernel's
+ * included, stalls until the test fills it.  Root only (CAP_SYS_PTRACE),
+ * since unprivileged users get only faults from user mode.
+ */
+struct stall {
+	int uffd;
+	uint8_t *page;
+};
+
+static int stall_open(struct stall *st)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+	st->page = MAP_FAILED;
+	st->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (st->uffd < 0)
+		return -errno;
+	if (ioctl(st->uffd, UFFDIO_API, &api))
+		return -errno;
+	st->page = mmap(NULL, HPU_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	if (st->page == MAP_FAILED)
+		return -errno;
+	reg.range.start = (uintptr_t)st->page;
+	reg.range.len = HPU_PAGE;
+	return ioctl(st->uffd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+}
+
+/* Someone stalled on the page within secs: 0, or -ETIMEDOUT. */
+static int stall_wait(struct stall *st, unsigned int secs)
+{
+	struct pollfd p = { .fd = st->uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&p, 1, secs * 1000) != 1)
+		return -ETIMEDOUT;
+	if (read(st->uffd, &msg, sizeof(msg)) != sizeof(msg))
+		return -errno;
+	return msg.event == UFFD_EVENT_PAGEFAULT ? 0 : -EPROTO;
+}
+
+/* The page gets what src holds, and the stalled copy goes on. */
+static int stall_fill(struct stall *st, const void *src)
+{
+	struct uffdio_copy c = {
+		.dst = (uintptr_t)st->page, .src = (uintptr_t)src, .len = HPU_PAGE,
+	};
+
+	return ioctl(st->uffd, UFFDIO_COPY, &c) ? -errno : 0;
+}
+
+static void stall_close(struct stall *st)
+{
+	if (st->page != MAP_FAILED)
+		munmap(st->page, HPU_PAGE);
+	if (st->uffd >= 0)
+		close(st->uffd);
+}
+
+/* The ioctl that stalls, in a thread of its own. */
+struct stalled_call {
+	int fd;
+	unsigned long req;
+	void *arg;
+	int ret;
+};
+
+static void *stalled_call_run(void *arg)
+{
+	struct stalled_call *c = arg;
+
+	c->ret = hpu_ioc(c->fd, c->req, c->arg);
+	return NULL;
+}
+
+HPU_LOG_FIXTURE(stalled, ASSERT_EQ(0, device_restore(self->bdf, sizeof(self->bdf))))
+
+FIXTURE_VARIANT(stalled) {
+	unsigned long req;
+	/* The jobs of a SUBMIT; the last one's packets are on the stalled page. */
+	unsigned int jobs;
+	/* What the call returns once the page is filled, the device gone. */
+	int ret;
+};
+
+FIXTURE_VARIANT_ADD(stalled, submit) {
+	.req = DRM_IOCTL_HPU_SUBMIT, .jobs = 1, .ret = -ENODEV,
+};
+FIXTURE_VARIANT_ADD(stalled, submit_second_job) {
+	.req = DRM_IOCTL_HPU_SUBMIT, .jobs = 2, .ret = -ENODEV,
+};
+/* The answer was read before the copy out: it stands. */
+FIXTURE_VARIANT_ADD(stalled, info) { .req = DRM_IOCTL_HPU_INFO, .ret = 0 };
+
+/*
+ * Unbind does not wait for a user's copy: a process can stall one as long
+ * as it likes.  The call then fails, or answers, without touching the gone
+ * device, and the device comes back clean.
+ */
+TEST_F_TIMEOUT(stalled, unbind_goes_on, 2 * GONE_S + BACK_S)
+{
+	struct drm_hpu_job jobs[2];
+	struct drm_hpu_submit submit = { .jobs_ptr = (uintptr_t)jobs, .num_jobs = variant->jobs };
+	struct drm_hpu_info info = {
+		.query = DRM_HPU_INFO_DEVICE, .data_size = DRM_HPU_DEVICE_INFO_SIZE_V1,
+	};
+	struct stalled_call call = { .req = variant->req };
+	static struct hpu_cb cb;
+	struct stall st;
+	int status, err;
+	pthread_t thread;
+	bool unbound;
+	pid_t unbind;
+
+	if (geteuid())
+		SKIP(return, "userfaultfd stalls the kernel's copies only for root");
+	err = stall_open(&st);
+	if (err == -ENOSYS)
+		SKIP(return, "no userfaultfd in this kernel");
+	ASSERT_EQ(0, err);
+	call.fd = hpu_open_node(self->bdf);
+	ASSERT_LE(0, call.fd);
+	cb.size = 0;
+	hpu_cb_memset(&cb, 0, 0, 8);
+	for (unsigned int i = 0; i < variant->jobs; i++)
+		jobs[i] = (struct drm_hpu_job){ .cb_ptr = (uintptr_t)cb.buf, .cb_size = cb.size };
+	if (variant->jobs)
+		jobs[variant->jobs - 1].cb_ptr = (uintptr_t)st.page;
+	info.data_ptr = (uintptr_t)st.page;
+	call.arg = variant->req == DRM_IOCTL_HPU_SUBMIT ? (void *)&submit : (void *)&info;
+	ASSERT_EQ(0, pthread_create(&thread, NULL, stalled_call_run, &call));
+	ASSERT_EQ(0, stall_wait(&st, GONE_S)) {
+		stall_fill(&st, cb.buf);
+		pthread_join(thread, NULL);
+	}
+
+	unbind = fork();
+	ASSERT_LE(0, unbind);
+	if (!unbind)
+		_exit(hpu_write_file(HPU_SYSFS_DRIVER "/unbind", self->bdf) ? 1 : 0);
+	unbound = WAIT_FOR(waitpid(unbind, &status, WNOHANG) == unbind, GONE_S);
+	EXPECT_TRUE(unbound) TH_LOG("unbind still waits for the stalled call");
+	/* The page filled with a job's packets, the call goes on. */
+	EXPECT_EQ(0, stall_fill(&st, cb.buf));
+	pthread_join(thread, NULL);
+	EXPECT_EQ(variant->ret, call.ret);
+	if (!unbound)
+		ASSERT_EQ(unbind, waitpid(unbind, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	close(call.fd);
+	stall_close(&st);
+	assert_back(_metadata, self->bdf, sizeof(self->bdf), WAY_UNBIND, self->mark);
 }
 
 TEST_HARNESS_MAIN
