@@ -58,7 +58,6 @@ static const struct {
 enum { OTHER_MAP, OTHER_MEMCPY };
 struct other {
 	int stop;
-	int err;
 	unsigned long rounds;
 	double busy_s;		/* summed over its rounds */
 	double max_s;		/* its longest round */
