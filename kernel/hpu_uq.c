@@ -249,6 +249,21 @@ static void hpu_uq_disable_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 	hpu_uq_wreg(hdev, uq->index, HPU_UQ_ARM, 0);
 }
 
+/*
+ * Reset and disable a bound queue, unless a ban did already: false if the
+ * engine does not let go of it (still enabled).  Lock held.
+ */
+static bool hpu_uq_halt_locked(struct hpu_device *hdev, struct hpu_uq *uq)
+{
+	lockdep_assert_held(&hdev->uqs.lock);
+	if (hpu_uq_disabled(hdev, uq))
+		return true;
+	if (!hpu_uq_reset_hw_locked(hdev, uq))
+		return false;
+	hpu_uq_disable_locked(hdev, uq);
+	return true;
+}
+
 static vm_fault_t hpu_uq_db_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -392,12 +407,7 @@ static void hpu_uq_unbind(struct hpu_device *hdev, struct hpu_uq *uq)
 	drm_vma_node_unmap(&db->base.vma_node, hdev->drm.anon_inode->i_mapping);
 	mutex_lock(&hdev->uqs.lock);
 	if (drm_dev_enter(&hdev->drm, &idx)) {
-		/* A stopped queue was reset and disabled already. */
-		if (!hpu_uq_disabled(hdev, uq)) {
-			idle = hpu_uq_reset_hw_locked(hdev, uq);
-			if (idle)
-				hpu_uq_disable_locked(hdev, uq);
-		}
+		idle = hpu_uq_halt_locked(hdev, uq);
 		if (idle) {
 			hpu_uq_wreg(hdev, uq->index, HPU_UQ_ASID, 0);
 		} else {
@@ -446,8 +456,7 @@ static void hpu_uq_stop_locked(struct hpu_device *hdev, struct hpu_uq *uq)
 	lockdep_assert_held(&hdev->uqs.lock);
 	WRITE_ONCE(uq->stopped, true);
 	wake_up_all(&uq->wq);
-	if (!hpu_uq_disabled(hdev, uq) && hpu_uq_reset_hw_locked(hdev, uq))
-		hpu_uq_disable_locked(hdev, uq);
+	hpu_uq_halt_locked(hdev, uq);
 }
 
 /* @ctx was banned (hpu_reset.c): stop its queues.  Lock held, inside drm_dev_enter(). */
@@ -623,9 +632,8 @@ void hpu_uq_restart_locked(struct hpu_device *hdev)
 	for (u = 0; u < hdev->uqs.count; u++) {
 		struct hpu_uq *uq = &hdev->uqs.q[u];
 
-		if (uq->ctx && uq->stopped && !hpu_uq_disabled(hdev, uq) &&
-		    hpu_uq_reset_hw_locked(hdev, uq))
-			hpu_uq_disable_locked(hdev, uq);
+		if (uq->ctx && uq->stopped)
+			hpu_uq_halt_locked(hdev, uq);
 	}
 }
 
