@@ -113,15 +113,21 @@ static int device_go(const char *bdf, enum way way)
 }
 
 /*
- * The device is there (bdf: its address now), bound and has its node: the driver's link
- * appears when its probe starts, and QEMU's hot-plug probes on a work of the guest's.
+ * The device is there (bdf: its address now), bound and its node opens: the driver's link
+ * appears when its probe starts, QEMU's hot-plug probes on a work of the guest's, and DRM
+ * creates the node a moment before an open finds its minor (-ENODEV until then).
  */
 static bool device_ready(char *bdf, size_t len)
 {
-	char node[512];
+	int fd;
 
-	return !hpu_find_bdf(bdf, len) && hpu_is_bound(bdf) &&
-	       !hpu_node_path(bdf, node, sizeof(node));
+	if (hpu_find_bdf(bdf, len) || !hpu_is_bound(bdf))
+		return false;
+	fd = hpu_open_node(bdf);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /* The device there again and ready; 0 or -errno. */
