@@ -285,9 +285,11 @@ TEST_F(limits, user_shares_give_edquot_while_another_user_runs)
 
 TEST_F(limits, usage_returns_to_zero_after_close)
 {
+	const uint64_t HUGE = 2 * MiB, HOST_BYTES = 8 * MiB + HUGE;
 	struct hpu_cb park = { .size = 0 };
 	uint64_t sync = 0, va, seq;
 	void *host[3];
+	char *base;
 	int fds[3];
 	uint32_t h;
 
@@ -301,14 +303,18 @@ TEST_F(limits, usage_returns_to_zero_after_close)
 		ASSERT_EQ(0, hpu_gem_create(fds[i], 4 * MiB, 0, &h));
 		sync = 0;
 		ASSERT_EQ(0, hpu_vm_map(fds[i], h, 0, NULL, 4 * MiB, RW, &sync));
-		host[i] = hpu_host_pages(8 * MiB);
+		host[i] = hpu_host_pages(HOST_BYTES);
 		ASSERT_NE(NULL, host[i]);
+		base = (char *)(((uintptr_t)host[i] + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
 		va = 0;
-		ASSERT_EQ(0, hpu_vm_map(fds[i], 0, 0, host[i], HPU_PAGE, RW, &va));
-		/* Fails midway: the 4 KiB leaves of 8 MiB need four more tables. */
+		ASSERT_EQ(0, hpu_vm_map(fds[i], 0, 0, base, HPU_PAGE, RW, &va));
+		/*
+		 * Fails midway: the 4 KiB leaves of 8 MiB need four more tables.  4 KiB
+		 * past a 2 MiB boundary, so that no 2 MiB leaf can take a transparent huge
+		 * page: the device address the driver picks is 2 MiB aligned.
+		 */
 		va = 0;
-		EXPECT_EQ(-EDQUOT, hpu_vm_map(fds[i], 0, 0, (char *)host[i] + 4096,
-					      8 * MiB - 4096, RW, &va));
+		EXPECT_EQ(-EDQUOT, hpu_vm_map(fds[i], 0, 0, base + 4096, 8 * MiB - 4096, RW, &va));
 		/* Past the file's HBM share. */
 		ASSERT_EQ(0, set_param("max_file_hbm_mb", 4));
 		EXPECT_EQ(-EDQUOT, hpu_gem_create(fds[i], HPU_PAGE, 0, &h));
@@ -325,7 +331,7 @@ TEST_F(limits, usage_returns_to_zero_after_close)
 	EXPECT_EQ(3 * 4 * MiB, hpu_usage(self->bdf, "file_hbm"));
 	for (unsigned int i = 0; i < 3; i++) {
 		close(fds[i]);
-		munmap(host[i], 8 * MiB);
+		munmap(host[i], HOST_BYTES);
 	}
 	EXPECT_EQ(0, hpu_usage(self->bdf, "contexts"));
 	EXPECT_EQ(0, hpu_usage(self->bdf, "file_hbm"));
