@@ -22,4 +22,11 @@ static inline void bench_sort(double *v, size_t n)
 	qsort(v, n, sizeof(*v), bench_cmp_double);
 }
 
+/* The median of v[0..n), n > 0 (the upper one for even n); sorts v. */
+static inline double bench_median(double *v, size_t n)
+{
+	bench_sort(v, n);
+	return v[n / 2];
+}
+
 #endif /* BENCH_STATS_H */

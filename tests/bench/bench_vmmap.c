@@ -10,16 +10,17 @@
  *   vmmap_<size>_second_vs_first  a second VM_MAP+VM_UNMAP of the buffer while a
  *                                 first mapping holds its pages (one more reference
  *                                 a page) / the first's
- *   vmmap_small_under_map_*vs_alone  one process's VM_MAP of SMALL bytes while
- *                                 another maps and unmaps BIG bytes in a loop / the
- *                                 same alone (a run before and one after): median,
- *                                 mean and 99th percentile; the mean and the share
- *                                 over 1 ms say how long the device-wide lock makes
- *                                 others wait, the median how often
- *   vmmap_small_under_memcpy_*vs_alone  the same while the other process copies
- *                                 BIG bytes instead: what a second busy process costs
- *                                 without the lock (on 2 vCPUs, its host's load too)
- *   vmmap_small_under_map_vs_under_memcpy  the two means: the lock's share
+ *   vmmap_small_<phase>[_mean|_worst_per_100ms|_max]  one process's VM_MAP of
+ *                                 SMALL bytes, 5 s at a time: alone (a run before
+ *                                 and one after), under_map (another process maps
+ *                                 and unmaps BIG bytes in a loop) and under_memcpy
+ *                                 (it copies BIG bytes instead: a second busy process
+ *                                 without the lock); the median call, the mean, the
+ *                                 median of each 100 ms's longest map in flight (how
+ *                                 long the device-wide lock makes others wait, which
+ *                                 per-call figures hide) and the longest
+ *   vmmap_small_<phase>_[mean_|worst_]vs_alone  those over the same alone
+ *   vmmap_small_under_map_vs_under_memcpy  the two worsts per 100 ms: the lock's share
  */
 #include <errno.h>
 #include <stdio.h>
@@ -111,12 +112,6 @@ static double unmap_s(int fd, uint64_t va)
 	return hpu_now_s() - t;
 }
 
-static double median(double *v, int n)
-{
-	bench_sort(v, n);
-	return v[n / 2];
-}
-
 /*
  * Rounds of: first map, second map (the same pages, one more reference),
  * its unmap, the first's unmap, a memcpy of the buffer; medians of each.
@@ -140,11 +135,11 @@ static void one_size(int fd, int i)
 		memcpy(dst, src, size);
 		mc[r] = hpu_now_s() - mc[r];
 	}
-	first = median(m1, n) + median(u1, n);
-	second = median(m2, n) + median(u2, n);
-	copy = median(mc, n);
-	printf("BENCH vmmap_%s_map %.1f us\n", sizes[i].name, median(m1, n) * 1e6);
-	printf("BENCH vmmap_%s_unmap %.1f us\n", sizes[i].name, median(u1, n) * 1e6);
+	first = bench_median(m1, n) + bench_median(u1, n);
+	second = bench_median(m2, n) + bench_median(u2, n);
+	copy = bench_median(mc, n);
+	printf("BENCH vmmap_%s_map %.1f us\n", sizes[i].name, bench_median(m1, n) * 1e6);
+	printf("BENCH vmmap_%s_unmap %.1f us\n", sizes[i].name, bench_median(u1, n) * 1e6);
 	printf("BENCH vmmap_%s_per_mib %.1f us\n", sizes[i].name, first / mib * 1e6);
 	printf("BENCH vmmap_%s_memcpy %.1f us\n", sizes[i].name, copy * 1e6);
 	printf("BENCH vmmap_%s_vs_memcpy %.2f ratio\n", sizes[i].name, first / copy);
@@ -218,13 +213,11 @@ static struct lat lat_stats(struct phase *ph)
 	struct lat l = { 0 };
 	int i;
 
-	bench_sort(ph->lat, ph->n);
 	for (i = 0; i < ph->n; i++)
 		l.mean += ph->lat[i] / ph->n;
-	l.med = ph->lat[ph->n / 2];
+	l.med = bench_median(ph->lat, ph->n);
 	l.max = ph->lat[ph->n - 1];
-	bench_sort(ph->worst, ph->nw);
-	l.worst = ph->worst[ph->nw / 2];
+	l.worst = bench_median(ph->worst, ph->nw);
 	return l;
 }
 

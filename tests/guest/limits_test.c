@@ -283,9 +283,12 @@ TEST_F(limits, user_shares_give_edquot_while_another_user_runs)
 	close(fds[2]);
 }
 
+/* The device's large leaf, and room for 8 MiB from a boundary of one. */
+#define LEAF_2M (2 * MiB)
+#define HOST_BYTES (8 * MiB + LEAF_2M)
+
 TEST_F(limits, usage_returns_to_zero_after_close)
 {
-	const uint64_t HUGE = 2 * MiB, HOST_BYTES = 8 * MiB + HUGE;
 	struct hpu_cb park = { .size = 0 };
 	uint64_t sync = 0, va, seq;
 	void *host[3];
@@ -305,7 +308,7 @@ TEST_F(limits, usage_returns_to_zero_after_close)
 		ASSERT_EQ(0, hpu_vm_map(fds[i], h, 0, NULL, 4 * MiB, RW, &sync));
 		host[i] = hpu_host_pages(HOST_BYTES);
 		ASSERT_NE(NULL, host[i]);
-		base = (char *)(((uintptr_t)host[i] + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+		base = (char *)(((uintptr_t)host[i] + LEAF_2M - 1) & ~(uintptr_t)(LEAF_2M - 1));
 		va = 0;
 		ASSERT_EQ(0, hpu_vm_map(fds[i], 0, 0, base, HPU_PAGE, RW, &va));
 		/*
